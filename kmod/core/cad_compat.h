@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * cad_compat.h - the only place where the core differs between the Linux
+ * kernel and user space.  The core is freestanding C11: it includes this
+ * header and the ABI header, nothing else.
+ *
+ * It maps: fixed-width and boolean types, memcpy/memset, errno values
+ * (Linux numbers in both worlds), a zeroing allocator used by the verifier
+ * in process context only, and the FPU section around floating-point code.
+ */
+#ifndef CAD_COMPAT_H
+#define CAD_COMPAT_H
+
+#ifdef __KERNEL__
+
+#include <linux/types.h>
+#include <linux/errno.h>
+#include <linux/string.h>
+#include <linux/stdarg.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <asm/fpu/api.h>
+
+typedef uintptr_t cad_uptr;
+
+static inline void *cad_zalloc(size_t size)
+{
+	return kvzalloc(size, GFP_KERNEL);
+}
+
+static inline void cad_free(void *p)
+{
+	kvfree(p);
+}
+
+/* Floating point in the kernel only between these; they disable
+ * preemption, so callers keep each section short (see cad_reduce). */
+#define cad_fpu_begin() kernel_fpu_begin()
+#define cad_fpu_end()   kernel_fpu_end()
+
+#define CAD_PRINTF(a, b) __printf(a, b)
+
+#else /* user space, -ffreestanding */
+
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+typedef uintptr_t cad_uptr;
+
+/* The host C library provides these two; nothing else of it is used. */
+extern void *calloc(size_t nmemb, size_t size);
+extern void free(void *ptr);
+
+static inline void *cad_zalloc(size_t size)
+{
+	return calloc(1, size ? size : 1);
+}
+
+static inline void cad_free(void *p)
+{
+	free(p);
+}
+
+#define cad_fpu_begin() do { } while (0)
+#define cad_fpu_end()   do { } while (0)
+
+#define CAD_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+#ifndef EINVAL
+#define EIO          5
+#define E2BIG        7
+#define EAGAIN       11
+#define ENOMEM       12
+#define EFAULT       14
+#define EINVAL       22
+#define ENOSPC       28
+#define EPIPE        32
+#define EDEADLK      35
+#define EINPROGRESS  115
+#define ECANCELED    125
+#endif
+
+#endif /* __KERNEL__ */
+
+#define cad_memcpy(d, s, n) __builtin_memcpy((d), (s), (n))
+#define cad_memset(d, c, n) __builtin_memset((d), (c), (n))
+
+#define CAD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Unaligned, aliasing-safe views of element types: buffers are bound at
+ * run time, so element accesses cannot assume natural alignment. */
+#define CAD_UNALIGNED __attribute__((aligned(1), may_alias))
+
+#endif /* CAD_COMPAT_H */

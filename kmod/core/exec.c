@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * exec.c - the DAG executor state machine.
+ *
+ * Invariant: pending[i] is the number of predecessors of node i not yet
+ * DONE; a node enters the ready FIFO exactly once, when its pending count
+ * reaches 0 (roots at start).  Every node is popped at most once per run,
+ * so the FIFO never holds more than n_nodes entries.  After a failure
+ * nothing new is issued; the run ends when nothing is ISSUED.
+ */
+#include "cad_core.h"
+
+__u64 cad_exec_mem_size(const struct cad_prog *prog)
+{
+	/* indegree, pending, ready: __u32 each; state: __u8 */
+	return (__u64)prog->n_nodes * (3 * sizeof(__u32) + sizeof(__u8));
+}
+
+void cad_exec_init(struct cad_exec *ex, const struct cad_prog *prog, void *mem)
+{
+	const __u32 n = prog->n_nodes;
+	__u32 *indegree = mem;
+	__u32 e;
+
+	cad_memset(ex, 0, sizeof(*ex));
+	ex->prog = prog;
+	ex->indegree = indegree;
+	ex->pending = indegree + n;
+	ex->ready = indegree + 2 * n;
+	ex->state = (__u8 *)(indegree + 3 * n);
+	if (n)
+		cad_memset(indegree, 0, (size_t)n * sizeof(__u32));
+	for (e = 0; e < prog->n_edges; e++)
+		indegree[prog->edges[e].to]++;
+}
+
+static void make_ready(struct cad_exec *ex, __u32 node)
+{
+	ex->state[node] = CAD_NS_READY;
+	ex->ready[ex->tail++] = node;
+}
+
+void cad_exec_start(struct cad_exec *ex)
+{
+	const __u32 n = ex->prog->n_nodes;
+	__u32 i;
+
+	if (n) {
+		cad_memcpy(ex->pending, ex->indegree, (size_t)n * sizeof(__u32));
+		cad_memset(ex->state, CAD_NS_WAITING, n);
+	}
+	ex->head = ex->tail = 0;
+	ex->n_done = ex->n_issued = 0;
+	ex->error = 0;
+	for (i = 0; i < n; i++)
+		if (!ex->pending[i])
+			make_ready(ex, i);
+}
+
+static void finish(struct cad_exec *ex, __u32 node)
+{
+	const struct cad_node *nd = &ex->prog->nodes[node];
+	const struct cad_edge *e = ex->prog->edges + nd->edge_first;
+	const struct cad_edge *end = e + nd->edge_count;
+
+	ex->state[node] = CAD_NS_DONE;
+	ex->n_done++;
+	for (; e < end; e++)
+		if (--ex->pending[e->to] == 0)
+			make_ready(ex, e->to);
+}
+
+bool cad_exec_next(struct cad_exec *ex, __u32 *node)
+{
+	while (!ex->error && ex->head != ex->tail) {
+		__u32 i = ex->ready[ex->head++];
+
+		if (ex->prog->nodes[i].kind == CAD_NODE_NOP) {
+			finish(ex, i);
+			continue;
+		}
+		ex->state[i] = CAD_NS_ISSUED;
+		ex->n_issued++;
+		*node = i;
+		return true;
+	}
+	return false;
+}
+
+int cad_exec_complete(struct cad_exec *ex, __u32 node)
+{
+	if (node >= ex->prog->n_nodes || ex->state[node] != CAD_NS_ISSUED)
+		return -EFAULT;
+	ex->n_issued--;
+	finish(ex, node);
+	return 0;
+}
+
+int cad_exec_fail(struct cad_exec *ex, __u32 node, int err)
+{
+	if (node >= ex->prog->n_nodes || ex->state[node] != CAD_NS_ISSUED)
+		return -EFAULT;
+	ex->n_issued--;
+	ex->state[node] = CAD_NS_FAILED;
+	cad_exec_abort(ex, err);
+	return 0;
+}
+
+void cad_exec_abort(struct cad_exec *ex, int err)
+{
+	if (!ex->error)
+		ex->error = err < 0 ? err : -ECANCELED;
+}
+
+int cad_exec_status(const struct cad_exec *ex)
+{
+	if (ex->error)
+		return ex->n_issued ? -EINPROGRESS : ex->error;
+	if (ex->n_done == ex->prog->n_nodes)
+		return 0;
+	return -EINPROGRESS;
+}

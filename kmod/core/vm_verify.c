@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * vm_verify.c - verification of a user-defined operator's VM code.
+ *
+ * Accepts code in which: every opcode is known and its unused fields are
+ * 0; registers exist; loads and stores stay inside one element; constants
+ * exist; every jump goes forward and lands inside the code; every
+ * instruction is reachable; no register is read before it is written on
+ * every path to the read; the last instruction is EXIT.  Because jumps only
+ * go forward, one pass in program order sees every predecessor of an
+ * instruction before the instruction itself, so the "defined registers"
+ * dataflow is exact in one pass and every element terminates in at most
+ * code_count steps.
+ */
+#include "verify_priv.h"
+
+#define REACHED 0x10000u   /* per-instruction state: reachable ... */
+#define DEFMASK 0x0ffffu   /* ... and the registers defined on every path */
+
+static void flow_to(__u32 *state, __u32 target, __u32 defined)
+{
+	if (state[target] & REACHED)
+		state[target] &= REACHED | defined;
+	else
+		state[target] = REACHED | defined;
+}
+
+static int check_reg(struct vctx *v, const char *field, unsigned int r)
+{
+	if (r >= CAD_VM_NREGS)
+		return cad_vreject(v, -EINVAL, "%s register r%u does not exist (r0..r%u)",
+				   field, r, CAD_VM_NREGS - 1);
+	return 0;
+}
+
+static int check_read(struct vctx *v, __u32 defined, unsigned int r)
+{
+	int err = check_reg(v, "source", r);
+
+	if (err)
+		return err;
+	if (!(defined & (1u << r)))
+		return cad_vreject(v, -EINVAL, "reads r%u before it is written", r);
+	return 0;
+}
+
+static int check_zero(struct vctx *v, const struct cad_vm_insn *in, bool dst, bool a,
+		      bool b, bool imm)
+{
+	if (dst && in->dst)
+		return cad_vreject(v, -EINVAL, "unused field dst is not 0");
+	if (a && in->a)
+		return cad_vreject(v, -EINVAL, "unused field a is not 0");
+	if (b && in->b)
+		return cad_vreject(v, -EINVAL, "unused field b is not 0");
+	if (imm && in->imm)
+		return cad_vreject(v, -EINVAL, "unused field imm is not 0");
+	return 0;
+}
+
+static int check_jump(struct vctx *v, __u32 pc, __s32 off, __u32 n, __u32 *target)
+{
+	__u64 t;
+
+	if (off < 0)
+		return cad_vreject(v, -EINVAL, "backward jump (offset %d): only forward jumps", off);
+	t = (__u64)pc + 1 + (__u64)off;
+	if (t >= n)
+		return cad_vreject(v, -EINVAL, "jump to %llu is past the last instruction %u",
+				   (unsigned long long)t, n - 1);
+	*target = (__u32)t;
+	return 0;
+}
+
+static int check_access(struct vctx *v, const char *what, __s32 off, unsigned int width,
+			__u32 elem)
+{
+	if (off < 0 || (__u64)off + width > elem)
+		return cad_vreject(v, -EINVAL,
+				   "%s of %u bytes at offset %d is outside the %u-byte element",
+				   what, width, off, elem);
+	return 0;
+}
+
+static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct cad_vm_insn *in,
+		      __u32 pc, __u32 *state)
+{
+	const __u32 n = op->code_count;
+	__u32 defined = state[pc] & DEFMASK;
+	__u32 target = 0;
+	bool falls = true, writes = false;
+	int err = 0;
+
+	switch (cad_vm_opcode_format(in->code)) {
+	case CAD_VMF_EXIT:
+		err = check_zero(v, in, true, true, true, true);
+		falls = false;
+		break;
+	case CAD_VMF_JA:
+		err = check_zero(v, in, true, true, true, false);
+		if (!err)
+			err = check_jump(v, pc, in->imm, n, &target);
+		if (!err)
+			flow_to(state, target, defined);
+		falls = false;
+		break;
+	case CAD_VMF_JCOND:
+		err = check_zero(v, in, true, false, true, false);
+		if (!err)
+			err = check_read(v, defined, in->a);
+		if (!err)
+			err = check_jump(v, pc, in->imm, n, &target);
+		if (!err)
+			flow_to(state, target, defined);
+		break;
+	case CAD_VMF_LD:
+		err = check_zero(v, in, false, false, true, false);
+		if (!err)
+			err = check_reg(v, "destination", in->dst);
+		if (!err && in->a > 1)
+			err = cad_vreject(v, -EINVAL, "load from element %u: 0 is in, 1 is inout", in->a);
+		if (!err)
+			err = check_access(v, "load", in->imm, cad_vm_opcode_width(in->code),
+					   op->elem_size);
+		writes = true;
+		break;
+	case CAD_VMF_ST:
+		err = check_zero(v, in, true, false, true, false);
+		if (!err)
+			err = check_read(v, defined, in->a);
+		if (!err)
+			err = check_access(v, "store", in->imm, cad_vm_opcode_width(in->code),
+					   op->elem_size);
+		break;
+	case CAD_VMF_MOVI:
+		err = check_zero(v, in, false, true, true, false);
+		if (!err)
+			err = check_reg(v, "destination", in->dst);
+		writes = true;
+		break;
+	case CAD_VMF_LDK:
+		err = check_zero(v, in, false, true, true, false);
+		if (!err)
+			err = check_reg(v, "destination", in->dst);
+		if (!err && (in->imm < 0 || (__u32)in->imm >= op->const_count))
+			err = cad_vreject(v, -EINVAL, "constant %d does not exist (%u constants)",
+					  in->imm, op->const_count);
+		writes = true;
+		break;
+	case CAD_VMF_UN:
+		err = check_zero(v, in, false, false, true, true);
+		if (!err)
+			err = check_reg(v, "destination", in->dst);
+		if (!err)
+			err = check_read(v, defined, in->a);
+		writes = true;
+		break;
+	case CAD_VMF_BIN:
+		err = check_zero(v, in, false, false, false, true);
+		if (!err)
+			err = check_reg(v, "destination", in->dst);
+		if (!err)
+			err = check_read(v, defined, in->a);
+		if (!err)
+			err = check_read(v, defined, in->b);
+		writes = true;
+		break;
+	case CAD_VMF_SEL:
+		err = check_reg(v, "destination", in->dst);
+		if (!err)
+			err = check_read(v, defined, in->a);
+		if (!err)
+			err = check_read(v, defined, in->b);
+		if (!err && (in->imm < 0 || in->imm >= CAD_VM_NREGS))
+			err = cad_vreject(v, -EINVAL, "source register r%d does not exist (r0..r%u)",
+					  in->imm, CAD_VM_NREGS - 1);
+		if (!err)
+			err = check_read(v, defined, (unsigned int)in->imm);
+		writes = true;
+		break;
+	case CAD_VMF_INVALID:
+	default:
+		return cad_vreject(v, -EINVAL, "unknown opcode 0x%02x", in->code);
+	}
+	if (err)
+		return err;
+	if (writes)
+		defined |= 1u << in->dst;
+	if (falls) {
+		if (pc + 1 == n)
+			return cad_vreject(v, -EINVAL, "falls off the end: the last instruction must be exit");
+		flow_to(state, pc + 1, defined);
+	}
+	return 0;
+}
+
+int cad_vm_verify_op(struct vctx *v, const struct cad_user_op *op)
+{
+	const struct cad_vm_insn *code = v->p->code + op->code_first;
+	__u32 *state, pc;
+	int err = 0;
+
+	state = cad_zalloc((size_t)op->code_count * sizeof(*state));
+	if (!state)
+		return cad_vreject(v, -ENOMEM, "out of memory verifying %u instructions",
+				   op->code_count);
+	state[0] = REACHED;
+	for (pc = 0; pc < op->code_count && !err; pc++) {
+		v->insn = pc;
+		if (!(state[pc] & REACHED))
+			err = cad_vreject(v, -EINVAL, "unreachable instruction");
+		else
+			err = check_insn(v, op, &code[pc], pc, state);
+	}
+	cad_free(state);
+	return err;
+}
