@@ -60,14 +60,17 @@ void cad_exec_start(struct cad_exec *ex)
 static void finish(struct cad_exec *ex, __u32 node)
 {
 	const struct cad_node *nd = &ex->prog->nodes[node];
-	const struct cad_edge *e = ex->prog->edges + nd->edge_first;
-	const struct cad_edge *end = e + nd->edge_count;
+	const __u32 first = nd->edge_first, end = first + nd->edge_count;
+	__u32 e;
 
 	ex->state[node] = CAD_NS_DONE;
 	ex->n_done++;
-	for (; e < end; e++)
-		if (--ex->pending[e->to] == 0)
-			make_ready(ex, e->to);
+	for (e = first; e < end; e++) {
+		const __u32 to = ex->prog->edges[e].to;
+
+		if (--ex->pending[to] == 0)
+			make_ready(ex, to);
+	}
 }
 
 bool cad_exec_next(struct cad_exec *ex, __u32 *node)

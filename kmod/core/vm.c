@@ -81,32 +81,34 @@ static inline __u64 cvt_u64(double x)
 	return !(x >= 0x1p63) ? cvt_s64(x) : cvt_s64(x - 0x1p63) ^ SIGN64;
 }
 
+/* C's fmin/fmax (a NaN operand yields the other), and the first operand
+ * where C leaves the result open: equal operands (+0 and -0), two NaNs. */
 static inline __u64 fmin64(__u64 a, __u64 b)
 {
 	double x = f64(a), y = f64(b);
 
-	return x != x ? b : y != y ? a : x < y ? a : b;
+	return x <= y ? a : x > y ? b : y != y ? a : b;
 }
 
 static inline __u64 fmax64(__u64 a, __u64 b)
 {
 	double x = f64(a), y = f64(b);
 
-	return x != x ? b : y != y ? a : x > y ? a : b;
+	return x >= y ? a : x < y ? b : y != y ? a : b;
 }
 
 static inline __u64 fmin32(__u64 a, __u64 b)
 {
 	float x = f32(a), y = f32(b);
 
-	return x != x ? (__u32)b : y != y ? (__u32)a : x < y ? (__u32)a : (__u32)b;
+	return (__u32)(x <= y ? a : x > y ? b : y != y ? a : b);
 }
 
 static inline __u64 fmax32(__u64 a, __u64 b)
 {
 	float x = f32(a), y = f32(b);
 
-	return x != x ? (__u32)b : y != y ? (__u32)a : x > y ? (__u32)a : (__u32)b;
+	return (__u32)(x >= y ? a : x < y ? b : y != y ? a : b);
 }
 
 /* ------------------------------------------------------------------ */
@@ -323,7 +325,8 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 {
 	struct vm_env e = {
 		.code = prog->code + op->code_first,
-		.consts = prog->consts + op->const_first,
+		/* no constants section: NULL, never NULL + 0 */
+		.consts = op->const_count ? prog->consts + op->const_first : NULL,
 		.esz = op->elem_size,
 		.io = inout,
 		.ip = in,

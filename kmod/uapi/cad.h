@@ -300,8 +300,11 @@ struct cad_user_op {
  * shift counts are taken mod 64.  Float to integer conversion truncates;
  * NaN and out-of-range give the "integer indefinite" 0x80..0 of the
  * target width (CVT_U64_* follows gcc's x86-64 sequence).  Compares give
- * 0 or 1; FNE is true on NaN; FMIN/FMAX return the other operand when one
- * is NaN, else a < b ? a : b (a > b ? a : b), as glibc's fmin/fmax.
+ * 0 or 1; FNE is true on NaN.  FMIN is a <= b ? a : a > b ? b : (b is NaN
+ * ? a : b), FMAX the same with >= and <: C's fmin/fmax where C defines
+ * them (a NaN operand yields the other one), and the first operand where
+ * C leaves it open (fmin(+0, -0), on which glibc's answer even changes
+ * with the optimisation level).
  *
  * X(NAME, value, format, access width in bytes, "mnemonic")
  */
