@@ -94,4 +94,13 @@ static inline void cad_free(void *p)
  * run time, so element accesses cannot assume natural alignment. */
 #define CAD_UNALIGNED __attribute__((aligned(1), may_alias))
 
+/* Before a loop whose arrays are each either the same or disjoint: no
+ * dependence is carried from one iteration to another, so the compiler
+ * may vectorise without runtime alias checks. */
+#ifdef __clang__
+#define CAD_IVDEP  /* only the fuzzer is built with clang: speed is moot */
+#else
+#define CAD_IVDEP _Pragma("GCC ivdep")
+#endif
+
 #endif /* CAD_COMPAT_H */

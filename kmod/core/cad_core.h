@@ -56,7 +56,7 @@ __u32 cad_dtype_size(unsigned int dtype);
 enum cad_vm_format {
 	CAD_VMF_INVALID = 0,
 	CAD_VMF_EXIT, CAD_VMF_JA, CAD_VMF_JCOND, CAD_VMF_LD, CAD_VMF_ST,
-	CAD_VMF_MOVI, CAD_VMF_LDK, CAD_VMF_UN, CAD_VMF_BIN, CAD_VMF_SEL,
+	CAD_VMF_MOVI, CAD_VMF_LDK, CAD_VMF_UN, CAD_VMF_BIN, CAD_VMF_CMP, CAD_VMF_SEL,
 };
 /* Format of a VM opcode (CAD_VMF_INVALID if unknown) and its access width. */
 enum cad_vm_format cad_vm_opcode_format(unsigned int code);
@@ -166,8 +166,10 @@ int cad_exec_status(const struct cad_exec *ex);
 /* Whether a built-in op applies to a datatype, with MPI's rules. */
 bool cad_reduce_supported(unsigned int op, unsigned int dtype);
 
-#define CAD_VM_LANES        64
-#define CAD_VM_SCRATCH_SIZE (CAD_VM_NREGS * CAD_VM_LANES * 8)
+/* Elements per VM dispatch, and the interpreter's working memory: the
+ * register lanes, then a 16-bit mask per instruction. */
+#define CAD_VM_LANES        256
+#define CAD_VM_SCRATCH_SIZE (CAD_VM_NREGS * CAD_VM_LANES * 8 + CAD_VM_MAX_INSNS * 2)
 
 /*
  * Perform a verified REDUCE node: dst and src point at the node's

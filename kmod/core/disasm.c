@@ -111,6 +111,7 @@ static void disasm_insn(struct dout *d, const struct cad_user_op *op, __u32 pc,
 		dprint(d, "  %4u: %s r%u, r%u\n", pc, name, in->dst, in->a);
 		break;
 	case CAD_VMF_BIN:
+	case CAD_VMF_CMP:
 		dprint(d, "  %4u: %s r%u, r%u, r%u\n", pc, name, in->dst, in->a, in->b);
 		break;
 	case CAD_VMF_SEL:

@@ -313,9 +313,11 @@ static int check_ops(struct vctx *v)
 					   op->elem_size, CAD_VM_MAX_ELEM);
 		if (op->code_count == 0)
 			return cad_vreject(v, -EINVAL, "has no code");
-		if (op->code_count > v->lim->max_op_code)
+		if (op->code_count > v->lim->max_op_code || op->code_count > CAD_VM_MAX_INSNS)
 			return cad_vreject(v, -E2BIG, "%u instructions exceed the limit of %u",
-					   op->code_count, v->lim->max_op_code);
+					   op->code_count,
+					   v->lim->max_op_code < CAD_VM_MAX_INSNS ? v->lim->max_op_code
+										  : CAD_VM_MAX_INSNS);
 		if ((__u64)op->code_first + op->code_count > p->n_code)
 			return cad_vreject(v, -EINVAL,
 					   "code [%u, +%u) is outside the code section (%u instructions)",

@@ -13,6 +13,13 @@
  * conditional jump that goes the same way for every lane of the block
  * stays in block mode; a divergent one finishes the block lane by lane
  * from that jump.  Both modes expand the same per-opcode semantics below.
+ *
+ * The lane loops are marked CAD_IVDEP: register lanes are separate arrays,
+ * a view starts at its block's first element with the lanes' stride, the
+ * verifier rejects partially overlapping source and destination ranges,
+ * and the buffers bound to a program must not overlap (the kernel module
+ * and cadrt refuse overlapping buffers).  So any two arrays of a loop are
+ * the same or disjoint.
  */
 #include "cad_core.h"
 
@@ -208,6 +215,7 @@ struct vm_env {
 	__u8 *io;           /* first inout element of the block */
 	const __u8 *ip;     /* first in element of the block */
 	__u64 (*R)[LANES];  /* register lanes */
+	const __u16 *after; /* per pc: registers read after pc */
 };
 
 /* One lane, from pc to EXIT. */
@@ -227,6 +235,7 @@ static void run_lane(const struct vm_env *e, __u32 pc, __u32 l)
 #define L_LDK(name, w)    R[in->dst][l] = e->consts[in->imm]
 #define L_UN(name, w)     R[in->dst][l] = SEM_##name(R[in->a][l], 0)
 #define L_BIN(name, w)    R[in->dst][l] = SEM_##name(R[in->a][l], R[in->b][l])
+#define L_CMP(name, w)    L_BIN(name, w)
 #define L_SEL(name, w)    R[in->dst][l] = R[in->a][l] ? R[in->b][l] : R[in->imm][l]
 	for (;; pc++) {
 		const struct cad_vm_insn *in = &e->code[pc];
@@ -242,25 +251,105 @@ static void run_lane(const struct vm_env *e, __u32 pc, __u32 l)
 	}
 }
 
-/* n (1..LANES) elements from pc 0 to EXIT. */
+/* Registers an instruction reads. */
+static __u32 reads(const struct cad_vm_insn *in)
+{
+	switch (cad_vm_opcode_format(in->code)) {
+	case CAD_VMF_SEL:
+		return 1u << in->a | 1u << in->b | 1u << in->imm;
+	case CAD_VMF_BIN:
+	case CAD_VMF_CMP:
+		return 1u << in->a | 1u << in->b;
+	case CAD_VMF_UN:
+	case CAD_VMF_ST:
+	case CAD_VMF_JCOND:
+		return 1u << in->a;
+	default:
+		return 0;
+	}
+}
+
+/* after[pc]: the registers that an instruction after pc may read.  Jumps
+ * only go forward, so whatever runs after pc has a larger index: a sound
+ * over-estimate of what is live after pc, computed once per dispatch. */
+static void reads_after(const struct cad_vm_insn *code, __u32 n, __u16 *after)
+{
+	__u32 mask = 0;
+
+	while (n--) {
+		after[n] = (__u16)mask;
+		mask |= reads(&code[n]);
+	}
+}
+
+/* Copy the views in mask into their registers' own lanes. */
+static void materialise(__u64 (*R)[LANES], const u64_u **Rp, __u32 *views, __u32 mask, __u32 n)
+{
+	__u32 r, l;
+
+	if (!(*views & mask))
+		return;
+	for (r = 0; r < CAD_VM_NREGS; r++) {
+		if (!(*views & mask & (1u << r)))
+			continue;
+		for (l = 0; l < n; l++)
+			R[r][l] = Rp[r][l];
+		Rp[r] = R[r];
+		*views &= ~(1u << r);
+	}
+}
+
+/*
+ * n (1..LANES) elements from pc 0 to EXIT.
+ *
+ * Registers are read through Rp: normally their own lanes in R, but a
+ * load of a whole 8-byte element from a contiguous array copies nothing
+ * and makes the register a view of the element memory.  Results are
+ * always written to the register's own lanes.  A view is materialised
+ * before the memory under it may change: before a store into inout (and
+ * into in, when the node reduces a range into itself) and before the
+ * switch to lane-by-lane execution, which reads R only.
+ */
 static void run_block(const struct vm_env *e, __u32 n)
 {
 	__u64 (*R)[LANES] = e->R;
 	const __u32 esz = e->esz;
-	__u32 pc, l, nz;
+	const u64_u *Rp[CAD_VM_NREGS];
+	__u32 io_views = 0, in_views = 0, pc, l, nz, r;
+
+	for (r = 0; r < CAD_VM_NREGS; r++)
+		Rp[r] = R[r];
 
 /* Strided element access; a separate loop when elements are exactly w
  * bytes, so that the compiler sees a constant stride and vectorises. */
 #define B_LOOP(w, body) do {                                               \
-		if (esz == (w)) { for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * (w); body; } } \
+		if (esz == (w)) { CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * (w); body; } } \
 		else { for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * esz; body; } } \
 	} while (0)
+/* The destination's own lanes; it stops being a view. */
+#define B_DEST(D) __u64 *D = R[in->dst]; \
+		Rp[in->dst] = D; io_views &= ~(1u << in->dst); in_views &= ~(1u << in->dst)
+/* The same, except that when the next instruction stores this result as a
+ * whole 8-byte element of a contiguous inout and nothing reads it after,
+ * the result goes straight to inout and the store is skipped. */
+#define B_DEST_FUSED(D) u64_u *D = R[in->dst];                             \
+		if (esz == 8 && in[1].code == CAD_VM_ST_64 && in[1].a == in->dst && \
+		    !(e->after[pc + 1] & (1u << in->dst))) {               \
+			before_store(pc + 1);                              \
+			D = (u64_u *)e->io;                                \
+			pc++;                                              \
+		}                                                          \
+		Rp[in->dst] = R[in->dst];                                  \
+		io_views &= ~(1u << in->dst); in_views &= ~(1u << in->dst)
 #define B_EXIT(name, w)   return
 #define B_JA(name, w)     pc += in->imm
 #define B_JCOND(name, w)  do {                                             \
+		const u64_u *A = Rp[in->a];                                \
 		for (nz = 0, l = 0; l < n; l++)                            \
-			nz += R[in->a][l] != 0;                            \
+			nz += A[l] != 0;                                   \
 		if (nz != 0 && nz != n) {                                  \
+			materialise(R, Rp, &io_views, ~0u, n);             \
+			materialise(R, Rp, &in_views, ~0u, n);             \
 			for (l = 0; l < n; l++)                            \
 				run_lane(e, pc, l);                        \
 			return;                                            \
@@ -270,41 +359,99 @@ static void run_block(const struct vm_env *e, __u32 n)
 	} while (0)
 #define B_LD(name, w)     do {                                             \
 		const __u8 *p_ = (in->a ? e->io : e->ip) + in->imm;        \
-		__u64 *D = R[in->dst];                                     \
-		B_LOOP(w, D[l] = LOAD_##name(p_ + s_));                    \
+		if ((w) == 8 && esz == 8) {                                \
+			B_DEST(D_);                                        \
+			(void)D_;                                          \
+			Rp[in->dst] = (const u64_u *)p_;                   \
+			if (in->a)                                         \
+				io_views |= 1u << in->dst;                 \
+			else                                               \
+				in_views |= 1u << in->dst;                 \
+		} else {                                                   \
+			B_DEST(D);                                         \
+			B_LOOP(w, D[l] = LOAD_##name(p_ + s_));            \
+		}                                                          \
+	} while (0)
+/* Before the store at pc: keep the views it would overwrite that are
+ * still read afterwards (the others are simply dropped). */
+#define before_store(pc_) do {                                             \
+		const __u32 live_ = e->after[pc_];                         \
+		materialise(R, Rp, &io_views, live_, n);                   \
+		if (e->ip == e->io)                                        \
+			materialise(R, Rp, &in_views, live_, n);           \
+		io_views &= live_;                                         \
+		if (e->ip == e->io)                                        \
+			in_views &= live_;                                 \
 	} while (0)
 #define B_ST(name, w)     do {                                             \
 		__u8 *p_ = e->io + in->imm;                                \
-		const __u64 *A = R[in->a];                                 \
+		const u64_u *A;                                            \
+		/* the value stored must not be a view of what it overwrites */ \
+		materialise(R, Rp, &io_views, 1u << in->a, n);             \
+		if (e->ip == e->io)                                        \
+			materialise(R, Rp, &in_views, 1u << in->a, n);     \
+		before_store(pc);                                          \
+		A = Rp[in->a];                                             \
 		B_LOOP(w, STORE_##name(p_ + s_, A[l]));                    \
 	} while (0)
 #define B_MOVI(name, w)   do {                                             \
-		__u64 *D = R[in->dst], v_ = (__u64)(__s64)in->imm;         \
+		const __u64 v_ = (__u64)(__s64)in->imm;                    \
+		B_DEST(D);                                                 \
 		for (l = 0; l < n; l++)                                    \
 			D[l] = v_;                                         \
 	} while (0)
 #define B_LDK(name, w)    do {                                             \
-		__u64 *D = R[in->dst], v_ = e->consts[in->imm];            \
+		const __u64 v_ = e->consts[in->imm];                       \
+		B_DEST(D);                                                 \
 		for (l = 0; l < n; l++)                                    \
 			D[l] = v_;                                         \
 	} while (0)
 #define B_UN(name, w)     do {                                             \
-		__u64 *D = R[in->dst];                                     \
-		const __u64 *A = R[in->a];                                 \
-		for (l = 0; l < n; l++)                                    \
+		const u64_u *A = Rp[in->a];                                \
+		B_DEST_FUSED(D);                                           \
+		CAD_IVDEP for (l = 0; l < n; l++)                          \
 			D[l] = SEM_##name(A[l], 0);                        \
 	} while (0)
 #define B_BIN(name, w)    do {                                             \
-		__u64 *D = R[in->dst];                                     \
-		const __u64 *A = R[in->a], *B = R[in->b];                  \
-		for (l = 0; l < n; l++)                                    \
+		const u64_u *A = Rp[in->a], *B = Rp[in->b];                \
+		B_DEST_FUSED(D);                                           \
+		CAD_IVDEP for (l = 0; l < n; l++)                          \
 			D[l] = SEM_##name(A[l], B[l]);                     \
 	} while (0)
+/* A compare whose result only the next SEL reads (as its condition) runs
+ * with it as one loop, t = a op b; d = t ? x : y, which vectorises as a
+ * compare and a blend (a SEL on its own does not: SSE2 has no 64-bit
+ * compare).  The compare's register is then dead and never written. */
+#define B_CMP(name, w)    do {                                             \
+		const u64_u *A = Rp[in->a], *B = Rp[in->b];                \
+		const struct cad_vm_insn *sel_ = &in[1];                   \
+		if (sel_->code == CAD_VM_SEL && sel_->a == in->dst &&      \
+		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
+		    !(e->after[pc + 1] & (1u << in->dst))) {              \
+			const u64_u *X = Rp[sel_->b], *Y = Rp[sel_->imm];  \
+			{ B_DEST(T_); (void)T_; }                          \
+			pc++;                                              \
+			in = sel_;                                         \
+			{                                                  \
+				B_DEST_FUSED(D);                           \
+				CAD_IVDEP for (l = 0; l < n; l++) {        \
+					const __u64 x_ = X[l], y_ = Y[l];  \
+					D[l] = SEM_##name(A[l], B[l]) ? x_ : y_; \
+				}                                          \
+			}                                                  \
+		} else {                                                   \
+			B_DEST_FUSED(D);                                   \
+			CAD_IVDEP for (l = 0; l < n; l++)                  \
+				D[l] = SEM_##name(A[l], B[l]);             \
+		}                                                          \
+	} while (0)
 #define B_SEL(name, w)    do {                                             \
-		__u64 *D = R[in->dst];                                     \
-		const __u64 *C = R[in->a], *A = R[in->b], *B = R[in->imm]; \
-		for (l = 0; l < n; l++)                                    \
-			D[l] = C[l] ? A[l] : B[l];                         \
+		const u64_u *C = Rp[in->a], *A = Rp[in->b], *B = Rp[in->imm]; \
+		B_DEST_FUSED(D);                                           \
+		CAD_IVDEP for (l = 0; l < n; l++) {                        \
+			const __u64 a_ = A[l], b_ = B[l];                  \
+			D[l] = C[l] ? a_ : b_;                             \
+		}                                                          \
 	} while (0)
 	for (pc = 0;; pc++) {
 		const struct cad_vm_insn *in = &e->code[pc];
@@ -331,9 +478,11 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		.io = inout,
 		.ip = in,
 		.R = scratch,
+		.after = (const __u16 *)((__u8 *)scratch + sizeof(__u64[CAD_VM_NREGS][LANES])),
 	};
 	const __u64 block = (__u64)LANES * op->elem_size;
 
+	reads_after(e.code, op->code_count, (__u16 *)e.after);
 	while (count) {
 		__u32 n = count < LANES ? (__u32)count : LANES;
 

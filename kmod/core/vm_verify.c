@@ -156,6 +156,7 @@ static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct
 		writes = true;
 		break;
 	case CAD_VMF_BIN:
+	case CAD_VMF_CMP:
 		err = check_zero(v, in, false, false, false, true);
 		if (!err)
 			err = check_reg(v, "destination", in->dst);

@@ -269,8 +269,9 @@ struct cad_user_op {
 	__u32 line;         /* where it is defined: index in LINES or CAD_NO_LINE */
 };
 
-#define CAD_VM_NREGS    16
-#define CAD_VM_MAX_ELEM 256
+#define CAD_VM_NREGS     16
+#define CAD_VM_MAX_ELEM  256
+#define CAD_VM_MAX_INSNS 4096   /* instructions of one operator, at most */
 
 /*
  * The reduction VM applies one operator to one element pair: `in` (read
@@ -292,6 +293,7 @@ struct cad_user_op {
  *   LDK    dst, imm          r[dst] = CONSTS[const_first + imm]
  *   UN     dst, a            r[dst] = f(r[a])
  *   BIN    dst, a, b         r[dst] = f(r[a], r[b])
+ *   CMP    dst, a, b         r[dst] = r[a] op r[b] ? 1 : 0 (encoded as BIN)
  *   SEL    dst, a, b, imm    r[dst] = r[a] != 0 ? r[b] : r[imm]
  *
  * Semantics that C leaves undefined are defined here, as on x86-64:
@@ -348,12 +350,12 @@ struct cad_user_op {
 	X(ZEXT8,       0x43, UN,    0, "zext8")                         \
 	X(ZEXT16,      0x44, UN,    0, "zext16")                        \
 	X(ZEXT32,      0x45, UN,    0, "zext32")                        \
-	X(EQ,          0x48, BIN,   0, "eq")                            \
-	X(NE,          0x49, BIN,   0, "ne")                            \
-	X(LT_S,        0x4a, BIN,   0, "lt.s")                          \
-	X(LE_S,        0x4b, BIN,   0, "le.s")                          \
-	X(LT_U,        0x4c, BIN,   0, "lt.u")                          \
-	X(LE_U,        0x4d, BIN,   0, "le.u")                          \
+	X(EQ,          0x48, CMP,   0, "eq")                            \
+	X(NE,          0x49, CMP,   0, "ne")                            \
+	X(LT_S,        0x4a, CMP,   0, "lt.s")                          \
+	X(LE_S,        0x4b, CMP,   0, "le.s")                          \
+	X(LT_U,        0x4c, CMP,   0, "lt.u")                          \
+	X(LE_U,        0x4d, CMP,   0, "le.u")                          \
 	X(FADD,        0x50, BIN,   0, "fadd")                          \
 	X(FSUB,        0x51, BIN,   0, "fsub")                          \
 	X(FMUL,        0x52, BIN,   0, "fmul")                          \
@@ -363,10 +365,10 @@ struct cad_user_op {
 	X(FNEG,        0x56, UN,    0, "fneg")                          \
 	X(FABS,        0x57, UN,    0, "fabs")                          \
 	X(FSQRT,       0x58, UN,    0, "fsqrt")                         \
-	X(FEQ,         0x59, BIN,   0, "feq")                           \
-	X(FNE,         0x5a, BIN,   0, "fne")                           \
-	X(FLT,         0x5b, BIN,   0, "flt")                           \
-	X(FLE,         0x5c, BIN,   0, "fle")                           \
+	X(FEQ,         0x59, CMP,   0, "feq")                           \
+	X(FNE,         0x5a, CMP,   0, "fne")                           \
+	X(FLT,         0x5b, CMP,   0, "flt")                           \
+	X(FLE,         0x5c, CMP,   0, "fle")                           \
 	X(SADD,        0x60, BIN,   0, "sadd")                          \
 	X(SSUB,        0x61, BIN,   0, "ssub")                          \
 	X(SMUL,        0x62, BIN,   0, "smul")                          \
@@ -376,10 +378,10 @@ struct cad_user_op {
 	X(SNEG,        0x66, UN,    0, "sneg")                          \
 	X(SABS,        0x67, UN,    0, "sabs")                          \
 	X(SSQRT,       0x68, UN,    0, "ssqrt")                         \
-	X(SEQ,         0x69, BIN,   0, "seq")                           \
-	X(SNE,         0x6a, BIN,   0, "sne")                           \
-	X(SLT,         0x6b, BIN,   0, "slt")                           \
-	X(SLE,         0x6c, BIN,   0, "sle")                           \
+	X(SEQ,         0x69, CMP,   0, "seq")                           \
+	X(SNE,         0x6a, CMP,   0, "sne")                           \
+	X(SLT,         0x6b, CMP,   0, "slt")                           \
+	X(SLE,         0x6c, CMP,   0, "sle")                           \
 	X(CVT_F64_S64, 0x70, UN,    0, "cvt.f64.s64")                   \
 	X(CVT_F64_U64, 0x71, UN,    0, "cvt.f64.u64")                   \
 	X(CVT_S64_F64, 0x72, UN,    0, "cvt.s64.f64")                   \

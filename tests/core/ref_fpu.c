@@ -335,9 +335,9 @@ static void one_element(unsigned int which, __u8 *io, const __u8 *in)
 		break;
 	}
 	case CAD_VMP_STORE_LOAD: {
-		__s64 a = (__s64)ld(in, 8);
+		__u64 a = ld(in, 8);
 
-		st(io, 8, (__u64)(a + 1));
+		st(io, 8, a + 1);  /* wraps, as the VM's ADD */
 		st(io + 8, 8, ld(io, 8) * 3);
 		break;
 	}
@@ -346,6 +346,19 @@ static void one_element(unsigned int which, __u8 *io, const __u8 *in)
 		__s32 t = (__s32)((__u32)a * 3u - (__u32)b);  /* wraps */
 
 		st(io, 4, (__u32)((t / 7) ^ (a >> 3)));
+		break;
+	}
+	case CAD_VMP_STORE_REUSE: {
+		__u64 a = ld(in, 8), b = ld(io, 8);
+
+		st(io, 8, a + b);
+		st(io, 8, a * b + (a + b));
+		break;
+	}
+	case CAD_VMP_SEL_SELF: {
+		__s64 a = (__s64)ld(in, 8), b = (__s64)ld(io, 8);
+
+		st(io, 8, a < b ? 1 : (__u64)b);
 		break;
 	}
 	case CAD_VMP_AFFINE: {

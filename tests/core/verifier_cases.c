@@ -116,6 +116,10 @@ static void lim_opcode4(struct cad_limits *l) { l->max_op_code = 4; }
 static void lim_bufsize(struct cad_limits *l) { l->max_buffer_size = 1000; }
 static void lim_scratch(struct cad_limits *l) { l->max_scratch = 500; }
 static void lim_huge_edges(struct cad_limits *l) { l->max_edges = 0xffffffffu; }
+static void lim_huge_code(struct cad_limits *l) { l->max_op_code = l->max_code = 100000; }
+
+/* One instruction past the hard cap (all EXIT: the cap is checked first). */
+static const struct cad_vm_insn too_long[CAD_VM_MAX_INSNS + 1];
 
 const struct cad_vcase cad_vcases[] = {
 	/* ---- accepted ---- */
@@ -365,6 +369,9 @@ const struct cad_vcase cad_vcases[] = {
 	  REJECT(EINVAL, "name offset 77 is outside the 36-byte string table") },
 	{ "op-too-long", .desc = VMPROG(16, CMUL_CODE), .limits = lim_opcode4,
 	  REJECT(E2BIG, "op 0 'cmul': 13 instructions exceed the limit of 4") },
+	{ "op-over-hard-cap", .desc = { HDR, STD_BUFFERS, STRINGS, OPS(UOP(8, CAD_VM_MAX_INSNS + 1)),
+		.code = too_long, .n_code = CAD_VM_MAX_INSNS + 1 }, .limits = lim_huge_code,
+	  REJECT(E2BIG, "op 0 'cmul': 4097 instructions exceed the limit of 4096") },
 
 	/* ---- VM code ---- */
 	{ "vm-unknown-opcode", .desc = VMPROG(8, I(MOVI, 0, 0, 0, 1), { .code = 0xee }, I(EXIT, 0, 0, 0, 0)),

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * vm_cases.c - the reduction VM through verified programs and cad_reduce:
- *   op-*     every UN and BIN opcode on all pairs of special values, against
+ *   op-*     every UN, BIN and CMP opcode on all pairs of special values, against
  *            the switch in ref_fpu.c;
  *   load-*, store-*   every access width at the edges of the element;
  *   prog-*   the hand-written operators of vm_progs.c against plain C, at
- *            counts around the block size (1, 63, 64, 65, 1000);
+ *            counts around the block size (1, 63, 64, 65, 1000), also in
+ *            place (the node reduces a range into itself);
  *   uniform-branches  blocks whose lanes all take the same path.
  */
 #include "selftest.h"
@@ -33,7 +34,8 @@ static const __u64 specials[] = {
 
 static const __u8 un_bin_ops[] = {
 #define UNBIN(name, value, fmt, width, str) \
-	CAD_VMF_##fmt == CAD_VMF_UN || CAD_VMF_##fmt == CAD_VMF_BIN ? value : 0xff,
+	CAD_VMF_##fmt == CAD_VMF_UN || CAD_VMF_##fmt == CAD_VMF_BIN || \
+	CAD_VMF_##fmt == CAD_VMF_CMP ? value : 0xff,
 	CAD_VM_OPCODES(UNBIN)
 #undef UNBIN
 };
@@ -72,12 +74,12 @@ static unsigned int count_of(const __u8 *list, unsigned int n)
 #define N_LOAD   count_of(load_ops, sizeof(load_ops))
 #define N_STORE  count_of(store_ops, sizeof(store_ops))
 static const __u32 prog_counts[] = { 1, 63, 64, 65, 1000 };
-#define N_PROGS (CAD_VMP_COUNT * CAD_ARRAY_SIZE(prog_counts))
+#define N_PROGS (2 * CAD_VMP_COUNT * CAD_ARRAY_SIZE(prog_counts))  /* also in place */
 
 /* A verified program: node 0 reduces b1 (inout) with b0 (in), op 0. */
-static int build(struct cad_tctx *t, const struct cad_vm_insn *code, __u32 n_code,
-		 const __u64 *consts, __u32 n_consts, __u32 esz, __u64 count,
-		 struct cad_prog *prog)
+static int build_node(struct cad_tctx *t, const struct cad_vm_insn *code, __u32 n_code,
+		      const __u64 *consts, __u32 n_consts, __u32 esz, __u64 count,
+		      bool in_place, struct cad_prog *prog)
 {
 	const struct cad_buffer bufs[] = {
 		{ .kind = CAD_BUF_SEND, .access = CAD_ACC_READ, .size = count * esz },
@@ -89,7 +91,7 @@ static int build(struct cad_tctx *t, const struct cad_vm_insn *code, __u32 n_cod
 	};
 	const struct cad_node node = {
 		.kind = CAD_NODE_REDUCE, .op = CAD_OP_USER, .dtype = CAD_DT_USER,
-		.dst_buf = 1, .src_buf = 0, .len = count * esz, .line = CAD_NO_LINE,
+		.dst_buf = 1, .src_buf = in_place ? 1 : 0, .len = count * esz, .line = CAD_NO_LINE,
 	};
 	const struct cad_image_desc desc = {
 		.nranks = 1, .buffers = bufs, .n_buffers = 2, .nodes = &node, .n_nodes = 1,
@@ -101,6 +103,13 @@ static int build(struct cad_tctx *t, const struct cad_vm_insn *code, __u32 n_cod
 	if (err)
 		return T_FAIL(t, "VM program rejected (%d): %s", err, t->msg);
 	return 0;
+}
+
+static int build(struct cad_tctx *t, const struct cad_vm_insn *code, __u32 n_code,
+		 const __u64 *consts, __u32 n_consts, __u32 esz, __u64 count,
+		 struct cad_prog *prog)
+{
+	return build_node(t, code, n_code, consts, n_consts, esz, count, false, prog);
 }
 
 /* The datatype of an opcode's computed float result, or 0 (results that
@@ -249,7 +258,9 @@ static int check_prog(struct cad_tctx *t, unsigned int which, __u64 count, const
 	return 0;
 }
 
-static int run_prog(struct cad_tctx *t, unsigned int which, __u64 count)
+/* in_place: the node reduces a range into itself (in and inout are the
+ * same memory), so a store changes what later loads of in see. */
+static int run_prog(struct cad_tctx *t, unsigned int which, __u64 count, bool in_place)
 {
 	const struct cad_vm_prog_def *d = &cad_vm_progs[which];
 	const __u64 bytes = count * d->elem_size;
@@ -258,11 +269,16 @@ static int run_prog(struct cad_tctx *t, unsigned int which, __u64 count)
 	struct cad_prog prog;
 
 	T_CHECK(t, in && io && orig, "out of work memory");
-	if (build(t, d->code, d->n_code, d->consts, d->n_consts, d->elem_size, count, &prog))
+	if (build_node(t, d->code, d->n_code, d->consts, d->n_consts, d->elem_size, count,
+		       in_place, &prog))
 		return -1;
 	fill_words(in, bytes, 1, &rng);
 	fill_words(io, bytes, 0, &rng);
 	cad_memcpy(orig, io, (size_t)bytes);
+	if (in_place) {
+		cad_reduce(&prog, &prog.nodes[0], io, io, t->vm_scratch);
+		return check_prog(t, which, count, orig, orig, io);
+	}
 	cad_reduce(&prog, &prog.nodes[0], io, in, t->vm_scratch);
 	return check_prog(t, which, count, in, orig, io);
 }
@@ -309,9 +325,10 @@ static void vmname(unsigned int i, char *buf, size_t size)
 		code = nth(store_ops, sizeof(store_ops), i);
 		kind = "store";
 	} else if ((i -= N_STORE) < N_PROGS) {
-		p = i / CAD_ARRAY_SIZE(prog_counts);
-		cad_snprintf(buf, size, "prog-%s-%u", cad_vm_progs[p].name,
-			     prog_counts[i % CAD_ARRAY_SIZE(prog_counts)]);
+		p = i / 2 / CAD_ARRAY_SIZE(prog_counts);
+		cad_snprintf(buf, size, "prog-%s-%u%s", cad_vm_progs[p].name,
+			     prog_counts[i / 2 % CAD_ARRAY_SIZE(prog_counts)],
+			     i % 2 ? "-in-place" : "");
 		return;
 	} else {
 		cad_snprintf(buf, size, "uniform-branches");
@@ -329,8 +346,8 @@ static int vmrun(unsigned int i, struct cad_tctx *t)
 	if ((i -= N_LOAD) < N_STORE)
 		return run_access(t, (unsigned int)nth(store_ops, sizeof(store_ops), i), false);
 	if ((i -= N_STORE) < N_PROGS)
-		return run_prog(t, i / CAD_ARRAY_SIZE(prog_counts),
-				prog_counts[i % CAD_ARRAY_SIZE(prog_counts)]);
+		return run_prog(t, i / 2 / CAD_ARRAY_SIZE(prog_counts),
+				prog_counts[i / 2 % CAD_ARRAY_SIZE(prog_counts)], i % 2);
 	return run_uniform(t);
 }
 

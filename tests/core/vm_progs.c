@@ -81,6 +81,18 @@ static const struct cad_vm_insn affine[] = {
 	I(ST_64, 0, 4, 0, 0), I(ST_64, 0, 6, 0, 8), I(EXIT, 0, 0, 0, 0),
 };
 
+/* b = io; io = in + b; io = in * b + (in + b) */
+static const struct cad_vm_insn store_reuse[] = {
+	I(LD_64, 0, IN, 0, 0), I(LD_64, 1, IO, 0, 0), I(ADD, 2, 0, 1, 0), I(ST_64, 0, 2, 0, 0),
+	I(MUL, 3, 0, 1, 0), I(ADD, 4, 3, 2, 0), I(ST_64, 0, 4, 0, 0), I(EXIT, 0, 0, 0, 0),
+};
+
+/* io = in < io ? (in < io) : io, i.e. 1 or io */
+static const struct cad_vm_insn sel_self[] = {
+	I(LD_64, 0, IN, 0, 0), I(LD_64, 1, IO, 0, 0), I(LT_S, 2, 0, 1, 0), I(SEL, 3, 2, 2, 1),
+	I(ST_64, 0, 3, 0, 0), I(EXIT, 0, 0, 0, 0),
+};
+
 #define PROG(id, nm, esz, comm, fpw, c, k, nk) \
 	[id] = { nm, esz, comm, fpw, c, CAD_ARRAY_SIZE(c), k, nk }
 
@@ -95,4 +107,6 @@ const struct cad_vm_prog_def cad_vm_progs[CAD_VMP_COUNT] = {
 	PROG(CAD_VMP_STORE_LOAD, "store_load", 16, false, false, store_load, NULL, 0),
 	PROG(CAD_VMP_INT32_MIX, "int32_mix", 4, false, false, int32_mix, NULL, 0),
 	PROG(CAD_VMP_AFFINE, "affine", 16, false, false, affine, NULL, 0),
+	PROG(CAD_VMP_STORE_REUSE, "store_reuse", 8, false, false, store_reuse, NULL, 0),
+	PROG(CAD_VMP_SEL_SELF, "sel_self", 8, false, false, sel_self, NULL, 0),
 };

@@ -25,6 +25,9 @@ enum {
 	CAD_VMP_INT32_MIX,   /* wrap, signed division, shifts      int32 */
 	CAD_VMP_AFFINE,      /* io = in o io, maps x -> a x + b   { int64 a, b; }:
 			      * associative, not commutative */
+	CAD_VMP_STORE_REUSE, /* loaded values used after a store   int64:
+			      * in place, the load must keep the old value */
+	CAD_VMP_SEL_SELF,    /* a SEL whose condition is also a value  int64 */
 	CAD_VMP_COUNT
 };
 
