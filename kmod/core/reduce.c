@@ -76,10 +76,10 @@ INT_OPS(eu64, __u64)
 FLOAT_OPS(ef32)
 FLOAT_OPS(ef64)
 
-/* (value, index) pairs with C struct layout, accessed by copy. */
-#define LOC_OPS(name, VT)                                                       \
-	struct pair_##name { VT v; __s32 k; };                                  \
-	static void minloc_##name(void *inout_, const void *in_, __u64 count)   \
+/* (value, index) pairs with C struct layout, accessed by copy.  `better`
+ * is < for minloc, > for maxloc. */
+#define LOC_FN(fn, name, better)                                                \
+	static void fn##_##name(void *inout_, const void *in_, __u64 count)     \
 	{                                                                       \
 		__u8 *o = inout_;                                               \
 		const __u8 *i = in_;                                            \
@@ -89,36 +89,20 @@ FLOAT_OPS(ef64)
 		for (k = 0; k < count; k++, o += sz, i += sz) {                  \
 			cad_memcpy(&a, o, sz);                                  \
 			cad_memcpy(&b, i, sz);                                  \
-			if (b.v < a.v) {                                      \
+			if (b.v better a.v) {                                   \
 				a.v = b.v;                                      \
 				a.k = b.k;                                      \
 				cad_memcpy(o, &a, sz);                          \
-			} else if (b.v == a.v && b.k < a.k) {                  \
-				a.k = b.k;    /* a tie keeps inout's value */   \
-				cad_memcpy(o, &a, sz);                          \
-			}                                                       \
-		}                                                               \
-	}                                                                       \
-	static void maxloc_##name(void *inout_, const void *in_, __u64 count)   \
-	{                                                                       \
-		__u8 *o = inout_;                                               \
-		const __u8 *i = in_;                                            \
-		const __u64 sz = sizeof(struct pair_##name);                    \
-		struct pair_##name a, b;                                        \
-		__u64 k;                                                        \
-		for (k = 0; k < count; k++, o += sz, i += sz) {                  \
-			cad_memcpy(&a, o, sz);                                  \
-			cad_memcpy(&b, i, sz);                                  \
-			if (b.v > a.v) {                                      \
-				a.v = b.v;                                      \
-				a.k = b.k;                                      \
-				cad_memcpy(o, &a, sz);                          \
-			} else if (b.v == a.v && b.k < a.k) {                  \
+			} else if (b.v == a.v && b.k < a.k) {                   \
 				a.k = b.k;    /* a tie keeps inout's value */   \
 				cad_memcpy(o, &a, sz);                          \
 			}                                                       \
 		}                                                               \
 	}
+#define LOC_OPS(name, VT)                                                       \
+	struct pair_##name { VT v; __s32 k; };                                  \
+	LOC_FN(minloc, name, <)                                                 \
+	LOC_FN(maxloc, name, >)
 
 LOC_OPS(float_int, float)
 LOC_OPS(double_int, double)

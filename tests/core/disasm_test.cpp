@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../../kmod/core/cad_core.h"
+#include "test_program.h"
 
 namespace {
 
@@ -77,14 +77,9 @@ TEST(Disasm, EveryNodeKindAndInstructionFormat) {
   d.n_lines = 2;
   d.strings = kStrings;
   d.n_strings = sizeof(kStrings) - 1;
-  std::vector<uint64_t> img((cad_image_size(&d) + 7) / 8);
-  ASSERT_EQ(cad_image_write(&d, img.data(), img.size() * 8), 0);
-  char msg[256];
-  cad_log log;
-  cad_log_init(&log, msg, sizeof(msg));
-  cad_prog p;
-  ASSERT_EQ(cad_verify(img.data(), static_cast<uint32_t>(cad_image_size(&d)), nullptr, &p, &log), 0)
-      << msg;
+  cad_test::Program program(d);
+  ASSERT_EQ(program.rc, 0) << program.message;
+  const cad_prog &p = program.prog;
   EXPECT_EQ(Disasm(p),
             "; cad v1 \"demo\" allreduce, rank 1 of 3: 3 buffers, 6 nodes, 5 edges, 1 ops\n"
             "buffer b0 send r- 64 \"in\"\n"

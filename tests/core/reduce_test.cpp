@@ -6,37 +6,15 @@
 #include <vector>
 
 #include "suite_gtest.h"
+#include "test_program.h"
 
 CAD_GTEST_SUITE(ReduceTable, cad_suite_reduce);
 
 namespace {
 
-// inout = op(inout, in) through a verified one-node program.
 template <typename T>
 void Reduce(unsigned op, unsigned dtype, std::vector<T> &inout, const std::vector<T> &in) {
-  const uint64_t bytes = inout.size() * sizeof(T);
-  const cad_buffer bufs[] = {
-      {CAD_BUF_SEND, CAD_ACC_READ, bytes, 0, 0},
-      {CAD_BUF_RECV, CAD_ACC_READ | CAD_ACC_WRITE, bytes, 0, 0},
-  };
-  cad_node node{};
-  node.kind = CAD_NODE_REDUCE;
-  node.op = static_cast<__u8>(op);
-  node.dtype = static_cast<__u8>(dtype);
-  node.dst_buf = 1;
-  node.len = bytes;
-  node.line = CAD_NO_LINE;
-  cad_image_desc d{};
-  d.nranks = 1;
-  d.buffers = bufs;
-  d.n_buffers = 2;
-  d.nodes = &node;
-  d.n_nodes = 1;
-  std::vector<uint64_t> img((cad_image_size(&d) + 7) / 8);
-  ASSERT_EQ(cad_image_write(&d, img.data(), img.size() * 8), 0);
-  cad_prog p;
-  ASSERT_EQ(cad_verify(img.data(), static_cast<uint32_t>(cad_image_size(&d)), nullptr, &p, nullptr), 0);
-  cad_reduce(&p, &p.nodes[0], inout.data(), in.data(), nullptr);
+  cad_test::OneReduce(inout.size() * sizeof(T), op, dtype).Run(inout.data(), in.data());
 }
 
 struct DoubleInt {

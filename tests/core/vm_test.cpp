@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "suite_gtest.h"
+#include "test_program.h"
 #include "vm_progs.h"
 
 CAD_GTEST_SUITE(VmTable, cad_suite_vm);
@@ -19,37 +20,8 @@ std::vector<uint64_t> RunBinary(unsigned code, const std::vector<uint64_t> &a,
       {CAD_VM_LD_64, 0, 0, 0, 0}, {CAD_VM_LD_64, 1, 1, 0, 0}, {static_cast<__u8>(code), 2, 0, 1, 0},
       {CAD_VM_ST_64, 0, 2, 0, 0}, {CAD_VM_EXIT, 0, 0, 0, 0},
   };
-  const uint64_t bytes = a.size() * 8;
-  const cad_buffer bufs[] = {{CAD_BUF_SEND, CAD_ACC_READ, bytes, 0, 0},
-                             {CAD_BUF_RECV, CAD_ACC_READ | CAD_ACC_WRITE, bytes, 0, 0}};
-  cad_user_op op{};
-  op.elem_size = 8;
-  op.code_count = 5;
-  op.line = CAD_NO_LINE;
-  cad_node node{};
-  node.kind = CAD_NODE_REDUCE;
-  node.op = CAD_OP_USER;
-  node.dtype = CAD_DT_USER;
-  node.dst_buf = 1;
-  node.len = bytes;
-  node.line = CAD_NO_LINE;
-  cad_image_desc d{};
-  d.nranks = 1;
-  d.buffers = bufs;
-  d.n_buffers = 2;
-  d.nodes = &node;
-  d.n_nodes = 1;
-  d.ops = &op;
-  d.n_ops = 1;
-  d.code = insns;
-  d.n_code = 5;
-  std::vector<uint64_t> img((cad_image_size(&d) + 7) / 8);
-  EXPECT_EQ(cad_image_write(&d, img.data(), img.size() * 8), 0);
-  cad_prog p;
-  EXPECT_EQ(cad_verify(img.data(), static_cast<uint32_t>(cad_image_size(&d)), nullptr, &p, nullptr), 0);
   std::vector<uint64_t> out = a;
-  std::vector<uint64_t> scratch(CAD_VM_SCRATCH_SIZE / 8);
-  cad_reduce(&p, &p.nodes[0], out.data(), b.data(), scratch.data());
+  cad_test::OneReduce(a.size() * 8, insns, 5, 8).Run(out.data(), b.data());
   return out;
 }
 

@@ -38,3 +38,20 @@ def test_core_suites_pass_inside_the_kernel(build_dir):
     assert int(summary.group(1)) == len(user_results)
     assert not r.kernel_problems(), "\n".join(r.kernel_problems())
     print(f"{len(kernel_results)} cases passed in the kernel in {r.seconds:.1f} s")
+
+
+def test_static_programs_run_side_by_side_in_the_vm(build_dir):
+    """The harness for the kernel-module tests: statically linked programs in
+    the initramfs, several processes at once, each one's output and status."""
+    vm = VM()
+    vm.add_file(build_dir / "bin" / "cad_selftest_static", "/bin/cad_selftest")
+    r = vm.run("""
+        cad_selftest > /tmp/a & a=$!
+        cad_selftest > /tmp/b & b=$!
+        wait $a; wait $b
+        tail -n 1 /tmp/a /tmp/b
+        ! grep -h "CADTEST FAIL" /tmp/a /tmp/b
+    """)
+    assert r.exit_code == 0, r.console[-4000:]
+    assert r.output.count("CADTEST SUMMARY") == 2 and "failed=0" in r.output, r.output
+    assert not r.kernel_problems(), "\n".join(r.kernel_problems())
