@@ -1,0 +1,367 @@
+// check.cpp - semantic analysis (see check.h).
+#include "check.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "../../kmod/core/cad_core.h"
+#include "eval.h"
+#include "parser.h"
+
+namespace cad {
+
+namespace {
+
+const char *type_name(Type t) {
+  switch (t) {
+    case Type::Int: return "an integer";
+    case Type::Bool: return "a boolean";
+    case Type::Level: return "a topology level";
+    default: return "nothing";
+  }
+}
+
+struct Builtin {
+  const char *name;
+  int slot;
+  Type type;
+};
+const Builtin kNames[] = {
+    {"P", kSlotP, Type::Int},          {"rank", kSlotRank, Type::Int},
+    {"root", kSlotRoot, Type::Int},    {"n", kSlotN, Type::Int},
+    {"esize", kSlotEsize, Type::Int},  {"commutative", kSlotCommutative, Type::Bool},
+    {"inplace", kSlotInplace, Type::Bool},
+};
+
+class Checker {
+ public:
+  Checker(Algorithm &a, Diagnostics *diags) : a_(a), diags_(diags) {}
+
+  bool run() {
+    const size_t errors = diags_->error_count();
+    const CollectiveInfo &info = collective_info(a_.collective);
+    scopes_.emplace_back();
+    for (const Builtin &b : kNames) declare(b.name, b.slot, b.type, Loc());
+    next_slot_ = kBuiltinSlots;
+    for (size_t i = 0; i < info.buffers.size(); i++) {
+      BufferInfo bi;
+      bi.name = info.buffers[i].name;
+      bi.collective_index = static_cast<int>(i);
+      a_.buffers.push_back(bi);
+    }
+    for (size_t i = 0; i < a_.scratch.size(); i++) {
+      Scratch &s = a_.scratch[i];
+      if (buffer_index(s.name) >= 0 || lookup(s.name))
+        diags_->error(Code::Redefined, s.loc, "'" + s.name + "' is already a buffer or a name");
+      BufferInfo bi;
+      bi.name = s.name;
+      bi.scratch = true;
+      bi.scratch_index = static_cast<int>(i);
+      a_.buffers.push_back(bi);
+    }
+    for (Param &p : a_.params) {
+      expect(*p.value, Type::Int, "a parameter's default");
+      if (buffer_index(p.name) >= 0) diags_->error(Code::Redefined, p.loc, "'" + p.name + "' is a buffer");
+      p.slot = declare(p.name, next_slot_++, Type::Int, p.loc);
+    }
+    for (Scratch &s : a_.scratch) expect(*s.size, Type::Int, "a scratch size");
+    for (Requirement &r : a_.requires_) expect(*r.cond, Type::Bool, "a requirement");
+    if (a_.inplace && !info.inplace_ok)
+      diags_->error(Code::Type, a_.inplace_loc, std::string(info.name) + " has no in-place form in MPI");
+    check_sweep();
+    body(a_.body, false);
+    a_.nslots = max_slot_ > next_slot_ ? max_slot_ : next_slot_;
+    return diags_->error_count() == errors;
+  }
+
+ private:
+  struct Var {
+    int slot;
+    Type type;
+  };
+
+  int declare(const std::string &name, int slot, Type type, const Loc &loc) {
+    if (loc.valid() && lookup(name))
+      diags_->error(Code::Redefined, loc, "'" + name + "' is already defined here: choose another name");
+    scopes_.back()[name] = {slot, type};
+    max_slot_ = std::max(max_slot_, slot + 1);
+    return slot;
+  }
+  const Var *lookup(const std::string &name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(name);
+      if (f != it->end()) return &f->second;
+    }
+    return nullptr;
+  }
+  int buffer_index(const std::string &name) const {
+    for (size_t i = 0; i < a_.buffers.size(); i++)
+      if (a_.buffers[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
+
+  void check_sweep() {
+    const Sweep &s = a_.sweep;
+    if (!s.present) return;
+    for (const auto &r : s.ranks.ranges)
+      if (r.first < 1) diags_->error(Code::Sweep, s.ranks.loc, "the sweep's ranks start at 1");
+    if (s.roots.present() && !collective_info(a_.collective).rooted)
+      diags_->error(Code::Sweep, s.roots.loc, std::string(collective_info(a_.collective).name) + " has no root");
+    for (const auto &p : s.params) {
+      bool known = false;
+      for (const Param &q : a_.params) known |= q.name == p.first;
+      if (!known) diags_->error(Code::Sweep, p.second.loc, "the sweep sets '" + p.first + "', which is not a parameter");
+    }
+  }
+
+  // ---- expressions ----
+  Type expr(Expr &e) {
+    switch (e.kind) {
+      case ExprKind::Int: return e.type = Type::Int;
+      case ExprKind::Bool: return e.type = Type::Bool;
+      case ExprKind::Level: return e.type = Type::Level;
+      case ExprKind::Name: {
+        const Var *v = lookup(e.name);
+        if (!v) {
+          std::string hint = buffer_index(e.name) >= 0 ? " ('" + e.name + "' is a buffer: name a range of it in an operation)" : "";
+          diags_->error(Code::UnknownName, e.loc, "unknown name '" + e.name + "'" + hint);
+          return e.type = Type::Unknown;
+        }
+        e.slot = v->slot;
+        return e.type = v->type;
+      }
+      case ExprKind::Cond: {
+        expect(*e.args[0], Type::Bool, "the condition of '?:'");
+        Type t1 = expr(*e.args[1]), t2 = expr(*e.args[2]);
+        if (t1 != Type::Unknown && t2 != Type::Unknown && t1 != t2)
+          diags_->error(Code::Type, e.loc, std::string("the branches of '?:' differ: ") + type_name(t1) + " and " + type_name(t2));
+        return e.type = t1;
+      }
+      case ExprKind::Unary: {
+        Op op;
+        op_lookup(e.op, true, &op);
+        e.fn = static_cast<int>(op);
+        if (op == Op::Not) {
+          expect(*e.args[0], Type::Bool, "the operand of '!'");
+          return e.type = Type::Bool;
+        }
+        expect(*e.args[0], Type::Int, ("the operand of '" + e.op + "'").c_str());
+        return e.type = Type::Int;
+      }
+      case ExprKind::Binary: {
+        Op op;
+        op_lookup(e.op, false, &op);
+        e.fn = static_cast<int>(op);
+        const std::string what = "the operands of '" + e.op + "'";
+        if (op == Op::And || op == Op::Or) {
+          expect(*e.args[0], Type::Bool, what.c_str());
+          expect(*e.args[1], Type::Bool, what.c_str());
+          return e.type = Type::Bool;
+        }
+        if (op == Op::Eq || op == Op::Ne) {
+          Type t1 = expr(*e.args[0]), t2 = expr(*e.args[1]);
+          if (t1 == Type::Level || t2 == Type::Level || (t1 != Type::Unknown && t2 != Type::Unknown && t1 != t2))
+            diags_->error(Code::Type, e.loc, "'" + e.op + "' compares " + type_name(t1) + " with " + type_name(t2));
+          return e.type = Type::Bool;
+        }
+        expect(*e.args[0], Type::Int, what.c_str());
+        expect(*e.args[1], Type::Int, what.c_str());
+        return e.type = op >= Op::Lt ? Type::Bool : Type::Int;
+      }
+      case ExprKind::Call: {
+        const int fn = builtin_lookup(e.name);
+        if (fn < 0) {
+          diags_->error(Code::UnknownName, e.loc, "unknown function '" + e.name + "'");
+          for (ExprPtr &a : e.args) expr(*a);
+          return e.type = Type::Unknown;
+        }
+        e.fn = fn;
+        const BuiltinInfo &bi = builtin_info(static_cast<Fn>(fn));
+        const int n = static_cast<int>(e.args.size());
+        if (n < bi.min_args || n > bi.max_args) {
+          diags_->error(Code::Arity, e.loc, std::string(bi.name) + " takes " +
+                        (bi.min_args == bi.max_args ? std::to_string(bi.min_args) : std::to_string(bi.min_args) + " or more") +
+                        " arguments, not " + std::to_string(n) + ": " + bi.signature);
+          return e.type = bi.ret;
+        }
+        for (int i = 0; i < n; i++) {
+          const bool level = i == 0 && builtin_takes_level(static_cast<Fn>(fn));
+          if (level && e.args[0]->kind != ExprKind::Level) {
+            expr(*e.args[0]);
+            diags_->error(Code::Type, e.args[0]->loc, std::string(bi.name) + " takes a level first: node, package, numa or l3");
+            continue;
+          }
+          expect(*e.args[i], level ? Type::Level : Type::Int, ("an argument of " + std::string(bi.name)).c_str());
+        }
+        return e.type = bi.ret;
+      }
+    }
+    return Type::Unknown;
+  }
+
+  void expect(Expr &e, Type want, const char *what) {
+    Type t = expr(e);
+    if (t != Type::Unknown && t != want)
+      diags_->error(Code::Type, e.loc, std::string(what) + " must be " + type_name(want) + ", not " + type_name(t));
+  }
+
+  // ---- statements ----
+  void ref(BufRef &r) {
+    r.buffer = buffer_index(r.name);
+    if (r.buffer < 0) {
+      const CollectiveInfo &info = collective_info(a_.collective);
+      std::string have;
+      for (const BufferInfo &b : a_.buffers) have += (have.empty() ? "" : ", ") + b.name;
+      diags_->error(Code::UnknownBuffer, r.loc,
+                    "unknown buffer '" + r.name + "': a " + info.name + " algorithm has " +
+                        (have.empty() ? std::string("no buffers") : have) +
+                        (info.buffers.empty() ? "" : " (declare more with 'scratch')"));
+    }
+    if (r.lo) expect(*r.lo, Type::Int, "a range bound");
+    if (r.hi) expect(*r.hi, Type::Int, "a range bound");
+  }
+
+  void body(std::vector<StmtPtr> &stmts, bool in_parallel) {
+    scopes_.emplace_back();
+    for (StmtPtr &s : stmts) stmt(*s, in_parallel);
+    scopes_.pop_back();
+  }
+
+  void stmt(Stmt &s, bool in_parallel) {
+    switch (s.kind) {
+      case StmtKind::Let:
+        expect(*s.value, Type::Int, "a 'let' value");
+        if (buffer_index(s.name) >= 0) diags_->error(Code::Redefined, s.loc, "'" + s.name + "' is a buffer");
+        s.slot = declare(s.name, next_slot_++, Type::Int, s.loc);
+        break;
+      case StmtKind::For: {
+        expect(*s.value, Type::Int, "a loop bound");
+        expect(*s.hi, Type::Int, "a loop bound");
+        if (s.step) expect(*s.step, Type::Int, "a loop step");
+        scopes_.emplace_back();
+        if (buffer_index(s.name) >= 0) diags_->error(Code::Redefined, s.loc, "'" + s.name + "' is a buffer");
+        s.slot = declare(s.name, next_slot_++, Type::Int, s.loc);
+        body(s.body, in_parallel);
+        scopes_.pop_back();
+        break;
+      }
+      case StmtKind::If:
+        expect(*s.value, Type::Bool, "an 'if' condition");
+        body(s.body, in_parallel);
+        body(s.orelse, in_parallel);
+        break;
+      case StmtKind::Parallel:
+        body(s.body, true);
+        break;
+      case StmtKind::Fence:
+        if (in_parallel) diags_->error(Code::Type, s.loc, "'fence' inside 'parallel' orders nothing");
+        break;
+      case StmtKind::Send:
+      case StmtKind::Recv:
+        ref(s.kind == StmtKind::Send ? s.src : s.dst);
+        expect(*s.value, Type::Int, s.kind == StmtKind::Send ? "the destination rank" : "the source rank");
+        if (s.tag) expect(*s.tag, Type::Int, "a tag");
+        break;
+      case StmtKind::Copy:
+      case StmtKind::Reduce:
+        ref(s.dst);
+        ref(s.src);
+        if (s.kind == StmtKind::Reduce) {
+          if (!s.redop.empty()) {
+            bool known = false;
+            for (unsigned op = CAD_OP_SUM; op < CAD_OP_USER; op++) known |= s.redop == cad_op_name(op);
+            if (!known) diags_->error(Code::UnknownName, s.loc, "unknown op '" + s.redop + "' (sum, prod, min, max, band, bor, bxor, land, lor, lxor, minloc, maxloc)");
+          } else if (!collective_info(a_.collective).reducing) {
+            diags_->error(Code::Type, s.loc, std::string("a ") + collective_info(a_.collective).name +
+                          " has no op: name one with 'op' (reduce ... op sum)");
+          }
+        }
+        break;
+    }
+  }
+
+  Algorithm &a_;
+  Diagnostics *diags_;
+  std::vector<std::unordered_map<std::string, Var>> scopes_;
+  int next_slot_ = 0;
+  int max_slot_ = 0;
+};
+
+// Whether the requirements hold for some P (1..64 and powers of two to
+// 2^16), root 0, n in {0, 1, 1000}, op commutative or not, in place or not.
+void check_satisfiable(Algorithm &a, Diagnostics *diags) {
+  if (a.requires_.empty()) return;
+  std::vector<int64_t> Ps;
+  for (int64_t p = 1; p <= 64; p++) Ps.push_back(p);
+  for (int64_t p = 128; p <= 65536; p *= 2) Ps.push_back(p);
+  std::vector<bool> ever(a.requires_.size(), false);
+  bool together = false;
+  for (int64_t P : Ps) {
+    auto topo = Topology::flat(P);
+    for (int64_t n : {0, 1, 1000})
+      for (int comm = 0; comm < 2; comm++)
+        for (int inplace = 0; inplace <= (a.inplace ? 1 : 0); inplace++) {
+          Frame f;
+          f.topo = topo.get();
+          f.slots.assign(a.nslots, 0);
+          f.slots[kSlotP] = P;
+          f.slots[kSlotN] = n;
+          f.slots[kSlotEsize] = 4;
+          f.slots[kSlotCommutative] = comm;
+          f.slots[kSlotInplace] = inplace;
+          bool all = true;
+          try {
+            for (const Param &p : a.params) f.slots[p.slot] = eval(*p.value, f);
+          } catch (const EvalError &) {
+            continue;
+          }
+          for (size_t i = 0; i < a.requires_.size(); i++) {
+            bool ok = false;
+            try {
+              ok = eval(*a.requires_[i].cond, f) != 0;
+            } catch (const EvalError &) {
+            }
+            ever[i] = ever[i] || ok;
+            all = all && ok;
+          }
+          together = together || all;
+        }
+  }
+  for (size_t i = 0; i < a.requires_.size(); i++)
+    if (!ever[i]) {
+      diags->error(Code::NeverHolds, a.requires_[i].cond->loc,
+                   "this requirement holds for no number of ranks from 1 to 65536: the algorithm could never run");
+      return;
+    }
+  if (!together)
+    diags->error(Code::NeverHolds, a.requires_[0].cond->loc,
+                 "these requirements never hold together: the algorithm could never run");
+}
+
+}  // namespace
+
+bool check_algorithm(Algorithm &a, Diagnostics *diags) {
+  a.buffers.clear();
+  const size_t errors = diags->error_count();
+  Checker c(a, diags);
+  if (c.run()) check_satisfiable(a, diags);
+  a.checked = diags->error_count() == errors;
+  return a.checked;
+}
+
+bool check_module(Module &m, Diagnostics *diags) {
+  bool ok = true;
+  std::map<std::string, const Algorithm *> names;
+  for (Algorithm &a : m.algorithms) {
+    if (names.count(a.name)) {
+      diags->error(Code::Redefined, a.loc, "a second algorithm named '" + a.name + "' in this file");
+      ok = false;
+    }
+    names[a.name] = &a;
+    ok = check_algorithm(a, diags) && ok;
+  }
+  return ok;
+}
+
+}  // namespace cad

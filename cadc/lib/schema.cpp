@@ -1,0 +1,159 @@
+// schema.cpp - see schema.h.
+#include "schema.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <regex>
+
+#include "schemas_embedded.h"
+
+namespace cad {
+
+namespace {
+
+std::string escape(const std::string &key) {
+  std::string out;
+  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+std::string describe(const nlohmann::json &v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::array: return "an array";
+    case nlohmann::json::value_t::string: return "the string " + v.dump();
+    case nlohmann::json::value_t::boolean: return v.get<bool>() ? "true" : "false";
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::number_float: return "the number " + v.dump();
+    default: return "the number " + v.dump();
+  }
+}
+
+bool has_type(const nlohmann::json &v, const std::string &t) {
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  if (t == "string") return v.is_string();
+  if (t == "integer") return v.is_number_integer();
+  if (t == "number") return v.is_number();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "null") return v.is_null();
+  return false;
+}
+
+const std::regex &compiled(const std::string &pattern) {
+  static std::mutex m;
+  static std::map<std::string, std::unique_ptr<std::regex>> cache;
+  std::lock_guard<std::mutex> lock(m);
+  auto &r = cache[pattern];
+  if (!r) r = std::make_unique<std::regex>(pattern, std::regex::ECMAScript);
+  return *r;
+}
+
+}  // namespace
+
+const Schema &Schema::builtin(const std::string &name) {
+  static std::mutex m;
+  static std::map<std::string, std::unique_ptr<Schema>> loaded;
+  std::lock_guard<std::mutex> lock(m);
+  auto &s = loaded[name];
+  if (!s) s = std::make_unique<Schema>(nlohmann::json::parse(embedded_schema(name)));
+  return *s;
+}
+
+const nlohmann::json &Schema::resolve(const nlohmann::json &s) const {
+  const nlohmann::json *cur = &s;
+  for (int depth = 0; depth < 32 && cur->is_object() && cur->contains("$ref"); depth++) {
+    const std::string ref = (*cur)["$ref"].get<std::string>();
+    cur = &doc_.at(nlohmann::json::json_pointer(ref.substr(1)));
+  }
+  return *cur;
+}
+
+bool Schema::validate(const nlohmann::json &v, std::vector<SchemaError> *errors) const {
+  return check(doc_, v, "", errors);
+}
+
+bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const std::string &ptr,
+                   std::vector<SchemaError> *errors) const {
+  const nlohmann::json &s = resolve(schema);
+  auto fail = [&](const std::string &msg) {
+    errors->push_back({ptr, msg});
+    return false;
+  };
+  if (s.contains("const") && v != s["const"]) return fail("must be " + s["const"].dump() + ", not " + describe(v));
+  if (s.contains("enum")) {
+    bool found = false;
+    for (const auto &e : s["enum"]) found |= v == e;
+    if (!found) {
+      std::string allowed;
+      for (const auto &e : s["enum"]) allowed += (allowed.empty() ? "" : ", ") + e.dump();
+      return fail("must be one of " + allowed + ", not " + describe(v));
+    }
+  }
+  if (s.contains("type") && !has_type(v, s["type"].get<std::string>()))
+    return fail("must be " + std::string(s["type"] == "integer" ? "an integer" : s["type"] == "object" ? "an object" : s["type"] == "array" ? "an array" : s["type"] == "string" ? "a string" : s["type"] == "boolean" ? "a boolean" : "a number") + ", not " + describe(v));
+  for (const char *key : {"oneOf", "anyOf"}) {
+    if (!s.contains(key)) continue;
+    std::vector<SchemaError> best;
+    size_t matches = 0;
+    for (const auto &alt : s[key]) {
+      std::vector<SchemaError> errs;
+      if (check(alt, v, ptr, &errs)) {
+        matches++;
+        continue;
+      }
+      // The alternative whose errors lie deepest explains best.
+      if (best.empty() || errs.front().pointer.size() > best.front().pointer.size()) best = errs;
+    }
+    if (matches == 0) {
+      // A value of the right general shape failed inside: report that.
+      if (!best.empty() && best.front().pointer.size() > ptr.size()) {
+        errors->insert(errors->end(), best.begin(), best.end());
+        return false;
+      }
+      return fail("must be " + (s.contains("title") ? s["title"].get<std::string>() : std::string("one of the allowed forms")) + ", not " + describe(v));
+    }
+    if (std::string(key) == "oneOf" && matches > 1) return fail("matches more than one allowed form");
+  }
+  bool ok = true;
+  if (v.is_object()) {
+    if (s.contains("required"))
+      for (const auto &r : s["required"])
+        if (!v.contains(r.get<std::string>())) ok = fail("lacks the required \"" + r.get<std::string>() + "\"");
+    const nlohmann::json *props = s.contains("properties") ? &s["properties"] : nullptr;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string child = ptr + "/" + escape(it.key());
+      if (props && props->contains(it.key())) {
+        ok = check((*props)[it.key()], it.value(), child, errors) && ok;
+      } else if (s.contains("additionalProperties")) {
+        const nlohmann::json &ap = s["additionalProperties"];
+        if (ap.is_boolean() && !ap.get<bool>()) ok = fail("has an unknown key \"" + it.key() + "\"");
+        else if (ap.is_object()) ok = check(ap, it.value(), child, errors) && ok;
+      }
+    }
+  }
+  if (v.is_array()) {
+    if (s.contains("minItems") && v.size() < s["minItems"].get<size_t>())
+      ok = fail("needs at least " + s["minItems"].dump() + " items, has " + std::to_string(v.size()));
+    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>())
+      ok = fail("takes at most " + s["maxItems"].dump() + " items, has " + std::to_string(v.size()));
+    if (s.contains("items"))
+      for (size_t i = 0; i < v.size(); i++) ok = check(s["items"], v[i], ptr + "/" + std::to_string(i), errors) && ok;
+  }
+  if (v.is_string()) {
+    const std::string str = v.get<std::string>();
+    if (s.contains("minLength") && str.size() < s["minLength"].get<size_t>()) ok = fail("is too short");
+    if (s.contains("pattern") && !std::regex_search(str, compiled(s["pattern"].get<std::string>())))
+      ok = fail(describe(v) + " does not match " + s["pattern"].get<std::string>());
+  }
+  if (v.is_number()) {
+    if (s.contains("minimum") && v.get<double>() < s["minimum"].get<double>())
+      ok = fail("must be at least " + s["minimum"].dump());
+    if (s.contains("maximum") && v.get<double>() > s["maximum"].get<double>())
+      ok = fail("must be at most " + s["maximum"].dump());
+  }
+  return ok;
+}
+
+}  // namespace cad

@@ -1,0 +1,35 @@
+// cmd_check.cpp - cadc check FILE...: parse and check, no instantiation.
+#include "common.h"
+
+namespace cad::tool {
+
+namespace {
+struct CheckOptions {
+  std::vector<std::string> files;
+  bool json = false;
+};
+}  // namespace
+
+void add_check(CLI::App &app, Runner *run) {
+  auto opt = std::make_shared<CheckOptions>();
+  CLI::App *cmd = app.add_subcommand("check", "Parse and check algorithm files (no instantiation)");
+  cmd->add_option("files", opt->files, "Algorithm files (.cad, or .json for the JSON form)")->required();
+  cmd->add_flag("--json", opt->json, "Diagnostics as JSON on stdout");
+  cmd->callback([opt, run] {
+    *run = [opt] {
+      Session s;
+      s.json = opt->json;
+      nlohmann::json algorithms = nlohmann::json::array();
+      for (const std::string &f : opt->files) {
+        Module m;
+        load_module(s, f, &m);
+        for (const Algorithm &a : m.algorithms)
+          algorithms.push_back({{"file", f}, {"name", a.name},
+                                {"collective", collective_info(a.collective).name}});
+      }
+      return report(s, {{"algorithms", algorithms}});
+    };
+  });
+}
+
+}  // namespace cad::tool
