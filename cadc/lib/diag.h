@@ -39,6 +39,7 @@ namespace cad {
   X(TooBig, "CAD-E026", "program over a limit")                                    \
   X(CoreReject, "CAD-E027", "the core verifier rejected the emitted program")      \
   X(Unmatched, "CAD-E030", "send or receive without a partner")                    \
+  X(Direction, "CAD-E031", "matched send and receive disagree on who copies")      \
   X(SizeMismatch, "CAD-E032", "matched send and receive of different sizes")       \
   X(Ambiguous, "CAD-E033", "ambiguous match")                                      \
   X(Deadlock, "CAD-E034", "deadlock")                                              \

@@ -14,6 +14,9 @@ int main(int argc, char **argv) {
   Runner run;
   add_check(app, &run);
   add_fmt(app, &run);
+  add_compile(app, &run);
+  add_disasm(app, &run);
+  add_verify(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -1,0 +1,534 @@
+// instance.cpp - see instance.h.
+#include "instance.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "../../kmod/core/cad_core.h"
+#include "eval.h"
+
+namespace cad {
+
+std::string InstanceSpec::describe(const Algorithm &a) const {
+  std::string s = "P=" + std::to_string(P) + " n=" + std::to_string(n);
+  if (collective_info(a.collective).rooted) s += " root=" + std::to_string(root);
+  for (const auto &p : params) s += " " + p.first + "=" + std::to_string(p.second);
+  if (inplace) s += " inplace";
+  if (collective_info(a.collective).reducing && !commutative) s += " noncommutative";
+  if (topo && !topo->is_flat()) s += " topology=" + topo->name();
+  return s;
+}
+
+Instantiator::Instantiator(const Algorithm &a, const InstanceSpec &spec, Diagnostics *diags)
+    : a_(a), spec_(spec), diags_(diags) {
+  topo_ = spec.topo ? spec.topo : Topology::flat(spec.P);
+  described_ = spec.describe(a);
+  for (const auto &p : spec.params) {
+    int slot = -1;
+    for (const Param &q : a.params)
+      if (q.name == p.first) slot = q.slot;
+    if (slot < 0) {
+      diags->error(Code::Sweep, a.loc, "'" + p.first + "' is not a parameter of " + a.name);
+      ok_ = false;
+    }
+    overrides_.emplace_back(slot, p.second);
+  }
+  if (!ok_) return;
+  Frame f;
+  f.topo = topo_.get();
+  f.diags = diags;
+  f.instance = described_;
+  f.slots.assign(a.nslots, 0);
+  f.slots[kSlotP] = spec.P;
+  f.slots[kSlotN] = spec.n;
+  f.slots[kSlotRoot] = spec.root;
+  f.slots[kSlotEsize] = cad_dtype_size(spec.dtype);
+  f.slots[kSlotCommutative] = spec.commutative;
+  f.slots[kSlotInplace] = spec.inplace;
+  try {
+    for (const Param &p : a.params) f.slots[p.slot] = eval(*p.value, f);
+    for (const auto &o : overrides_) f.slots[o.first] = o.second;
+    for (const Requirement &r : a.requires_)
+      if (!eval(*r.cond, f)) {
+        applicable_ = false;
+        failed_ = &r;
+        break;
+      }
+  } catch (const EvalError &) {
+    ok_ = false;
+  }
+}
+
+namespace {
+
+// ---------------------------------------------------------------- body
+
+class Interp {
+ public:
+  Interp(const Instantiator &in, uint32_t rank, Diagnostics *diags, RankProgram *out)
+      : in_(in), a_(in.algorithm()), spec_(in.spec()), out_(out) {
+    f_.topo = &in.topology();
+    f_.diags = diags;
+    f_.instance = spec_.describe(a_);
+    f_.rank = static_cast<int>(rank);
+    out->rank = rank;
+    out->esize = cad_dtype_size(spec_.dtype);
+  }
+
+  void run() {
+    const Algorithm &a = a_;
+    f_.slots.assign(a.nslots, 0);
+    f_.slots[kSlotP] = spec_.P;
+    f_.slots[kSlotRank] = out_->rank;
+    f_.slots[kSlotN] = spec_.n;
+    f_.slots[kSlotRoot] = spec_.root;
+    f_.slots[kSlotEsize] = out_->esize;
+    f_.slots[kSlotCommutative] = spec_.commutative;
+    f_.slots[kSlotInplace] = spec_.inplace;
+    for (const Param &p : a.params) f_.slots[p.slot] = eval(*p.value, f_);
+    for (const Param &p : a.params)
+      for (const auto &o : spec_.params)
+        if (o.first == p.name) f_.slots[p.slot] = o.second;
+    bind();
+    body(a.body, 0);
+  }
+
+ private:
+  // The collective's buffers at this rank, then the scratch buffers.
+  void bind() {
+    const CollectiveInfo &info = collective_info(a_.collective);
+    bindings_ = bind_buffers(a_.collective, spec_.P, spec_.n, out_->rank, spec_.root, spec_.inplace);
+    for (size_t i = 0; i < info.buffers.size(); i++) {
+      const CollBuffer &cb = info.buffers[i];
+      AbiBuffer b;
+      b.kind = cb.send ? CAD_BUF_SEND : CAD_BUF_RECV;
+      b.access = cb.send ? CAD_ACC_READ : CAD_ACC_READ | CAD_ACC_WRITE;
+      // An aliased buffer (in place) keeps its index but no bytes.
+      b.elems = bindings_[i].alias_of >= 0 ? 0 : bindings_[i].elems;
+      b.name = cb.name;
+      b.collective = static_cast<int>(i);
+      out_->buffers.push_back(b);
+    }
+    for (const Scratch &s : a_.scratch) {
+      const int64_t elems = eval(*s.size, f_);
+      if (elems < 0) eval_fail(f_, Code::BadRange, s.size->loc, "scratch " + s.name + " of " + std::to_string(elems) + " elements");
+      AbiBuffer b;
+      b.kind = CAD_BUF_SCRATCH;
+      b.access = CAD_ACC_READ | CAD_ACC_WRITE;
+      b.elems = static_cast<uint64_t>(elems);
+      b.name = s.name;
+      int64_t bytes;
+      if (!mul_ok(elems, out_->esize, &bytes) || !add_ok(static_cast<int64_t>(out_->scratch_bytes), bytes, &bytes))
+        eval_fail(f_, Code::Overflow, s.size->loc, "scratch " + s.name + " overflows");
+      out_->scratch_bytes = static_cast<uint64_t>(bytes);
+      out_->buffers.push_back(b);
+    }
+  }
+
+  void body(const std::vector<StmtPtr> &stmts, uint32_t group) {
+    for (const StmtPtr &s : stmts) stmt(*s, group);
+  }
+
+  void stmt(const Stmt &s, uint32_t group) {
+    switch (s.kind) {
+      case StmtKind::Let:
+        f_.slots[s.slot] = eval(*s.value, f_);
+        break;
+      case StmtKind::For: {
+        const int64_t lo = eval(*s.value, f_), hi = eval(*s.hi, f_);
+        const int64_t step = s.step ? eval(*s.step, f_) : 1;
+        if (step < 1) eval_fail(f_, Code::BadRange, s.step->loc, "the loop's step is " + std::to_string(step) + ": it must be at least 1");
+        for (int64_t k = lo; k < hi;) {
+          f_.slots[s.slot] = k;
+          body(s.body, group);
+          if (!add_ok(k, step, &k)) break;
+        }
+        break;
+      }
+      case StmtKind::If:
+        body(eval(*s.value, f_) ? s.body : s.orelse, group);
+        break;
+      case StmtKind::Parallel:
+        body(s.body, group ? group : ++groups_);
+        break;
+      case StmtKind::Fence: {
+        RankOp op;
+        op.kind = CAD_NODE_NOP;
+        op.fence = true;
+        op.stmt = &s;
+        push(op);
+        break;
+      }
+      case StmtKind::Send:
+      case StmtKind::Recv:
+        transfer(s, group);
+        break;
+      case StmtKind::Copy:
+      case StmtKind::Reduce:
+        local(s, group);
+        break;
+    }
+  }
+
+  // A resolved range: ABI buffer and bytes.
+  struct Range {
+    int32_t buf;
+    uint64_t off, len;
+  };
+
+  Range range(const BufRef &r) {
+    const BufferInfo &bi = a_.buffers[r.buffer];
+    uint64_t elems;
+    int32_t buf;
+    uint64_t base = 0;
+    if (bi.scratch) {
+      buf = static_cast<int32_t>(collective_info(a_.collective).buffers.size() + bi.scratch_index);
+      elems = out_->buffers[buf].elems;
+    } else {
+      const Binding &b = bindings_[bi.collective_index];
+      elems = b.elems;
+      buf = b.alias_of >= 0 ? b.alias_of : bi.collective_index;
+      base = b.offset;
+    }
+    int64_t lo = 0, hi = static_cast<int64_t>(elems);
+    if (r.lo) {
+      lo = eval(*r.lo, f_);
+      hi = eval(*r.hi, f_);
+    }
+    const std::string shown = r.name + "[" + std::to_string(lo) + ":" + std::to_string(hi) + "]";
+    if (hi < lo) eval_fail(f_, Code::BadRange, r.loc, shown + " is reversed: the end comes before the start");
+    if (lo < 0 || static_cast<uint64_t>(hi) > elems)
+      eval_fail(f_, Code::OutOfRange, r.loc, shown + " is outside " + r.name + ", which has " + std::to_string(elems) + " elements at rank " + std::to_string(out_->rank));
+    const uint64_t es = out_->esize;
+    return {buf, (base + static_cast<uint64_t>(lo)) * es, static_cast<uint64_t>(hi - lo) * es};
+  }
+
+  void transfer(const Stmt &s, uint32_t group) {
+    const bool send = s.kind == StmtKind::Send;
+    const Range r = range(send ? s.src : s.dst);
+    const int64_t peer = eval(*s.value, f_);
+    if (peer < 0 || peer >= spec_.P)
+      eval_fail(f_, Code::BadPeer, s.value->loc, std::string(send ? "sends to" : "receives from") + " rank " + std::to_string(peer) + ", but P = " + std::to_string(spec_.P));
+    if (static_cast<uint32_t>(peer) == out_->rank)
+      eval_fail(f_, Code::BadPeer, s.value->loc, std::string(send ? "sends to" : "receives from") + " its own rank " + std::to_string(peer) + ": use copy");
+    RankOp op;
+    op.kind = send ? CAD_NODE_SEND : CAD_NODE_RECV;
+    op.peer = static_cast<uint32_t>(peer);
+    (send ? op.src : op.dst) = r.buf;
+    (send ? op.src_off : op.dst_off) = r.off;
+    op.len = r.len;
+    op.flags = s.by == "receiver" ? CAD_XFER_RECEIVER_READS : s.by == "sender" ? CAD_XFER_SENDER_WRITES : 0;
+    if (s.tag) {
+      const int64_t t = eval(*s.tag, f_);
+      if (t < 0 || t >= (int64_t{1} << 30))
+        eval_fail(f_, Code::BadRange, s.tag->loc, "tag " + std::to_string(t) + " is outside 0 .. 2^30 - 1");
+      op.tag = static_cast<uint32_t>(t) | (1u << 30);  // never equal to an assigned tag
+    } else {
+      op.tag = (send ? sent_ : received_)[op.peer]++;
+    }
+    op.stmt = &s;
+    op.group = group;
+    push(op);
+  }
+
+  void local(const Stmt &s, uint32_t group) {
+    const Range d = range(s.dst), r = range(s.src);
+    if (d.len != r.len)
+      eval_fail(f_, Code::LengthMismatch, s.loc, std::string(s.kind == StmtKind::Copy ? "copy" : "reduce") + " of " + std::to_string(r.len / out_->esize) + " elements into " + std::to_string(d.len / out_->esize));
+    if (d.len == 0) return;
+    const bool same = d.buf == r.buf && d.off == r.off;
+    if (s.kind == StmtKind::Copy && same) return;  // in place: nothing to move
+    if (d.buf == r.buf && d.off < r.off + r.len && r.off < d.off + d.len && !same)
+      eval_fail(f_, Code::BadRange, s.loc, "source and destination overlap");
+    RankOp op;
+    op.kind = s.kind == StmtKind::Copy ? CAD_NODE_COPY : CAD_NODE_REDUCE;
+    op.dst = d.buf;
+    op.dst_off = d.off;
+    op.src = r.buf;
+    op.src_off = r.off;
+    op.len = d.len;
+    if (s.kind == StmtKind::Reduce) {
+      op.op = static_cast<uint8_t>(spec_.op);
+      if (!s.redop.empty())
+        for (unsigned o = CAD_OP_SUM; o < CAD_OP_USER; o++)
+          if (s.redop == cad_op_name(o)) op.op = static_cast<uint8_t>(o);
+      if (!cad_reduce_supported(op.op, spec_.dtype))
+        eval_fail(f_, Code::Type, s.loc, std::string("op ") + cad_op_name(op.op) + " does not apply to datatype " + cad_dtype_name(spec_.dtype));
+    }
+    op.stmt = &s;
+    op.group = group;
+    push(op);
+  }
+
+  void push(const RankOp &op) {
+    if (out_->ops.size() >= kMaxOpsPerRank)
+      eval_fail(f_, Code::TooBig, op.stmt->loc, "rank " + std::to_string(out_->rank) + "'s program exceeds " + std::to_string(kMaxOpsPerRank) + " operations");
+    out_->ops.push_back(op);
+  }
+
+  const Instantiator &in_;
+  const Algorithm &a_;
+  const InstanceSpec &spec_;
+  RankProgram *out_;
+  Frame f_;
+  std::vector<Binding> bindings_;
+  std::unordered_map<uint32_t, uint32_t> sent_, received_;
+  uint32_t groups_ = 0;
+};
+
+// ---------------------------------------------------------------- dependencies
+
+// Per buffer, who last wrote each byte range and who read it since:
+// disjoint segments [start, end) over the bytes ever touched.
+class AccessMap {
+ public:
+  // Adds to preds what op (in parallel group g, 0 = none) must follow to
+  // read or write [off, off + len), and records the access.  Operations of
+  // one parallel group are not ordered among themselves: a group's
+  // writers and readers stay until someone outside the group writes.
+  void access(uint64_t off, uint64_t len, bool write, uint32_t op, uint32_t g,
+              const std::vector<uint32_t> &group_of, std::vector<uint32_t> *preds) {
+    if (!len) return;
+    const uint64_t end = off + len;
+    split(off);
+    split(end);
+    fill(off, end);
+    const auto other = [&](uint32_t x) { return g == 0 || group_of[x] != g; };
+    for (auto it = map_.lower_bound(off); it != map_.end() && it->first < end; ++it) {
+      Seg &s = it->second;
+      for (uint32_t w : s.writers)
+        if (other(w)) preds->push_back(w);
+      if (!write) {
+        s.readers.push_back(op);
+        continue;
+      }
+      for (uint32_t r : s.readers)
+        if (other(r)) preds->push_back(r);
+      std::vector<uint32_t> writers{op}, readers;
+      for (uint32_t w : s.writers)
+        if (!other(w)) writers.push_back(w);
+      for (uint32_t r : s.readers)
+        if (!other(r)) readers.push_back(r);
+      s.writers.swap(writers);
+      s.readers.swap(readers);
+    }
+  }
+
+ private:
+  struct Seg {
+    uint64_t end;
+    std::vector<uint32_t> writers, readers;
+  };
+
+  // A segment boundary at x, if x falls inside a segment.
+  void split(uint64_t x) {
+    auto it = map_.upper_bound(x);
+    if (it == map_.begin()) return;
+    --it;
+    if (it->first < x && x < it->second.end) {
+      Seg right = it->second;
+      it->second.end = x;
+      map_.emplace(x, std::move(right));
+    }
+  }
+
+  // Empty segments over the untouched bytes of [off, end).
+  void fill(uint64_t off, uint64_t end) {
+    uint64_t at = off;
+    for (auto it = map_.lower_bound(off); at < end;) {
+      const uint64_t stop = it == map_.end() ? end : std::min(end, it->first);
+      if (at < stop) map_.emplace(at, Seg{stop, {}, {}});
+      if (it == map_.end() || it->first >= end) break;
+      at = it->second.end;
+      ++it;
+    }
+  }
+
+  std::map<uint64_t, Seg> map_;
+};
+
+void infer(RankProgram *rp) {
+  const size_t n = rp->ops.size();
+  std::vector<AccessMap> maps(rp->buffers.size());
+  std::vector<uint32_t> group_of(n);
+  std::vector<std::vector<uint32_t>> preds(n);
+  int64_t last_fence = -1;
+  std::vector<uint32_t> since_fence;
+  for (size_t i = 0; i < n; i++) {
+    const RankOp &op = rp->ops[i];
+    const uint32_t me = static_cast<uint32_t>(i);
+    group_of[i] = op.group;
+    std::vector<uint32_t> &p = preds[i];
+    if (op.fence) {
+      p = since_fence;
+      if (last_fence >= 0) p.push_back(static_cast<uint32_t>(last_fence));
+      last_fence = me;
+      since_fence.clear();
+      continue;
+    }
+    if (last_fence >= 0) p.push_back(static_cast<uint32_t>(last_fence));
+    since_fence.push_back(me);
+    auto touch = [&](int32_t buf, uint64_t off, bool write) {
+      maps[buf].access(off, op.len, write, me, op.group, group_of, &p);
+    };
+    switch (op.kind) {
+      case CAD_NODE_SEND: touch(op.src, op.src_off, false); break;
+      case CAD_NODE_RECV: touch(op.dst, op.dst_off, true); break;
+      default:  // copy, reduce: read the source, then (read and) write the destination
+        touch(op.src, op.src_off, false);
+        touch(op.dst, op.dst_off, true);
+        break;
+    }
+  }
+  for (auto &p : preds) {
+    std::sort(p.begin(), p.end());
+    p.erase(std::unique(p.begin(), p.end()), p.end());
+  }
+  // Transitive reduction: p -> v is implied when another predecessor of v
+  // descends from p.  Ancestor sets as bitsets, above a size cap skipped
+  // (the program stays correct, with more edges).
+  bool multi = false;
+  for (const auto &p : preds) multi |= p.size() > 1;
+  if (multi && n <= 16384) {
+    const size_t words = (n + 63) / 64;
+    std::vector<uint64_t> anc(n * words, 0);
+    for (size_t v = 0; v < n; v++) {
+      uint64_t *acc = &anc[v * words];
+      std::vector<uint32_t> kept;
+      for (auto it = preds[v].rbegin(); it != preds[v].rend(); ++it) {
+        const uint32_t p = *it;
+        if (acc[p / 64] >> (p % 64) & 1) continue;  // implied
+        kept.push_back(p);
+        const uint64_t *pa = &anc[static_cast<size_t>(p) * words];
+        for (size_t w = 0; w < words; w++) acc[w] |= pa[w];
+        acc[p / 64] |= uint64_t{1} << (p % 64);
+      }
+      std::sort(kept.begin(), kept.end());
+      preds[v].swap(kept);
+    }
+  }
+  // Successor lists, node after node, increasing.
+  std::vector<uint32_t> count(n + 1, 0);
+  for (size_t v = 0; v < n; v++)
+    for (uint32_t p : preds[v]) count[p + 1]++;
+  rp->edge_first.assign(n + 1, 0);
+  for (size_t i = 0; i < n; i++) rp->edge_first[i + 1] = rp->edge_first[i] + count[i + 1];
+  rp->edges.assign(rp->edge_first[n], 0);
+  std::vector<uint32_t> fill(rp->edge_first.begin(), rp->edge_first.end() - 1);
+  for (size_t v = 0; v < n; v++)
+    for (uint32_t p : preds[v]) rp->edges[fill[p]++] = static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+bool Instantiator::rank(uint32_t r, RankProgram *out) const {
+  *out = RankProgram();
+  if (!ok_) return false;
+  try {
+    Interp(*this, r, diags_, out).run();
+  } catch (const EvalError &) {
+    return false;
+  }
+  infer(out);
+  return true;
+}
+
+// ---------------------------------------------------------------- emission
+
+bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram &rp,
+                const SourceManager &sm, std::vector<uint64_t> *image, uint32_t *size,
+                Diagnostics *diags) {
+  std::string strings(1, '\0');
+  std::map<std::string, uint32_t> string_at;
+  auto str = [&](const std::string &s) -> uint32_t {
+    if (s.empty()) return 0;
+    auto it = string_at.find(s);
+    if (it != string_at.end()) return it->second;
+    const uint32_t off = static_cast<uint32_t>(strings.size());
+    strings += s;
+    strings += '\0';
+    string_at.emplace(s, off);
+    return off;
+  };
+  std::vector<cad_buffer> buffers;
+  for (const AbiBuffer &b : rp.buffers)
+    buffers.push_back({b.kind, b.access, b.elems * rp.esize, str(b.name), 0});
+  std::vector<cad_line> lines;
+  std::map<const Stmt *, uint32_t> line_of;
+  std::vector<cad_node> nodes(rp.ops.size());
+  for (size_t i = 0; i < rp.ops.size(); i++) {
+    const RankOp &op = rp.ops[i];
+    cad_node &nd = nodes[i];
+    nd = cad_node{};
+    nd.kind = op.kind;
+    if (op.kind == CAD_NODE_REDUCE) {
+      nd.dtype = static_cast<__u8>(spec.dtype);
+      nd.op = op.op;
+    }
+    if (op.kind == CAD_NODE_SEND || op.kind == CAD_NODE_RECV) {
+      nd.flags = op.flags;
+      nd.peer = op.peer;
+      nd.tag = op.tag;
+    }
+    if (op.dst >= 0) {
+      nd.dst_buf = static_cast<__u32>(op.dst);
+      nd.dst_off = op.dst_off;
+    }
+    if (op.src >= 0) {
+      nd.src_buf = static_cast<__u32>(op.src);
+      nd.src_off = op.src_off;
+    }
+    if (op.kind != CAD_NODE_NOP) nd.len = op.len;
+    nd.edge_first = rp.edge_first[i];
+    nd.edge_count = rp.edge_first[i + 1] - rp.edge_first[i];
+    nd.line = CAD_NO_LINE;
+    if (op.stmt && op.stmt->loc.valid()) {
+      auto it = line_of.find(op.stmt);
+      if (it == line_of.end()) {
+        const Loc &l = op.stmt->loc;
+        const std::string file = l.line ? sm.path(l.file) : sm.path(l.file) + "#" + l.pointer;
+        lines.push_back({str(file), l.line, l.col, 0});
+        it = line_of.emplace(op.stmt, static_cast<uint32_t>(lines.size() - 1)).first;
+      }
+      nd.line = it->second;
+    }
+  }
+  std::vector<cad_edge> edges(rp.edges.size());
+  for (size_t i = 0; i < edges.size(); i++) edges[i].to = rp.edges[i];
+  cad_image_desc d{};
+  d.rank = rp.rank;
+  d.nranks = static_cast<__u32>(spec.P);
+  d.collective = collective_info(a.collective).abi;
+  d.name = str(a.name);
+  d.buffers = buffers.data();
+  d.n_buffers = static_cast<__u32>(buffers.size());
+  d.nodes = nodes.data();
+  d.n_nodes = static_cast<__u32>(nodes.size());
+  d.edges = edges.data();
+  d.n_edges = static_cast<__u32>(edges.size());
+  d.lines = lines.data();
+  d.n_lines = static_cast<__u32>(lines.size());
+  d.strings = strings.data();
+  d.n_strings = static_cast<__u32>(strings.size());
+  const __u64 bytes = cad_image_size(&d);
+  image->assign((bytes + 7) / 8, 0);
+  char msg[512];
+  cad_log log;
+  cad_log_init(&log, msg, sizeof(msg));
+  cad_prog prog;
+  if (!bytes || cad_image_write(&d, image->data(), bytes) ||
+      cad_verify(image->data(), static_cast<__u32>(bytes), nullptr, &prog, &log)) {
+    std::string m = msg;
+    if (!m.empty() && m.back() == '\n') m.pop_back();
+    Diagnostic &dg = diags->error(Code::CoreReject, a.loc, "the core verifier rejects rank " +
+                                  std::to_string(rp.rank) + "'s program: " + (m.empty() ? "over 4 GiB" : m));
+    dg.instance = spec.describe(a);
+    dg.rank = static_cast<int>(rp.rank);
+    return false;
+  }
+  *size = static_cast<uint32_t>(bytes);
+  return true;
+}
+
+}  // namespace cad

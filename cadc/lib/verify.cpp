@@ -1,0 +1,719 @@
+// verify.cpp - see verify.h.
+#include "verify.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "../../kmod/core/cad_core.h"
+
+namespace cad {
+
+namespace {
+
+constexpr uint64_t kNone = ~uint64_t{0};
+constexpr int kMaxReports = 8;  // diagnostics of one kind per instance
+
+// ---------------------------------------------------------------- reachability
+
+// Whether operation u of a rank's program reaches v (u < v) along edges.
+class Reach {
+ public:
+  explicit Reach(const RankProgram &p) : p_(p), n_(p.ops.size()) {
+    if (n_ > kBitsetLimit) return;
+    words_ = (n_ + 63) / 64;
+    desc_.assign(n_ * words_, 0);
+    for (size_t u = n_; u-- > 0;)
+      for (uint32_t e = p.edge_first[u]; e < p.edge_first[u + 1]; e++) {
+        const uint32_t s = p.edges[e];
+        uint64_t *d = &desc_[u * words_];
+        const uint64_t *ds = &desc_[s * words_];
+        for (size_t w = 0; w < words_; w++) d[w] |= ds[w];
+        d[s / 64] |= uint64_t{1} << (s % 64);
+      }
+  }
+
+  bool reaches(uint32_t u, uint32_t v) {
+    if (u == v) return true;
+    if (u > v) return false;
+    if (words_) return desc_[u * words_ + v / 64] >> (v % 64) & 1;
+    // Large programs: a search that never goes past v (edges go forward).
+    if (seen_.size() != n_) seen_.assign(n_, 0);
+    stamp_++;
+    stack_.assign(1, u);
+    while (!stack_.empty()) {
+      const uint32_t x = stack_.back();
+      stack_.pop_back();
+      for (uint32_t e = p_.edge_first[x]; e < p_.edge_first[x + 1]; e++) {
+        const uint32_t s = p_.edges[e];
+        if (s == v) return true;
+        if (s < v && seen_[s] != stamp_) {
+          seen_[s] = stamp_;
+          stack_.push_back(s);
+        }
+      }
+    }
+    return false;
+  }
+
+ private:
+  static constexpr size_t kBitsetLimit = 8192;
+  const RankProgram &p_;
+  size_t n_, words_ = 0;
+  std::vector<uint64_t> desc_;
+  std::vector<uint32_t> seen_, stack_;
+  uint32_t stamp_ = 0;
+};
+
+// ---------------------------------------------------------------- symbols
+
+// What an element holds, symbolically.
+struct Sym {
+  enum Kind : uint8_t { Old, Zero, Data, Garbage } kind = Old;
+  uint32_t who = 0;      // Old: the rank; Data: contribution list
+  int64_t index = 0;     // Data: logical index of the piece's first element
+  const Stmt *by = nullptr;  // the operation that wrote it last
+};
+
+// A piece of a buffer: elements [lo, hi) holding sym (index at lo).
+struct Piece {
+  uint64_t lo, hi;
+  Sym sym;
+};
+
+// Interval map of a buffer's elements.
+class SymBuffer {
+ public:
+  void init(uint64_t elems, Sym s) {
+    map_.clear();
+    if (elems) map_.emplace(0, Seg{elems, s});
+  }
+  std::vector<Piece> read(uint64_t lo, uint64_t hi) const {
+    std::vector<Piece> out;
+    auto it = map_.upper_bound(lo);
+    if (it != map_.begin()) --it;
+    for (; it != map_.end() && it->first < hi; ++it) {
+      const uint64_t a = std::max(lo, it->first), b = std::min(hi, it->second.end);
+      if (a >= b) continue;
+      Sym s = it->second.sym;
+      if (s.kind == Sym::Data) s.index += static_cast<int64_t>(a - it->first);
+      out.push_back({a, b, s});
+    }
+    return out;
+  }
+  // Writes pieces (positions already those of this buffer).
+  void write(const std::vector<Piece> &pieces) {
+    for (const Piece &p : pieces) {
+      split(p.lo);
+      split(p.hi);
+      map_.erase(map_.lower_bound(p.lo), map_.lower_bound(p.hi));
+      map_.emplace(p.lo, Seg{p.hi, p.sym});
+    }
+  }
+
+ private:
+  struct Seg {
+    uint64_t end;
+    Sym sym;
+  };
+  void split(uint64_t x) {
+    auto it = map_.upper_bound(x);
+    if (it == map_.begin()) return;
+    --it;
+    if (it->first < x && x < it->second.end) {
+      Seg right = it->second;
+      if (right.sym.kind == Sym::Data) right.sym.index += static_cast<int64_t>(x - it->first);
+      it->second.end = x;
+      map_.emplace(x, right);
+    }
+  }
+  std::map<uint64_t, Seg> map_;
+};
+
+// Interned lists of contributing ranks, in reduction order.
+class Lists {
+ public:
+  uint32_t intern(const std::vector<uint32_t> &v) {
+    std::string key(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(uint32_t));
+    auto it = ids_.find(key);
+    if (it != ids_.end()) return it->second;
+    lists_.push_back(v);
+    return ids_[key] = static_cast<uint32_t>(lists_.size() - 1);
+  }
+  const std::vector<uint32_t> &get(uint32_t id) const { return lists_[id]; }
+  uint32_t concat(uint32_t a, uint32_t b) {
+    std::vector<uint32_t> v = lists_[a];
+    v.insert(v.end(), lists_[b].begin(), lists_[b].end());
+    return intern(v);
+  }
+
+ private:
+  std::vector<std::vector<uint32_t>> lists_;
+  std::unordered_map<std::string, uint32_t> ids_;
+};
+
+// ---------------------------------------------------------------- verifier
+
+class Verifier {
+ public:
+  Verifier(const Algorithm &a, const InstanceSpec &spec, const SourceManager &sm, Diagnostics *d)
+      : a_(a), spec_(spec), sm_(sm), diags_(d), in_(a, spec, d), info_(collective_info(a.collective)) {
+    described_ = spec.describe(a);
+  }
+
+  InstanceResult run() {
+    InstanceResult r;
+    if (!in_.ok()) return r;
+    if (!in_.applicable()) {
+      r.outcome = Outcome::Skipped;
+      r.skipped_because = "requires " + text_of(in_.failed_requirement());
+      return r;
+    }
+    if (!instantiate() || !match() || !order() || !races() || !postcondition()) return r;
+    r.outcome = Outcome::Verified;
+    r.stats = stats_;
+    return r;
+  }
+
+ private:
+  std::string text_of(const Requirement *req) const;
+
+  // ---- helpers ----
+  uint64_t gid(uint32_t r, uint32_t i) const { return base_[r] + i; }
+  uint32_t rank_of(uint64_t g) const {
+    return static_cast<uint32_t>(std::upper_bound(base_.begin(), base_.end(), g) - base_.begin() - 1);
+  }
+  const RankOp &op(uint64_t g) const {
+    const uint32_t r = rank_of(g);
+    return progs_[r].ops[g - base_[r]];
+  }
+  uint64_t rep(uint64_t g) const { return partner_[g] != kNone && partner_[g] < g ? partner_[g] : g; }
+
+  std::string range_text(const RankProgram &p, int32_t buf, uint64_t off, uint64_t len) const {
+    const uint64_t es = p.esize;
+    return p.buffers[buf].name + "[" + std::to_string(off / es) + ":" + std::to_string((off + len) / es) + "]";
+  }
+  std::string op_text(uint64_t g) const {
+    const uint32_t r = rank_of(g);
+    const RankProgram &p = progs_[r];
+    const RankOp &o = p.ops[g - base_[r]];
+    std::string s = "rank " + std::to_string(r) + ": ";
+    switch (o.kind) {
+      case CAD_NODE_SEND: return s + "send " + range_text(p, o.src, o.src_off, o.len) + " to " + std::to_string(o.peer);
+      case CAD_NODE_RECV: return s + "recv " + range_text(p, o.dst, o.dst_off, o.len) + " from " + std::to_string(o.peer);
+      case CAD_NODE_COPY: return s + "copy " + range_text(p, o.dst, o.dst_off, o.len) + " from " + range_text(p, o.src, o.src_off, o.len);
+      case CAD_NODE_REDUCE: return s + "reduce " + range_text(p, o.dst, o.dst_off, o.len) + " from " + range_text(p, o.src, o.src_off, o.len);
+      default: return s + "fence";
+    }
+  }
+  Loc loc_of(uint64_t g) const {
+    const RankOp &o = op(g);
+    return o.stmt ? o.stmt->loc : a_.loc;
+  }
+  Diagnostic &fail(Code code, uint64_t g, const std::string &message) {
+    Diagnostic &d = diags_->error(code, loc_of(g), message);
+    d.instance = described_;
+    d.rank = static_cast<int>(rank_of(g));
+    return d;
+  }
+  void note(Diagnostic &d, uint64_t g, const std::string &message) {
+    d.notes.push_back({loc_of(g), message + " (" + op_text(g) + ")"});
+  }
+
+  // ---- 1. every rank, through the core verifier ----
+  bool instantiate() {
+    const uint32_t P = static_cast<uint32_t>(spec_.P);
+    progs_.resize(P);
+    base_.assign(P + 1, 0);
+    std::vector<uint64_t> image;
+    for (uint32_t r = 0; r < P; r++) {
+      uint32_t size;
+      if (!in_.rank(r, &progs_[r]) || !emit_image(a_, spec_, progs_[r], sm_, &image, &size, diags_))
+        return false;
+      base_[r + 1] = base_[r] + progs_[r].ops.size();
+      stats_.max_scratch = std::max(stats_.max_scratch, progs_[r].scratch_bytes);
+    }
+    stats_.ops = base_[P];
+    return true;
+  }
+
+  Reach &reach(uint32_t r) {
+    auto it = reach_.find(r);
+    if (it == reach_.end()) it = reach_.emplace(r, std::make_unique<Reach>(progs_[r])).first;
+    return *it->second;
+  }
+
+  // ---- 2. matching ----
+  struct Msg {
+    uint32_t s, d, tag;
+    uint64_t g;
+    bool operator<(const Msg &o) const {
+      return s != o.s ? s < o.s : d != o.d ? d < o.d : tag != o.tag ? tag < o.tag : g < o.g;
+    }
+    bool same_key(const Msg &o) const { return s == o.s && d == o.d && tag == o.tag; }
+  };
+
+  bool match() {
+    std::vector<Msg> sends, recvs;
+    for (uint32_t r = 0; r < progs_.size(); r++)
+      for (uint32_t i = 0; i < progs_[r].ops.size(); i++) {
+        const RankOp &o = progs_[r].ops[i];
+        if (o.kind == CAD_NODE_SEND) sends.push_back({r, o.peer, o.tag, gid(r, i)});
+        if (o.kind == CAD_NODE_RECV) recvs.push_back({o.peer, r, o.tag, gid(r, i)});
+      }
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
+    partner_.assign(stats_.ops, kNone);
+    int unmatched = 0, mismatched = 0, ambiguous = 0;
+    size_t i = 0, j = 0;
+    while (i < sends.size() || j < recvs.size()) {
+      const bool have_s = i < sends.size(), have_r = j < recvs.size();
+      if (have_s && have_r && sends[i].same_key(recvs[j])) {
+        const uint64_t sg = sends[i].g, rg = recvs[j].g;
+        partner_[sg] = rg;
+        partner_[rg] = sg;
+        const RankOp &so = op(sg), &ro = op(rg);
+        if (so.len != ro.len && mismatched++ < kMaxReports) {
+          Diagnostic &d = fail(Code::SizeMismatch, sg, "rank " + std::to_string(sends[i].s) + " sends " +
+                               std::to_string(so.len / progs_[0].esize) + " elements, but rank " +
+                               std::to_string(sends[i].d) + " receives " + std::to_string(ro.len / progs_[0].esize));
+          note(d, rg, "the receive it meets");
+        }
+        if (so.flags && ro.flags && so.flags != ro.flags && mismatched++ < kMaxReports) {
+          Diagnostic &d = fail(Code::Direction, sg, std::string("the send says the ") +
+                               (so.flags == CAD_XFER_RECEIVER_READS ? "receiver" : "sender") +
+                               " copies, the receive says the " +
+                               (ro.flags == CAD_XFER_RECEIVER_READS ? "receiver" : "sender"));
+          note(d, rg, "the receive it meets");
+        }
+        stats_.messages++;
+        stats_.bytes += so.len;
+        i++;
+        j++;
+        continue;
+      }
+      const bool send_first = have_s && (!have_r || sends[i] < recvs[j]);
+      const Msg &m = send_first ? sends[i] : recvs[j];
+      if (unmatched++ < kMaxReports) {
+        if (send_first)
+          fail(Code::Unmatched, m.g, "rank " + std::to_string(m.s) + " sends to rank " + std::to_string(m.d) +
+                                         ", which posts no matching receive" + tag_text(m.tag));
+        else
+          fail(Code::Unmatched, m.g, "rank " + std::to_string(m.d) + " receives from rank " + std::to_string(m.s) +
+                                         ", which posts no matching send" + tag_text(m.tag));
+      }
+      (send_first ? i : j)++;
+    }
+    // Two messages of one key must be ordered on their rank, or which meets
+    // which depends on timing.
+    for (const std::vector<Msg> *list : {&sends, &recvs})
+      for (size_t k = 1; k < list->size(); k++) {
+        const Msg &x = (*list)[k - 1], &y = (*list)[k];
+        if (!x.same_key(y)) continue;
+        const uint32_t r = list == &sends ? x.s : x.d;
+        if (reach(r).reaches(static_cast<uint32_t>(x.g - base_[r]), static_cast<uint32_t>(y.g - base_[r])))
+          continue;
+        if (ambiguous++ < kMaxReports) {
+          Diagnostic &d = fail(Code::Ambiguous, y.g, std::string("two unordered ") + (list == &sends ? "sends" : "receives") +
+                               " between ranks " + std::to_string(x.s) + " and " + std::to_string(x.d) +
+                               " with the same tag: which one meets which depends on timing");
+          note(d, x.g, "the other one");
+        }
+      }
+    return unmatched == 0 && mismatched == 0 && ambiguous == 0;
+  }
+
+  std::string tag_text(uint32_t tag) const {
+    return tag & (1u << 30) ? " with tag " + std::to_string(tag & ~(1u << 30)) : "";
+  }
+
+  // ---- 3. deadlock, and a topological order ----
+  bool order() {
+    const uint64_t N = stats_.ops;
+    std::vector<uint32_t> indeg(N, 0);
+    for (uint32_t r = 0; r < progs_.size(); r++)
+      for (uint32_t e : progs_[r].edges) indeg[rep(base_[r] + e)]++;
+    std::vector<uint64_t> ready;
+    for (uint64_t g = 0; g < N; g++)
+      if (rep(g) == g && indeg[g] == 0) ready.push_back(g);
+    std::vector<uint64_t> cp_in(N, 0);
+    order_.reserve(N);
+    while (!ready.empty()) {
+      const uint64_t x = ready.back();
+      ready.pop_back();
+      order_.push_back(x);
+      const uint64_t cp = cp_in[x] + (partner_[x] != kNone);
+      stats_.critical_path = std::max(stats_.critical_path, cp);
+      for (uint64_t m : {x, partner_[x]}) {
+        if (m == kNone) continue;
+        const uint32_t r = rank_of(m);
+        const RankProgram &p = progs_[r];
+        const uint32_t i = static_cast<uint32_t>(m - base_[r]);
+        for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++) {
+          const uint64_t y = rep(base_[r] + p.edges[e]);
+          cp_in[y] = std::max(cp_in[y], cp);
+          if (--indeg[y] == 0) ready.push_back(y);
+        }
+      }
+    }
+    uint64_t reps = 0;
+    for (uint64_t g = 0; g < N; g++) reps += rep(g) == g;
+    if (order_.size() == reps) return true;
+    report_cycle(indeg);
+    return false;
+  }
+
+  // Walks predecessors among the operations that never became ready until
+  // one repeats: that loop is the cycle.
+  void report_cycle(const std::vector<uint32_t> &indeg) {
+    const uint64_t N = stats_.ops;
+    std::vector<uint64_t> pred(N, kNone);
+    for (uint32_t r = 0; r < progs_.size(); r++) {
+      const RankProgram &p = progs_[r];
+      for (uint32_t i = 0; i < p.ops.size(); i++)
+        for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++) {
+          const uint64_t u = rep(base_[r] + i), v = rep(base_[r] + p.edges[e]);
+          if (indeg[u] && indeg[v]) pred[v] = u;
+        }
+    }
+    uint64_t start = kNone;
+    for (uint64_t g = 0; g < N && start == kNone; g++)
+      if (rep(g) == g && indeg[g]) start = g;
+    std::vector<uint64_t> path;
+    std::vector<char> on(N, 0);
+    uint64_t x = start;
+    while (x != kNone && !on[x]) {
+      on[x] = 1;
+      path.push_back(x);
+      x = pred[x];
+    }
+    std::vector<uint64_t> cycle(std::find(path.begin(), path.end(), x), path.end());
+    std::reverse(cycle.begin(), cycle.end());
+    // Each element: an operation, or a matched send and receive that can
+    // only complete together (rendezvous).
+    Diagnostic &d = fail(Code::Deadlock, cycle.empty() ? start : cycle[0],
+                         "deadlock: " + std::to_string(cycle.size()) + " operations wait for each other in a cycle");
+    d.witness.push_back("the cycle, each waiting for the one above it and the first for the last");
+    d.witness.push_back("(a send and its receive, <->, complete together):");
+    for (uint64_t c : cycle) {
+      std::string line = "  " + op_text(c);
+      if (partner_[c] != kNone) line += "  <->  " + op_text(partner_[c]);
+      d.witness.push_back(line);
+      note(d, c, "in the cycle");
+    }
+  }
+
+  // ---- 4. races ----
+  bool races() {
+    int found = 0;
+    for (uint32_t r = 0; r < progs_.size() && found < kMaxReports; r++) {
+      const RankProgram &p = progs_[r];
+      struct Acc {
+        int32_t buf;
+        uint64_t lo, hi;
+        uint32_t op;
+        bool write;
+      };
+      std::vector<Acc> acc;
+      for (uint32_t i = 0; i < p.ops.size(); i++) {
+        const RankOp &o = p.ops[i];
+        if (!o.len) continue;
+        if (o.kind == CAD_NODE_SEND || o.kind == CAD_NODE_COPY || o.kind == CAD_NODE_REDUCE)
+          acc.push_back({o.src, o.src_off, o.src_off + o.len, i, false});
+        if (o.kind == CAD_NODE_RECV || o.kind == CAD_NODE_COPY || o.kind == CAD_NODE_REDUCE)
+          acc.push_back({o.dst, o.dst_off, o.dst_off + o.len, i, true});
+      }
+      std::sort(acc.begin(), acc.end(), [](const Acc &x, const Acc &y) {
+        return x.buf != y.buf ? x.buf < y.buf : x.lo < y.lo;
+      });
+      std::vector<Acc> active;
+      for (const Acc &a : acc) {
+        active.erase(std::remove_if(active.begin(), active.end(),
+                                    [&](const Acc &b) { return b.buf != a.buf || b.hi <= a.lo; }),
+                     active.end());
+        for (const Acc &b : active) {
+          if (!(a.write || b.write) || a.op == b.op) continue;
+          const uint32_t u = std::min(a.op, b.op), v = std::max(a.op, b.op);
+          if (reach(r).reaches(u, v)) continue;
+          const Acc &w = a.write ? a : b, &o = a.write ? b : a;
+          Diagnostic &d = fail(Code::Race, gid(r, v), "race: " + range_text(p, w.buf, std::max(a.lo, b.lo), std::min(a.hi, b.hi) - std::max(a.lo, b.lo)) +
+                               " is " + (o.write ? "written" : "read") + " and written by two operations that nothing orders");
+          note(d, gid(r, w.op), "writes it");
+          note(d, gid(r, o.op), o.write ? "also writes it" : "reads it");
+          if (++found >= kMaxReports) break;
+          goto next_rank;  // one race per rank is enough to act on
+        }
+        active.push_back(a);
+      }
+    next_rank:;
+    }
+    return found == 0;
+  }
+
+  // ---- 5. the postcondition ----
+  bool postcondition();
+  bool check_barrier();
+  std::string sym_text(const Sym &s, uint64_t len) const;
+  std::string want_text(int64_t q, int64_t index, uint64_t len) const;
+
+  const Algorithm &a_;
+  const InstanceSpec &spec_;
+  const SourceManager &sm_;
+  Diagnostics *diags_;
+  Instantiator in_;
+  const CollectiveInfo &info_;
+  std::string described_;
+  std::vector<RankProgram> progs_;
+  std::vector<uint64_t> base_;     // first global id of each rank, then the total
+  std::vector<uint64_t> partner_;  // the matched operation, or kNone
+  std::vector<uint64_t> order_;    // representatives in a topological order
+  std::map<uint32_t, std::unique_ptr<Reach>> reach_;
+  std::vector<std::vector<SymBuffer>> state_;
+  Lists lists_;
+  VerifyStats stats_;
+};
+
+std::string Verifier::text_of(const Requirement *req) const {
+  std::string s;
+  // The requirement's own text, from its source line when there is one.
+  const Loc &l = req->cond->loc;
+  if (l.line) {
+    s = sm_.line_text(l.file, l.line);
+    const size_t at = s.find("requires");
+    s = at == std::string::npos ? s : s.substr(at + 9);
+    const size_t hash = s.find('#');
+    if (hash != std::string::npos) s = s.substr(0, hash);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  }
+  return s.empty() ? "a requirement" : s;
+}
+
+std::string Verifier::sym_text(const Sym &s, uint64_t len) const {
+  switch (s.kind) {
+    case Sym::Old: return "rank " + std::to_string(s.who) + "'s own data from before the call";
+    case Sym::Zero: return "zeroes (scratch nobody wrote)";
+    case Sym::Garbage: return "a reduction of elements that do not correspond";
+    case Sym::Data: {
+      const std::vector<uint32_t> &l = lists_.get(s.who);
+      const std::string where = "[" + std::to_string(s.index) + ":" + std::to_string(s.index + static_cast<int64_t>(len)) + "]";
+      if (l.size() == 1) return "rank " + std::to_string(l[0]) + "'s input " + where;
+      std::string ranks;
+      for (uint32_t q : l) ranks += (ranks.empty() ? "" : ", ") + std::to_string(q);
+      return "the reduction of input " + where + " of ranks " + ranks;
+    }
+  }
+  return "?";
+}
+
+std::string Verifier::want_text(int64_t q, int64_t index, uint64_t len) const {
+  const std::string where = "[" + std::to_string(index) + ":" + std::to_string(index + static_cast<int64_t>(len)) + "]";
+  if (q >= 0) return "rank " + std::to_string(q) + "'s input " + where;
+  return std::string("the reduction of input ") + where + " of every rank" +
+         (spec_.commutative ? " (each once)" : " in rank order");
+}
+
+bool Verifier::postcondition() {
+  const uint32_t P = static_cast<uint32_t>(spec_.P);
+  const int64_t n = spec_.n;
+  // Initial state.
+  state_.resize(P);
+  std::vector<uint32_t> single(P);
+  for (uint32_t q = 0; q < P; q++) single[q] = lists_.intern({q});
+  for (uint32_t r = 0; r < P; r++) {
+    const RankProgram &p = progs_[r];
+    state_[r].resize(p.buffers.size());
+    for (size_t b = 0; b < p.buffers.size(); b++) {
+      Sym s;
+      s.kind = p.buffers[b].collective < 0 ? Sym::Zero : Sym::Old;
+      s.who = r;
+      state_[r][b].init(p.buffers[b].elems, s);
+    }
+    // The inputs: send buffers, the root's bcast buffer; in place, where MPI puts them.
+    const std::vector<Binding> bind = bind_buffers(a_.collective, P, n, r, spec_.root, spec_.inplace);
+    for (size_t c = 0; c < info_.buffers.size(); c++) {
+      const bool input = info_.buffers[c].send || (a_.collective == Collective::Bcast && r == spec_.root);
+      if (!input || !bind[c].elems) continue;
+      const int abi = bind[c].alias_of >= 0 ? bind[c].alias_of : static_cast<int>(c);
+      Sym s;
+      s.kind = Sym::Data;
+      s.who = single[r];
+      s.index = 0;
+      state_[r][abi].write({{bind[c].offset, bind[c].offset + bind[c].elems, s}});
+    }
+  }
+  // Run the data in topological order.
+  for (uint64_t x : order_) {
+    if (partner_[x] != kNone) {
+      const uint64_t sg = op(x).kind == CAD_NODE_SEND ? x : partner_[x], rg = partner_[sg];
+      const RankOp &so = op(sg), &ro = op(rg);
+      const uint32_t sr = rank_of(sg), rr = rank_of(rg);
+      const uint64_t es = progs_[sr].esize;
+      std::vector<Piece> pieces = state_[sr][so.src].read(so.src_off / es, (so.src_off + so.len) / es);
+      const int64_t shift = static_cast<int64_t>(ro.dst_off / es) - static_cast<int64_t>(so.src_off / es);
+      for (Piece &pc : pieces) {
+        pc.lo += shift;
+        pc.hi += shift;
+        pc.sym.by = ro.stmt;
+      }
+      state_[rr][ro.dst].write(pieces);
+      continue;
+    }
+    const RankOp &o = op(x);
+    const uint32_t r = rank_of(x);
+    const uint64_t es = progs_[r].esize;
+    if (o.kind != CAD_NODE_COPY && o.kind != CAD_NODE_REDUCE) continue;
+    const uint64_t slo = o.src_off / es, dlo = o.dst_off / es, len = o.len / es;
+    std::vector<Piece> src = state_[r][o.src].read(slo, slo + len);
+    std::vector<Piece> out;
+    if (o.kind == CAD_NODE_COPY) {
+      for (Piece &pc : src) out.push_back({pc.lo - slo + dlo, pc.hi - slo + dlo, pc.sym});
+    } else {
+      // dst = src o dst, element by element: split both at each other's
+      // boundaries (positions relative to the range).
+      std::vector<Piece> dst = state_[r][o.dst].read(dlo, dlo + len);
+      size_t i = 0, j = 0;
+      uint64_t at = 0;
+      while (at < len) {
+        while (src[i].hi - slo <= at) i++;
+        while (dst[j].hi - dlo <= at) j++;
+        const uint64_t end = std::min(src[i].hi - slo, dst[j].hi - dlo);
+        const Sym &a = src[i].sym, &b = dst[j].sym;
+        const int64_t ia = a.index + static_cast<int64_t>(at - (src[i].lo - slo));
+        const int64_t ib = b.index + static_cast<int64_t>(at - (dst[j].lo - dlo));
+        Sym s;
+        if (a.kind == Sym::Data && b.kind == Sym::Data && ia == ib) {
+          s.kind = Sym::Data;
+          s.who = lists_.concat(a.who, b.who);
+          s.index = ib;
+        } else {
+          s.kind = Sym::Garbage;
+        }
+        out.push_back({dlo + at, dlo + end, s});
+        at = end;
+      }
+    }
+    for (Piece &pc : out) pc.sym.by = o.stmt;
+    state_[r][o.dst].write(out);
+  }
+  if (a_.collective == Collective::Barrier) return check_barrier();
+  // Compare the outputs with the collective's definition.
+  std::vector<uint32_t> everyone(P);
+  for (uint32_t q = 0; q < P; q++) everyone[q] = q;
+  const uint32_t all_in_order = lists_.intern(everyone);
+  std::unordered_map<uint32_t, bool> once;  // commutative: each rank exactly once
+  auto is_all = [&](uint32_t id) {
+    if (id == all_in_order) return true;
+    if (!spec_.commutative) return false;
+    auto it = once.find(id);
+    if (it != once.end()) return it->second;
+    std::vector<uint32_t> v = lists_.get(id);
+    std::sort(v.begin(), v.end());
+    return once[id] = v == everyone;
+  };
+  const int out = a_.collective == Collective::Bcast ? 0 : 1;  // the output buffer
+  int wrong = 0;
+  for (uint32_t r = 0; r < P && wrong < kMaxReports; r++) {
+    const std::vector<Binding> bind = bind_buffers(a_.collective, P, n, r, spec_.root, spec_.inplace);
+    const Binding &ob = bind[out];
+    const bool rooted_out = info_.buffers[out].root_only;
+    if (rooted_out && r != spec_.root) continue;
+    const uint64_t len = a_.collective == Collective::ReduceScatterBlock ? static_cast<uint64_t>(n) : ob.elems;
+    const int abi = ob.alias_of >= 0 ? ob.alias_of : out;
+    const uint64_t base = ob.offset;
+    // Expected at output position i: q >= 0 a rank's input, q < 0 everyone's reduction; and the index.
+    auto expect = [&](uint64_t i, int64_t *q, int64_t *index) {
+      const int64_t ii = static_cast<int64_t>(i), blk = n ? ii / n : 0, in = n ? ii % n : 0;
+      switch (a_.collective) {
+        case Collective::Bcast: *q = spec_.root; *index = ii; break;
+        case Collective::Reduce:
+        case Collective::Allreduce: *q = -1; *index = ii; break;
+        case Collective::Gather:
+        case Collective::Allgather: *q = blk; *index = in; break;
+        case Collective::Scatter: *q = spec_.root; *index = static_cast<int64_t>(r) * n + ii; break;
+        case Collective::Alltoall: *q = blk; *index = static_cast<int64_t>(r) * n + in; break;
+        case Collective::ReduceScatterBlock: *q = -1; *index = static_cast<int64_t>(r) * n + ii; break;
+        default: *q = -1; *index = ii; break;
+      }
+    };
+    const bool blocks = info_.buffers[out].times_p && a_.collective != Collective::ReduceScatterBlock;
+    bool reported = false;  // the first wrong range of a rank is enough
+    for (const Piece &pc : state_[r][abi].read(base, base + len)) {
+      for (uint64_t at = pc.lo - base, end = pc.hi - base; at < end && !reported;) {
+        // Within one block of n elements the expectation is linear.
+        const uint64_t stop = blocks && n ? std::min(end, (at / n + 1) * n) : end;
+        int64_t q, index;
+        expect(at, &q, &index);
+        const int64_t got_index = pc.sym.index + static_cast<int64_t>(at - (pc.lo - base));
+        const bool ok = pc.sym.kind == Sym::Data && got_index == index &&
+                        (q >= 0 ? lists_.get(pc.sym.who) == std::vector<uint32_t>{static_cast<uint32_t>(q)}
+                                : is_all(pc.sym.who));
+        if (!ok) {
+          Sym shown = pc.sym;
+          shown.index = got_index;
+          Diagnostic &d = diags_->error(Code::WrongResult, pc.sym.by ? pc.sym.by->loc : a_.loc,
+                                        "wrong result: rank " + std::to_string(r) + "'s " + info_.buffers[out].name +
+                                            "[" + std::to_string(at) + ":" + std::to_string(stop) + "] is wrong");
+          d.instance = described_;
+          d.rank = static_cast<int>(r);
+          d.witness.push_back("it holds " + sym_text(shown, stop - at));
+          d.witness.push_back("it should hold " + want_text(q, index, stop - at));
+          if (!pc.sym.by) d.witness.push_back("no operation wrote it");
+          reported = true;
+        }
+        at = stop;
+      }
+      if (reported) break;
+    }
+    wrong += reported;
+  }
+  return wrong == 0;
+}
+
+// A barrier: every rank's last operation must come after every rank's
+// first, through the messages.  Ranks' sets of predecessors as bitsets.
+bool Verifier::check_barrier() {
+  const uint32_t P = static_cast<uint32_t>(spec_.P);
+  if (P == 1) return true;
+  const size_t words = (P + 63) / 64;
+  const uint64_t N = stats_.ops;
+  std::vector<uint64_t> before(N * words, 0);
+  for (uint64_t x : order_) {
+    for (uint64_t m : {x, partner_[x]})
+      if (m != kNone) before[x * words + rank_of(m) / 64] |= uint64_t{1} << (rank_of(m) % 64);
+    for (uint64_t m : {x, partner_[x]}) {
+      if (m == kNone) continue;
+      const uint32_t r = rank_of(m);
+      const RankProgram &p = progs_[r];
+      const uint32_t i = static_cast<uint32_t>(m - base_[r]);
+      for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++) {
+        const uint64_t y = rep(base_[r] + p.edges[e]);
+        for (size_t w = 0; w < words; w++) before[y * words + w] |= before[x * words + w];
+      }
+    }
+  }
+  for (uint32_t r = 0; r < P; r++) {
+    std::vector<uint64_t> seen(words, 0);
+    for (uint64_t g = base_[r]; g < base_[r + 1]; g++)
+      for (size_t w = 0; w < words; w++) seen[w] |= before[rep(g) * words + w];
+    for (uint32_t q = 0; q < P; q++)
+      if (!(seen[q / 64] >> (q % 64) & 1)) {
+        Diagnostic &d = diags_->error(Code::NotSynchronising,
+                                      base_[r + 1] > base_[r] ? loc_of(base_[r + 1] - 1) : a_.loc,
+                                      "rank " + std::to_string(r) + " can leave the barrier before rank " +
+                                          std::to_string(q) + " has entered it");
+        d.instance = described_;
+        d.rank = static_cast<int>(r);
+        return false;
+      }
+  }
+  return true;
+}
+
+}  // namespace
+
+InstanceResult verify_instance(const Algorithm &a, const InstanceSpec &spec, const SourceManager &sm,
+                               Diagnostics *diags) {
+  return Verifier(a, spec, sm, diags).run();
+}
+
+}  // namespace cad

@@ -1,0 +1,95 @@
+// instance_options.cpp - see instance_options.h.
+#include "instance_options.h"
+
+#include "../../kmod/core/cad_core.h"
+#include "../lib/spec.h"
+
+namespace cad::tool {
+
+void add_instance_options(CLI::App *cmd, InstanceOptions *o, bool single) {
+  cmd->add_option("--ranks", o->ranks, single ? "Number of ranks P" : "Numbers of ranks: a SPEC (1..8,16)")
+      ->required(single);
+  cmd->add_option(single ? "--size" : "--sizes", o->sizes,
+                  single ? "Count per rank n, in elements" : "Counts per rank: a SPEC");
+  cmd->add_option(single ? "--root" : "--roots", o->roots, single ? "Root rank" : "Roots: a SPEC, or all");
+  cmd->add_option("--param", o->params, "Set a parameter: name=value" + std::string(single ? "" : " or name=SPEC"));
+  cmd->add_option("--topology", o->topology, "Topology file (schemas/topology.schema.json)");
+  cmd->add_option("--algorithm", o->algorithm, "Only this algorithm of the files");
+  cmd->add_option("--dtype", o->dtype, "Datatype of the elements (i8..u64, f32, f64, ...)");
+  cmd->add_option("--op", o->op, "Reduction op of the instance (sum, max, ...)");
+  cmd->add_flag("--inplace", o->inplace, "MPI_IN_PLACE" + std::string(single ? "" : " (also checked when the algorithm declares it)"));
+  if (single) cmd->add_flag("--noncommutative", o->noncommutative, "Treat the op as non-commutative");
+}
+
+std::vector<const Algorithm *> select(const Module &m, const std::string &name) {
+  std::vector<const Algorithm *> out;
+  for (const Algorithm &a : m.algorithms)
+    if (name.empty() || a.name == name) out.push_back(&a);
+  if (out.empty()) throw UsageError("no algorithm named '" + name + "'");
+  return out;
+}
+
+void parse_op(const InstanceOptions &o, InstanceSpec *spec) {
+  bool found = false;
+  for (unsigned d = CAD_DT_INT8; d < CAD_DT_USER; d++)
+    if (o.dtype == cad_dtype_name(d)) {
+      spec->dtype = d;
+      found = true;
+    }
+  if (!found) throw UsageError("unknown --dtype '" + o.dtype + "' (i8 .. u64, f32, f64, f64_i32, ...)");
+  found = false;
+  for (unsigned op = CAD_OP_SUM; op < CAD_OP_USER; op++)
+    if (o.op == cad_op_name(op)) {
+      spec->op = op;
+      found = true;
+    }
+  if (!found) throw UsageError("unknown --op '" + o.op + "'");
+  if (!cad_reduce_supported(spec->op, spec->dtype))
+    throw UsageError("op " + o.op + " does not apply to datatype " + o.dtype);
+}
+
+Machine load_topology_option(const std::string &path) {
+  Machine m;
+  if (path.empty()) return m;
+  std::string error;
+  if (!load_machine(path, &m, &error)) throw UsageError(error);
+  return m;
+}
+
+namespace {
+int64_t one(const std::string &text, const char *what, int64_t dflt) {
+  if (text.empty()) return dflt;
+  std::vector<int64_t> v;
+  std::string error;
+  if (!parse_spec(text, &v, &error) || v.size() != 1)
+    throw UsageError(std::string(what) + " takes one number, not '" + text + "'");
+  return v[0];
+}
+}  // namespace
+
+InstanceSpec single_instance(const InstanceOptions &o, const Algorithm &a) {
+  InstanceSpec spec;
+  spec.P = one(o.ranks, "--ranks", 1);
+  if (spec.P < 1) throw UsageError("--ranks must be at least 1");
+  spec.n = one(o.sizes, "--size", 0);
+  spec.root = one(o.roots, "--root", 0);
+  if (spec.root >= spec.P) throw UsageError("--root " + std::to_string(spec.root) + " is not below --ranks " + std::to_string(spec.P));
+  spec.inplace = o.inplace;
+  spec.commutative = !o.noncommutative;
+  parse_op(o, &spec);
+  for (const std::string &p : o.params) {
+    std::string name, error;
+    std::vector<int64_t> values;
+    if (!parse_setting(p, &name, &values, &error)) throw UsageError("--param " + error);
+    if (values.size() != 1) throw UsageError("--param " + name + " takes one value here");
+    spec.params.emplace_back(name, values[0]);
+  }
+  std::string error;
+  std::shared_ptr<const Topology> topo;
+  if (!Topology::make(load_topology_option(o.topology), spec.P, &topo, &error)) throw UsageError(error);
+  spec.topo = topo;
+  (void)a;
+  return spec;
+}
+
+}  // namespace cad::tool
