@@ -21,6 +21,7 @@ DEBIAN_PACKAGES := \
 	build-essential cmake ninja-build pkg-config \
 	clang libclang-rt-14-dev \
 	googletest libgtest-dev \
+	nlohmann-json3-dev libcli11-dev libhwloc-dev hwloc \
 	linux-image-amd64 linux-headers-amd64 kmod \
 	qemu-system-x86 busybox-static \
 	python3 python3-pytest python3-jsonschema

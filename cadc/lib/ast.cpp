@@ -17,6 +17,11 @@ ExprPtr clone(const Expr &e) {
   return c;
 }
 
+const Loc &start_of(const Expr &e) {
+  if ((e.kind == ExprKind::Binary || e.kind == ExprKind::Cond) && !e.args.empty()) return start_of(*e.args[0]);
+  return e.loc;
+}
+
 std::vector<int64_t> SweepSpec::values() const {
   std::vector<int64_t> v;
   for (const auto &r : ranges)

@@ -49,6 +49,9 @@ struct Expr {
 };
 
 ExprPtr clone(const Expr &e);
+// Where an expression starts (its leftmost operand), for messages about it
+// as a whole.
+const Loc &start_of(const Expr &e);
 
 // A range of elements of a buffer: name[lo:hi], or the whole buffer.
 struct BufRef {

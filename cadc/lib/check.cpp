@@ -203,7 +203,7 @@ class Checker {
   void expect(Expr &e, Type want, const char *what) {
     Type t = expr(e);
     if (t != Type::Unknown && t != want)
-      diags_->error(Code::Type, e.loc, std::string(what) + " must be " + type_name(want) + ", not " + type_name(t));
+      diags_->error(Code::Type, start_of(e), std::string(what) + " must be " + type_name(want) + ", not " + type_name(t));
   }
 
   // ---- statements ----
@@ -230,11 +230,16 @@ class Checker {
 
   void stmt(Stmt &s, bool in_parallel) {
     switch (s.kind) {
-      case StmtKind::Let:
-        expect(*s.value, Type::Int, "a 'let' value");
+      case StmtKind::Let: {
+        Type t = expr(*s.value);  // an integer or a boolean
+        if (t == Type::Level) {
+          diags_->error(Code::Type, start_of(*s.value), "a 'let' value must be an integer or a boolean, not a topology level");
+          t = Type::Unknown;
+        }
         if (buffer_index(s.name) >= 0) diags_->error(Code::Redefined, s.loc, "'" + s.name + "' is a buffer");
-        s.slot = declare(s.name, next_slot_++, Type::Int, s.loc);
+        s.slot = declare(s.name, next_slot_++, t, s.loc);
         break;
+      }
       case StmtKind::For: {
         expect(*s.value, Type::Int, "a loop bound");
         expect(*s.hi, Type::Int, "a loop bound");

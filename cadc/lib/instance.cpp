@@ -209,9 +209,9 @@ class Interp {
     const Range r = range(send ? s.src : s.dst);
     const int64_t peer = eval(*s.value, f_);
     if (peer < 0 || peer >= spec_.P)
-      eval_fail(f_, Code::BadPeer, s.value->loc, std::string(send ? "sends to" : "receives from") + " rank " + std::to_string(peer) + ", but P = " + std::to_string(spec_.P));
+      eval_fail(f_, Code::BadPeer, start_of(*s.value), std::string(send ? "sends to" : "receives from") + " rank " + std::to_string(peer) + ", but P = " + std::to_string(spec_.P));
     if (static_cast<uint32_t>(peer) == out_->rank)
-      eval_fail(f_, Code::BadPeer, s.value->loc, std::string(send ? "sends to" : "receives from") + " its own rank " + std::to_string(peer) + ": use copy");
+      eval_fail(f_, Code::BadPeer, start_of(*s.value), std::string(send ? "sends to" : "receives from") + " its own rank " + std::to_string(peer) + ": use copy");
     RankOp op;
     op.kind = send ? CAD_NODE_SEND : CAD_NODE_RECV;
     op.peer = static_cast<uint32_t>(peer);

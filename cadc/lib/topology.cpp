@@ -88,8 +88,8 @@ bool Machine::from_json(const nlohmann::json &j, Machine *out, std::string *erro
   return true;
 }
 
-nlohmann::json Machine::to_json() const {
-  nlohmann::json j;
+nlohmann::ordered_json Machine::to_json() const {
+  nlohmann::ordered_json j;
   j["name"] = name;
   if (!places.empty()) {
     j["places"] = places;

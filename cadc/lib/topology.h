@@ -29,7 +29,7 @@ struct Machine {
 
   // Parses and validates a topology document; false with *error set.
   static bool from_json(const nlohmann::json &j, Machine *out, std::string *error);
-  nlohmann::json to_json() const;
+  nlohmann::ordered_json to_json() const;
   // The largest P it can place (explicit places), or 0 for any.
   int64_t max_ranks() const { return places.empty() ? 0 : static_cast<int64_t>(places.size()); }
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "../../kmod/core/cad_core.h"
@@ -11,7 +12,7 @@ namespace cad {
 
 namespace {
 
-constexpr uint64_t kNone = ~uint64_t{0};
+constexpr uint64_t kNone = Matching::kUnmatched;
 constexpr int kMaxReports = 8;  // diagnostics of one kind per instance
 
 // ---------------------------------------------------------------- reachability
@@ -222,18 +223,8 @@ class Verifier {
 
   // ---- 1. every rank, through the core verifier ----
   bool instantiate() {
-    const uint32_t P = static_cast<uint32_t>(spec_.P);
-    progs_.resize(P);
-    base_.assign(P + 1, 0);
-    std::vector<uint64_t> image;
-    for (uint32_t r = 0; r < P; r++) {
-      uint32_t size;
-      if (!in_.rank(r, &progs_[r]) || !emit_image(a_, spec_, progs_[r], sm_, &image, &size, diags_))
-        return false;
-      base_[r + 1] = base_[r] + progs_[r].ops.size();
-      stats_.max_scratch = std::max(stats_.max_scratch, progs_[r].scratch_bytes);
-    }
-    stats_.ops = base_[P];
+    if (!instantiate_all(in_, sm_, diags_, &progs_)) return false;
+    for (const RankProgram &p : progs_) stats_.max_scratch = std::max(stats_.max_scratch, p.scratch_bytes);
     return true;
   }
 
@@ -244,82 +235,59 @@ class Verifier {
   }
 
   // ---- 2. matching ----
-  struct Msg {
-    uint32_t s, d, tag;
-    uint64_t g;
-    bool operator<(const Msg &o) const {
-      return s != o.s ? s < o.s : d != o.d ? d < o.d : tag != o.tag ? tag < o.tag : g < o.g;
-    }
-    bool same_key(const Msg &o) const { return s == o.s && d == o.d && tag == o.tag; }
-  };
-
   bool match() {
-    std::vector<Msg> sends, recvs;
-    for (uint32_t r = 0; r < progs_.size(); r++)
-      for (uint32_t i = 0; i < progs_[r].ops.size(); i++) {
-        const RankOp &o = progs_[r].ops[i];
-        if (o.kind == CAD_NODE_SEND) sends.push_back({r, o.peer, o.tag, gid(r, i)});
-        if (o.kind == CAD_NODE_RECV) recvs.push_back({o.peer, r, o.tag, gid(r, i)});
-      }
-    std::sort(sends.begin(), sends.end());
-    std::sort(recvs.begin(), recvs.end());
-    partner_.assign(stats_.ops, kNone);
+    Matching m = match_messages(progs_);
+    base_ = std::move(m.base);
+    partner_ = std::move(m.partner);
+    stats_.ops = base_.back();
     int unmatched = 0, mismatched = 0, ambiguous = 0;
-    size_t i = 0, j = 0;
-    while (i < sends.size() || j < recvs.size()) {
-      const bool have_s = i < sends.size(), have_r = j < recvs.size();
-      if (have_s && have_r && sends[i].same_key(recvs[j])) {
-        const uint64_t sg = sends[i].g, rg = recvs[j].g;
-        partner_[sg] = rg;
-        partner_[rg] = sg;
-        const RankOp &so = op(sg), &ro = op(rg);
-        if (so.len != ro.len && mismatched++ < kMaxReports) {
-          Diagnostic &d = fail(Code::SizeMismatch, sg, "rank " + std::to_string(sends[i].s) + " sends " +
-                               std::to_string(so.len / progs_[0].esize) + " elements, but rank " +
-                               std::to_string(sends[i].d) + " receives " + std::to_string(ro.len / progs_[0].esize));
-          note(d, rg, "the receive it meets");
+    for (uint32_t r = 0; r < progs_.size(); r++) {
+      const RankProgram &p = progs_[r];
+      // Two messages of one key must be ordered on their rank, or which
+      // meets which depends on timing: check consecutive ones.
+      std::map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> last;
+      for (uint32_t i = 0; i < p.ops.size(); i++) {
+        const RankOp &o = p.ops[i];
+        if (o.kind != CAD_NODE_SEND && o.kind != CAD_NODE_RECV) continue;
+        const uint64_t g = base_[r] + i;
+        auto key = std::make_tuple(o.kind, o.peer, o.tag);
+        auto it = last.find(key);
+        if (it != last.end() && !reach(r).reaches(it->second, i) && ambiguous++ < kMaxReports) {
+          const bool send = o.kind == CAD_NODE_SEND;
+          Diagnostic &d = fail(Code::Ambiguous, g, std::string("two unordered ") + (send ? "sends" : "receives") +
+                               " between ranks " + std::to_string(send ? r : o.peer) + " and " +
+                               std::to_string(send ? o.peer : r) +
+                               " with the same tag: which one meets which depends on timing");
+          note(d, base_[r] + it->second, "the other one");
         }
-        if (so.flags && ro.flags && so.flags != ro.flags && mismatched++ < kMaxReports) {
-          Diagnostic &d = fail(Code::Direction, sg, std::string("the send says the ") +
-                               (so.flags == CAD_XFER_RECEIVER_READS ? "receiver" : "sender") +
+        last[key] = i;
+        const uint64_t pg = partner_[g];
+        if (pg == kNone) {
+          if (unmatched++ < kMaxReports)
+            fail(Code::Unmatched, g, o.kind == CAD_NODE_SEND
+                 ? "rank " + std::to_string(r) + " sends to rank " + std::to_string(o.peer) + ", which posts no matching receive" + tag_text(o.tag)
+                 : "rank " + std::to_string(r) + " receives from rank " + std::to_string(o.peer) + ", which posts no matching send" + tag_text(o.tag));
+          continue;
+        }
+        if (o.kind != CAD_NODE_SEND) continue;  // each pair once, from its send
+        const RankOp &ro = op(pg);
+        if (o.len != ro.len && mismatched++ < kMaxReports) {
+          Diagnostic &d = fail(Code::SizeMismatch, g, "rank " + std::to_string(r) + " sends " +
+                               std::to_string(o.len / p.esize) + " elements, but rank " + std::to_string(o.peer) +
+                               " receives " + std::to_string(ro.len / p.esize));
+          note(d, pg, "the receive it meets");
+        }
+        if (o.flags && ro.flags && o.flags != ro.flags && mismatched++ < kMaxReports) {
+          Diagnostic &d = fail(Code::Direction, g, std::string("the send says the ") +
+                               (o.flags == CAD_XFER_RECEIVER_READS ? "receiver" : "sender") +
                                " copies, the receive says the " +
                                (ro.flags == CAD_XFER_RECEIVER_READS ? "receiver" : "sender"));
-          note(d, rg, "the receive it meets");
+          note(d, pg, "the receive it meets");
         }
         stats_.messages++;
-        stats_.bytes += so.len;
-        i++;
-        j++;
-        continue;
+        stats_.bytes += o.len;
       }
-      const bool send_first = have_s && (!have_r || sends[i] < recvs[j]);
-      const Msg &m = send_first ? sends[i] : recvs[j];
-      if (unmatched++ < kMaxReports) {
-        if (send_first)
-          fail(Code::Unmatched, m.g, "rank " + std::to_string(m.s) + " sends to rank " + std::to_string(m.d) +
-                                         ", which posts no matching receive" + tag_text(m.tag));
-        else
-          fail(Code::Unmatched, m.g, "rank " + std::to_string(m.d) + " receives from rank " + std::to_string(m.s) +
-                                         ", which posts no matching send" + tag_text(m.tag));
-      }
-      (send_first ? i : j)++;
     }
-    // Two messages of one key must be ordered on their rank, or which meets
-    // which depends on timing.
-    for (const std::vector<Msg> *list : {&sends, &recvs})
-      for (size_t k = 1; k < list->size(); k++) {
-        const Msg &x = (*list)[k - 1], &y = (*list)[k];
-        if (!x.same_key(y)) continue;
-        const uint32_t r = list == &sends ? x.s : x.d;
-        if (reach(r).reaches(static_cast<uint32_t>(x.g - base_[r]), static_cast<uint32_t>(y.g - base_[r])))
-          continue;
-        if (ambiguous++ < kMaxReports) {
-          Diagnostic &d = fail(Code::Ambiguous, y.g, std::string("two unordered ") + (list == &sends ? "sends" : "receives") +
-                               " between ranks " + std::to_string(x.s) + " and " + std::to_string(x.d) +
-                               " with the same tag: which one meets which depends on timing");
-          note(d, x.g, "the other one");
-        }
-      }
     return unmatched == 0 && mismatched == 0 && ambiguous == 0;
   }
 
@@ -670,31 +638,39 @@ bool Verifier::postcondition() {
 }
 
 // A barrier: every rank's last operation must come after every rank's
-// first, through the messages.  Ranks' sets of predecessors as bitsets.
+// first.  What an operation can know: its rank, what its predecessors
+// know, and for a receive what its send knew.  A send learns nothing from
+// its receive: a transport may send eagerly, so only the receiver learns
+// that the sender arrived.  Sets of ranks as bitsets per operation.
 bool Verifier::check_barrier() {
   const uint32_t P = static_cast<uint32_t>(spec_.P);
   if (P == 1) return true;
   const size_t words = (P + 63) / 64;
-  const uint64_t N = stats_.ops;
-  std::vector<uint64_t> before(N * words, 0);
+  std::vector<uint64_t> know(stats_.ops * words, 0);
+  auto row = [&](uint64_t g) { return &know[g * words]; };
   for (uint64_t x : order_) {
-    for (uint64_t m : {x, partner_[x]})
-      if (m != kNone) before[x * words + rank_of(m) / 64] |= uint64_t{1} << (rank_of(m) % 64);
-    for (uint64_t m : {x, partner_[x]}) {
+    // A matched pair: the send first, then the receive that learns from it.
+    uint64_t members[2] = {x, partner_[x]};
+    if (members[1] != kNone && op(members[0]).kind == CAD_NODE_RECV) std::swap(members[0], members[1]);
+    for (uint64_t m : members) {
       if (m == kNone) continue;
       const uint32_t r = rank_of(m);
+      row(m)[r / 64] |= uint64_t{1} << (r % 64);
+      if (op(m).kind == CAD_NODE_RECV)
+        for (size_t w = 0; w < words; w++) row(m)[w] |= row(partner_[m])[w];
       const RankProgram &p = progs_[r];
       const uint32_t i = static_cast<uint32_t>(m - base_[r]);
       for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++) {
-        const uint64_t y = rep(base_[r] + p.edges[e]);
-        for (size_t w = 0; w < words; w++) before[y * words + w] |= before[x * words + w];
+        uint64_t *dst = row(base_[r] + p.edges[e]);
+        for (size_t w = 0; w < words; w++) dst[w] |= row(m)[w];
       }
     }
   }
   for (uint32_t r = 0; r < P; r++) {
     std::vector<uint64_t> seen(words, 0);
+    seen[r / 64] |= uint64_t{1} << (r % 64);
     for (uint64_t g = base_[r]; g < base_[r + 1]; g++)
-      for (size_t w = 0; w < words; w++) seen[w] |= before[rep(g) * words + w];
+      for (size_t w = 0; w < words; w++) seen[w] |= row(g)[w];
     for (uint32_t q = 0; q < P; q++)
       if (!(seen[q / 64] >> (q % 64) & 1)) {
         Diagnostic &d = diags_->error(Code::NotSynchronising,
@@ -703,6 +679,8 @@ bool Verifier::check_barrier() {
                                           std::to_string(q) + " has entered it");
         d.instance = described_;
         d.rank = static_cast<int>(r);
+        d.witness.push_back("no chain of messages from rank " + std::to_string(q) +
+                            "'s first operation reaches rank " + std::to_string(r) + "'s last");
         return false;
       }
   }
@@ -710,6 +688,59 @@ bool Verifier::check_barrier() {
 }
 
 }  // namespace
+
+bool instantiate_all(const Instantiator &in, const SourceManager &sm, Diagnostics *diags,
+                     std::vector<RankProgram> *progs) {
+  const uint32_t P = static_cast<uint32_t>(in.spec().P);
+  progs->assign(P, RankProgram());
+  std::vector<uint64_t> image;
+  for (uint32_t r = 0; r < P; r++) {
+    uint32_t size;
+    if (!in.rank(r, &(*progs)[r]) ||
+        !emit_image(in.algorithm(), in.spec(), (*progs)[r], sm, &image, &size, diags))
+      return false;
+  }
+  return true;
+}
+
+Matching match_messages(const std::vector<RankProgram> &progs) {
+  Matching m;
+  m.base.assign(progs.size() + 1, 0);
+  for (size_t r = 0; r < progs.size(); r++) m.base[r + 1] = m.base[r] + progs[r].ops.size();
+  m.partner.assign(m.base.back(), Matching::kUnmatched);
+  // (source, destination, tag, id): sorted, the k-th send of a key meets
+  // its k-th receive, ids being in program order within a rank.
+  struct Msg {
+    uint32_t s, d, tag;
+    uint64_t g;
+    bool operator<(const Msg &o) const {
+      return s != o.s ? s < o.s : d != o.d ? d < o.d : tag != o.tag ? tag < o.tag : g < o.g;
+    }
+    bool same_key(const Msg &o) const { return s == o.s && d == o.d && tag == o.tag; }
+  };
+  std::vector<Msg> sends, recvs;
+  for (uint32_t r = 0; r < progs.size(); r++)
+    for (uint32_t i = 0; i < progs[r].ops.size(); i++) {
+      const RankOp &o = progs[r].ops[i];
+      if (o.kind == CAD_NODE_SEND) sends.push_back({r, o.peer, o.tag, m.base[r] + i});
+      if (o.kind == CAD_NODE_RECV) recvs.push_back({o.peer, r, o.tag, m.base[r] + i});
+    }
+  std::sort(sends.begin(), sends.end());
+  std::sort(recvs.begin(), recvs.end());
+  for (size_t i = 0, j = 0; i < sends.size() && j < recvs.size();) {
+    if (sends[i].same_key(recvs[j])) {
+      m.partner[sends[i].g] = recvs[j].g;
+      m.partner[recvs[j].g] = sends[i].g;
+      i++;
+      j++;
+    } else if (sends[i] < recvs[j]) {
+      i++;
+    } else {
+      j++;
+    }
+  }
+  return m;
+}
 
 InstanceResult verify_instance(const Algorithm &a, const InstanceSpec &spec, const SourceManager &sm,
                                Diagnostics *diags) {

@@ -46,4 +46,19 @@ struct InstanceResult {
 InstanceResult verify_instance(const Algorithm &a, const InstanceSpec &spec,
                                const SourceManager &sm, Diagnostics *diags);
 
+// Every rank's program of an instance, through the core verifier; false
+// (reported) on an error in the algorithm.
+bool instantiate_all(const Instantiator &in, const SourceManager &sm, Diagnostics *diags,
+                     std::vector<RankProgram> *progs);
+
+// Sends and receives matched per (source, destination, tag) in program
+// order.  Operations have global ids base[r] + i; partner[g] is the id of
+// the operation g meets, or kUnmatched.
+struct Matching {
+  static constexpr uint64_t kUnmatched = ~uint64_t{0};
+  std::vector<uint64_t> base;     // first id of each rank, then the total
+  std::vector<uint64_t> partner;
+};
+Matching match_messages(const std::vector<RankProgram> &progs);
+
 }  // namespace cad

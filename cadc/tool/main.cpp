@@ -17,6 +17,9 @@ int main(int argc, char **argv) {
   add_compile(app, &run);
   add_disasm(app, &run);
   add_verify(app, &run);
+  add_dot(app, &run);
+  add_topo(app, &run);
+  add_build(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

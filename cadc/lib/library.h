@@ -1,0 +1,57 @@
+// library.h - .cadlib files: what `cadc build` writes and the runtime
+// loads (schemas/cadlib.schema.json): the sources of verified algorithms,
+// the selection rules (schemas/rules.schema.json), a hash.  Loading
+// validates the schema, the format versions and the hash, re-parses and
+// checks every algorithm (line info stays that of the .cad files) and
+// checks the rules against them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ast.h"
+#include "diag.h"
+#include "instance.h"
+#include "source.h"
+
+namespace cad {
+
+struct Rule {
+  Collective collective = Collective::Bcast;
+  std::vector<int64_t> ranks;   // empty: any P
+  int64_t min_bytes = 0, max_bytes = INT64_MAX;
+  int commutative = -1;         // -1 any, 0 no, 1 yes
+  std::string use;
+  std::vector<std::pair<std::string, int64_t>> params;
+  std::string where;            // "rules.json:/rules/3", for messages
+};
+
+struct Library {
+  SourceManager sm;
+  std::vector<std::unique_ptr<Module>> modules;
+  std::vector<const Algorithm *> algorithms;
+  std::vector<Rule> rules;
+  const Algorithm *find(const std::string &name) const;
+};
+
+// Parses and checks a rules document against the algorithms.
+bool read_rules(const nlohmann::json &doc, const std::string &where,
+                const std::vector<const Algorithm *> &algs, std::vector<Rule> *out, Diagnostics *diags);
+
+// Loads a .cadlib; false with diagnostics.
+bool load_library(const std::string &path, Library *lib, Diagnostics *diags);
+
+// The algorithm for a call: the first rule of the collective whose
+// conditions hold and whose algorithm's requirements hold for spec (P,
+// n, root, in place, commutativity; spec.params are replaced by the
+// rule's).  null if none applies.
+const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec);
+
+// The document's hash: FNV-1a 64 of its compact dump without "hash".
+std::string library_hash(const nlohmann::json &doc);
+
+}  // namespace cad

@@ -1,0 +1,126 @@
+// cmd_build.cpp - cadc build DIR -o LIB.cadlib: every algorithm of a folder
+// (*.cad, and *.json in the JSON form) and its selection rules (rules.json)
+// into one library for the runtime.  Refuses an algorithm without a sweep
+// or that does not verify on it, and rules that do not fit the algorithms.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "../../kmod/uapi/cad.h"
+#include "../lib/library.h"
+#include "../lib/sweep.h"
+#include "common.h"
+
+namespace cad::tool {
+
+namespace {
+struct BuildOptions {
+  std::string dir, output;
+  unsigned jobs = 0;
+  bool json = false;
+};
+}  // namespace
+
+void add_build(CLI::App &app, Runner *run) {
+  auto opt = std::make_shared<BuildOptions>();
+  CLI::App *cmd = app.add_subcommand("build", "Verify a folder of algorithms on their sweeps and pack them into a library");
+  cmd->add_option("dir", opt->dir, "Folder with *.cad (or JSON-form *.json) files and rules.json")->required();
+  cmd->add_option("-o,--output", opt->output, "The library file to write (.cadlib)")->required();
+  cmd->add_option("-j,--jobs", opt->jobs, "Parallel jobs (default: the cores)");
+  cmd->add_flag("--json", opt->json, "Diagnostics as JSON on stdout");
+  cmd->callback([opt, run] {
+    *run = [opt] {
+      namespace fs = std::filesystem;
+      Session s;
+      s.json = opt->json;
+      if (!fs::is_directory(opt->dir)) throw UsageError(opt->dir + " is not a folder");
+      std::vector<std::string> files;
+      for (const auto &e : fs::directory_iterator(opt->dir)) {
+        const std::string name = e.path().filename().string();
+        if (e.is_regular_file() && name != "rules.json" &&
+            (e.path().extension() == ".cad" || e.path().extension() == ".json"))
+          files.push_back(e.path().string());
+      }
+      std::sort(files.begin(), files.end());
+      if (files.empty()) throw UsageError(opt->dir + " holds no algorithm files");
+      std::vector<Module> modules(files.size());
+      std::vector<const Algorithm *> algs;
+      nlohmann::json listed = nlohmann::json::array(), sources = nlohmann::json::array();
+      for (size_t i = 0; i < files.size(); i++) {
+        if (!load_module(s, files[i], &modules[i])) continue;
+        sources.push_back({{"file", fs::path(files[i]).filename().string()},
+                           {"text", s.sm.file(modules[i].file).text}});
+        for (const Algorithm &a : modules[i].algorithms) {
+          for (const Algorithm *b : algs)
+            if (b->name == a.name) s.diags.error(Code::Redefined, a.loc, "a second algorithm named " + a.name + " in the library");
+          algs.push_back(&a);
+        }
+      }
+      if (s.diags.has_errors()) return report(s);
+      const unsigned jobs = opt->jobs ? opt->jobs : std::max(1u, std::thread::hardware_concurrency());
+      const bool tty = !opt->json && isatty(2);
+      for (size_t i = 0; i < files.size(); i++)
+        for (const Algorithm &a : modules[i].algorithms) {
+          if (!a.sweep.present) {
+            s.diags.error(Code::Sweep, a.loc, a.name + " declares no sweep: the library takes only algorithms verified on theirs");
+            continue;
+          }
+          std::vector<InstanceSpec> plan;
+          std::string error;
+          if (!plan_sweep(a, files[i], SweepSettings(), &plan, &error, &s.diags)) {
+            if (!error.empty()) throw UsageError(error);
+            continue;
+          }
+          SweepOutcome out = run_sweep(a, plan, s.sm, jobs, 5, [&](size_t done, size_t total) {
+            if (tty) std::cerr << "\r" << a.name << ": " << done << "/" << total << std::flush;
+          });
+          if (tty) std::cerr << "\r\033[K" << std::flush;
+          s.diags.append(out.diags);
+          if (!opt->json)
+            std::cout << a.name << ": " << out.verified << " instances verified, " << out.skipped << " skipped, "
+                      << out.failed << " failed\n";
+          if (out.failed == 0 && out.verified > 0)
+            listed.push_back({{"name", a.name}, {"collective", collective_info(a.collective).name},
+                              {"file", fs::path(files[i]).filename().string()},
+                              {"verified", out.verified}, {"skipped", out.skipped}});
+        }
+      // The rules, against the algorithms.
+      const fs::path rules_path = fs::path(opt->dir) / "rules.json";
+      nlohmann::json rules;
+      std::ifstream rin(rules_path);
+      if (!rin) {
+        s.diags.error(Code::Library, Loc(), rules_path.string() + ": missing: the library needs selection rules");
+      } else {
+        std::stringstream ss;
+        ss << rin.rdbuf();
+        try {
+          rules = nlohmann::json::parse(ss.str());
+          std::vector<Rule> parsed;
+          read_rules(rules, rules_path.string(), algs, &parsed, &s.diags);
+        } catch (const nlohmann::json::parse_error &e) {
+          s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + e.what());
+        }
+      }
+      if (s.diags.has_errors()) {
+        if (!opt->json) std::cerr << "cadc: " << opt->output << " not written\n";
+        return report(s);
+      }
+      nlohmann::json doc = {{"cadlib", 1},           {"program_format", CAD_VERSION},
+                            {"created_by", "cadc 0.1"}, {"algorithms", listed},
+                            {"sources", sources},     {"ops", nlohmann::json::array()},
+                            {"rules", rules}};
+      doc["hash"] = library_hash(doc);
+      std::ofstream out(opt->output);
+      if (!(out << doc.dump(1) << "\n")) throw UsageError("cannot write " + opt->output);
+      if (!opt->json) std::cout << "wrote " << opt->output << ": " << listed.size() << " algorithms\n";
+      return report(s, {{"library", opt->output}, {"algorithms", listed}});
+    };
+  });
+}
+
+}  // namespace cad::tool
