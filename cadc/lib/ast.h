@@ -124,7 +124,7 @@ struct Sweep {
   std::string trailing;
   SweepSpec ranks, sizes, roots;
   std::vector<std::pair<std::string, SweepSpec>> params;
-  std::vector<std::string> topologies;  // topology files, relative to the algorithm
+  std::vector<std::string> topologies;  // topology files, relative to the algorithm; "flat": flat
 };
 
 // A buffer an algorithm can name: the collective's, then its scratch.

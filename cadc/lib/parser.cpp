@@ -213,8 +213,12 @@ class Parser {
         expect("=", "and the parameter's values");
         s->params.emplace_back(name, spec(false));
       } else if (accept("topology")) {
-        if (peek().kind != Tok::String) expected("a topology file name in quotes");
-        s->topologies.push_back(next().text);
+        if (accept("flat")) {
+          s->topologies.push_back("flat");  // one domain at every level
+        } else {
+          if (peek().kind != Tok::String) expected("a topology file name in quotes, or flat");
+          s->topologies.push_back(next().text);
+        }
       } else {
         break;
       }

@@ -5,7 +5,7 @@
 //   header     := 'param' NAME '=' expr | 'requires' expr
 //               | 'scratch' NAME '[' expr ']' | 'inplace'
 //               | 'sweep' ( 'ranks' spec | 'sizes' spec | 'roots' ('all' | spec)
-//                         | 'with' NAME '=' spec | 'topology' STRING )+
+//                         | 'with' NAME '=' spec | 'topology' (STRING | 'flat') )+
 //   spec       := INT ['..' INT] (',' INT ['..' INT])*
 //   block      := '{' stmt* '}'
 //   stmt       := 'let' NAME '=' expr

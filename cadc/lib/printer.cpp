@@ -158,7 +158,7 @@ class Printer {
       if (s.sizes.present()) out_ += " sizes " + spec(s.sizes);
       if (s.roots.present()) out_ += " roots " + spec(s.roots);
       for (const auto &p : s.params) out_ += " with " + p.first + " = " + spec(p.second);
-      for (const std::string &t : s.topologies) out_ += " topology \"" + t + "\"";
+      for (const std::string &t : s.topologies) out_ += t == "flat" ? " topology flat" : " topology \"" + t + "\"";
       trailing(s.trailing);
     }
     out_ += "{\n";

@@ -71,6 +71,7 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
     const std::filesystem::path dir = std::filesystem::path(file).parent_path();
     for (const std::string &t : sw.topologies) {
       machines.emplace_back();
+      if (t == "flat") continue;  // the default machine is flat
       std::string why;
       if (!load_machine((dir / t).string(), &machines.back(), &why)) {
         diags->error(Code::Topology, sw.loc, "the sweep's topology " + t + ": " + why);

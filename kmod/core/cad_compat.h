@@ -50,9 +50,15 @@ static inline void cad_free(void *p)
 
 typedef uintptr_t cad_uptr;
 
-/* The host C library provides these two; nothing else of it is used. */
+/* The host C library provides these two; nothing else of it is used.
+ * (C++ code that includes the core gets them from <stdlib.h>, whose
+ * declarations differ in exception specification.) */
+#ifdef __cplusplus
+#include <stdlib.h>
+#else
 extern void *calloc(size_t nmemb, size_t size);
 extern void free(void *ptr);
+#endif
 
 static inline void *cad_zalloc(size_t size)
 {

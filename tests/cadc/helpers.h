@@ -1,0 +1,50 @@
+// helpers.h - compiling DSL text in the unit tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "check.h"
+#include "diag.h"
+#include "instance.h"
+#include "parser.h"
+#include "source.h"
+
+namespace cad_test {
+
+// Parses and checks text; ok() tells whether it had no errors.
+struct Compiled {
+  cad::SourceManager sm;
+  cad::Diagnostics diags;
+  cad::Module m;
+  bool parsed = false;
+
+  explicit Compiled(const std::string &text, const std::string &name = "t.cad") {
+    const uint32_t f = sm.add(name, text);
+    parsed = cad::parse_dsl(sm, f, &m, &diags);
+    if (parsed) cad::check_module(m, &diags);
+  }
+  bool ok() const { return parsed && !diags.has_errors(); }
+  const cad::Algorithm &alg() const { return m.algorithms.at(0); }
+  std::string errors() const {
+    std::string s;
+    for (const cad::Diagnostic &d : diags.list()) s += cad::render_text(sm, d);
+    return s;
+  }
+  bool has(cad::Code c) const {
+    for (const cad::Diagnostic &d : diags.list())
+      if (d.code == c) return true;
+    return false;
+  }
+};
+
+inline cad::InstanceSpec spec(int64_t P, int64_t n, int64_t root = 0) {
+  cad::InstanceSpec s;
+  s.P = P;
+  s.n = n;
+  s.root = root;
+  return s;
+}
+
+}  // namespace cad_test
