@@ -202,6 +202,40 @@ static int check_sections(struct vctx *v, const __u8 *img, __u32 size)
 	return 0;
 }
 
+/* Length of the valid UTF-8 sequence at s[i] (of n bytes), 0 if invalid. */
+static __u32 utf8_length(const __u8 *s, __u32 i, __u32 n)
+{
+	const __u8 c = s[i];
+	__u8 lo = 0x80, hi = 0xbf;
+	__u32 len, k;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	/* No overlong forms, no surrogates, nothing above U+10FFFF. */
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (n - i < len || s[i + 1] < lo || s[i + 1] > hi)
+		return 0;
+	for (k = 2; k < len; k++)
+		if (s[i + k] < 0x80 || s[i + k] > 0xbf)
+			return 0;
+	return len;
+}
+
 static int check_strings_and_lines(struct vctx *v)
 {
 	const struct cad_prog *p = v->p;
@@ -213,12 +247,16 @@ static int check_strings_and_lines(struct vctx *v)
 			return cad_vreject(v, -EINVAL, "must start with the empty string (a NUL byte)");
 		if (p->strings[p->n_strings - 1] != '\0')
 			return cad_vreject(v, -EINVAL, "does not end with a NUL byte");
-		for (i = 0; i < p->n_strings; i++) {
-			__u8 c = (__u8)p->strings[i];
+		for (i = 0; i < p->n_strings;) {
+			const __u8 c = (__u8)p->strings[i];
+			const __u32 len = utf8_length((const __u8 *)p->strings, i, p->n_strings);
 
 			if (c && (c < 0x20 || c == 0x7f))
 				return cad_vreject(v, -EINVAL, "control character 0x%02x at offset %u",
 						   c, i);
+			if (!len)
+				return cad_vreject(v, -EINVAL, "invalid UTF-8 at offset %u", i);
+			i += len;
 		}
 	}
 	v->at = AT_HEADER;

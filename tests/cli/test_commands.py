@@ -1,0 +1,208 @@
+"""cadc's subcommands end to end, as users run them."""
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ALGORITHMS = sorted((ROOT / "algorithms").glob("*.cad"))
+CASES = sorted((ROOT / "tests" / "cli" / "cases").glob("*.cad"))
+
+
+def cadc(build_dir, *args, cwd=None, check=None):
+    run = subprocess.run([str(build_dir / "bin" / "cadc"), *map(str, args)], capture_output=True,
+                         text=True, timeout=600, cwd=cwd)
+    if check is not None:
+        assert run.returncode == check, f"cadc {' '.join(map(str, args))}: exit {run.returncode}\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+    return run
+
+
+def schema(name):
+    return json.loads((ROOT / "schemas" / name).read_text())
+
+
+# ---- fmt ----
+
+@pytest.mark.parametrize("path", ALGORITHMS, ids=[p.name for p in ALGORITHMS])
+def test_standard_algorithms_are_canonical_and_round_trip(build_dir, path, tmp_path):
+    cadc(build_dir, "fmt", "--check", path, check=0)
+    as_json = cadc(build_dir, "fmt", "--to", "json", path, check=0).stdout
+    (tmp_path / "a.json").write_text(as_json)
+    jsonschema.validate(json.loads(as_json), schema("algorithm.schema.json"))
+    back = cadc(build_dir, "fmt", "--to", "dsl", tmp_path / "a.json", check=0).stdout
+    assert back == path.read_text()
+    (tmp_path / "b.cad").write_text(back)
+    assert cadc(build_dir, "fmt", "--to", "json", tmp_path / "b.cad", check=0).stdout == as_json
+
+
+def test_fmt_rewrites_in_place_and_refuses_mixing_forms(build_dir, tmp_path):
+    messy = tmp_path / "messy.cad"
+    messy.write_text("algorithm  m:bcast {\n let   a = ((1+2))*3 # note\n\n\n  fence}\n")
+    run = cadc(build_dir, "fmt", "--check", messy, check=1)
+    assert "not in canonical form" in run.stderr
+    cadc(build_dir, "fmt", "-i", messy, check=0)
+    assert messy.read_text() == "algorithm m : bcast\n{\n  let a = (1 + 2) * 3  # note\n\n  fence\n}\n"
+    cadc(build_dir, "fmt", "--check", messy, check=0)
+    run = cadc(build_dir, "fmt", "-i", "--to", "json", messy, check=2)
+    assert "-i keeps a file's form" in run.stderr
+
+
+def test_fmt_keeps_comments_everywhere(build_dir, tmp_path):
+    text = ("# header\n#\n# more header\n\n# about t\nalgorithm t : bcast\n"
+            "  # the segment\n  param seg = 4  # elements\n  requires P >= 1  # any\n"
+            "{\n  # first\n  for k in 0 .. 2 {\n    fence  # inner\n    # before the brace\n  }  # after\n"
+            "  if rank == 0 {\n    fence\n  } else if rank == 1 {\n    fence\n  } else {\n    # nothing\n  }\n"
+            "  # at the end\n}\n")
+    src = tmp_path / "c.cad"
+    src.write_text(text)
+    assert cadc(build_dir, "fmt", src, check=0).stdout == text
+    (tmp_path / "c.json").write_text(cadc(build_dir, "fmt", "--to", "json", src, check=0).stdout)
+    assert cadc(build_dir, "fmt", "--to", "dsl", tmp_path / "c.json", check=0).stdout == text
+
+
+# ---- compile, disasm, dot ----
+
+def test_compile_writes_a_verified_program_per_rank(build_dir, tmp_path):
+    run = cadc(build_dir, "compile", ROOT / "algorithms" / "bcast_binomial.cad", "--ranks", 5,
+               "--size", 9, "--root", 2, "-o", tmp_path, check=0)
+    assert "wrote 5 programs" in run.stdout
+    files = sorted(tmp_path.glob("*.cadbc"))
+    assert [f.name for f in files] == [f"bcast_binomial.{r}.cadbc" for r in range(5)]
+    for f in files:
+        text = cadc(build_dir, "disasm", f, check=0).stdout
+        assert text.startswith('; cad v1 "bcast_binomial" bcast, rank')
+        assert "bcast_binomial.cad:" in text  # line info names the source
+
+
+def test_disasm_survives_any_bytes(build_dir, tmp_path):
+    cadc(build_dir, "compile", ROOT / "algorithms" / "allreduce_recursive_doubling.cad", "--ranks", 3,
+         "--size", 5, "-o", tmp_path, check=0)
+    good = (tmp_path / "allreduce_recursive_doubling.1.cadbc").read_bytes()
+    rng = random.Random(7)
+    samples = [good[:cut] for cut in range(0, len(good), 7)]
+    samples += [bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 600))) for _ in range(60)]
+    for _ in range(60):
+        b = bytearray(good)
+        b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        samples.append(bytes(b))
+    bad = tmp_path / "x.cadbc"
+    for blob in samples:
+        bad.write_bytes(blob)
+        run = cadc(build_dir, "disasm", bad)
+        assert run.returncode in (0, 1), (run.returncode, blob[:32])
+        if run.returncode == 1:
+            assert "rejected by the verifier" in run.stderr
+
+
+def test_dot_draws_every_rank_and_every_message(build_dir):
+    alg = ROOT / "algorithms" / "allgather_ring.cad"
+    dot = cadc(build_dir, "dot", alg, "--ranks", 4, "--size", 3, check=0).stdout
+    assert dot.startswith('digraph "allgather_ring"')
+    assert dot.count("subgraph cluster_") == 4
+    verified = json.loads(cadc(build_dir, "verify", "--json", alg, "--ranks", 4, "--sizes", 3,
+                               check=0).stdout)
+    messages = verified["results"][0]["instances"][0]["messages"]
+    assert dot.count("style=dashed") == messages
+
+
+# ---- verify ----
+
+def test_verify_json_reports_each_instance(build_dir):
+    out = json.loads(cadc(build_dir, "verify", "--json", ROOT / "algorithms" / "reduce_binomial.cad",
+                          "--ranks", "1..4", "--sizes", "0,5", "--roots", 0, check=0).stdout)
+    res = out["results"][0]
+    assert res["algorithm"] == "reduce_binomial" and res["failed"] == 0
+    assert res["verified"] == len(res["instances"]) == 4 * 2 * 2  # and in place
+    inst = res["instances"][-1]
+    assert inst["instance"] == "P=4 n=5 root=0 inplace noncommutative"
+    for key in ("messages", "bytes", "critical_path", "scratch", "operations"):
+        assert isinstance(inst[key], int)
+
+
+def test_verify_counts_skipped_instances(build_dir):
+    run = cadc(build_dir, "verify", ROOT / "algorithms" / "allreduce_ring.cad", "--ranks", 3,
+               "--sizes", 2, "--op", "sum", check=0)
+    assert "instances verified" in run.stdout
+
+
+def test_usage_errors_exit_2(build_dir):
+    assert cadc(build_dir, "frobnicate").returncode == 2
+    assert cadc(build_dir, "verify", ALGORITHMS[0], "--ranks", "3..1").returncode == 2
+    assert cadc(build_dir, "verify", ALGORITHMS[0], "--ranks", "x").returncode == 2
+    run = cadc(build_dir, "compile", ALGORITHMS[0], "--ranks", 2, "--size", 1, "--root", 5, "-o", "/tmp/cadx")
+    assert run.returncode == 2 and "--root 5 is not below --ranks 2" in run.stderr
+    run = cadc(build_dir, "verify", ALGORITHMS[0], "--ranks", 2, "--dtype", "f64", "--op", "band")
+    assert run.returncode == 2 and "does not apply" in run.stderr
+
+
+# ---- topo ----
+
+def test_topo_describes_this_machine(build_dir, tmp_path):
+    out = tmp_path / "here.json"
+    cadc(build_dir, "topo", "-o", out, check=0)
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, schema("topology.schema.json"))
+    cadc(build_dir, "verify", ROOT / "algorithms" / "bcast_hier_pipeline.cad", "--ranks", "1..6",
+         "--sizes", 5, "--topology", out, check=0)
+    places = json.loads(cadc(build_dir, "topo", "--places", check=0).stdout)
+    assert len(places["places"]) == os.cpu_count()
+
+
+# ---- build and the standard library ----
+
+def test_standard_library_is_built_verified_and_hashed(build_dir):
+    lib = build_dir / "lib" / "cad-std.cadlib"
+    assert lib.exists(), "make build packs the standard library"
+    doc = json.loads(lib.read_text())
+    jsonschema.validate(doc, schema("cadlib.schema.json"))
+    jsonschema.validate(doc["rules"], schema("rules.schema.json"))
+    names = {a["name"] for a in doc["algorithms"]}
+    assert names == {p.stem for p in ALGORITHMS}
+    assert all(a["verified"] > 0 for a in doc["algorithms"])
+    body = {k: v for k, v in doc.items() if k != "hash"}
+    text = json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
+    h = 0xcbf29ce484222325
+    for byte in text:
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    assert doc["hash"] == f"fnv1a64:{h:016x}"
+
+
+def _library_dir(tmp_path, algorithms, rules):
+    d = tmp_path / "lib"
+    d.mkdir()
+    for name in algorithms:
+        shutil.copy(ROOT / "algorithms" / name, d / name)
+    if rules is not None:
+        (d / "rules.json").write_text(json.dumps(rules))
+    return d
+
+
+def test_build_refuses_what_does_not_verify(build_dir, tmp_path):
+    d = _library_dir(tmp_path, ["bcast_linear.cad"], {"rules": [{"collective": "bcast", "use": "bcast_linear"}]})
+    (d / "broken.cad").write_text((ROOT / "tests" / "cli" / "cases" / "e036_wrong_result.cad").read_text()
+                                  .replace("algorithm bcast_skips_one : bcast", "algorithm bcast_skips_one : bcast\n  sweep ranks 3 sizes 2 roots 0"))
+    out = tmp_path / "x.cadlib"
+    run = cadc(build_dir, "build", d, "-o", out, check=1)
+    assert "CAD-E036" in run.stderr and not out.exists()
+
+
+def test_build_refuses_bad_rules_and_missing_sweeps(build_dir, tmp_path):
+    out = tmp_path / "x.cadlib"
+    d = _library_dir(tmp_path, ["bcast_linear.cad"], {"rules": [{"collective": "bcast", "max_bytes": 9, "use": "bcast_linear"}]})
+    run = cadc(build_dir, "build", d, "-o", out, check=1)
+    assert "CAD-E040" in run.stderr and "must have no conditions" in run.stderr
+    (d / "rules.json").write_text(json.dumps({"rules": [{"collective": "bcast", "use": "bcast_nonesuch"}]}))
+    assert "no algorithm named 'bcast_nonesuch'" in cadc(build_dir, "build", d, "-o", out, check=1).stderr
+    (d / "rules.json").unlink()
+    assert "rules.json: missing" in cadc(build_dir, "build", d, "-o", out, check=1).stderr
+    (d / "rules.json").write_text(json.dumps({"rules": [{"collective": "bcast", "use": "bcast_linear"}]}))
+    (d / "nosweep.cad").write_text("algorithm unswept : bcast\n{\n}\n")
+    run = cadc(build_dir, "build", d, "-o", out, check=1)
+    assert "declares no sweep" in run.stderr and not out.exists()
