@@ -74,6 +74,7 @@ demo: build
 bench: build
 	mkdir -p bench/results
 	$(BUILD)/bin/core_bench --json bench/results/core.json
+	$(BUILD)/bin/cadc_bench --json bench/results/cadc.json
 
 clean:
 	rm -rf $(BUILD)

@@ -196,10 +196,11 @@ class Interp {
       lo = eval(*r.lo, f_);
       hi = eval(*r.hi, f_);
     }
-    const std::string shown = r.name + "[" + std::to_string(lo) + ":" + std::to_string(hi) + "]";
-    if (hi < lo) eval_fail(f_, Code::BadRange, r.loc, shown + " is reversed: the end comes before the start");
-    if (lo < 0 || static_cast<uint64_t>(hi) > elems)
+    if (hi < lo || lo < 0 || static_cast<uint64_t>(hi) > elems) {  // the message only when needed
+      const std::string shown = r.name + "[" + std::to_string(lo) + ":" + std::to_string(hi) + "]";
+      if (hi < lo) eval_fail(f_, Code::BadRange, r.loc, shown + " is reversed: the end comes before the start");
       eval_fail(f_, Code::OutOfRange, r.loc, shown + " is outside " + r.name + ", which has " + std::to_string(elems) + " elements at rank " + std::to_string(out_->rank));
+    }
     const uint64_t es = out_->esize;
     return {buf, (base + static_cast<uint64_t>(lo)) * es, static_cast<uint64_t>(hi - lo) * es};
   }
@@ -279,6 +280,35 @@ class Interp {
 
 // ---------------------------------------------------------------- dependencies
 
+// A list of operation ids, two of them kept inline: a segment usually has
+// one writer and a reader or two, and allocating for them dominated the
+// cost of instantiation.
+class Ids {
+ public:
+  Ids() = default;
+  Ids(std::initializer_list<uint32_t> l) {
+    for (uint32_t x : l) push_back(x);
+  }
+  void push_back(uint32_t x) {
+    if (n_ < kInline) in_[n_] = x;
+    else more_.push_back(x);
+    n_++;
+  }
+  uint32_t size() const { return n_; }
+  uint32_t operator[](uint32_t i) const { return i < kInline ? in_[i] : more_[i - kInline]; }
+  void swap(Ids &o) {
+    std::swap(n_, o.n_);
+    std::swap(in_, o.in_);
+    more_.swap(o.more_);
+  }
+
+ private:
+  static constexpr uint32_t kInline = 2;
+  uint32_t n_ = 0;
+  uint32_t in_[kInline] = {0, 0};
+  std::vector<uint32_t> more_;
+};
+
 // Per buffer, who last wrote each byte range and who read it since:
 // disjoint segments [start, end) over the bytes ever touched.
 class AccessMap {
@@ -297,19 +327,19 @@ class AccessMap {
     const auto other = [&](uint32_t x) { return g == 0 || group_of[x] != g; };
     for (auto it = map_.lower_bound(off); it != map_.end() && it->first < end; ++it) {
       Seg &s = it->second;
-      for (uint32_t w : s.writers)
-        if (other(w)) preds->push_back(w);
+      for (uint32_t i = 0; i < s.writers.size(); i++)
+        if (other(s.writers[i])) preds->push_back(s.writers[i]);
       if (!write) {
         s.readers.push_back(op);
         continue;
       }
-      for (uint32_t r : s.readers)
-        if (other(r)) preds->push_back(r);
-      std::vector<uint32_t> writers{op}, readers;
-      for (uint32_t w : s.writers)
-        if (!other(w)) writers.push_back(w);
-      for (uint32_t r : s.readers)
-        if (!other(r)) readers.push_back(r);
+      for (uint32_t i = 0; i < s.readers.size(); i++)
+        if (other(s.readers[i])) preds->push_back(s.readers[i]);
+      Ids writers{op}, readers;
+      for (uint32_t i = 0; i < s.writers.size(); i++)
+        if (!other(s.writers[i])) writers.push_back(s.writers[i]);
+      for (uint32_t i = 0; i < s.readers.size(); i++)
+        if (!other(s.readers[i])) readers.push_back(s.readers[i]);
       s.writers.swap(writers);
       s.readers.swap(readers);
     }
@@ -318,7 +348,7 @@ class AccessMap {
  private:
   struct Seg {
     uint64_t end;
-    std::vector<uint32_t> writers, readers;
+    Ids writers, readers;
   };
 
   // A segment boundary at x, if x falls inside a segment.
@@ -483,7 +513,9 @@ bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram 
     nd.edge_first = rp.edge_first[i];
     nd.edge_count = rp.edge_first[i + 1] - rp.edge_first[i];
     nd.line = CAD_NO_LINE;
-    if (op.stmt && op.stmt->loc.valid()) {
+    if (op.stmt && i > 0 && op.stmt == rp.ops[i - 1].stmt) {
+      nd.line = nodes[i - 1].line;  // the same statement as the previous operation
+    } else if (op.stmt && op.stmt->loc.valid()) {
       auto it = line_of.find(op.stmt);
       if (it == line_of.end()) {
         const Loc &l = op.stmt->loc;

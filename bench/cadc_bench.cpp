@@ -1,0 +1,193 @@
+// cadc_bench - the compiler's figures (issue 3's targets), each the median
+// of repeated runs in this process:
+//   verify the rotated alltoall at P = 1024 (about a million messages)
+//   verify the binomial broadcast at P = 65536
+//   instantiate one rank of the rotated alltoall at P = 4096 (what the
+//     runtime does for its own rank), with emission through the core
+//     verifier
+// Besides seconds, each reports its cost per message or per operation,
+// the figure that does not depend on the instance's size.
+// `cadc_bench --json FILE` writes every repetition
+// (schemas/bench-result.schema.json); BENCH_QUICK=1 runs fewer.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "check.h"
+#include "instance.h"
+#include "parser.h"
+#include "verify.h"
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Figure {
+  std::string name, unit, target;
+  double target_value = 0;
+  bool higher_better = false;
+  std::vector<double> reps;
+  nlohmann::json params = nlohmann::json::object();
+  double median() const {
+    std::vector<double> s = reps;
+    std::sort(s.begin(), s.end());
+    return s[s.size() / 2];
+  }
+};
+
+std::vector<Figure> figures;
+
+void report(Figure f) {
+  std::vector<double> s = f.reps;
+  std::sort(s.begin(), s.end());
+  std::printf("%-44s %10.3f %-10s (min %.3f, max %.3f)", f.name.c_str(), f.median(), f.unit.c_str(), s.front(), s.back());
+  if (!f.target.empty())
+    std::printf("  target %s: %s", f.target.c_str(),
+                (f.higher_better ? f.median() >= f.target_value : f.median() <= f.target_value) ? "met" : "NOT met");
+  std::printf("\n");
+  figures.push_back(std::move(f));
+}
+
+struct Loaded {
+  cad::SourceManager sm;
+  cad::Diagnostics diags;
+  cad::Module m;
+};
+
+void load(const std::string &path, Loaded *l) {
+  std::string error;
+  const uint32_t f = l->sm.load(path, &error);
+  if (!f || !cad::parse_dsl(l->sm, f, &l->m, &l->diags) || !cad::check_module(l->m, &l->diags)) {
+    std::fprintf(stderr, "cadc_bench: cannot load %s %s\n", path.c_str(), error.c_str());
+    std::exit(2);
+  }
+}
+
+cad::InstanceSpec spec(int64_t P, int64_t n) {
+  cad::InstanceSpec s;
+  s.P = P;
+  s.n = n;
+  return s;
+}
+
+void verify_figure(const char *name, const std::string &file, int64_t P, int reps, double target) {
+  Loaded l;
+  load(file, &l);
+  Figure secs{name, "s", "<= " + std::to_string(static_cast<int>(target)), target, false, {}, {{"P", P}, {"n", 1}}};
+  Figure per{std::string(name) + ", per message", "ns", "", 0, false, {}, {{"P", P}, {"n", 1}}};
+  for (int r = 0; r < reps; r++) {
+    cad::Diagnostics d;
+    const double t0 = now();
+    cad::InstanceResult res = cad::verify_instance(l.m.algorithms[0], spec(P, 1), l.sm, &d);
+    const double t = now() - t0;
+    if (res.outcome != cad::Outcome::Verified) {
+      std::fprintf(stderr, "cadc_bench: %s did not verify\n", name);
+      std::exit(2);
+    }
+    secs.reps.push_back(t);
+    per.reps.push_back(t / static_cast<double>(res.stats.messages) * 1e9);
+    secs.params["messages"] = res.stats.messages;
+  }
+  report(secs);
+  report(per);
+}
+
+// The "model name" line of /proc/cpuinfo, as core_bench reports it.
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+void write_json(const char *path) {
+  nlohmann::ordered_json j;
+  char date[32];
+  time_t t = time(nullptr);
+  strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+  struct utsname u;
+  uname(&u);
+  j["benchmark"] = "cadc";
+  j["date"] = date;
+  j["machine"] = {{"cpu", cpu_model()}, {"cores", sysconf(_SC_NPROCESSORS_ONLN)}, {"kernel", u.release}};
+  j["engine"] = "none";
+  j["method"] = "median of repetitions in one process; one thread";
+  j["results"] = nlohmann::ordered_json::array();
+  for (const Figure &f : figures) {
+    std::vector<double> s = f.reps;
+    std::sort(s.begin(), s.end());
+    nlohmann::ordered_json r = {{"name", f.name}, {"unit", f.unit}, {"median", f.median()},
+                                {"min", s.front()}, {"max", s.back()}, {"params", f.params}};
+    if (!f.target.empty()) {
+      r["target"] = f.target;
+      r["met"] = f.higher_better ? f.median() >= f.target_value : f.median() <= f.target_value;
+    }
+    r["repetitions"] = f.reps;
+    j["results"].push_back(r);
+  }
+  std::ofstream(path) << j.dump(2) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const bool quick = std::getenv("BENCH_QUICK") && std::atoi(std::getenv("BENCH_QUICK"));
+  const std::string dir = CAD_SOURCE_DIR "/algorithms/";
+  const char *json = nullptr;
+  for (int i = 1; i < argc; i++) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
+      json = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: cadc_bench [--json FILE]\n");
+      return 2;
+    }
+  }
+  std::printf("cadc_bench: %s mode, one thread, median (min, max)\n", quick ? "quick" : "full");
+  verify_figure("verify alltoall_rotated P=1024", dir + "alltoall_rotated.cad", quick ? 256 : 1024, quick ? 1 : 3, 10);
+  verify_figure("verify bcast_binomial P=65536", dir + "bcast_binomial.cad", quick ? 4096 : 65536, quick ? 1 : 3, 5);
+
+  Loaded l;
+  load(dir + "alltoall_rotated.cad", &l);
+  const int64_t P = 4096;
+  Figure one{"instantiate one rank of alltoall_rotated P=4096", "ms", "<= 5", 5, false, {}, {{"P", P}, {"n", 1}}};
+  Figure per{"instantiate one rank, per operation", "ns", "", 0, false, {}, {{"P", P}, {"n", 1}}};
+  cad::Diagnostics d;
+  cad::Instantiator in(l.m.algorithms[0], spec(P, 1), &d);
+  for (int r = -1; r < (quick ? 5 : 21); r++) {
+    cad::RankProgram rp;
+    std::vector<uint64_t> image;
+    uint32_t size;
+    const double t0 = now();
+    if (!in.rank(1234, &rp) || !cad::emit_image(l.m.algorithms[0], spec(P, 1), rp, l.sm, &image, &size, &d)) {
+      std::fprintf(stderr, "cadc_bench: instantiation failed\n");
+      return 2;
+    }
+    const double t = now() - t0;
+    if (r < 0) continue;  // warm-up
+    one.reps.push_back(t * 1e3);
+    per.reps.push_back(t / static_cast<double>(rp.ops.size()) * 1e9);
+    one.params["operations"] = rp.ops.size();
+  }
+  report(one);
+  report(per);
+  if (json) write_json(json);
+  return 0;
+}
