@@ -148,8 +148,7 @@ SweepOutcome run_sweep(const Algorithm &a, std::vector<InstanceSpec> &instances,
   auto worker = [&] {
     for (size_t i; (i = next++) < instances.size(); done++) {
       if (failures.load() >= max_failures) {
-        out.results[i].outcome = Outcome::Skipped;
-        out.results[i].skipped_because = "not run: too many failures";
+        out.results[i].outcome = Outcome::NotRun;
         continue;
       }
       out.results[i] = verify_instance(a, instances[i], sm, &diags[i]);
@@ -176,6 +175,8 @@ SweepOutcome run_sweep(const Algorithm &a, std::vector<InstanceSpec> &instances,
     } else if (r.outcome == Outcome::Skipped) {
       out.skipped++;
       out.skip_reasons[r.skipped_because]++;
+    } else if (r.outcome == Outcome::NotRun) {
+      out.not_run++;
     } else {
       out.failed++;
     }

@@ -39,6 +39,7 @@ struct SweepOutcome {
   std::vector<InstanceResult> results;  // per instance, in plan order
   Diagnostics diags;                    // in plan order
   uint64_t verified = 0, skipped = 0, failed = 0;
+  uint64_t not_run = 0;                 // after max_failures failures
   VerifyStats most;                     // the largest of each figure
   std::map<std::string, uint64_t> skip_reasons;
 };

@@ -35,7 +35,9 @@ struct VerifyStats {
   uint64_t max_scratch = 0;    // bytes of scratch, the most any rank has
 };
 
-enum class Outcome { Verified, Skipped, Failed };
+// Skipped: a `requires` does not hold for the instance.  NotRun: a sweep
+// stopped after too many failures before it got there.
+enum class Outcome { Verified, Skipped, Failed, NotRun };
 
 struct InstanceResult {
   Outcome outcome = Outcome::Failed;

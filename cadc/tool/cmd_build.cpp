@@ -83,7 +83,9 @@ void add_build(CLI::App &app, Runner *run) {
           s.diags.append(out.diags);
           if (!opt->json)
             std::cout << a.name << ": " << out.verified << " instances verified, " << out.skipped << " skipped, "
-                      << out.failed << " failed\n";
+                      << out.failed << " failed"
+                      << (out.not_run ? ", " + std::to_string(out.not_run) + " not run (stopped after 5 failures)" : "")
+                      << "\n";
           if (out.failed == 0 && out.verified > 0)
             listed.push_back({{"name", a.name}, {"collective", collective_info(a.collective).name},
                               {"file", fs::path(files[i]).filename().string()},

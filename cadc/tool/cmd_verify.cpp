@@ -43,7 +43,8 @@ void add_verify(CLI::App &app, Runner *run) {
   cmd->add_option("files", opt->files, "Algorithm files")->required();
   add_instance_options(cmd, &opt->inst, false);
   cmd->add_option("-j,--jobs", opt->jobs, "Parallel jobs (default: the cores)");
-  cmd->add_option("--max-failures", opt->max_failures, "Stop an algorithm after this many failing instances");
+  cmd->add_option("--max-failures", opt->max_failures, "Stop an algorithm after this many failing instances")
+      ->check(CLI::Range(1, 1000000000));
   cmd->add_flag("--json", opt->json, "Results and diagnostics as JSON on stdout");
   cmd->add_flag("--report", opt->report, "A line per instance: messages, bytes, critical path, scratch");
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress and no summary");
@@ -105,6 +106,8 @@ void add_verify(CLI::App &app, Runner *run) {
                         << " messages, scratch " << human_bytes(r.stats.max_scratch) << " per rank at most\n";
           } else if (r.outcome == Outcome::Skipped) {
             ij.update({{"result", "skipped"}, {"because", r.skipped_because}});
+          } else if (r.outcome == Outcome::NotRun) {
+            ij["result"] = "not run";
           } else {
             ij["result"] = "failed";
           }
@@ -113,6 +116,7 @@ void add_verify(CLI::App &app, Runner *run) {
         if (!opt->quiet && !opt->json) {
           std::cout << a.name << ": " << out.verified << " instances verified, " << out.skipped << " skipped, "
                     << out.failed << " failed";
+          if (out.not_run) std::cout << ", " << out.not_run << " not run (--max-failures " << opt->max_failures << ")";
           if (out.verified)
             std::cout << " (P " << p_lo << ".." << p_hi << ", n " << n_lo << ".." << n_hi << "); at most "
                       << out.most.messages << " messages, " << human_bytes(out.most.bytes) << ", critical path "
@@ -121,7 +125,7 @@ void add_verify(CLI::App &app, Runner *run) {
           for (const auto &why : out.skip_reasons) std::cout << "  skipped " << why.second << ": " << why.first << "\n";
         }
         results.push_back({{"algorithm", a.name}, {"file", file}, {"verified", out.verified},
-                           {"skipped", out.skipped}, {"failed", out.failed}, {"instances", instances}});
+                           {"skipped", out.skipped}, {"failed", out.failed}, {"not_run", out.not_run}, {"instances", instances}});
       }
       return report(s, {{"results", results}});
     };

@@ -126,10 +126,31 @@ def test_verify_json_reports_each_instance(build_dir):
         assert isinstance(inst[key], int)
 
 
-def test_verify_counts_skipped_instances(build_dir):
-    run = cadc(build_dir, "verify", ROOT / "algorithms" / "allreduce_ring.cad", "--ranks", 3,
-               "--sizes", 2, "--op", "sum", check=0)
-    assert "instances verified" in run.stdout
+def test_verify_counts_skipped_instances(build_dir, tmp_path):
+    f = tmp_path / "pairs.cad"
+    f.write_text("algorithm pairs : allgather\n  requires P <= 2\n{\n"
+                 "  copy recvbuf[rank * n : rank * n + n] from sendbuf\n"
+                 "  if P == 2 {\n    let q = 1 - rank\n"
+                 "    send sendbuf to q\n    recv recvbuf[q * n : q * n + n] from q\n  }\n}\n")
+    run = cadc(build_dir, "verify", f, "--ranks", "1..6", "--sizes", 3, check=0)
+    assert "pairs: 2 instances verified, 4 skipped, 0 failed" in run.stdout
+    assert "skipped 4: " in run.stdout
+    out = json.loads(cadc(build_dir, "verify", "--json", f, "--ranks", "1..6", "--sizes", 3, check=0).stdout)
+    results = [i["result"] for i in out["results"][0]["instances"]]
+    assert results == ["verified"] * 2 + ["skipped"] * 4
+    # Every instance skipped is an error.
+    run = cadc(build_dir, "verify", f, "--ranks", "3..5", "--sizes", 3, check=1)
+    assert "CAD-E038" in run.stderr
+
+
+def test_verify_stops_after_max_failures(build_dir):
+    broken = ROOT / "demo" / "bcast_forgets_last.cad"
+    run = cadc(build_dir, "verify", broken, "--max-failures", 1, "-j", 1, check=1)
+    assert "1 failed, 6 not run (--max-failures 1)" in run.stdout
+    assert run.stderr.count("[CAD-E036]") == 1
+    run = cadc(build_dir, "verify", broken, "-j", 1, check=1)
+    assert "4 instances verified, 0 skipped, 5 failed" in run.stdout
+    assert cadc(build_dir, "verify", broken, "--max-failures", 0).returncode == 2
 
 
 def test_usage_errors_exit_2(build_dir):
