@@ -68,8 +68,11 @@ fuzz: build
 		-print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/crashes/ \
 		$(BUILD)/fuzz/corpus $(BUILD)/fuzz/seeds
 
-demo: build
-	$(BUILD)/bin/core_demo
+# Like test, it installs what it needs first.
+demo:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	demo/demo.sh $(BUILD)
 
 bench: build
 	mkdir -p bench/results
