@@ -22,6 +22,12 @@ std::string InstanceSpec::describe(const Algorithm &a) const {
 
 Instantiator::Instantiator(const Algorithm &a, const InstanceSpec &spec, Diagnostics *diags)
     : a_(a), spec_(spec), diags_(diags) {
+  if (spec.P < 1 || spec.P > kMaxRanks) {
+    diags->error(Code::TooBig, a.loc, "an instance of " + std::to_string(spec.P) + " ranks: P must be 1.." +
+                                          std::to_string(kMaxRanks));
+    ok_ = false;
+    return;
+  }
   topo_ = spec.topo ? spec.topo : Topology::flat(spec.P);
   described_ = spec.describe(a);
   for (const auto &p : spec.params) {
@@ -130,7 +136,16 @@ class Interp {
     for (const StmtPtr &s : stmts) stmt(*s, group);
   }
 
+  // Counts a statement or a loop iteration against the limit.
+  void count_step(const Stmt &s) {
+    if (++steps_ > spec_.limits.steps_per_rank)
+      eval_fail(f_, Code::TooBig, s.loc, "rank " + std::to_string(out_->rank) + " runs more than " +
+                                             std::to_string(spec_.limits.steps_per_rank) +
+                                             " statements and loop iterations (an endless loop?)");
+  }
+
   void stmt(const Stmt &s, uint32_t group) {
+    count_step(s);
     switch (s.kind) {
       case StmtKind::Let:
         f_.slots[s.slot] = eval(*s.value, f_);
@@ -140,6 +155,7 @@ class Interp {
         const int64_t step = s.step ? eval(*s.step, f_) : 1;
         if (step < 1) eval_fail(f_, Code::BadRange, s.step->loc, "the loop's step is " + std::to_string(step) + ": it must be at least 1");
         for (int64_t k = lo; k < hi;) {
+          count_step(s);
           f_.slots[s.slot] = k;
           body(s.body, group);
           if (!add_ok(k, step, &k)) break;
@@ -263,8 +279,8 @@ class Interp {
   }
 
   void push(const RankOp &op) {
-    if (out_->ops.size() >= kMaxOpsPerRank)
-      eval_fail(f_, Code::TooBig, op.stmt->loc, "rank " + std::to_string(out_->rank) + "'s program exceeds " + std::to_string(kMaxOpsPerRank) + " operations");
+    if (out_->ops.size() >= spec_.limits.ops_per_rank)
+      eval_fail(f_, Code::TooBig, op.stmt->loc, "rank " + std::to_string(out_->rank) + "'s program exceeds " + std::to_string(spec_.limits.ops_per_rank) + " operations");
     out_->ops.push_back(op);
   }
 
@@ -276,6 +292,7 @@ class Interp {
   std::vector<Binding> bindings_;
   std::unordered_map<uint32_t, uint32_t> sent_, received_;
   uint32_t groups_ = 0;
+  uint64_t steps_ = 0;
 };
 
 // ---------------------------------------------------------------- dependencies

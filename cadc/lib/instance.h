@@ -25,6 +25,25 @@
 
 namespace cad {
 
+// Limits of one rank's program (those of the core verifier's defaults).
+constexpr uint64_t kMaxOpsPerRank = 1u << 21;
+// Limits that keep untrusted algorithms and settings from exhausting time
+// or memory (each a CAD-E026 or a usage error, never a hang or a crash):
+// ranks of an instance; statements and loop iterations run for one rank
+// (16 per operation of the largest program); operations of all ranks of an
+// instance verified together (about 2 GiB of verifier state).
+constexpr int64_t kMaxRanks = 1 << 20;
+constexpr uint64_t kMaxStepsPerRank = uint64_t{1} << 25;
+constexpr uint64_t kMaxOpsPerInstance = uint64_t{1} << 24;
+
+// The limits an instance is held to; the defaults above unless a caller
+// wants less (the fuzzer, to stay fast).
+struct Limits {
+  uint64_t steps_per_rank = kMaxStepsPerRank;
+  uint64_t ops_per_rank = kMaxOpsPerRank;
+  uint64_t ops_per_instance = kMaxOpsPerInstance;
+};
+
 struct InstanceSpec {
   int64_t P = 1;
   int64_t n = 0;
@@ -35,6 +54,7 @@ struct InstanceSpec {
   unsigned op = 1;             // CAD_OP_SUM
   std::vector<std::pair<std::string, int64_t>> params;  // overrides of defaults
   std::shared_ptr<const Topology> topo;                  // null: flat
+  Limits limits;
 
   // "P=4 n=7 root=1 seg=2 inplace noncommutative topology=two-socket"
   std::string describe(const Algorithm &a) const;
@@ -71,9 +91,6 @@ struct RankProgram {
   std::vector<uint32_t> edges;
   uint64_t scratch_bytes = 0;
 };
-
-// Limits of one rank's program (those of the core verifier's defaults).
-constexpr uint64_t kMaxOpsPerRank = 1u << 21;
 
 class Instantiator {
  public:

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <new>
 #include <thread>
 
 #include "spec.h"
@@ -39,8 +40,8 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
       !values(st.sizes, sw.sizes, "sizes", {0, 1, 7, 1000}, &ns, error))
     return false;
   for (int64_t P : Ps)
-    if (P < 1) {
-      *error = "ranks: P must be at least 1";
+    if (P < 1 || P > kMaxRanks) {
+      *error = "ranks: P must be 1.." + std::to_string(kMaxRanks) + ", not " + std::to_string(P);
       return false;
     }
   // Parameters: the settings', else the sweep's, as a cartesian product.
@@ -60,6 +61,10 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
       for (int64_t v : p.second) {
         next.push_back(s);
         next.back().emplace_back(p.first, v);
+        if (next.size() > kMaxSweepInstances) {
+          *error = "the parameters' values make more than " + std::to_string(kMaxSweepInstances) + " combinations";
+          return false;
+        }
       }
     settings.swap(next);
   }
@@ -131,6 +136,11 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
                   if (Instantiator(a, c, &quiet).applicable()) s.commutative = true;
                 }
               }
+              if (out->size() == kMaxSweepInstances) {
+                *error = "the sweep has more than " + std::to_string(kMaxSweepInstances) + " instances";
+                out->clear();
+                return false;
+              }
               out->push_back(s);
             }
         }
@@ -151,7 +161,17 @@ SweepOutcome run_sweep(const Algorithm &a, std::vector<InstanceSpec> &instances,
         out.results[i].outcome = Outcome::NotRun;
         continue;
       }
-      out.results[i] = verify_instance(a, instances[i], sm, &diags[i]);
+      try {
+        out.results[i] = verify_instance(a, instances[i], sm, &diags[i]);
+      } catch (const std::bad_alloc &) {
+        // Within the limits of instance.h this takes a machine with little
+        // memory, or many jobs: report it as the instance's failure.
+        diags[i].clear();
+        diags[i].error(Code::TooBig, a.loc, "out of memory verifying this instance").instance =
+            instances[i].describe(a);
+        out.results[i] = InstanceResult();
+        out.results[i].outcome = Outcome::Failed;
+      }
       if (out.results[i].outcome == Outcome::Failed) failures++;
     }
   };

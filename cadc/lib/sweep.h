@@ -24,6 +24,9 @@ struct SweepSettings {
   unsigned dtype = 3, op = 1;        // CAD_DT_INT32, CAD_OP_SUM
 };
 
+// At most this many instances in one sweep.
+constexpr size_t kMaxSweepInstances = size_t{1} << 22;
+
 // The instances to verify.  Without ranks the algorithm's sweep decides;
 // roots default to every root up to P = 17 and 0, 1, P/2, P-1 beyond;
 // reducing collectives get a non-commutative op unless the algorithm

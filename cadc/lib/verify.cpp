@@ -694,11 +694,22 @@ bool instantiate_all(const Instantiator &in, const SourceManager &sm, Diagnostic
   const uint32_t P = static_cast<uint32_t>(in.spec().P);
   progs->assign(P, RankProgram());
   std::vector<uint64_t> image;
+  uint64_t total = 0;
   for (uint32_t r = 0; r < P; r++) {
     uint32_t size;
     if (!in.rank(r, &(*progs)[r]) ||
         !emit_image(in.algorithm(), in.spec(), (*progs)[r], sm, &image, &size, diags))
       return false;
+    total += (*progs)[r].ops.size();
+    if (total > in.spec().limits.ops_per_instance) {
+      Diagnostic &d = diags->error(Code::TooBig, in.algorithm().loc,
+                                   "ranks 0.." + std::to_string(r) + " alone have more than " +
+                                       std::to_string(in.spec().limits.ops_per_instance) +
+                                       " operations: too large an instance to verify as a whole");
+      d.instance = in.spec().describe(in.algorithm());
+      d.witness.push_back("verify smaller instances; compiling one rank (cadc compile, the runtime) has no such limit");
+      return false;
+    }
   }
   return true;
 }

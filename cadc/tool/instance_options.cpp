@@ -70,7 +70,8 @@ int64_t one(const std::string &text, const char *what, int64_t dflt) {
 InstanceSpec single_instance(const InstanceOptions &o, const Algorithm &a) {
   InstanceSpec spec;
   spec.P = one(o.ranks, "--ranks", 1);
-  if (spec.P < 1) throw UsageError("--ranks must be at least 1");
+  if (spec.P < 1 || spec.P > kMaxRanks)
+    throw UsageError("--ranks must be 1.." + std::to_string(kMaxRanks) + ", not " + std::to_string(spec.P));
   spec.n = one(o.sizes, "--size", 0);
   spec.root = one(o.roots, "--root", 0);
   if (spec.root >= spec.P) throw UsageError("--root " + std::to_string(spec.root) + " is not below --ranks " + std::to_string(spec.P));

@@ -3,6 +3,7 @@
 // 2 usage or I/O error; library code returns errors, only this file and
 // the subcommands print.
 #include <iostream>
+#include <new>
 
 #include "common.h"
 
@@ -36,6 +37,9 @@ int main(int argc, char **argv) {
     return run();
   } catch (const UsageError &e) {
     std::cerr << "cadc: error: " << e.what() << "\n";
+    return kUsage;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "cadc: error: out of memory\n";
     return kUsage;
   } catch (const std::exception &e) {
     std::cerr << "cadc: internal error: " << e.what() << "\n";
