@@ -50,9 +50,9 @@ test:
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The verifier fuzzer for a bounded 60 s from the table's programs.
+# Both fuzzers for a bounded 45 s each.
 test-fuzz:
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=60
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=45
 
 # pytest: the kernel tests in qemu, the benchmark report format, the demo.
 test-py:
@@ -61,12 +61,25 @@ test-py:
 test-kmod: build
 	$(PYTHON) -m pytest -q tests/kmod
 
+# Each fuzzer for FUZZ_SECONDS: the program verifier from the verifier
+# table's programs; the front end (algorithm files, .cadlib) from the
+# standard library in both forms, the CLI cases and the built library.
+# Corpora stay in $(BUILD)/fuzz*/corpus, crashes in .../crashes.
 fuzz: build
 	mkdir -p $(BUILD)/fuzz/seeds $(BUILD)/fuzz/corpus $(BUILD)/fuzz/crashes
 	$(BUILD)/bin/cad_fuzz_seeds $(BUILD)/fuzz/seeds
 	$(BUILD)/bin/fuzz_verifier -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
 		-print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/crashes/ \
 		$(BUILD)/fuzz/corpus $(BUILD)/fuzz/seeds
+	rm -rf $(BUILD)/fuzz_cadc/seeds
+	mkdir -p $(BUILD)/fuzz_cadc/seeds $(BUILD)/fuzz_cadc/corpus $(BUILD)/fuzz_cadc/crashes
+	cp algorithms/*.cad tests/cli/cases/* $(BUILD)/lib/cad-std.cadlib $(BUILD)/fuzz_cadc/seeds/
+	for f in algorithms/*.cad; do \
+		$(BUILD)/bin/cadc fmt --to json $$f -o $(BUILD)/fuzz_cadc/seeds/$$(basename $$f .cad).json || exit 1; \
+	done
+	$(BUILD)/bin/fuzz_cadc -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 -rss_limit_mb=4096 \
+		-dict=tests/fuzz/cadc.dict -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz_cadc/crashes/ \
+		$(BUILD)/fuzz_cadc/corpus $(BUILD)/fuzz_cadc/seeds
 
 # Like test, it installs what it needs first.
 demo:

@@ -14,6 +14,7 @@ ExprPtr clone(const Expr &e) {
   c->slot = e.slot;
   c->fn = e.fn;
   c->type = e.type;
+  c->depth = e.depth;
   return c;
 }
 

@@ -35,6 +35,11 @@ enum class ExprKind {
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
+// The deepest expression (as a tree) and the deepest nesting of statements
+// either form accepts: the compiler walks both recursively, and untrusted
+// input must not exhaust its stack.
+constexpr uint32_t kMaxNesting = 128;
+
 struct Expr {
   ExprKind kind = ExprKind::Int;
   Loc loc;
@@ -42,6 +47,7 @@ struct Expr {
   std::string name;  // Name, Level, Call
   std::string op;    // Unary, Binary: canonical spelling ("+", "&&", "!", ...)
   std::vector<ExprPtr> args;
+  uint32_t depth = 1;  // height of the tree, set by the readers
   // Resolved by check().
   int slot = -1;     // Name
   int fn = -1;       // Call: builtin function; Unary, Binary: operator

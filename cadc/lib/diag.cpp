@@ -1,6 +1,10 @@
 // diag.cpp - see diag.h.
 #include "diag.h"
 
+#include <algorithm>
+
+#include "cad_core.h"
+
 #include <nlohmann/json.hpp>
 
 namespace cad {
@@ -68,9 +72,34 @@ void located(std::string &out, const SourceManager &sm, const Loc &loc, const ch
   if (!loc.valid() || !loc.line) return;
   std::string text = sm.line_text(loc.file, loc.line);
   if (text.empty()) return;
-  out += "    " + text + "\n    ";
-  for (uint32_t i = 1; i < loc.col && i <= text.size(); i++) out += text[i - 1] == '\t' ? '\t' : ' ';
-  out += "^\n";
+  // A long line is quoted as a window of about kWindow bytes around the
+  // column, cut at character boundaries.
+  constexpr size_t kWindow = 160;
+  size_t col = loc.col ? loc.col - 1 : 0;  // byte offset in the line
+  size_t start = 0, end = text.size();
+  auto continuation = [&](size_t k) { return (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80; };
+  if (text.size() > kWindow) {
+    start = col > kWindow / 2 ? col - kWindow / 2 : 0;
+    while (start < text.size() && continuation(start)) start++;
+    end = std::min(text.size(), start + kWindow);
+    while (end < text.size() && end > start && continuation(end)) end--;
+  }
+  // Quoted as valid UTF-8 (the line may hold the invalid byte reported):
+  // a byte that does not start a valid sequence shows as U+FFFD.  The
+  // caret goes under the column's character: one blank (or tab) per
+  // character before it.
+  std::string quoted = start > 0 ? "..." : "", pad = start > 0 ? "   " : "";
+  for (size_t k = start; k < end;) {
+    const uint32_t len = cad_utf8_length(reinterpret_cast<const __u8 *>(text.data()), static_cast<__u32>(k),
+                                         static_cast<__u32>(text.size()));
+    const size_t take = len ? std::min<size_t>(len, end - k) : 1;
+    if (len) quoted.append(text, k, take);
+    else quoted += "\xef\xbf\xbd";
+    if (k < col) pad += text[k] == '\t' ? '\t' : ' ';
+    k += take;
+  }
+  if (end < text.size()) quoted += "...";
+  out += "    " + quoted + "\n    " + pad + "^\n";
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // json_form.cpp - the JSON form of the AST (schemas/algorithm.schema.json).
 #include "json_form.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
+#include "eval.h"
 #include "parser.h"
 #include "schema.h"
 
@@ -171,7 +174,7 @@ ojson algorithm_json(const Algorithm &a) {
 
 class Reader {
  public:
-  Reader(uint32_t file) : file_(file) {}
+  Reader(uint32_t file, Diagnostics *diags = nullptr) : file_(file), diags_(diags) {}
 
   Loc at(const std::string &ptr) const {
     Loc l;
@@ -204,9 +207,20 @@ class Reader {
       const bool call = j.contains("call");
       e->kind = call ? ExprKind::Call : j["args"].size() == 1 ? ExprKind::Unary : ExprKind::Binary;
       (call ? e->name : e->op) = j[call ? "call" : "op"].get<std::string>();
+      // The schema allows one or two operands; the operator decides.
+      Op unused;
+      if (!call && !op_lookup(e->op, e->kind == ExprKind::Unary, &unused))
+        diags_->error(Code::Schema, e->loc,
+                      "'" + e->op + "' " + (e->kind == ExprKind::Unary ? "is not a unary operator: it takes two operands"
+                                                                      : "is a unary operator: it takes one operand"));
       for (size_t i = 0; i < j["args"].size(); i++)
         e->args.push_back(expr(j["args"][i], ptr + "/args/" + std::to_string(i)));
     }
+    // As deep as the DSL allows, no deeper (the schema's check of the
+    // document's depth has bounded this recursion already).
+    for (const ExprPtr &a : e->args) e->depth = std::max(e->depth, a->depth + 1);
+    if (e->depth == kMaxNesting + 1)
+      diags_->error(Code::Schema, e->loc, "expression nested more than " + std::to_string(kMaxNesting) + " levels deep");
     return e;
   }
 
@@ -239,6 +253,12 @@ class Reader {
   StmtPtr stmt(const json &j, const std::string &ptr) {
     auto s = std::make_unique<Stmt>();
     s->loc = at(ptr);
+    if (++stmt_nest_ == kMaxNesting + 1)
+      diags_->error(Code::Schema, s->loc, "statements nested more than " + std::to_string(kMaxNesting) + " levels deep");
+    struct Unnest {
+      uint32_t *n;
+      ~Unnest() { --*n; }
+    } unnest{&stmt_nest_};
     s->comments = strings(j, "comments");
     s->trailing = string(j, "trailing");
     s->blank = j.contains("blank") && j["blank"].get<bool>();
@@ -367,6 +387,8 @@ class Reader {
 
  private:
   uint32_t file_;
+  Diagnostics *diags_;
+  uint32_t stmt_nest_ = 0;
 };
 
 }  // namespace
@@ -400,7 +422,7 @@ bool read_json_module(const SourceManager &sm, uint32_t file, Module *out, Diagn
       diags->error(Code::Schema, r.at(e.pointer), e.message);
     return false;
   }
-  Reader r(file);
+  Reader r(file, diags);
   out->file = file;
   if (j.contains("comments")) out->comments = j["comments"].get<std::vector<std::string>>();
   const size_t before = diags->error_count();

@@ -2,11 +2,26 @@
 #include "lexer.h"
 
 #include <cctype>
+#include <cstdio>
+
+#include "cad_core.h"
 
 namespace cad {
 
 bool lex(const SourceManager &sm, uint32_t file, Lexed *out, Diagnostics *diags) {
   const std::string &s = sm.file(file).text;
+  // Source files are UTF-8 (the JSON form and the libraries carry them).
+  for (size_t k = 0; k < s.size();) {
+    const uint32_t len = cad_utf8_length(reinterpret_cast<const __u8 *>(s.data()), static_cast<__u32>(k),
+                                         static_cast<__u32>(s.size()));
+    if (!len) {
+      char byte[8];
+      snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(s[k]));
+      diags->error(Code::Token, sm.at(file, k), std::string("invalid UTF-8 (byte ") + byte + "): a source file is UTF-8 text");
+      return false;
+    }
+    k += len;
+  }
   size_t i = 0;
   bool line_blank = true;  // only blanks since the start of the line
   static const char *const kTwo[] = {"..", "<=", ">=", "==", "!=", "<<", ">>", "&&", "||"};
@@ -83,10 +98,19 @@ bool lex(const SourceManager &sm, uint32_t file, Lexed *out, Diagnostics *diags)
         if (s.compare(i, 2, two) == 0) t.text = two;
       if (t.text.empty() && kOne.find(c) != std::string::npos) t.text = std::string(1, c);
       if (t.text.empty()) {
-        std::string shown = std::isprint(static_cast<unsigned char>(c))
-                                ? std::string("'") + c + "'"
-                                : "byte 0x" + std::string(1, "0123456789abcdef"[(c >> 4) & 15]) +
-                                      "0123456789abcdef"[c & 15];
+        // The file is valid UTF-8 (checked above): quote the character.
+        const uint32_t len = cad_utf8_length(reinterpret_cast<const __u8 *>(s.data()), static_cast<__u32>(i),
+                                             static_cast<__u32>(s.size()));
+        std::string shown;
+        if (static_cast<unsigned char>(c) >= 0x80) {
+          shown = "'" + s.substr(i, len) + "' (names are ASCII letters, digits and '_')";
+        } else if (std::isprint(static_cast<unsigned char>(c))) {
+          shown = std::string("'") + c + "'";
+        } else {
+          char byte[8];
+          snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(c));
+          shown = std::string("byte ") + byte;
+        }
         diags->error(Code::Token, sm.at(file, i), "unexpected character " + shown);
         return false;
       }

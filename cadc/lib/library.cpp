@@ -99,18 +99,23 @@ bool read_rules(const nlohmann::json &doc, const std::string &where,
 }
 
 bool load_library(const std::string &path, Library *lib, Diagnostics *diags) {
+  std::string text, error;
+  if (!read_file(path, kMaxSourceBytes, &text, &error)) {
+    diags->error(Code::Library, Loc(), error);
+    return false;
+  }
+  return load_library_text(path, text, lib, diags);
+}
+
+bool load_library_text(const std::string &path, const std::string &text, Library *lib, Diagnostics *diags) {
   Loc none;
   auto fail = [&](const std::string &msg) {
     diags->error(Code::Library, none, path + ": " + msg);
     return false;
   };
-  std::ifstream in(path);
-  if (!in) return fail("cannot read the library");
-  std::stringstream ss;
-  ss << in.rdbuf();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(ss.str());
+    doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error &e) {
     return fail(std::string("not a library (invalid JSON): ") + e.what());
   }

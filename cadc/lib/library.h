@@ -44,6 +44,8 @@ bool read_rules(const nlohmann::json &doc, const std::string &where,
 
 // Loads a .cadlib; false with diagnostics.
 bool load_library(const std::string &path, Library *lib, Diagnostics *diags);
+// The same from the file's text; path names it in messages.
+bool load_library_text(const std::string &path, const std::string &text, Library *lib, Diagnostics *diags);
 
 // The algorithm for a call: the first rule of the collective whose
 // conditions hold and whose algorithm's requirements hold for spec (P,

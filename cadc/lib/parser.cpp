@@ -1,7 +1,9 @@
 // parser.cpp - the DSL's recursive-descent parser (grammar in parser.h).
 #include "parser.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "lexer.h"
 
@@ -99,6 +101,27 @@ class Parser {
   [[noreturn]] void error_at(const Token &t, const std::string &message) {
     diags_->error(Code::Syntax, loc_of(t), message);
     throw SyntaxError();
+  }
+  // Recursion of the parser (parentheses, unary operators, conditionals,
+  // blocks) is bounded by kMaxNesting, so is the height of every tree it
+  // builds (finish()).
+  struct Nest {
+    Nest(Parser *p, const Token &t) : p_(p) {
+      if (++p_->nest_ > static_cast<int>(2 * kMaxNesting))
+        p_->error_at(t, "nested more than " + std::to_string(2 * kMaxNesting) + " levels deep");
+    }
+    ~Nest() { p_->nest_--; }
+    Parser *p_;
+  };
+  ExprPtr finish(ExprPtr e) {
+    uint32_t d = 0;
+    for (const ExprPtr &a : e->args) d = std::max(d, a->depth);
+    e->depth = d + 1;
+    if (e->depth > kMaxNesting) {
+      diags_->error(Code::Syntax, e->loc, "expression nested more than " + std::to_string(kMaxNesting) + " levels deep");
+      throw SyntaxError();
+    }
+    return e;
   }
   [[noreturn]] void expected(const std::string &what) {
     error_at(peek(), "expected " + what + ", found " + describe(peek()));
@@ -275,6 +298,11 @@ class Parser {
   StmtPtr statement() {
     auto st = std::make_unique<Stmt>();
     const Token &t = peek();
+    if (++stmt_nest_ > kMaxNesting) error_at(t, "statements nested more than " + std::to_string(kMaxNesting) + " levels deep");
+    struct Unnest {
+      uint32_t *n;
+      ~Unnest() { --*n; }
+    } unnest{&stmt_nest_};
     st->loc = loc_of(t);
     if (t.kind != Tok::Ident) expected("a statement (let, for, if, send, recv, copy, reduce, parallel, fence)");
     const std::string word = t.text;
@@ -348,6 +376,7 @@ class Parser {
 
   // ---- expressions ----
   ExprPtr expr() {
+    Nest nest(this, peek());
     ExprPtr c = binary(1);
     if (is("?")) {
       auto e = std::make_unique<Expr>();
@@ -357,7 +386,7 @@ class Parser {
       e->args.push_back(expr());
       expect(":", "in the conditional expression");
       e->args.push_back(expr());
-      return e;
+      return finish(std::move(e));
     }
     return c;
   }
@@ -382,7 +411,7 @@ class Parser {
       e->args.push_back(binary(level + 1));
       if (level == 3 && binop(3))  // a < b < c means nothing useful
         error_at(peek(), "comparisons do not chain: use '&&'");
-      lhs = std::move(e);
+      lhs = finish(std::move(e));
     }
     return lhs;
   }
@@ -394,8 +423,9 @@ class Parser {
       const Token &t = next();
       e->loc = loc_of(t);
       e->op = t.text == "not" ? "!" : t.text;
+      Nest nest(this, t);
       e->args.push_back(unary());
-      return e;
+      return finish(std::move(e));
     }
     return primary();
   }
@@ -436,7 +466,7 @@ class Parser {
         while (accept(","));
         expect(")", "after the arguments");
       }
-      return e;
+      return finish(std::move(e));
     }
     e->kind = ExprKind::Name;
     return e;
@@ -449,6 +479,8 @@ class Parser {
   size_t pos_ = 0;
   size_t comment_ = 0;
   size_t last_end_ = 0;
+  int nest_ = 0;
+  uint32_t stmt_nest_ = 0;
 };
 
 }  // namespace

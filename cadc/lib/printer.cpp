@@ -88,18 +88,27 @@ class Printer {
 
  private:
   void indent(int depth) { out_.append(2 * depth, ' '); }
+  // Comment text without trailing blanks (a CR of CRLF included), which
+  // the canonical form does not keep.
+  static std::string rstrip(const std::string &t) {
+    size_t end = t.size();
+    while (end > 0 && (t[end - 1] == ' ' || t[end - 1] == '\t' || t[end - 1] == '\r')) end--;
+    return t.substr(0, end);
+  }
   // Comment lines; "\n" stands for a blank line between groups.
   void comments(const std::vector<std::string> &c, int depth) {
-    for (const std::string &line : c) {
-      if (line == "\n") {
+    for (const std::string &raw : c) {
+      if (raw == "\n") {
         out_ += '\n';
         continue;
       }
+      const std::string line = rstrip(raw);
       indent(depth);
       out_ += line.empty() ? "#\n" : "# " + line + "\n";
     }
   }
-  void trailing(const std::string &t) {
+  void trailing(const std::string &raw) {
+    const std::string t = rstrip(raw);
     if (!t.empty()) out_ += "  # " + t;
     out_ += '\n';
   }

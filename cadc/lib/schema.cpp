@@ -1,6 +1,7 @@
 // schema.cpp - see schema.h.
 #include "schema.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,7 +71,31 @@ const nlohmann::json &Schema::resolve(const nlohmann::json &s) const {
   return *cur;
 }
 
+namespace {
+
+// The nesting depth of a document, without recursion; stops counting past
+// limit.
+size_t depth_of(const nlohmann::json &v, size_t limit) {
+  std::vector<std::pair<const nlohmann::json *, size_t>> stack{{&v, 1}};
+  size_t deepest = 0;
+  while (!stack.empty()) {
+    auto [j, d] = stack.back();
+    stack.pop_back();
+    deepest = std::max(deepest, d);
+    if (deepest > limit) break;
+    if (j->is_structured())
+      for (const auto &child : *j) stack.push_back({&child, d + 1});
+  }
+  return deepest;
+}
+
+}  // namespace
+
 bool Schema::validate(const nlohmann::json &v, std::vector<SchemaError> *errors) const {
+  if (depth_of(v, kMaxJsonDepth) > kMaxJsonDepth) {
+    errors->push_back({"", "nested more than " + std::to_string(kMaxJsonDepth) + " levels deep"});
+    return false;
+  }
   return check(doc_, v, "", errors);
 }
 
@@ -118,18 +143,25 @@ bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const 
   }
   bool ok = true;
   if (v.is_object()) {
+    // The object's own keys first: an object that lacks a required key or
+    // has an unknown one is not of this form, and its values are not
+    // looked at.  This keeps oneOf linear: the forms of an expression or a
+    // statement differ in their keys, so only one form ever descends.
+    const nlohmann::json *props = s.contains("properties") ? &s["properties"] : nullptr;
     if (s.contains("required"))
       for (const auto &r : s["required"])
         if (!v.contains(r.get<std::string>())) ok = fail("lacks the required \"" + r.get<std::string>() + "\"");
-    const nlohmann::json *props = s.contains("properties") ? &s["properties"] : nullptr;
+    const nlohmann::json *ap = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
+    if (ap && ap->is_boolean() && !ap->get<bool>())
+      for (auto it = v.begin(); it != v.end(); ++it)
+        if (!props || !props->contains(it.key())) ok = fail("has an unknown key \"" + it.key() + "\"");
+    if (!ok) return false;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string child = ptr + "/" + escape(it.key());
       if (props && props->contains(it.key())) {
         ok = check((*props)[it.key()], it.value(), child, errors) && ok;
-      } else if (s.contains("additionalProperties")) {
-        const nlohmann::json &ap = s["additionalProperties"];
-        if (ap.is_boolean() && !ap.get<bool>()) ok = fail("has an unknown key \"" + it.key() + "\"");
-        else if (ap.is_object()) ok = check(ap, it.value(), child, errors) && ok;
+      } else if (ap && ap->is_object()) {
+        ok = check(*ap, it.value(), child, errors) && ok;
       }
     }
   }

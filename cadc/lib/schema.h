@@ -22,7 +22,10 @@ class Schema {
   // The schema documents built into cadc, by file name under schemas/.
   static const Schema &builtin(const std::string &name);
   explicit Schema(nlohmann::json doc) : doc_(std::move(doc)) {}
-  // Validates v; appends the errors found (at most a few per branch).
+  // Validates v; appends the errors found (at most a few per branch).  A
+  // document nested deeper than kMaxJsonDepth is refused before anything
+  // walks it recursively.
+  static constexpr size_t kMaxJsonDepth = 1024;
   bool validate(const nlohmann::json &v, std::vector<SchemaError> *errors) const;
 
  private:

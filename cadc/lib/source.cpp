@@ -2,6 +2,7 @@
 #include "source.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -21,19 +22,40 @@ uint32_t SourceManager::add(std::string path, std::string text) {
   return static_cast<uint32_t>(files_.size() - 1);
 }
 
-uint32_t SourceManager::load(const std::string &path, std::string *error) {
+bool read_file(const std::string &path, size_t limit, std::string *text, std::string *error, bool *too_large) {
+  if (too_large) *too_large = false;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    *error = "cannot read " + path + ": it is a directory";
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = "cannot read " + path;
-    return 0;
+    return false;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // In chunks up to the limit: a device or a pipe may never end.
+  text->clear();
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text->append(chunk, static_cast<size_t>(in.gcount()));
+    if (text->size() > limit) {
+      *error = "cannot read " + path + ": larger than " + std::to_string(limit) + " bytes";
+      if (too_large) *too_large = true;
+      return false;
+    }
+  }
   if (in.bad()) {
     *error = "cannot read " + path;
-    return 0;
+    return false;
   }
-  return add(path, ss.str());
+  return true;
+}
+
+uint32_t SourceManager::load(const std::string &path, std::string *error) {
+  std::string text;
+  if (!read_file(path, kMaxSourceBytes, &text, error)) return 0;
+  return add(path, std::move(text));
 }
 
 std::string SourceManager::line_text(uint32_t file, uint32_t line) const {

@@ -27,6 +27,16 @@ struct SourceFile {
   std::vector<uint32_t> line_starts;  // byte offset of each line
 };
 
+// The largest file load() reads (algorithm files, topologies, rules,
+// libraries).
+constexpr size_t kMaxSourceBytes = size_t{64} << 20;
+
+// Reads a whole file of at most limit bytes (a directory, a device or a
+// pipe that never ends are errors, not hangs); false with *error set, and
+// *too_large if that was the reason.
+bool read_file(const std::string &path, size_t limit, std::string *text, std::string *error,
+               bool *too_large = nullptr);
+
 // Owns the text of every file read, so that diagnostics can quote lines.
 class SourceManager {
  public:

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schema.h"
+#include "source.h"
 
 namespace cad {
 
@@ -71,16 +72,11 @@ bool parse_setting(const std::string &text, std::string *name, std::vector<int64
 }
 
 bool load_machine(const std::string &path, Machine *out, std::string *error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "cannot read " + path;
-    return false;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  if (!read_file(path, kMaxSourceBytes, &text, error)) return false;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error &e) {
     *error = path + ": invalid JSON: " + e.what();
     return false;

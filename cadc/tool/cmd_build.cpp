@@ -94,14 +94,14 @@ void add_build(CLI::App &app, Runner *run) {
       // The rules, against the algorithms.
       const fs::path rules_path = fs::path(opt->dir) / "rules.json";
       nlohmann::json rules;
-      std::ifstream rin(rules_path);
-      if (!rin) {
+      std::string rules_text, rules_error;
+      if (!fs::exists(rules_path)) {
         s.diags.error(Code::Library, Loc(), rules_path.string() + ": missing: the library needs selection rules");
+      } else if (!read_file(rules_path.string(), kMaxSourceBytes, &rules_text, &rules_error)) {
+        s.diags.error(Code::Library, Loc(), rules_error);
       } else {
-        std::stringstream ss;
-        ss << rin.rdbuf();
         try {
-          rules = nlohmann::json::parse(ss.str());
+          rules = nlohmann::json::parse(rules_text);
           std::vector<Rule> parsed;
           read_rules(rules, rules_path.string(), algs, &parsed, &s.diags);
         } catch (const nlohmann::json::parse_error &e) {

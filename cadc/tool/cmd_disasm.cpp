@@ -24,14 +24,12 @@ void add_disasm(CLI::App &app, Runner *run) {
     *run = [opt] {
       int status = kOk;
       for (const std::string &f : opt->files) {
-        std::ifstream in(f, std::ios::binary);
-        if (!in) throw UsageError("cannot read " + f);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        const std::string bytes = ss.str();
-        if (bytes.size() > cad_default_limits.max_image_size) {
-          std::cerr << f << ": rejected: " << bytes.size() << " bytes exceed the limit of "
-                    << cad_default_limits.max_image_size << "\n";
+        std::string bytes, error;
+        bool too_large;
+        if (!read_file(f, cad_default_limits.max_image_size, &bytes, &error, &too_large)) {
+          if (!too_large) throw UsageError(error);
+          std::cerr << f << ": rejected: more bytes than the limit of " << cad_default_limits.max_image_size
+                    << "\n";
           status = kDiagnostics;
           continue;
         }

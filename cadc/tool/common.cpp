@@ -28,7 +28,7 @@ int report(Session &s, nlohmann::json extra) {
     j["diagnostics"] = nlohmann::json::array();
     for (const Diagnostic &d : s.diags.list()) j["diagnostics"].push_back(render_json(s.sm, d));
     j["errors"] = s.diags.error_count();
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     for (const Diagnostic &d : s.diags.list()) std::cerr << render_text(s.sm, d);
     if (s.diags.error_count() > 1) std::cerr << s.diags.error_count() << " errors\n";

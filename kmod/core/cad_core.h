@@ -214,6 +214,11 @@ struct cad_image_desc {
 /* Bytes the image of d needs (0 if it would exceed 4 GiB). */
 __u64 cad_image_size(const struct cad_image_desc *d);
 /* Write the image of d into out (8-byte aligned, size bytes). */
+/* Length of the valid UTF-8 sequence at s[i] (of n bytes, i < n), 0 if it
+ * is not one: no overlong forms, no surrogates, nothing above U+10FFFF.
+ * The verifier's rule for strings; cadc's for source files. */
+__u32 cad_utf8_length(const __u8 *s, __u32 i, __u32 n);
+
 int cad_image_write(const struct cad_image_desc *d, void *out, __u64 size);
 
 #ifdef __cplusplus

@@ -202,8 +202,7 @@ static int check_sections(struct vctx *v, const __u8 *img, __u32 size)
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s[i] (of n bytes), 0 if invalid. */
-static __u32 utf8_length(const __u8 *s, __u32 i, __u32 n)
+__u32 cad_utf8_length(const __u8 *s, __u32 i, __u32 n)
 {
 	const __u8 c = s[i];
 	__u8 lo = 0x80, hi = 0xbf;
@@ -249,7 +248,7 @@ static int check_strings_and_lines(struct vctx *v)
 			return cad_vreject(v, -EINVAL, "does not end with a NUL byte");
 		for (i = 0; i < p->n_strings;) {
 			const __u8 c = (__u8)p->strings[i];
-			const __u32 len = utf8_length((const __u8 *)p->strings, i, p->n_strings);
+			const __u32 len = cad_utf8_length((const __u8 *)p->strings, i, p->n_strings);
 
 			if (c && (c < 0x20 || c == 0x7f))
 				return cad_vreject(v, -EINVAL, "control character 0x%02x at offset %u",

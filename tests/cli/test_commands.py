@@ -161,6 +161,13 @@ def test_usage_errors_exit_2(build_dir):
     assert run.returncode == 2 and "--root 5 is not below --ranks 2" in run.stderr
     run = cadc(build_dir, "verify", ALGORITHMS[0], "--ranks", 2, "--dtype", "f64", "--op", "band")
     assert run.returncode == 2 and "does not apply" in run.stderr
+    # Limits on what a sweep or an instance may ask for (instance.h, sweep.h).
+    run = cadc(build_dir, "verify", ALGORITHMS[0], "--ranks", 2000000)
+    assert run.returncode == 2 and "P must be 1..1048576, not 2000000" in run.stderr
+    run = cadc(build_dir, "compile", ALGORITHMS[0], "--ranks", 2000000, "-o", "/tmp/cadx")
+    assert run.returncode == 2 and "--ranks must be 1..1048576" in run.stderr
+    run = cadc(build_dir, "verify", ALGORITHMS[0], "--ranks", "1..1000", "--sizes", "0..9999", "--roots", 0)
+    assert run.returncode == 2 and "the sweep has more than 4194304 instances" in run.stderr
 
 
 # ---- topo ----
@@ -227,3 +234,75 @@ def test_build_refuses_bad_rules_and_missing_sweeps(build_dir, tmp_path):
     (d / "nosweep.cad").write_text("algorithm unswept : bcast\n{\n}\n")
     run = cadc(build_dir, "build", d, "-o", out, check=1)
     assert "declares no sweep" in run.stderr and not out.exists()
+
+
+# ---- hostile input: clear errors, no crash, no hang ----
+
+def test_source_files_must_be_utf8(build_dir, tmp_path):
+    f = tmp_path / "latin1.cad"
+    f.write_bytes(b"# caf\xe9\nalgorithm a : bcast\n{\n}\n")
+    for args in (("check", f), ("fmt", "--to", "json", f)):
+        run = cadc(build_dir, *args, check=1)
+        assert "latin1.cad:1:6: error: invalid UTF-8 (byte 0xe9)" in run.stderr and "[CAD-E002]" in run.stderr
+
+
+@pytest.mark.parametrize("body,message", [
+    ("let x = " + "(" * 300 + "1" + ")" * 300, "nested more than 256 levels deep"),
+    ("let x = " + "-" * 300 + "1", "nested more than 256 levels deep"),
+    ("let x = " + "+".join(["1"] * 100000), "expression nested more than 128 levels deep"),
+    ("if true {\n" * 200 + "}\n" * 200, "statements nested more than 128 levels deep"),
+    ("if true {\n}" + " else if true {\n}" * 5000, "statements nested more than 128 levels deep"),
+], ids=["parentheses", "unary", "sum-chain", "blocks", "else-if-chain"])
+def test_deep_nesting_is_refused_not_a_stack_overflow(build_dir, tmp_path, body, message):
+    f = tmp_path / "deep.cad"
+    f.write_text("algorithm a : bcast\n{\n" + body + "\n}\n")
+    run = cadc(build_dir, "check", f, check=1)
+    assert message in run.stderr and "[CAD-E001]" in run.stderr
+    # A long line is quoted as a window around the column.
+    assert max(len(line) for line in run.stderr.splitlines()) < 200
+
+
+def test_deep_json_is_refused_in_linear_time(build_dir, tmp_path):
+    def doc(value):
+        return json.dumps({"cad": 1, "algorithms": [{"name": "a", "collective": "bcast",
+                                                     "body": [{"let": "x", "value": value}]}]})
+    e = 1
+    for _ in range(130):
+        e = {"op": "-", "args": [e]}
+    f = tmp_path / "deep.json"
+    f.write_text(doc(e))
+    run = cadc(build_dir, "check", f, check=1)
+    assert "expression nested more than 128 levels deep [CAD-E011]" in run.stderr
+    # Keys of two forms at every level: a validator that tried both forms
+    # below each level would take 2^300 steps.
+    e = 1
+    for _ in range(300):
+        e = {"op": "-", "call": "x", "args": [e]}
+    f.write_text(doc(e))
+    run = cadc(build_dir, "check", f, check=1)
+    assert "[CAD-E011]" in run.stderr
+    f.write_text("[" * 100000 + "]" * 100000)
+    run = cadc(build_dir, "check", f, check=1)
+    assert "nested more than 1024 levels deep [CAD-E011]" in run.stderr
+
+
+def test_unreadable_inputs_are_usage_errors(build_dir, tmp_path):
+    run = cadc(build_dir, "check", tmp_path, check=2)
+    assert "it is a directory" in run.stderr
+    run = cadc(build_dir, "check", "/dev/zero", check=2)
+    assert "larger than 67108864 bytes" in run.stderr
+    run = cadc(build_dir, "disasm", "/dev/zero", check=1)
+    assert "more bytes than the limit" in run.stderr
+
+
+def test_fmt_of_crlf_text_is_canonical_and_stable(build_dir, tmp_path):
+    f = tmp_path / "crlf.cad"
+    f.write_bytes(b"# header\r\r\nalgorithm a : bcast  # trailing \r\n{\r\n  let x = 1  #\r\n}\r\n")
+    def fmt(path):  # bytes: text mode would turn a CR into a newline
+        run = subprocess.run([str(build_dir / "bin" / "cadc"), "fmt", str(path)], capture_output=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+    once = fmt(f)
+    assert b"\r" not in once and once.startswith(b"# header\n# trailing\nalgorithm a : bcast\n")
+    (tmp_path / "once.cad").write_bytes(once)
+    assert fmt(tmp_path / "once.cad") == once

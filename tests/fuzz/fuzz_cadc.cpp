@@ -1,0 +1,152 @@
+// fuzz_cadc.cpp - libFuzzer target for everything cadc and the runtime read
+// from files they did not write: algorithm files in both forms and .cadlib
+// libraries.
+//
+// The input is taken as
+//   - a .cadlib if it is a JSON object with a "cadlib" key: its hash is
+//     recomputed first, so that mutations get past the integrity check to
+//     the schema, the sources and the rules; a library that loads then
+//     selects an algorithm for every collective;
+//   - the JSON form of an algorithm file if it starts with '{';
+//   - DSL text otherwise.
+// Whatever is read must either be rejected with diagnostics (all of them
+// rendered as text and as JSON) or be accepted, and then:
+//   - printing it as DSL and as JSON and reading each back gives the same
+//     DSL text (the fmt round trip; a difference aborts);
+//   - once checked, each algorithm is verified on small instances (P = 1, 2,
+//     3, n = 0 and 3), which must end in a result or diagnostics.
+// Crashes, sanitizer reports, hangs (-timeout) and memory blow-ups
+// (-rss_limit_mb) are what it finds.  `make test` runs it for 30 s from the
+// standard library and the CLI test cases; `make fuzz` runs it longer.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "check.h"
+#include "collective.h"
+#include "diag.h"
+#include "json_form.h"
+#include "library.h"
+#include "parser.h"
+#include "printer.h"
+#include "verify.h"
+
+namespace {
+
+void render(const cad::SourceManager &sm, const cad::Diagnostics &diags) {
+  for (const cad::Diagnostic &d : diags.list()) {
+    if (cad::render_text(sm, d).empty()) abort();
+    // As cadc prints it: a message may quote bytes that are not UTF-8.
+    (void)cad::render_json(sm, d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
+
+[[noreturn]] void mismatch(const char *what, const std::string &a, const std::string &b) {
+  fprintf(stderr, "round trip through %s changed the text:\n--- before\n%s\n--- after\n%s\n", what, a.c_str(),
+          b.c_str());
+  abort();
+}
+
+void library(const std::string &text) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+    doc["hash"] = cad::library_hash(doc);
+  } catch (const nlohmann::json::exception &) {
+    return;
+  }
+  cad::Library lib;
+  cad::Diagnostics diags;
+  const bool ok = cad::load_library_text("fuzz.cadlib", doc.dump(), &lib, &diags);
+  render(lib.sm, diags);
+  if (!ok) return;
+  for (const std::string &name : cad::collective_names()) {
+    cad::Collective c;
+    if (!cad::collective_by_name(name, &c)) abort();
+    for (bool commutative : {false, true}) {
+      cad::InstanceSpec spec;
+      spec.P = 3;
+      spec.n = 5;
+      spec.commutative = commutative;
+      (void)cad::select_algorithm(lib, c, &spec);
+    }
+  }
+}
+
+// Smaller limits than cadc's, so that every input runs in milliseconds;
+// the code that enforces them is the same.
+const cad::Limits kLimits = {1u << 16, 1u << 12, 1u << 14};
+
+void verify_small(const cad::Algorithm &a, const cad::SourceManager &sm) {
+  const cad::CollectiveInfo &info = cad::collective_info(a.collective);
+  for (int64_t P = 1; P <= 3; P++)
+    for (int64_t n : {0, 3}) {
+      cad::InstanceSpec spec;
+      spec.P = P;
+      spec.n = n;
+      spec.root = P - 1;
+      spec.inplace = a.inplace && info.inplace_ok;
+      spec.commutative = !info.reducing;
+      spec.limits = kLimits;
+      cad::Diagnostics diags;
+      (void)cad::verify_instance(a, spec, sm, &diags);
+      render(sm, diags);
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const std::string text(reinterpret_cast<const char *>(data), size);
+  if (text.find("\"cadlib\"") != std::string::npos && !text.empty() && text[0] == '{') {
+    library(text);
+    return 0;
+  }
+  const bool json = !text.empty() && text[0] == '{';
+  cad::SourceManager sm;
+  cad::Diagnostics diags;
+  cad::Module m;
+  const uint32_t f = sm.add(json ? "fuzz.json" : "fuzz.cad", text);
+  const bool parsed = json ? cad::read_json_module(sm, f, &m, &diags) : cad::parse_dsl(sm, f, &m, &diags);
+  render(sm, diags);
+  if (!parsed) return 0;
+
+  // The fmt round trips, before checking (fmt does not check).
+  const std::string dsl = cad::print_module(m);
+  {
+    cad::SourceManager sm2;
+    cad::Diagnostics d2;
+    cad::Module m2;
+    if (!cad::parse_dsl(sm2, sm2.add("again.cad", dsl), &m2, &d2)) {
+      render(sm2, d2);
+      mismatch("the DSL printer (the printed text does not parse)", dsl, d2.empty() ? "" : d2.list()[0].message);
+    }
+    const std::string again = cad::print_module(m2);
+    if (again != dsl) mismatch("the DSL", dsl, again);
+  }
+  {
+    cad::SourceManager sm3;
+    cad::Diagnostics d3;
+    cad::Module m3;
+    const std::string as_json = cad::write_json_module(m);
+    if (!cad::read_json_module(sm3, sm3.add("again.json", as_json), &m3, &d3)) {
+      render(sm3, d3);
+      mismatch("the JSON form (the written JSON does not load)", as_json,
+               d3.empty() ? "" : d3.list()[0].message);
+    }
+    const std::string again = cad::print_module(m3);
+    if (again != dsl) mismatch("the JSON form", dsl, again);
+  }
+
+  cad::Diagnostics checked;
+  const bool ok = cad::check_module(m, &checked);
+  render(sm, checked);
+  if (!ok) return 0;
+  size_t count = 0;
+  for (const cad::Algorithm &a : m.algorithms)
+    if (count++ < 4) verify_small(a, sm);
+  return 0;
+}
