@@ -1,0 +1,346 @@
+// api.cpp - the C API of cadrt.h: argument checks, then runtime.h.
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <numeric>
+
+#include "runtime.h"
+
+using cadrt::Entered;
+using cadrt::rt;
+using cadrt::set_error;
+
+static_assert(int{CADRT_DOUBLE} == int{CAD_DT_DOUBLE} && int{CADRT_SHORT_INT} == int{CAD_DT_SHORT_INT}, "datatypes follow cad.h");
+static_assert(int{CADRT_SUM} == int{CAD_OP_SUM} && int{CADRT_MAXLOC} == int{CAD_OP_MAXLOC}, "ops follow cad.h");
+
+namespace {
+
+int not_initialised(const char *fn) {
+  return set_error(-EINVAL, std::string(fn) + ": cadrt_init has not been called");
+}
+
+struct Call {
+  const char *fn;
+  cad::Collective coll;
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;
+  cadrt_datatype dt;
+  int op;
+  int root;
+  cadrt_comm comm;
+  bool persistent;
+};
+
+// Checks a collective call, builds its request; runs it unless persistent.
+int collective(const Call &c, cadrt_request *req) {
+  Entered entered;
+  cadrt::clear_error();
+  const std::string fn = c.fn;
+  if (!rt().initialised()) return not_initialised(c.fn);
+  if (!req) return set_error(-EINVAL, fn + ": request is NULL");
+  *req = nullptr;
+  if (!c.comm) return set_error(-EINVAL, fn + ": the communicator is NULL");
+  const cad::CollectiveInfo &info = cad::collective_info(c.coll);
+  const cadrt_comm_s &comm = *c.comm;
+  const int64_t esize = cad_dtype_size(c.dt);
+  if (c.coll != cad::Collective::Barrier && (c.dt < CADRT_BYTE || c.dt > CADRT_SHORT_INT || esize == 0))
+    return set_error(-EINVAL, fn + ": datatype " + std::to_string(c.dt) + " is not a cadrt_datatype");
+  if (info.reducing && !cad_reduce_supported(static_cast<unsigned>(c.op), static_cast<unsigned>(c.dt)))
+    return set_error(-EINVAL, fn + ": op " + std::to_string(c.op) + " (" + cad_op_name(static_cast<unsigned>(c.op)) +
+                                  ") does not apply to " + cad_dtype_name(c.dt) + " (as in MPI)");
+  if (info.rooted && (c.root < 0 || c.root >= comm.size))
+    return set_error(-EINVAL, fn + ": root " + std::to_string(c.root) + " is not a rank of the " +
+                                  std::to_string(comm.size) + " of the communicator");
+  if (c.count > static_cast<size_t>(INT64_MAX / (esize ? esize : 1) / std::max(1, comm.size)))
+    return set_error(-EOVERFLOW, fn + ": count " + std::to_string(c.count) + " is too large");
+  // MPI_IN_PLACE: where MPI has it, and (for rooted collectives) at the root.
+  const bool in_send = c.sendbuf == CADRT_IN_PLACE, in_recv = c.recvbuf == CADRT_IN_PLACE;
+  const bool inplace = c.coll == cad::Collective::Scatter ? in_recv : in_send;
+  if ((c.coll == cad::Collective::Scatter ? in_send : in_recv) || (inplace && !info.inplace_ok))
+    return set_error(-EINVAL, fn + ": CADRT_IN_PLACE is not allowed there");
+  if (inplace && info.rooted && comm.rank != c.root)
+    return set_error(-EINVAL, fn + ": only the root may pass CADRT_IN_PLACE");
+
+  cad::InstanceSpec spec;
+  spec.P = comm.size;
+  spec.root = info.rooted ? c.root : 0;
+  spec.inplace = inplace;
+  spec.commutative = true;  // every built-in op is
+  if (info.reducing) {
+    spec.n = static_cast<int64_t>(c.count);
+    spec.dtype = static_cast<unsigned>(c.dt);
+    spec.op = static_cast<unsigned>(c.op);
+  } else {
+    // Data is moved, not combined: bytes are bytes (one cached instance
+    // serves every datatype of the same size).
+    spec.n = c.coll == cad::Collective::Barrier ? 0 : static_cast<int64_t>(c.count) * esize;
+    spec.dtype = CAD_DT_BYTE;
+    spec.op = CAD_OP_NONE;
+  }
+  auto g = rt().guard();
+  int err = 0;
+  auto inst = rt().instance(c.comm, c.coll, spec, &err);
+  if (!inst) return err;
+  auto r = std::make_unique<cadrt_request_s>();
+  r->comm = c.comm;
+  r->inst = inst;
+  r->persistent = c.persistent;
+  if ((err = rt().bind(r.get(), in_send ? nullptr : c.sendbuf, in_recv ? nullptr : c.recvbuf))) return err;
+  if (!c.persistent) rt().start(r.get());
+  *req = r.release();
+  return 0;
+}
+
+// The result of a finished request; frees it unless persistent.
+int conclude(cadrt_request *req) {
+  cadrt_request r = *req;
+  const int result = r->result;
+  if (result) set_error(result, r->error.empty() ? std::string("the collective failed: ") + strerror(-result) : r->error);
+  if (!r->persistent) {
+    delete r;
+    *req = nullptr;
+  }
+  return result;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *cadrt_error_message(void) { return cadrt::error_message(); }
+
+size_t cadrt_datatype_size(cadrt_datatype dt) {
+  return dt >= CADRT_BYTE && dt <= CADRT_SHORT_INT ? cad_dtype_size(dt) : 0;
+}
+
+int cadrt_init(void) {
+  Entered entered;
+  cadrt::clear_error();
+  return rt().init();
+}
+
+int cadrt_finalize(void) {
+  Entered entered;  // the signal handler must not progress while finalize does
+  cadrt::clear_error();
+  return rt().finalize();
+}
+
+const char *cadrt_engine(void) { return rt().engine_name(); }
+
+cadrt_comm cadrt_comm_world(void) { return rt().initialised() ? rt().world.get() : nullptr; }
+
+int cadrt_comm_rank(cadrt_comm comm, int *rank) {
+  if (!comm || !rank) return set_error(-EINVAL, "cadrt_comm_rank: NULL argument");
+  *rank = comm->rank;
+  return 0;
+}
+
+int cadrt_comm_size(cadrt_comm comm, int *size) {
+  if (!comm || !size) return set_error(-EINVAL, "cadrt_comm_size: NULL argument");
+  *size = comm->size;
+  return 0;
+}
+
+int cadrt_comm_split(cadrt_comm comm, int color, int key, cadrt_comm *out) {
+  if (!rt().initialised()) return not_initialised("cadrt_comm_split");
+  if (!comm || !out) return set_error(-EINVAL, "cadrt_comm_split: NULL argument");
+  *out = nullptr;
+  // Everyone's (color, key), through the communicator itself.
+  std::vector<int32_t> mine = {color, key}, all(2 * static_cast<size_t>(comm->size));
+  cadrt_request req;
+  if (int err = cadrt_iallgather(mine.data(), all.data(), 2, CADRT_INT32, comm, &req)) return err;
+  if (int err = cadrt_wait(&req)) return err;
+  Entered entered;
+  auto g = rt().guard();
+  const uint64_t split = ++comm->splits;
+  if (color < 0) return 0;
+  std::vector<int> members;
+  for (int q = 0; q < comm->size; q++)
+    if (all[2 * q] == color) members.push_back(q);
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+  auto c = std::make_unique<cadrt_comm_s>();
+  // A context no other communicator of these ranks has: derived from the
+  // parent's and the number of its splits, the same on every member.
+  uint64_t x = comm->ctx * 0x9e3779b97f4a7c15ull + split;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  c->ctx = x | 2;  // never the world's 1
+  c->size = static_cast<int>(members.size());
+  c->rank_of_ep.assign(rt().nep, -1);
+  std::vector<std::vector<int64_t>> places;
+  for (int i = 0; i < c->size; i++) {
+    const int q = members[static_cast<size_t>(i)];
+    if (q == comm->rank) c->rank = i;
+    c->ep.push_back(comm->ep[static_cast<size_t>(q)]);
+    c->rank_of_ep[comm->ep[static_cast<size_t>(q)]] = i;
+    if (!comm->places.empty()) places.push_back(comm->places[static_cast<size_t>(q)]);
+  }
+  if (places.empty()) {
+    c->topo = cad::Topology::flat(c->size);
+  } else if (int err = rt().make_topology(c.get(), places)) {
+    return err;
+  }
+  *out = c.release();
+  return 0;
+}
+
+int cadrt_comm_free(cadrt_comm *comm) {
+  if (!comm || !*comm) return set_error(-EINVAL, "cadrt_comm_free: NULL communicator");
+  if ((*comm)->world) return set_error(-EINVAL, "cadrt_comm_free: the world is not freed");
+  Entered entered;
+  auto g = rt().guard();
+  if (rt().comm_busy(*comm)) return set_error(-EBUSY, "cadrt_comm_free: collectives on it are still active");
+  delete *comm;
+  *comm = nullptr;
+  return 0;
+}
+
+#define CALL(fn, coll, s, r, count, dt, op, root, comm, persistent) \
+  collective({fn, cad::Collective::coll, s, r, count, dt, op, root, comm, persistent}, req)
+
+int cadrt_ibcast(void *buf, size_t count, cadrt_datatype dt, int root, cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_ibcast", Bcast, nullptr, buf, count, dt, 0, root, comm, false);
+}
+int cadrt_ireduce(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op, int root, cadrt_comm comm,
+                  cadrt_request *req) {
+  return CALL("cadrt_ireduce", Reduce, s, r, count, dt, op, root, comm, false);
+}
+int cadrt_iallreduce(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op, cadrt_comm comm,
+                     cadrt_request *req) {
+  return CALL("cadrt_iallreduce", Allreduce, s, r, count, dt, op, 0, comm, false);
+}
+int cadrt_igather(const void *s, void *r, size_t count, cadrt_datatype dt, int root, cadrt_comm comm,
+                  cadrt_request *req) {
+  return CALL("cadrt_igather", Gather, s, r, count, dt, 0, root, comm, false);
+}
+int cadrt_iscatter(const void *s, void *r, size_t count, cadrt_datatype dt, int root, cadrt_comm comm,
+                   cadrt_request *req) {
+  return CALL("cadrt_iscatter", Scatter, s, r, count, dt, 0, root, comm, false);
+}
+int cadrt_iallgather(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_iallgather", Allgather, s, r, count, dt, 0, 0, comm, false);
+}
+int cadrt_ialltoall(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_ialltoall", Alltoall, s, r, count, dt, 0, 0, comm, false);
+}
+int cadrt_ireduce_scatter_block(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op,
+                                cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_ireduce_scatter_block", ReduceScatterBlock, s, r, count, dt, op, 0, comm, false);
+}
+int cadrt_ibarrier(cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_ibarrier", Barrier, nullptr, nullptr, 0, CADRT_BYTE, 0, 0, comm, false);
+}
+
+int cadrt_bcast_init(void *buf, size_t count, cadrt_datatype dt, int root, cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_bcast_init", Bcast, nullptr, buf, count, dt, 0, root, comm, true);
+}
+int cadrt_reduce_init(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op, int root,
+                      cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_reduce_init", Reduce, s, r, count, dt, op, root, comm, true);
+}
+int cadrt_allreduce_init(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op, cadrt_comm comm,
+                         cadrt_request *req) {
+  return CALL("cadrt_allreduce_init", Allreduce, s, r, count, dt, op, 0, comm, true);
+}
+int cadrt_gather_init(const void *s, void *r, size_t count, cadrt_datatype dt, int root, cadrt_comm comm,
+                      cadrt_request *req) {
+  return CALL("cadrt_gather_init", Gather, s, r, count, dt, 0, root, comm, true);
+}
+int cadrt_scatter_init(const void *s, void *r, size_t count, cadrt_datatype dt, int root, cadrt_comm comm,
+                       cadrt_request *req) {
+  return CALL("cadrt_scatter_init", Scatter, s, r, count, dt, 0, root, comm, true);
+}
+int cadrt_allgather_init(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_comm comm,
+                         cadrt_request *req) {
+  return CALL("cadrt_allgather_init", Allgather, s, r, count, dt, 0, 0, comm, true);
+}
+int cadrt_alltoall_init(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_comm comm,
+                        cadrt_request *req) {
+  return CALL("cadrt_alltoall_init", Alltoall, s, r, count, dt, 0, 0, comm, true);
+}
+int cadrt_reduce_scatter_block_init(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op,
+                                    cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_reduce_scatter_block_init", ReduceScatterBlock, s, r, count, dt, op, 0, comm, true);
+}
+int cadrt_barrier_init(cadrt_comm comm, cadrt_request *req) {
+  return CALL("cadrt_barrier_init", Barrier, nullptr, nullptr, 0, CADRT_BYTE, 0, 0, comm, true);
+}
+
+int cadrt_start(cadrt_request *req) {
+  Entered entered;
+  cadrt::clear_error();
+  if (!req || !*req) return set_error(-EINVAL, "cadrt_start: NULL request");
+  if (!(*req)->persistent) return set_error(-EINVAL, "cadrt_start: not a persistent request");
+  auto g = rt().guard();
+  return rt().start(*req);
+}
+
+int cadrt_test(cadrt_request *req, int *flag) {
+  Entered entered;
+  cadrt::clear_error();
+  if (!req || !flag) return set_error(-EINVAL, "cadrt_test: NULL argument");
+  *flag = 0;
+  if (!*req) {
+    *flag = 1;
+    return 0;
+  }
+  auto g = rt().guard();
+  if ((*req)->persistent && !(*req)->active && !(*req)->done) {
+    *flag = 1;  // never started: inactive
+    return 0;
+  }
+  if (!rt().test(*req)) return 0;
+  *flag = 1;
+  const int result = conclude(req);
+  if (*req) (*req)->done = false;  // a persistent request is inactive again
+  return result;
+}
+
+int cadrt_wait(cadrt_request *req) {
+  Entered entered;
+  cadrt::clear_error();
+  if (!req) return set_error(-EINVAL, "cadrt_wait: NULL argument");
+  if (!*req) return 0;
+  if ((*req)->persistent && !(*req)->active && !(*req)->done) return 0;
+  rt().wait(*req);
+  auto g = rt().guard();
+  const int result = conclude(req);
+  if (*req) (*req)->done = false;
+  return result;
+}
+
+int cadrt_waitall(int n, cadrt_request reqs[]) {
+  int first = 0;
+  std::string why;
+  for (int i = 0; i < n; i++) {
+    const int err = cadrt_wait(&reqs[i]);
+    if (err && !first) {
+      first = err;
+      why = cadrt_error_message();
+    }
+  }
+  if (first) set_error(first, why);
+  return first;
+}
+
+int cadrt_req_free(cadrt_request *req) {
+  if (!req) return set_error(-EINVAL, "cadrt_req_free: NULL argument");
+  if (!*req) return 0;
+  Entered entered;
+  if ((*req)->active) rt().wait(*req);
+  auto g = rt().guard();
+  delete *req;
+  *req = nullptr;
+  return 0;
+}
+
+const char *cadrt_request_algorithm(cadrt_request req) {
+  if (!req || !req->inst) return "";
+  return req->inst->alg ? req->inst->alg->name.c_str() : "hand-built";
+}
+
+}  // extern "C"

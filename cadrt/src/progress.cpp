@@ -1,0 +1,595 @@
+// progress.cpp - running requests: the DAG executor of the core drives
+// each request; transfers go over the shared-memory rings, small ones
+// eagerly in a slot, large ones by a single copy with process_vm_readv or
+// process_vm_writev in the direction the program asks for (the receiver
+// reads after an RTS, or the sender writes after a CTS), or, where CMA is
+// not permitted, in fragments through the ring.
+//
+// Matching: a message names its collective (communicator ctx, sequence
+// number seq) and its place in the program (tag, and occ: the k-th message
+// of that (source, destination, tag)), so a send meets exactly the receive
+// the compiler paired it with, whatever the timing.  A message whose
+// operation is not posted yet waits in the unexpected queue of its source.
+//
+// See runtime.h for the rules progress() keeps (no heap, no blocking).
+#include <sched.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "runtime.h"
+
+namespace cadrt {
+
+namespace {
+
+// Enough entries for one step of progress (a message stored, a reply).
+constexpr size_t kReserve = 8;
+
+thread_local bool t_in_handler = false;
+
+bool is_recv_side(uint32_t kind) { return kind == kEager || kind == kRts || kind == kFrag; }
+
+}  // namespace
+
+// ---------------------------------------------------------------- pool
+
+Entry *Pool::get() {
+  Entry *e = free_;
+  if (e) {
+    free_ = e->next;
+    free_n_--;
+    e->next = nullptr;
+  }
+  return e;
+}
+
+void Pool::put(Entry *e) {
+  e->next = free_;
+  free_ = e;
+  free_n_++;
+}
+
+void Pool::grow(size_t n) {
+  Entry *chunk = static_cast<Entry *>(::operator new(n * sizeof(Entry)));
+  chunks_.push_back(chunk);
+  for (size_t i = 0; i < n; i++) put(&chunk[i]);
+}
+
+Pool::~Pool() {
+  for (Entry *c : chunks_) ::operator delete(c);
+}
+
+void Queue::push(Entry *e) {
+  e->next = nullptr;
+  if (tail) tail->next = e;
+  else head = e;
+  tail = e;
+}
+
+Entry *Queue::pop() {
+  Entry *e = head;
+  if (e) {
+    head = e->next;
+    if (!head) tail = nullptr;
+    e->next = nullptr;
+  }
+  return e;
+}
+
+// ---------------------------------------------------------------- rings
+
+void Runtime::ring(uint32_t ep) {
+  RankInfo &ri = seg.rank(ep);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (ri.sleepers.load(std::memory_order_relaxed)) {
+    ri.bell.fetch_add(1, std::memory_order_release);
+    futex_wake(&ri.bell);
+  }
+}
+
+bool Runtime::room() {
+  if (pool_.free_count() >= kReserve) return true;
+  if (t_in_handler) return false;
+  pool_.grow(256);
+  return true;
+}
+
+// Sends a message to ep: into its ring now, or, if the ring is full (or
+// older output waits), into the pending queue in order.  room() must have
+// been checked.
+void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n) {
+  Ring &q = seg.ring(me, ep);
+  if (pending_[ep].empty()) {
+    const uint64_t tail = q.tail.load(std::memory_order_relaxed);
+    if (tail - q.head.load(std::memory_order_acquire) < kSlots) {
+      Slot &s = q.slots[tail % kSlots];
+      s.h = h;
+      s.h.frag = n;
+      if (n) memcpy(s.payload, payload, n);
+      q.tail.store(tail + 1, std::memory_order_release);
+      ring(ep);
+      return;
+    }
+  }
+  Entry *e = pool_.get();
+  e->ep = ep;
+  e->slot.h = h;
+  e->slot.h.frag = n;
+  if (n) memcpy(e->slot.payload, payload, n);
+  pending_[ep].push(e);
+  waiting_output.fetch_add(1, std::memory_order_relaxed);
+  q.want_space.store(1, std::memory_order_seq_cst);
+}
+
+bool Runtime::flush_pending() {
+  bool moved = false;
+  for (uint32_t ep = 0; ep < nep; ep++) {
+    Queue &pq = pending_[ep];
+    if (pq.empty()) continue;
+    Ring &q = seg.ring(me, ep);
+    uint64_t tail = q.tail.load(std::memory_order_relaxed);
+    const uint64_t head = q.head.load(std::memory_order_acquire);
+    bool pushed = false;
+    while (!pq.empty() && tail - head < kSlots) {
+      Entry *e = pq.pop();
+      Slot &s = q.slots[tail % kSlots];
+      s.h = e->slot.h;
+      if (e->slot.h.frag) memcpy(s.payload, e->slot.payload, e->slot.h.frag);
+      tail++;
+      pool_.put(e);
+      waiting_output.fetch_sub(1, std::memory_order_relaxed);
+      pushed = true;
+    }
+    if (!pq.empty()) q.want_space.store(1, std::memory_order_seq_cst);
+    if (pushed) {
+      q.tail.store(tail, std::memory_order_release);
+      ring(ep);
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+bool Runtime::output_deliverable() const {
+  for (uint32_t ep = 0; ep < nep; ep++)
+    if (!pending_[ep].empty() && seg.rank(ep).state.load(std::memory_order_acquire) < kExited) return true;
+  for (const cadrt_request_s *r = active_; r; r = r->next)
+    if (!r->outgoing.empty()) return true;
+  return false;
+}
+
+bool Runtime::incoming() const {
+  for (uint32_t ep = 0; ep < nep; ep++) {
+    if (ep == me) continue;
+    const Ring &q = seg.ring(ep, me);
+    if (q.tail.load(std::memory_order_acquire) != q.head.load(std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+bool Runtime::poll_incoming() {
+  bool moved = false;
+  for (uint32_t ep = 0; ep < nep; ep++) {
+    if (ep == me) continue;
+    Ring &q = seg.ring(ep, me);
+    uint64_t head = q.head.load(std::memory_order_relaxed);
+    const uint64_t tail = q.tail.load(std::memory_order_acquire);
+    if (head == tail) continue;
+    while (head != tail && room()) {
+      dispatch(ep, q.slots[head % kSlots]);
+      head++;
+      moved = true;
+    }
+    q.head.store(head, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (q.want_space.load(std::memory_order_relaxed)) {
+      q.want_space.store(0, std::memory_order_relaxed);
+      ring(ep);
+    }
+  }
+  return moved;
+}
+
+// ---------------------------------------------------------------- matching
+
+cadrt_request_s *Runtime::find_active(uint64_t ctx, uint64_t seq) {
+  for (cadrt_request_s *r = active_; r; r = r->next)
+    if (r->comm->ctx == ctx && r->seq == seq) return r;
+  return nullptr;
+}
+
+bool Runtime::recently_failed(uint64_t ctx, uint64_t seq) const {
+  for (const auto &k : failed_)
+    if (k.first == ctx && k.second == seq) return true;
+  return false;
+}
+
+// The request and node a message is for, if it is posted; -1 otherwise.
+int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) {
+  cadrt_request_s *r = find_active(h.ctx, h.seq);
+  *out = r;
+  if (!r || h.kind == kAbort) return -1;
+  const int32_t peer = ep < r->comm->rank_of_ep.size() ? r->comm->rank_of_ep[ep] : -1;
+  if (peer < 0) return -1;
+  uint8_t kind;
+  switch (h.kind) {
+    case kEager: case kRts: case kFrag: case kFinRecv: kind = CAD_NODE_RECV; break;
+    default: kind = CAD_NODE_SEND; break;  // kCts, kFinSend
+  }
+  const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
+  if (node < 0) return -1;
+  // Posted, and in the state this message moves on from.
+  if (r->ex.state[node] != CAD_NS_ISSUED) return -1;
+  const uint8_t st = r->xfer[node].state;
+  switch (h.kind) {
+    case kEager: case kRts: case kFrag: return st == kWaitData ? node : -1;
+    case kCts: return st == kWaitCts ? node : -1;
+    default: return st == kWaitFin ? node : -1;
+  }
+}
+
+void Runtime::dispatch(uint32_t ep, const Slot &s) {
+  const MsgHeader &h = s.h;
+  if (recently_failed(h.ctx, h.seq)) return;
+  cadrt_request_s *r;
+  const int64_t node = target(h, ep, &r);
+  if (r && h.kind == kAbort) {
+    fail(r, -ECANCELED, std::string(reinterpret_cast<const char *>(s.payload), std::min<uint32_t>(h.frag, kPayload)),
+         false);
+    return;
+  }
+  if (r && !r->from_cad && h.fp != r->inst->fp) {
+    fail(r, -EINVAL,
+         "ranks disagree on collective #" + std::to_string(h.seq) +
+             " of their communicator (count, root, datatype, op or algorithm): rank " +
+             std::to_string(r->comm->rank) + " runs " + r->inst->desc + ", rank " +
+             std::to_string(r->comm->rank_of_ep[ep]) + " another",
+         true);
+    return;
+  }
+  if (node >= 0) {
+    handle(r, static_cast<uint32_t>(node), ep, s);
+    return;
+  }
+  Entry *e = pool_.get();  // room() was checked by the caller
+  e->ep = ep;
+  e->slot.h = h;
+  if (h.frag) memcpy(e->slot.payload, s.payload, std::min<uint32_t>(h.frag, kPayload));
+  unexpected_[ep].push(e);
+}
+
+// Messages for r that arrived before r's nodes were posted.  Without room
+// for a reply (in the signal handler), the rest waits for the next pass.
+void Runtime::drain_unexpected(cadrt_request_s *r, uint32_t ep) {
+  Queue &uq = unexpected_[ep];
+  Queue keep;
+  while (Entry *e = uq.pop()) {
+    cadrt_request_s *t = nullptr;
+    const bool mine = e->slot.h.ctx == r->comm->ctx && e->slot.h.seq == r->seq;
+    if (mine && !r->done && !room()) {
+      r->redrain = true;
+      keep.push(e);
+      continue;
+    }
+    const int64_t node = mine && !r->done ? target(e->slot.h, ep, &t) : -1;
+    if (node >= 0 && t == r) {
+      handle(r, static_cast<uint32_t>(node), ep, e->slot);
+      pool_.put(e);
+    } else {
+      keep.push(e);
+    }
+  }
+  uq = keep;
+}
+
+// ---------------------------------------------------------------- transfers
+
+unsigned char *Runtime::at(cadrt_request_s *r, uint32_t buf, uint64_t off) { return r->bufs[buf] + off; }
+
+MsgHeader Runtime::header(cadrt_request_s *r, uint32_t node, uint32_t kind) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  MsgHeader h{};
+  h.kind = kind;
+  h.tag = n.tag;
+  h.ctx = r->comm->ctx;
+  h.seq = r->seq;
+  h.occ = r->inst->occ[node];
+  h.len = n.len;
+  h.fp = r->inst->fp;
+  return h;
+}
+
+bool Runtime::cma_copy(bool read, uint32_t ep, void *local, uint64_t remote, uint64_t len, int *err) {
+  const pid_t pid = seg.rank(ep).pid.load(std::memory_order_relaxed);
+  uint64_t done = 0;
+  while (done < len) {
+    struct iovec l = {static_cast<char *>(local) + done, len - done};
+    struct iovec rv = {reinterpret_cast<void *>(remote + done), len - done};
+    const ssize_t n = read ? process_vm_readv(pid, &l, 1, &rv, 1, 0) : process_vm_writev(pid, &l, 1, &rv, 1, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *err = -errno;
+      return false;
+    }
+    if (n == 0) {
+      *err = -EFAULT;
+      return false;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+// Why a single copy failed, in the words of its likely cause.
+std::string cma_why(int err) {
+  if (err == -ESRCH) return "the peer process has exited (it may have failed this collective first)";
+  return strerror(-err);
+}
+
+void Runtime::complete(cadrt_request_s *r, uint32_t node) {
+  r->xfer[node].state = kIdle;
+  cad_exec_complete(&r->ex, node);
+}
+
+// A message for a posted node.
+void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot &s) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const MsgHeader &h = s.h;
+  const int peer = r->comm->rank_of_ep[ep];
+  if (is_recv_side(h.kind) && h.len != n.len) {
+    fail(r, -EMSGSIZE,
+         "rank " + std::to_string(r->comm->rank) + " receives " + std::to_string(n.len) + " bytes from rank " +
+             std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which sends " + std::to_string(h.len),
+         true);
+    return;
+  }
+  int err = 0;
+  switch (h.kind) {
+    case kEager:
+      if (h.len) memcpy(at(r, n.dst_buf, n.dst_off), s.payload, h.len);
+      complete(r, node);
+      break;
+    case kFrag:
+      memcpy(at(r, n.dst_buf, n.dst_off) + h.off, s.payload, h.frag);
+      r->xfer[node].done += h.frag;
+      if (r->xfer[node].done == n.len) complete(r, node);
+      break;
+    case kRts:
+      if (!cma_copy(true, ep, at(r, n.dst_buf, n.dst_off), h.addr, h.len, &err)) {
+        fail(r, -EPIPE, "reading " + std::to_string(h.len) + " bytes from rank " + std::to_string(peer) +
+                            " failed: " + cma_why(err), true);
+        return;
+      }
+      push(ep, header(r, node, kFinSend), nullptr, 0);
+      complete(r, node);
+      break;
+    case kCts:
+      if (!cma_copy(false, ep, at(r, n.src_buf, n.src_off), h.addr, h.len, &err)) {
+        fail(r, -EPIPE, "writing " + std::to_string(h.len) + " bytes to rank " + std::to_string(peer) +
+                            " failed: " + cma_why(err), true);
+        return;
+      }
+      push(ep, header(r, node, kFinRecv), nullptr, 0);
+      complete(r, node);
+      break;
+    default:  // kFinSend, kFinRecv
+      complete(r, node);
+      break;
+  }
+}
+
+// Fragments of a send while the ring has room.
+bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const uint32_t ep = r->comm->ep[n.peer];
+  if (!pending_[ep].empty()) return false;
+  Ring &q = seg.ring(me, ep);
+  uint64_t tail = q.tail.load(std::memory_order_relaxed);
+  const uint64_t head = q.head.load(std::memory_order_acquire);
+  Xfer &x = r->xfer[node];
+  bool moved = false;
+  while (x.done < n.len && tail - head < kSlots) {
+    const uint32_t part = static_cast<uint32_t>(std::min<uint64_t>(kPayload, n.len - x.done));
+    Slot &s = q.slots[tail % kSlots];
+    s.h = header(r, node, kFrag);
+    s.h.off = x.done;
+    s.h.frag = part;
+    memcpy(s.payload, at(r, n.src_buf, n.src_off) + x.done, part);
+    x.done += part;
+    tail++;
+    moved = true;
+  }
+  if (moved) {
+    q.tail.store(tail, std::memory_order_release);
+    ring(ep);
+  }
+  if (x.done == n.len) {
+    r->outgoing.erase(std::find(r->outgoing.begin(), r->outgoing.end(), node));
+    waiting_output.fetch_sub(1, std::memory_order_relaxed);
+    complete(r, node);
+  } else {
+    q.want_space.store(1, std::memory_order_seq_cst);
+  }
+  return moved;
+}
+
+// A SEND or RECV node became ready.
+void Runtime::post(cadrt_request_s *r, uint32_t node) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const uint32_t ep = r->comm->ep[n.peer];
+  Xfer &x = r->xfer[node];
+  x.done = 0;
+  const bool eager = n.len <= kPayload;
+  if (n.kind == CAD_NODE_SEND) {
+    if (eager) {
+      push(ep, header(r, node, kEager), at(r, n.src_buf, n.src_off), static_cast<uint32_t>(n.len));
+      complete(r, node);
+    } else if (!cma) {
+      x.state = kFragOut;
+      r->outgoing.push_back(node);
+      waiting_output.fetch_add(1, std::memory_order_relaxed);
+      frag_out(r, node);
+    } else if (n.flags & CAD_XFER_SENDER_WRITES) {
+      x.state = kWaitCts;
+      drain_unexpected(r, ep);
+    } else {
+      MsgHeader h = header(r, node, kRts);
+      h.addr = reinterpret_cast<uint64_t>(at(r, n.src_buf, n.src_off));
+      x.state = kWaitFin;
+      push(ep, h, nullptr, 0);
+    }
+    return;
+  }
+  if (!eager && cma && (n.flags & CAD_XFER_SENDER_WRITES)) {
+    MsgHeader h = header(r, node, kCts);
+    h.addr = reinterpret_cast<uint64_t>(at(r, n.dst_buf, n.dst_off));
+    x.state = kWaitFin;
+    push(ep, h, nullptr, 0);
+    return;
+  }
+  x.state = kWaitData;
+  drain_unexpected(r, ep);
+}
+
+// Local work now, transfers posted; true if a node was issued.
+bool Runtime::issue(cadrt_request_s *r) {
+  bool moved = false;
+  uint32_t i;
+  while (!r->done && room() && cad_exec_next(&r->ex, &i)) {
+    const cad_node &n = r->inst->prog.nodes[i];
+    moved = true;
+    switch (n.kind) {
+      case CAD_NODE_COPY:
+        if (n.len) memcpy(at(r, n.dst_buf, n.dst_off), at(r, n.src_buf, n.src_off), n.len);
+        complete(r, i);
+        break;
+      case CAD_NODE_REDUCE:
+        cad_reduce(&r->inst->prog, &n, at(r, n.dst_buf, n.dst_off), at(r, n.src_buf, n.src_off),
+                   vm_scratch_.data());
+        complete(r, i);
+        break;
+      default:
+        post(r, i);
+        break;
+    }
+  }
+  return moved;
+}
+
+void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tell_peers) {
+  if (r->done) return;
+  if (r->error.empty()) r->error = why;
+  cad_exec_abort(&r->ex, err);
+  if (tell_peers && room()) {
+    MsgHeader h{};
+    h.kind = kAbort;
+    h.ctx = r->comm->ctx;
+    h.seq = r->seq;
+    const uint32_t n = static_cast<uint32_t>(std::min<size_t>(why.size(), kPayload));
+    for (int q = 0; q < r->comm->size; q++)
+      if (q != r->comm->rank && room()) push(r->comm->ep[q], h, why.data(), n);
+  }
+  failed_[failed_next_++ % failed_.size()] = {r->comm->ctx, r->seq};
+  r->result = err;
+  finish(r);
+}
+
+// r is done (or failed): off the active list; wake whoever waits for it.
+void Runtime::finish(cadrt_request_s *r) {
+  if (r->done) return;
+  if (!r->result) r->result = cad_exec_status(&r->ex);
+  r->done = true;
+  r->active = false;
+  if (r->prev) r->prev->next = r->next;
+  else active_ = r->next;
+  if (r->next) r->next->prev = r->prev;
+  r->prev = r->next = nullptr;
+  active_count.fetch_sub(1, std::memory_order_relaxed);
+  waiting_output.fetch_sub(static_cast<int>(r->outgoing.size()), std::memory_order_relaxed);
+  r->outgoing.clear();
+  if (engine != Engine::Poll) {
+    RankInfo &mine = seg.rank(me);
+    mine.bell.fetch_add(1, std::memory_order_release);
+    futex_wake(&mine.bell);
+  }
+}
+
+void Runtime::activate(cadrt_request_s *r) {
+  r->active = true;
+  r->done = false;
+  r->result = 0;
+  r->error.clear();
+  r->next = active_;
+  r->prev = nullptr;
+  if (active_) active_->prev = r;
+  active_ = r;
+  active_count.fetch_add(1, std::memory_order_relaxed);
+  // An ABORT may have come first.
+  for (uint32_t ep = 0; ep < nep && !r->done; ep++) {
+    for (Entry *e = unexpected_[ep].head; e; e = e->next)
+      if (e->slot.h.kind == kAbort && e->slot.h.ctx == r->comm->ctx && e->slot.h.seq == r->seq) {
+        fail(r, -ECANCELED, std::string(reinterpret_cast<const char *>(e->slot.payload), e->slot.h.frag), false);
+        break;
+      }
+  }
+  if (!r->done) {
+    issue(r);
+    if (cad_exec_status(&r->ex) != -EINPROGRESS) finish(r);
+  }
+}
+
+bool Runtime::progress() {
+  bool moved = flush_pending();
+  moved |= poll_incoming();
+  for (cadrt_request_s *r = active_, *next; r; r = next) {
+    next = r->next;
+    if (r->redrain && room()) {
+      r->redrain = false;
+      for (uint32_t ep = 0; ep < nep; ep++) drain_unexpected(r, ep);
+      moved = true;
+    }
+    for (size_t k = 0; k < r->outgoing.size();) {
+      const uint32_t node = r->outgoing[k];
+      const size_t before = r->outgoing.size();
+      moved |= frag_out(r, node);
+      if (r->outgoing.size() == before) k++;
+    }
+    moved |= issue(r);
+    if (!r->done && cad_exec_status(&r->ex) != -EINPROGRESS) {
+      finish(r);
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+void Runtime::progress_in_handler() {
+  t_in_handler = true;
+  progress();
+  t_in_handler = false;
+}
+
+// Sleep until a message may have come (or timeout_ms).
+void Runtime::sleep_until_message(int timeout_ms) {
+  RankInfo &mine = seg.rank(me);
+  mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t v = mine.bell.load(std::memory_order_acquire);
+  if (!incoming()) futex_wait(&mine.bell, v, timeout_ms);
+  mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// A peer that cadrun saw die: every active request fails.
+bool Runtime::check_peers() {
+  for (uint32_t ep = 0; ep < nep; ep++) {
+    if (seg.rank(ep).state.load(std::memory_order_acquire) != kDead) continue;
+    const std::string why = "rank " + std::to_string(ep) + " of the job died";
+    while (active_) fail(active_, -EPIPE, why, false);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace cadrt

@@ -1,0 +1,215 @@
+// requests.cpp - from a call to a running request: select the algorithm
+// (the library's rules, or CADRT_ALGORITHM_<COLL>), instantiate this
+// rank's program (cached per instance), verify it with the core verifier,
+// bind the caller's buffers, run; and waiting for it.
+#include <sched.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "runtime.h"
+
+namespace cadrt {
+
+bool Instance::Key::operator<(const Key &o) const {
+  if (kind != o.kind) return kind < o.kind;
+  if (peer != o.peer) return peer < o.peer;
+  if (tag != o.tag) return tag < o.tag;
+  return occ < o.occ;
+}
+
+int64_t Instance::find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t o) const {
+  const Key k{kind, peer, tag, o, 0};
+  auto it = std::lower_bound(keys.begin(), keys.end(), k);
+  if (it == keys.end() || it->kind != kind || it->peer != peer || it->tag != tag || it->occ != o) return -1;
+  return it->node;
+}
+
+void Instance::index() {
+  occ.assign(prog.n_nodes, 0);
+  keys.clear();
+  std::map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> seen;
+  for (uint32_t i = 0; i < prog.n_nodes; i++) {
+    const cad_node &n = prog.nodes[i];
+    if (n.kind != CAD_NODE_SEND && n.kind != CAD_NODE_RECV) continue;
+    occ[i] = seen[{n.kind, n.peer, n.tag}]++;
+    keys.push_back({n.kind, n.peer, n.tag, occ[i], i});
+  }
+  std::sort(keys.begin(), keys.end());
+}
+
+namespace {
+
+uint64_t fnv(uint64_t h, const std::string &s) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string upper(std::string s) {
+  for (char &c : s) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Collective c, cad::InstanceSpec spec,
+                                                  int *err) {
+  const char *coll = cad::collective_info(c).name;
+  spec.topo = comm->topo;
+  const cad::Algorithm *alg = nullptr;
+  const std::string var = "CADRT_ALGORITHM_" + upper(coll);
+  if (const char *forced = getenv(var.c_str()); forced && *forced) {
+    alg = lib.find(forced);
+    if (!alg || alg->collective != c) {
+      *err = set_error(-EINVAL, var + "=" + forced + ": the library has no " + coll + " algorithm of that name");
+      return nullptr;
+    }
+    cad::Diagnostics quiet;
+    cad::Instantiator probe(*alg, spec, &quiet);
+    if (!probe.ok() || !probe.applicable()) {
+      *err = set_error(-EINVAL, var + "=" + forced + " does not apply to " + coll + " P=" + std::to_string(spec.P) +
+                                    " n=" + std::to_string(spec.n) +
+                                    (probe.failed_requirement() ? ": a requirement does not hold" : ""));
+      return nullptr;
+    }
+  } else {
+    alg = cad::select_algorithm(lib, c, &spec);
+    if (!alg) {
+      *err = set_error(-ENOTSUP, std::string("no algorithm of the library applies to ") + coll +
+                                     " with P=" + std::to_string(spec.P) + " n=" + std::to_string(spec.n) +
+                                     (spec.commutative ? "" : " and a non-commutative op"));
+      return nullptr;
+    }
+  }
+  std::string key = alg->name + "|" + spec.describe(*alg) + "|r" + std::to_string(comm->rank) + "|dt" +
+                    std::to_string(spec.dtype) + "|op" + std::to_string(spec.op) + "|t" +
+                    std::to_string(reinterpret_cast<uintptr_t>(spec.topo.get()));
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+
+  auto inst = std::make_shared<Instance>();
+  inst->alg = alg;
+  inst->topo = spec.topo;
+  cad::Diagnostics diags;
+  cad::Instantiator in(*alg, spec, &diags);
+  cad::RankProgram rp;
+  uint32_t size = 0;
+  if (!in.ok() || !in.rank(static_cast<uint32_t>(comm->rank), &rp) ||
+      !cad::emit_image(*alg, spec, rp, lib.sm, &inst->image, &size, &diags)) {
+    *err = set_error(-EINVAL, "instantiating " + alg->name + " " + spec.describe(*alg) + ": " +
+                                  (diags.empty() ? std::string("failed") : cad::render_text(lib.sm, diags.list()[0])));
+    return nullptr;
+  }
+  char msg[512];
+  cad_log log;
+  cad_log_init(&log, msg, sizeof msg);
+  if (int v = cad_verify(inst->image.data(), size, nullptr, &inst->prog, &log)) {
+    *err = set_error(v, "the core verifier rejected rank " + std::to_string(comm->rank) + "'s program of " + alg->name +
+                            ": " + msg);
+    return nullptr;
+  }
+  inst->index();
+  {
+    const cad::CollectiveInfo &info = cad::collective_info(c);
+    inst->desc = alg->name + " (" + coll + " P=" + std::to_string(spec.P);
+    if (info.reducing)
+      inst->desc += " count=" + std::to_string(spec.n) + " " + cad_dtype_name(spec.dtype) + " " + cad_op_name(spec.op);
+    else if (c != cad::Collective::Barrier)
+      inst->desc += " bytes=" + std::to_string(spec.n);
+    if (info.rooted) inst->desc += " root=" + std::to_string(spec.root);
+    inst->desc += ")";
+  }
+  // What every rank must agree on (not the rank, not in-place).
+  std::string agreed = alg->name + "|" + coll + "|P" + std::to_string(spec.P) + "|n" + std::to_string(spec.n) +
+                       "|root" + std::to_string(cad::collective_info(c).rooted ? spec.root : 0) + "|dt" +
+                       std::to_string(spec.dtype) + "|op" + std::to_string(spec.op);
+  for (const auto &p : spec.params) agreed += "|" + p.first + "=" + std::to_string(p.second);
+  inst->fp = fnv(0xcbf29ce484222325ull, agreed);
+  cache_.emplace(key, inst);
+  return inst;
+}
+
+// Binds buffers: the program's send buffer to sendbuf, its receive buffer
+// to recvbuf, scratch to fresh memory.  Send and receive buffers may not
+// overlap (CADRT_IN_PLACE is the way to share one).
+int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
+  const cad_prog &p = r->inst->prog;
+  r->bufs.assign(p.n_buffers, nullptr);
+  r->scratch.clear();
+  const unsigned char *s_lo = nullptr, *r_lo = nullptr;
+  uint64_t s_len = 0, r_len = 0;
+  for (uint32_t i = 0; i < p.n_buffers; i++) {
+    const cad_buffer &b = p.buffers[i];
+    switch (b.kind) {
+      case CAD_BUF_SEND:
+        r->bufs[i] = static_cast<unsigned char *>(const_cast<void *>(sendbuf));
+        s_lo = r->bufs[i];
+        s_len = b.size;
+        break;
+      case CAD_BUF_RECV:
+        r->bufs[i] = static_cast<unsigned char *>(recvbuf);
+        r_lo = r->bufs[i];
+        r_len = b.size;
+        break;
+      default:
+        r->scratch.emplace_back(b.size);
+        r->bufs[i] = r->scratch.back().data();
+        break;
+    }
+    if (b.size && !r->bufs[i])
+      return set_error(-EINVAL, std::string("the ") + (b.kind == CAD_BUF_SEND ? "send" : "receive") +
+                                    " buffer is NULL but the call needs " + std::to_string(b.size) + " bytes there");
+  }
+  if (s_len && r_len && s_lo < r_lo + r_len && r_lo < s_lo + s_len)
+    return set_error(-EINVAL, "the send and receive buffers overlap: use CADRT_IN_PLACE");
+  r->exec_mem.assign((cad_exec_mem_size(&p) + 3) / 4, 0);
+  r->xfer.assign(p.n_nodes, Xfer());
+  cad_exec_init(&r->ex, &p, r->exec_mem.data());
+  return 0;
+}
+
+int Runtime::start(cadrt_request_s *r) {
+  if (r->active) return set_error(-EBUSY, "the request is already active");
+  for (auto &s : r->scratch) std::fill(s.begin(), s.end(), 0);
+  for (Xfer &x : r->xfer) x = Xfer();
+  r->outgoing.clear();
+  r->redrain = false;
+  r->seq = r->comm->next_seq++;
+  cad_exec_start(&r->ex);
+  activate(r);
+  return 0;
+}
+
+bool Runtime::comm_busy(const cadrt_comm_s *comm) const {
+  for (const cadrt_request_s *r = active_; r; r = r->next)
+    if (r->comm == comm) return true;
+  return false;
+}
+
+bool Runtime::test(cadrt_request_s *r) {
+  if (!r->done) {
+    check_peers();
+    progress();
+  }
+  return r->done;
+}
+
+int Runtime::wait(cadrt_request_s *r) {
+  for (int idle = 0;;) {
+    {
+      auto g = guard();
+      if (!r->done) idle = progress() ? 0 : idle + 1;
+      if (r->done) break;
+      if (idle > 64) check_peers();
+      if (r->done) break;
+    }
+    if (idle > 64) sleep_until_message(10);
+    else if (idle > 8) sched_yield();
+  }
+  return r->result;
+}
+
+}  // namespace cadrt

@@ -1,0 +1,390 @@
+// runtime.cpp - joining the job, the CMA probe, the library, the engines.
+#include "runtime.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <hwloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "spec.h"
+
+namespace cadrt {
+
+namespace {
+
+thread_local std::string t_error;
+volatile uint64_t g_probe_word = 0x43414452544f4b21ull;  // what peers read in the CMA probe
+const int kSignal = SIGRTMIN + 5;
+std::atomic<bool> g_signal_sent{false};
+
+const char *env(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+bool env_long(const char *name, long *out) {
+  const char *v = env(name);
+  if (!v) return false;
+  char *end;
+  errno = 0;
+  const long x = strtol(v, &end, 10);
+  if (errno || *end) return false;
+  *out = x;
+  return true;
+}
+
+// The standard library beside libcadrt.so (build/lib/cad-std.cadlib).
+std::string default_library() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(&default_library), &info) && info.dli_fname) {
+    std::string path = info.dli_fname;
+    const size_t slash = path.rfind('/');
+    return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/cad-std.cadlib";
+  }
+  return "cad-std.cadlib";
+}
+
+// This process's place in the machine: package, NUMA domain and L3 of the
+// CPU it is bound to (or runs on, if it is not bound to one place).
+void my_place(int32_t place[4]) {
+  place[0] = 0;
+  place[1] = place[2] = place[3] = -1;
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0) return;
+  if (hwloc_topology_load(t) != 0) {
+    hwloc_topology_destroy(t);
+    return;
+  }
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (hwloc_get_cpubind(t, set, HWLOC_CPUBIND_PROCESS) != 0 || hwloc_bitmap_iszero(set) ||
+      !hwloc_get_obj_covering_cpuset(t, set) ||
+      hwloc_get_obj_covering_cpuset(t, set)->type == HWLOC_OBJ_MACHINE)
+    hwloc_get_last_cpu_location(t, set, HWLOC_CPUBIND_THREAD);
+  hwloc_obj_t obj = hwloc_get_obj_covering_cpuset(t, set);
+  if (obj) {
+    hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, obj);
+    hwloc_obj_t l3 = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_L3CACHE, obj);
+    if (obj->type == HWLOC_OBJ_PACKAGE) pkg = obj;
+    if (obj->type == HWLOC_OBJ_L3CACHE) l3 = obj;
+    place[1] = pkg ? static_cast<int32_t>(pkg->logical_index) : 0;
+    place[2] = obj->nodeset && !hwloc_bitmap_iszero(obj->nodeset) ? hwloc_bitmap_first(obj->nodeset) : 0;
+    place[3] = l3 ? static_cast<int32_t>(l3->logical_index) : place[1];
+  }
+  hwloc_bitmap_free(set);
+  hwloc_topology_destroy(t);
+}
+
+void on_signal(int) {
+  const int saved = errno;
+  g_signal_sent.store(false, std::memory_order_relaxed);
+  Runtime &r = rt();
+  if (!r.initialised()) {
+    // finalize has begun or ended: nothing to progress
+  } else if (r.in_library.load(std::memory_order_relaxed)) {
+    r.deferred.store(1, std::memory_order_relaxed);
+  } else {
+    r.in_library.store(1, std::memory_order_relaxed);
+    r.progress_in_handler();
+    r.in_library.store(0, std::memory_order_relaxed);
+  }
+  errno = saved;
+}
+
+}  // namespace
+
+Runtime &rt() {
+  static Runtime instance;
+  return instance;
+}
+
+int set_error(int err, const std::string &message) {
+  t_error = message;
+  if (rt().verbose) fprintf(stderr, "cadrt: %s\n", message.c_str());
+  return err;
+}
+
+void clear_error() { t_error.clear(); }
+
+const char *error_message() { return t_error.c_str(); }
+
+Entered::Entered() {
+  rt().in_library.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // before any library work
+}
+
+Entered::~Entered() {
+  Runtime &r = rt();
+  if (r.in_library.load(std::memory_order_relaxed) == 1 && r.deferred.exchange(0) && r.initialised()) {
+    auto g = r.guard();
+    r.progress();
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // after all library work
+  // A signal that came after the check above was deferred too: take it
+  // now, in the handler, rather than at the helper's next wake-up.
+  if (r.in_library.fetch_sub(1, std::memory_order_relaxed) == 1 && r.engine == Engine::Signal &&
+      r.deferred.exchange(0) && r.initialised())
+    pthread_kill(pthread_self(), kSignal);
+}
+
+std::unique_lock<std::mutex> Runtime::guard() {
+  return engine == Engine::Thread ? std::unique_lock<std::mutex>(lock) : std::unique_lock<std::mutex>();
+}
+
+// ---------------------------------------------------------------- world
+
+int Runtime::setup_world() {
+  long fd = -1, rank = 0, size = 1;
+  const bool job = env_long("CADRT_JOB_FD", &fd);
+  if (job && (!env_long("CADRT_RANK", &rank) || !env_long("CADRT_SIZE", &size) || size < 1 || rank < 0 ||
+              rank >= size))
+    return set_error(-EINVAL, "CADRT_JOB_FD is set but CADRT_RANK and CADRT_SIZE are not a rank and a size");
+  std::string error;
+  if (job) {
+    if (!seg.map(static_cast<int>(fd), false, static_cast<uint32_t>(size), &error))
+      return set_error(-EINVAL, "joining the job: " + error);
+  } else {
+    // A world of one: the same code paths over a private segment.
+    const int own = memfd_create("cadrt-single", MFD_CLOEXEC);
+    if (own < 0 || !seg.map(own, true, 1, &error)) {
+      if (own >= 0) close(own);
+      return set_error(-ENOMEM, "creating the shared segment: " + (error.empty() ? strerror(errno) : error));
+    }
+    close(own);
+  }
+  me = static_cast<uint32_t>(rank);
+  nep = static_cast<uint32_t>(size);
+  RankInfo &mine = seg.rank(me);
+  mine.pid.store(getpid(), std::memory_order_relaxed);
+  mine.probe_addr = reinterpret_cast<uint64_t>(&g_probe_word);
+  my_place(mine.place);
+  mine.state.store(kAlive, std::memory_order_release);
+  seg.barrier();
+  return 0;
+}
+
+// Whether process_vm_readv works between the job's processes: each reads
+// a word of the next rank; one failure turns it off for all.
+int Runtime::probe_cma() {
+  cma = false;
+  if (nep == 1) return 0;
+  const char *want = env("CADRT_CMA");
+  if (want && strcmp(want, "0") == 0) {
+    seg.header().cma_denied.store(1);
+  } else {
+    // Yama's ptrace_scope 1 lets only ancestors attach: allow the job.
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    seg.barrier();
+    const uint32_t peer = (me + 1) % nep;
+    uint64_t word = 0;
+    struct iovec l = {&word, sizeof word};
+    struct iovec r = {reinterpret_cast<void *>(seg.rank(peer).probe_addr), sizeof word};
+    const pid_t pid = seg.rank(peer).pid.load();
+    if (process_vm_readv(pid, &l, 1, &r, 1, 0) != static_cast<ssize_t>(sizeof word) || word != g_probe_word) {
+      seg.header().cma_errno.store(errno ? errno : EIO);
+      seg.header().cma_denied.store(1);
+    }
+  }
+  seg.barrier();
+  cma = !seg.header().cma_denied.load();
+  if (!cma && verbose && me == 0 && !(want && strcmp(want, "0") == 0))
+    fprintf(stderr, "cadrt: notice: process_vm_readv is not permitted here (%s): large messages are copied through shared memory\n",
+            strerror(seg.header().cma_errno.load()));
+  return 0;
+}
+
+// ---------------------------------------------------------------- engines
+
+void Runtime::thread_main() {
+  long cpu;
+  if (env_long("CADRT_THREAD_CPU", &cpu) && cpu >= 0 && cpu < CPU_SETSIZE) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(static_cast<int>(cpu), &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
+  const char *spin = env("CADRT_THREAD_SPIN");
+  const bool spinning = spin && strcmp(spin, "1") == 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    bool moved;
+    {
+      std::lock_guard<std::mutex> g(lock);
+      moved = progress();
+    }
+    if (moved) continue;
+    if (spinning) sched_yield();
+    else sleep_until_message(100);
+  }
+}
+
+// The signal engine's helper: sleeps in the kernel until a message comes
+// for this process, then interrupts the main thread, which progresses in
+// the handler (or on leaving the library, if it is inside).  It touches no
+// runtime state.
+void Runtime::signal_helper_main() {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, kSignal);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  RankInfo &mine = seg.rank(me);
+  auto work = [&] {
+    return (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
+           waiting_output.load(std::memory_order_relaxed) > 0;
+  };
+  while (!stop_.load(std::memory_order_relaxed)) {
+    mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t v = mine.bell.load(std::memory_order_acquire);
+    // Sleep unless a message waits and nobody is on it yet; output that
+    // waits for room wakes us when the consumer frees slots.
+    const bool urgent = active_count.load(std::memory_order_relaxed) > 0 && incoming() &&
+                        !in_library.load(std::memory_order_relaxed) && !g_signal_sent.load(std::memory_order_relaxed);
+    if (!urgent) futex_wait(&mine.bell, v, 100);
+    mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
+    if (stop_.load(std::memory_order_relaxed)) break;
+    if (work() && !in_library.load(std::memory_order_relaxed) && !g_signal_sent.exchange(true))
+      pthread_kill(main_thread_, kSignal);
+  }
+}
+
+int Runtime::start_engine() {
+  const char *want = env("CADRT_ENGINE");
+  std::string name = want ? want : "auto";
+  if (name == "auto") {
+    // A progress thread pays off when every rank of the node can have a
+    // core for it; otherwise the signal engine, whose helper only sleeps.
+    cpu_set_t set;
+    const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    name = cpus >= 2 * static_cast<long>(nep) ? "thread" : "signal";
+  }
+  if (name == "poll") {
+    engine = Engine::Poll;
+  } else if (name == "thread") {
+    engine = Engine::Thread;
+    helper_ = std::thread([this] { thread_main(); });
+  } else if (name == "signal") {
+    engine = Engine::Signal;
+    struct sigaction sa = {};
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(kSignal, &sa, nullptr) != 0) return set_error(-errno, "installing the signal handler failed");
+    main_thread_ = pthread_self();
+    helper_ = std::thread([this] { signal_helper_main(); });
+  } else if (name == "kernel") {
+    return set_error(-ENOTSUP, "CADRT_ENGINE=kernel: the kernel engine needs cad.ko (not available yet)");
+  } else {
+    return set_error(-EINVAL, "CADRT_ENGINE=" + name + ": not one of poll, thread, signal, kernel, auto");
+  }
+  return 0;
+}
+
+const char *Runtime::engine_name() const {
+  switch (engine) {
+    case Engine::Thread: return "thread";
+    case Engine::Signal: return "signal";
+    default: return "poll";
+  }
+}
+
+// ---------------------------------------------------------------- init
+
+int Runtime::init() {
+  if (initialised_) return 0;
+  const char *v = env("CADRT_VERBOSE");
+  verbose = v && strcmp(v, "0") != 0;
+  const std::string path = env("CADRT_LIBRARY") ? env("CADRT_LIBRARY") : default_library();
+  cad::Diagnostics diags;
+  if (!cad::load_library(path, &lib, &diags)) {
+    std::string why = diags.empty() ? path + ": cannot load" : diags.list()[0].message;
+    return set_error(-EINVAL, "loading the algorithm library: " + why);
+  }
+  if (int err = setup_world()) return err;
+  if (int err = probe_cma()) return err;
+  unexpected_.assign(nep, Queue());
+  pending_.assign(nep, Queue());
+  pool_.grow(256);
+  vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
+
+  world = std::make_unique<cadrt_comm_s>();
+  world->ctx = 1;
+  world->rank = static_cast<int>(me);
+  world->size = static_cast<int>(nep);
+  world->world = true;
+  for (uint32_t i = 0; i < nep; i++) world->ep.push_back(i);
+  world->rank_of_ep.assign(world->ep.begin(), world->ep.end());
+  std::vector<std::vector<int64_t>> places;
+  for (uint32_t i = 0; i < nep; i++) {
+    const RankInfo &ri = seg.rank(i);
+    places.push_back({ri.place[0], ri.place[1], ri.place[2], ri.place[3]});
+  }
+  if (int err = make_topology(world.get(), places)) return err;
+  if (int err = start_engine()) return err;
+  initialised_ = true;
+  return 0;
+}
+
+// The topology of comm from its ranks' places (or CADRT_TOPOLOGY).
+int Runtime::make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int64_t>> &places) {
+  cad::Machine m;
+  std::string error;
+  if (const char *file = env("CADRT_TOPOLOGY")) {
+    if (!cad::load_machine(file, &m, &error)) return set_error(-EINVAL, "CADRT_TOPOLOGY: " + error);
+  } else {
+    bool known = true;
+    for (const auto &p : places) known &= p[1] >= 0;
+    if (!known) {
+      comm->topo = cad::Topology::flat(comm->size);
+      return 0;
+    }
+    m.flat = false;
+    m.name = "hwloc";
+    m.places = places;
+  }
+  std::shared_ptr<const cad::Topology> t;
+  if (!cad::Topology::make(m, comm->size, &t, &error)) return set_error(-EINVAL, "topology: " + error);
+  comm->topo = t;
+  comm->places = places;
+  return 0;
+}
+
+int Runtime::finalize() {
+  if (!initialised_) return 0;
+  if (active_count.load()) return set_error(-EBUSY, "cadrt_finalize: requests are still active");
+  // Messages still waiting for room in a peer's ring go out first (unless
+  // the peer is gone).
+  while (waiting_output.load() > 0) {
+    {
+      auto g = guard();
+      if (progress()) continue;
+    }
+    if (!output_deliverable()) break;
+    sleep_until_message(10);
+  }
+  stop_.store(true);
+  if (helper_.joinable()) {
+    RankInfo &mine = seg.rank(me);
+    mine.bell.fetch_add(1);
+    futex_wake(&mine.bell);
+    helper_.join();
+  }
+  if (engine == Engine::Signal) signal(kSignal, SIG_IGN);
+  seg.rank(me).state.store(kExited, std::memory_order_release);
+  cache_.clear();
+  world.reset();
+  seg.unmap();
+  initialised_ = false;
+  stop_.store(false);
+  return 0;
+}
+
+}  // namespace cadrt

@@ -1,0 +1,261 @@
+// runtime.h - the runtime's state: communicators, instances (verified
+// per-rank programs, cached), requests, and the progress engine that runs
+// requests' DAGs over the shared-memory transport.
+//
+// Invariants:
+// - A request runs only a program the core verifier accepted, with buffers
+//   bound to exactly the sizes the program declares.
+// - progress() never allocates from the heap and never blocks: the signal
+//   engine runs it in a signal handler.  What it needs (message entries,
+//   request memory) is allocated by the calls that start requests.
+// - Only one thread runs progress() at a time: the caller's, under the
+//   runtime lock (poll, thread engines), or the main thread, in the
+//   library or in the signal handler while it is outside (signal engine).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../kmod/core/cad_core.h"
+#include "cadrt/cadrt.h"
+#include "library.h"
+#include "shm.h"
+
+namespace cadrt {
+
+// A message held by this process: one that arrived before its operation
+// was posted, or one waiting for room in a full ring.
+struct Entry {
+  Entry *next;
+  uint32_t ep;  // the peer endpoint it came from or goes to
+  Slot slot;
+};
+
+// Fixed-size entries on a free list; grow() only where allocating is safe.
+class Pool {
+ public:
+  Entry *get();  // nullptr when empty
+  void put(Entry *e);
+  void grow(size_t n);
+  size_t free_count() const { return free_n_; }
+  ~Pool();
+
+ private:
+  Entry *free_ = nullptr;
+  size_t free_n_ = 0;
+  std::vector<Entry *> chunks_;
+};
+
+// A FIFO of entries.
+struct Queue {
+  Entry *head = nullptr, *tail = nullptr;
+  void push(Entry *e);
+  Entry *pop();
+  bool empty() const { return head == nullptr; }
+};
+
+struct Comm;
+
+// A verified program of one rank for one instance, shared by requests.
+struct Instance {
+  const cad::Algorithm *alg = nullptr;  // null for a hand-built CAD
+  std::shared_ptr<const cad::Topology> topo;  // kept alive: part of the cache key
+  std::string desc;                     // "bcast_binomial P=4 n=80 root=0"
+  uint64_t fp = 0;                      // fingerprint of the call
+  std::vector<uint64_t> image;
+  cad_prog prog{};
+  std::vector<uint32_t> occ;            // per node: earlier nodes of (kind, peer, tag)
+  struct Key {
+    uint8_t kind;
+    uint32_t peer, tag, occ, node;
+    bool operator<(const Key &o) const;
+  };
+  std::vector<Key> keys;                // SEND and RECV nodes, sorted
+  // The node of kind with (peer, tag, occ), or -1.
+  int64_t find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t occ) const;
+  void index();                         // fills occ and keys from prog
+};
+
+// Per transfer node of a running request.
+enum XferState : uint8_t {
+  kIdle = 0,
+  kWaitFin,     // sent RTS (or CTS): the peer copies, then says FIN
+  kWaitCts,     // sender-writes: the receiver's address is to come
+  kWaitData,    // a receive waiting for EAGER, RTS or FRAGs
+  kFragOut,     // sending FRAGs as the ring has room
+};
+
+struct Xfer {
+  uint8_t state = kIdle;
+  uint64_t done = 0;  // bytes
+};
+
+}  // namespace cadrt
+
+struct cadrt_comm_s {
+  uint64_t ctx = 0;
+  int rank = 0, size = 1;
+  std::vector<uint32_t> ep;         // endpoint of each rank
+  std::vector<int32_t> rank_of_ep;  // comm rank of each endpoint, or -1
+  uint64_t next_seq = 0;
+  uint64_t splits = 0;
+  std::shared_ptr<const cad::Topology> topo;
+  std::vector<std::vector<int64_t>> places;  // of each rank, for splits
+  bool world = false;
+};
+
+struct cadrt_request_s {
+  cadrt_comm_s *comm = nullptr;
+  std::shared_ptr<const cadrt::Instance> inst;
+  bool persistent = false;
+  bool active = false;
+  bool done = false;
+  int result = 0;
+  std::string error;
+  uint64_t seq = 0;
+  cad_exec ex{};
+  std::vector<uint32_t> exec_mem;
+  std::vector<unsigned char *> bufs;      // base address of each program buffer
+  std::vector<std::vector<unsigned char>> scratch;
+  std::vector<cadrt::Xfer> xfer;          // per node
+  std::vector<uint32_t> outgoing;         // nodes in kFragOut
+  bool redrain = false;                   // unexpected messages left for later
+  cadrt_request_s *prev = nullptr, *next = nullptr;  // the active list
+  bool from_cad = false;                  // issued from a hand-built CAD
+};
+
+namespace cadrt {
+
+enum class Engine { Poll, Thread, Signal };
+
+class Runtime {
+ public:
+  // ---- set up (in init) ----
+  int init();
+  int finalize();
+  bool initialised() const { return initialised_; }
+
+  cad::Library lib;
+  std::unique_ptr<cadrt_comm_s> world;
+  Engine engine = Engine::Poll;
+  bool verbose = false;
+
+  // ---- requests ----
+  // Selects the algorithm, instantiates (cached) and verifies; false with
+  // *err and the error message set.
+  std::shared_ptr<const Instance> instance(cadrt_comm_s *comm, cad::Collective c, cad::InstanceSpec spec,
+                                           int *err);
+  // Binds the caller's buffers (and fresh scratch) to r's program.
+  int bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf);
+  // Arms a bound request (a new collective number); it joins the active
+  // list and issues what is ready.
+  int start(cadrt_request_s *r);
+  // Runs progress until r is done (or just once, for test).
+  int wait(cadrt_request_s *r);
+  bool test(cadrt_request_s *r);
+  // Some active request runs on comm.
+  bool comm_busy(const cadrt_comm_s *comm) const;
+
+  // One pass: incoming messages, ready nodes, pending output.  True if
+  // anything moved.
+  bool progress();
+  void progress_in_handler();
+  // Arms a bound request and issues what is ready.
+  void activate(cadrt_request_s *r);
+  // Sleeps until a message may have come, at most timeout_ms.
+  void sleep_until_message(int timeout_ms);
+  // Fails every active request if cadrun marked a peer dead.
+  bool check_peers();
+
+  // The thread engine's lock over all runtime state; guard() takes it
+  // under that engine and is a no-op under the others.
+  std::mutex lock;
+  std::unique_lock<std::mutex> guard();
+  const char *engine_name() const;
+  int make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int64_t>> &places);
+
+  // Endpoint of this process and the segment.
+  uint32_t me = 0;
+  uint32_t nep = 1;
+  Segment seg;
+  bool cma = false;
+
+  void bump_in_library(int d);
+  std::atomic<int> in_library{0};
+  std::atomic<int> deferred{0};
+  std::atomic<int> active_count{0};
+  // Messages waiting for room in a peer's ring, and fragmenting sends:
+  // more to do when a consumer frees slots (it rings our bell).
+  std::atomic<int> waiting_output{0};
+
+ private:
+  bool initialised_ = false;
+  Pool pool_;
+  std::vector<Queue> unexpected_;  // per endpoint
+  std::vector<Queue> pending_;     // per endpoint: output waiting for room
+  cadrt_request_s *active_ = nullptr;
+  std::vector<unsigned char> vm_scratch_;
+  std::map<std::string, std::shared_ptr<const Instance>> cache_;
+  std::thread helper_;
+  std::atomic<bool> stop_{false};
+  pthread_t main_thread_{};
+
+  // transport (progress.cpp)
+  bool room();
+  void push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n);
+  bool flush_pending();
+  void ring(uint32_t ep);
+  bool incoming() const;
+  // Some output waits for room in the ring of a peer that is still there.
+  bool output_deliverable() const;
+  bool poll_incoming();
+  void dispatch(uint32_t ep, const Slot &s);
+  int64_t target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out);
+  void drain_unexpected(cadrt_request_s *r, uint32_t ep);
+  void handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot &s);
+  unsigned char *at(cadrt_request_s *r, uint32_t buf, uint64_t off);
+  MsgHeader header(cadrt_request_s *r, uint32_t node, uint32_t kind);
+  void post(cadrt_request_s *r, uint32_t node);
+  void complete(cadrt_request_s *r, uint32_t node);
+  void fail(cadrt_request_s *r, int err, const std::string &why, bool tell_peers);
+  void finish(cadrt_request_s *r);
+  bool issue(cadrt_request_s *r);
+  bool frag_out(cadrt_request_s *r, uint32_t node);
+  cadrt_request_s *find_active(uint64_t ctx, uint64_t seq);
+  bool recently_failed(uint64_t ctx, uint64_t seq) const;
+  bool cma_copy(bool read, uint32_t ep, void *local, uint64_t remote, uint64_t len, int *err);
+  std::array<std::pair<uint64_t, uint64_t>, 16> failed_{};  // (ctx, seq) that failed lately
+  size_t failed_next_ = 0;
+
+  // engines (runtime.cpp)
+  void thread_main();
+  void signal_helper_main();
+  int setup_world();
+  int probe_cma();
+  int start_engine();
+};
+
+Runtime &rt();
+
+// The calling thread's error, set by the API functions.
+int set_error(int err, const std::string &message);
+void clear_error();
+const char *error_message();
+
+// RAII: inside the library (for the signal engine) and under the lock.
+class Entered {
+ public:
+  Entered();
+  ~Entered();
+  Entered(const Entered &) = delete;
+  Entered &operator=(const Entered &) = delete;
+};
+
+}  // namespace cadrt

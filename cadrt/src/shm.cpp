@@ -1,0 +1,112 @@
+// shm.cpp - see shm.h.
+#include "shm.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace cadrt {
+
+namespace {
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+uint64_t ranks_offset() { return sizeof(Header); }
+uint64_t rings_offset(uint32_t n) { return align_up(ranks_offset() + n * sizeof(RankInfo), 4096); }
+
+}  // namespace
+
+uint64_t segment_size(uint32_t n) { return rings_offset(n) + static_cast<uint64_t>(n) * n * sizeof(Ring); }
+
+bool Segment::map(int fd, bool create, uint32_t n, std::string *error) {
+  if (create) {
+    if (ftruncate(fd, static_cast<off_t>(segment_size(n))) != 0) {
+      *error = std::string("cannot size the shared segment: ") + strerror(errno);
+      return false;
+    }
+  } else {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < sizeof(Header)) {
+      *error = "the shared segment is missing or too small";
+      return false;
+    }
+    void *p = mmap(nullptr, sizeof(Header), PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      *error = std::string("cannot map the shared segment: ") + strerror(errno);
+      return false;
+    }
+    const Header *h = static_cast<const Header *>(p);
+    const bool ok = h->magic == kMagic && h->version == kVersion && h->nranks == n &&
+                    h->size == segment_size(n) && static_cast<uint64_t>(st.st_size) >= h->size;
+    munmap(p, sizeof(Header));
+    if (!ok) {
+      *error = "the shared segment is not a cadrt segment for " + std::to_string(n) + " ranks";
+      return false;
+    }
+  }
+  size_ = segment_size(n);
+  void *p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    *error = std::string("cannot map the shared segment: ") + strerror(errno);
+    return false;
+  }
+  base_ = static_cast<unsigned char *>(p);
+  n_ = n;
+  if (create) {
+    // The file is zero-filled: zero is every atomic's initial state.
+    Header *h = new (base_) Header();
+    h->magic = kMagic;
+    h->version = kVersion;
+    h->nranks = n;
+    h->size = size_;
+    for (uint32_t r = 0; r < n; r++) new (&rank(r)) RankInfo();
+  }
+  return true;
+}
+
+void Segment::unmap() {
+  if (base_) munmap(base_, size_);
+  base_ = nullptr;
+}
+
+RankInfo &Segment::rank(uint32_t r) const {
+  return reinterpret_cast<RankInfo *>(base_ + ranks_offset())[r];
+}
+
+Ring &Segment::ring(uint32_t from, uint32_t to) const {
+  return reinterpret_cast<Ring *>(base_ + rings_offset(n_))[static_cast<uint64_t>(from) * n_ + to];
+}
+
+void Segment::barrier() {
+  Header &h = header();
+  const uint32_t gen = h.barrier_gen.load(std::memory_order_acquire);
+  if (h.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
+    h.barrier_count.store(0, std::memory_order_relaxed);
+    h.barrier_gen.fetch_add(1, std::memory_order_release);
+    futex_wake(&h.barrier_gen);
+    return;
+  }
+  for (int spin = 0; h.barrier_gen.load(std::memory_order_acquire) == gen; spin++) {
+    if (spin < 1000) sched_yield();
+    else futex_wait(&h.barrier_gen, gen, 100);
+  }
+}
+
+void futex_wait(std::atomic<uint32_t> *word, uint32_t expected, int timeout_ms) {
+  struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake(std::atomic<uint32_t> *word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE, 0x7fffffff, nullptr, nullptr, 0);
+}
+
+}  // namespace cadrt

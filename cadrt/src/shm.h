@@ -1,0 +1,126 @@
+// shm.h - the job's shared memory: what the processes of one node share.
+//
+// One segment per job (cadrun creates it as a memfd and hands it to its
+// children; under MPI the node's first rank creates it).  Layout:
+//   Header                         page 0
+//   RankInfo[n]                    one cache line each
+//   Ring[n * n]                    ring (s, d) carries messages from s to d
+// A ring is single-producer (s), single-consumer (d): the producer fills
+// slots at tail and publishes tail; the consumer takes them in order from
+// head and publishes head.  Messages are fixed 2 KiB slots: a 64-byte
+// header and up to 1984 bytes of payload (an eager message, a fragment),
+// or a control message (RTS, CTS, FIN, ABORT).  Nothing in a slot is a
+// pointer into the segment, so each process may map it anywhere.
+//
+// Waking: a process that is about to sleep raises its `sleepers` count and
+// waits on its `bell` (a futex in the segment); a producer that finds the
+// consumer's sleepers non-zero rings the bell.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace cadrt {
+
+constexpr uint32_t kSlots = 32;
+constexpr uint32_t kSlotSize = 2048;
+constexpr uint32_t kHeaderBytes = 64;
+constexpr uint32_t kPayload = kSlotSize - kHeaderBytes;
+
+enum MsgKind : uint32_t {
+  kEager = 1,  // the whole message in the payload
+  kRts,        // ready to send: the receiver reads [addr, +len) from the sender
+  kCts,        // clear to send: the sender writes [addr, +len) of the receiver
+  kFinSend,    // the receiver read the data: the send is done
+  kFinRecv,    // the sender wrote the data: the receive is done
+  kFrag,       // part of a message copied through the segment, at off
+  kAbort,      // the collective (ctx, seq) failed; payload: why
+};
+
+struct MsgHeader {
+  uint32_t kind;
+  uint32_t tag;   // the program's tag
+  uint64_t ctx;   // communicator
+  uint64_t seq;   // collective on that communicator
+  uint32_t occ;   // which message of (src, dst, tag) in program order
+  uint32_t frag;  // payload bytes
+  uint64_t len;   // bytes of the whole message
+  uint64_t addr;  // RTS: sender's source; CTS: receiver's destination
+  uint64_t off;   // FRAG: offset in the message
+  uint64_t fp;    // the sender's instance fingerprint
+};
+static_assert(sizeof(MsgHeader) == kHeaderBytes, "a slot header is 64 bytes");
+
+struct Slot {
+  MsgHeader h;
+  unsigned char payload[kPayload];
+};
+
+struct alignas(64) Ring {
+  alignas(64) std::atomic<uint64_t> tail;  // written by the producer
+  alignas(64) std::atomic<uint64_t> head;  // written by the consumer
+  // The producer has output waiting for room: the consumer rings its bell
+  // when it frees slots.
+  alignas(64) std::atomic<uint32_t> want_space;
+  alignas(64) Slot slots[kSlots];
+};
+
+// What a rank publishes.
+struct alignas(64) RankInfo {
+  std::atomic<int32_t> pid;
+  std::atomic<uint32_t> bell;      // futex word
+  std::atomic<uint32_t> sleepers;  // threads waiting on bell
+  std::atomic<uint32_t> state;     // kAlive, kExited, kDead (set by cadrun)
+  uint64_t probe_addr;             // a private word, for the CMA probe
+  int32_t place[4];                // node, package, NUMA domain, L3 (or -1)
+};
+
+enum RankState : uint32_t { kStarting = 0, kAlive = 1, kExited = 2, kDead = 3 };
+
+struct alignas(4096) Header {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t nranks;
+  uint64_t size;
+  std::atomic<uint32_t> barrier_count;
+  std::atomic<uint32_t> barrier_gen;   // futex word
+  std::atomic<uint32_t> cma_denied;    // some rank could not read a peer
+  std::atomic<int32_t> cma_errno;      // why
+};
+
+constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
+constexpr uint32_t kVersion = 1;
+
+// Bytes of a segment for n ranks.
+uint64_t segment_size(uint32_t n);
+
+class Segment {
+ public:
+  // Maps fd (the whole segment); creator: initialise it for n ranks.
+  // False with *error set.
+  bool map(int fd, bool create, uint32_t n, std::string *error);
+  void unmap();
+  bool mapped() const { return base_ != nullptr; }
+
+  Header &header() const { return *reinterpret_cast<Header *>(base_); }
+  uint32_t nranks() const { return n_; }
+  RankInfo &rank(uint32_t r) const;
+  Ring &ring(uint32_t from, uint32_t to) const;
+
+  // All ranks of the segment meet (spinning briefly, then on a futex).
+  void barrier();
+
+ private:
+  unsigned char *base_ = nullptr;
+  uint64_t size_ = 0;
+  uint32_t n_ = 0;
+};
+
+// futex on a shared word; wait returns on a wake, a change, a signal or
+// after timeout_ms.
+void futex_wait(std::atomic<uint32_t> *word, uint32_t expected, int timeout_ms);
+void futex_wake(std::atomic<uint32_t> *word);
+
+}  // namespace cadrt

@@ -1,0 +1,199 @@
+// cadrun - runs N local processes as one cadrt job.
+//
+//   cadrun -n N [--bind core|none] [--timeout SECONDS] PROGRAM ARGS...
+//
+// Creates the job's shared segment (a memfd the children inherit), starts
+// the ranks with CADRT_JOB_FD, CADRT_RANK and CADRT_SIZE set, and waits.
+// A rank that dies (a signal, or a non-zero exit) ends the job: cadrun says
+// which and how, marks it dead in the segment (the others' requests fail
+// with -EPIPE if they notice first), asks the others to stop (SIGTERM),
+// and kills what is left after two seconds.  Exit status: 0 if every rank
+// exited 0, else the first failing rank's status (128 + signal if killed).
+// --timeout ends a job that runs longer, the same way (status 124).
+#include <fcntl.h>
+#include <hwloc.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../src/shm.h"
+
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+
+void on_interrupt(int sig) { g_interrupted = sig; }
+
+[[noreturn]] void usage(const char *why) {
+  if (why) fprintf(stderr, "cadrun: %s\n", why);
+  fprintf(stderr, "usage: cadrun -n N [--bind core|none] [--timeout SECONDS] PROGRAM ARGS...\n");
+  exit(2);
+}
+
+double now() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CPU sets of the machine's cores, in order (hwloc).
+std::vector<cpu_set_t> cores() {
+  std::vector<cpu_set_t> out;
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0) return out;
+  if (hwloc_topology_load(t) == 0) {
+    const int n = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+    for (int i = 0; i < n; i++) {
+      hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, static_cast<unsigned>(i));
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int pu = hwloc_bitmap_first(core->cpuset); pu >= 0; pu = hwloc_bitmap_next(core->cpuset, pu))
+        if (pu < CPU_SETSIZE) CPU_SET(pu, &set);
+      out.push_back(set);
+    }
+  }
+  hwloc_topology_destroy(t);
+  return out;
+}
+
+std::string describe(int status) {
+  if (WIFSIGNALED(status))
+    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+int code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  long n = -1;
+  bool bind = false;
+  double timeout = 0;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const std::string a = argv[i];
+    if ((a == "-n" || a == "--np") && i + 1 < argc) {
+      char *end;
+      n = strtol(argv[++i], &end, 10);
+      if (*end || n < 1 || n > 4096) usage("-n takes a number of ranks from 1 to 4096");
+    } else if (a == "--bind" && i + 1 < argc) {
+      const std::string b = argv[++i];
+      if (b != "core" && b != "none") usage("--bind takes core or none");
+      bind = b == "core";
+    } else if (a == "--timeout" && i + 1 < argc) {
+      char *end;
+      timeout = strtod(argv[++i], &end);
+      if (*end || timeout <= 0) usage("--timeout takes a number of seconds");
+    } else if (a == "-h" || a == "--help") {
+      usage(nullptr);
+    } else {
+      usage(("unknown option " + a).c_str());
+    }
+  }
+  if (n < 1) usage("give the number of ranks with -n");
+  if (i >= argc) usage("give the program to run");
+
+  const int fd = memfd_create("cadrt-job", 0);  // inherited by the ranks
+  cadrt::Segment seg;
+  std::string error;
+  if (fd < 0 || !seg.map(fd, true, static_cast<uint32_t>(n), &error)) {
+    fprintf(stderr, "cadrun: cannot create the job's shared memory: %s\n", fd < 0 ? strerror(errno) : error.c_str());
+    return 1;
+  }
+  const std::vector<cpu_set_t> places = bind ? cores() : std::vector<cpu_set_t>();
+  if (bind && places.empty()) fprintf(stderr, "cadrun: --bind core: no cores found; not binding\n");
+
+  struct sigaction sa = {};
+  sa.sa_handler = on_interrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::vector<pid_t> pids(static_cast<size_t>(n), 0);
+  for (long r = 0; r < n; r++) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "cadrun: fork failed: %s\n", strerror(errno));
+      for (long q = 0; q < r; q++) kill(pids[static_cast<size_t>(q)], SIGKILL);
+      return 1;
+    }
+    if (pid == 0) {
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      setenv("CADRT_JOB_FD", std::to_string(fd).c_str(), 1);
+      setenv("CADRT_RANK", std::to_string(r).c_str(), 1);
+      setenv("CADRT_SIZE", std::to_string(n).c_str(), 1);
+      if (!places.empty()) sched_setaffinity(0, sizeof(cpu_set_t), &places[static_cast<size_t>(r) % places.size()]);
+      execvp(argv[i], argv + i);
+      fprintf(stderr, "cadrun: cannot run %s: %s\n", argv[i], strerror(errno));
+      _exit(127);
+    }
+    pids[static_cast<size_t>(r)] = pid;
+  }
+
+  const double start = now();
+  long running = n;
+  int result = 0;
+  bool ending = false;
+  double kill_at = 0;
+  while (running > 0) {
+    int status;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      long r = 0;
+      while (r < n && pids[static_cast<size_t>(r)] != pid) r++;
+      if (r == n) continue;
+      pids[static_cast<size_t>(r)] = 0;
+      running--;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      seg.rank(static_cast<uint32_t>(r)).state.store(ok ? cadrt::kExited : cadrt::kDead);
+      if (!ok && !ending) {
+        fprintf(stderr, "cadrun: rank %ld (pid %d) %s; ending the job\n", r, pid, describe(status).c_str());
+        result = code_of(status);
+        ending = true;
+        kill_at = now() + 2;
+        for (pid_t p : pids)
+          if (p) kill(p, SIGTERM);
+      }
+      continue;
+    }
+    if (g_interrupted && !ending) {
+      fprintf(stderr, "cadrun: interrupted; ending the job\n");
+      result = 128 + g_interrupted;
+      ending = true;
+      kill_at = now() + 2;
+      for (pid_t p : pids)
+        if (p) kill(p, SIGTERM);
+    }
+    if (timeout > 0 && !ending && now() - start > timeout) {
+      fprintf(stderr, "cadrun: the job ran longer than --timeout %g s; ending it\n", timeout);
+      result = 124;
+      ending = true;
+      kill_at = now() + 2;
+      for (pid_t p : pids)
+        if (p) kill(p, SIGTERM);
+    }
+    if (ending && now() > kill_at) {
+      for (pid_t p : pids)
+        if (p) kill(p, SIGKILL);
+      kill_at = now() + 3600;
+    }
+    usleep(2000);
+  }
+  const cadrt::Header &h = seg.header();
+  const char *cma = getenv("CADRT_CMA");
+  if (h.cma_denied.load() && !(cma && strcmp(cma, "0") == 0))
+    fprintf(stderr, "cadrun: notice: process_vm_readv was not permitted (%s); large messages were copied through shared memory\n",
+            strerror(h.cma_errno.load()));
+  return result;
+}
