@@ -1,0 +1,457 @@
+/* rt_check - runs collectives through cadrt under cadrun and checks every
+ * result against a reference each rank computes on its own: the inputs
+ * are a function of (rank, element), so the expected output of every
+ * collective is known without communicating.
+ *
+ *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
+ *          [--persistent] [--outstanding K] [--inplace] [--mismatch]
+ *          [--split] [--iters N]
+ *
+ * --persistent   the _init forms, started --iters times
+ * --outstanding  K collectives in flight at once, then waitall
+ * --inplace      CADRT_IN_PLACE where MPI allows it
+ * --mismatch     rank 1 passes a different count: rank 1 must get an
+ *                error and no rank may hang; a rank whose own part of the
+ *                collective matched may complete, but then with the right
+ *                result (as in MPI, where such a program is erroneous and
+ *                only the ranks that meet the mismatch can notice it)
+ * --split        also run everything on the halves of the world
+ * --die R        rank R starts an allreduce and kills itself: the others
+ *                must not hang (cadrun ends the job)
+ * Prints one line per failure and "rt_check: ok (N checks)" at rank 0.
+ * Exit 0 if every check passed; 1 on a wrong result or an error; 77 if a
+ * forced algorithm (CADRT_ALGORITHM_*) does not apply to this P.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cadrt/cadrt.h"
+
+static int g_rank, g_size, g_failures, g_checks;
+static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1;
+
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		fprintf(stderr, "rt_check: rank %d: ", g_rank);                \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, "\n");                                         \
+		g_failures++;                                                  \
+	} while (0)
+
+/* Inputs: small integers, so that sums and products of doubles are exact. */
+static int32_t gen(int r, size_t i, int salt)
+{
+	return (int32_t)((((uint64_t)r * 1000003u + i * 7919u + (uint64_t)salt * 31u) % 199u) + 1);
+}
+
+enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, RSB, BARRIER, NCOLL };
+static const char *names[NCOLL] = { "bcast", "reduce", "allreduce", "gather", "scatter",
+				    "allgather", "alltoall", "reduce_scatter_block", "barrier" };
+
+struct call {
+	enum coll c;
+	size_t n;
+	int root;
+	cadrt_datatype dt;
+	cadrt_op op;
+	int inplace;
+	void *send, *recv;
+	size_t send_elems, recv_elems;
+};
+
+static double value(cadrt_datatype dt, const void *p, size_t i)
+{
+	return dt == CADRT_DOUBLE ? ((const double *)p)[i] : (double)((const int32_t *)p)[i];
+}
+
+static void put(cadrt_datatype dt, void *p, size_t i, double v)
+{
+	if (dt == CADRT_DOUBLE)
+		((double *)p)[i] = v;
+	else
+		((int32_t *)p)[i] = (int32_t)v;
+}
+
+static double combine(cadrt_op op, double a, double b)
+{
+	switch (op) {
+	case CADRT_MAX: return a > b ? a : b;
+	case CADRT_MIN: return a < b ? a : b;
+	case CADRT_PROD: return a * b;
+	default: return a + b;
+	}
+}
+
+/* The reduction over all ranks of their element idx (sums and maxima of
+ * values up to 199 are exact in int32 and double). */
+static double reduced(cadrt_op op, int salt, size_t idx)
+{
+	double acc = gen(0, idx, salt);
+	for (int q = 1; q < g_size; q++)
+		acc = combine(op, acc, gen(q, idx, salt));
+	return acc;
+}
+
+static void setup(struct call *k, int salt)
+{
+	const size_t n = k->n, P = (size_t)g_size, es = cadrt_datatype_size(k->dt);
+	size_t se = 0, re = 0;
+
+	switch (k->c) {
+	case BCAST: re = n; break;
+	case REDUCE: se = n; re = g_rank == k->root ? n : 0; break;
+	case ALLREDUCE: se = n; re = n; break;
+	case GATHER: se = n; re = g_rank == k->root ? P * n : 0; break;
+	case SCATTER: se = g_rank == k->root ? P * n : 0; re = n; break;
+	case ALLGATHER: se = n; re = P * n; break;
+	case ALLTOALL: se = P * n; re = P * n; break;
+	case RSB: se = P * n; re = k->inplace ? P * n : n; break;
+	default: break;
+	}
+	if (k->inplace) {
+		/* The input lives in the receive buffer (scatter: the root's
+		 * send buffer keeps everything). */
+		if (k->c == SCATTER)
+			re = 0;
+		else
+			se = 0;
+	}
+	k->send_elems = se;
+	k->recv_elems = re;
+	k->send = calloc(se ? se : 1, es);
+	k->recv = calloc(re ? re : 1, es);
+	for (size_t i = 0; i < se; i++) {
+		size_t blk = n ? i / n : 0, j = n ? i % n : 0;
+		double v = (k->c == ALLTOALL) ? gen(g_rank * 64 + (int)blk, j, salt)
+			 : (k->c == SCATTER) ? gen((int)blk, j, salt + 1)
+			 : (k->c == RSB) ? gen(g_rank, blk * n + j, salt)
+			 : gen(g_rank, i, salt);
+		put(k->dt, k->send, i, v);
+	}
+	for (size_t i = 0; i < re; i++)
+		put(k->dt, k->recv, i, -1);
+	if (k->c == BCAST && g_rank == k->root)
+		for (size_t i = 0; i < n; i++)
+			put(k->dt, k->recv, i, gen(k->root, i, salt));
+	if (k->inplace) {
+		/* Where MPI takes the input from in place. */
+		switch (k->c) {
+		case REDUCE: case ALLREDUCE:
+			for (size_t i = 0; i < n; i++)
+				put(k->dt, k->recv, i, gen(g_rank, i, salt));
+			break;
+		case GATHER: case ALLGATHER:
+			for (size_t i = 0; i < n; i++)
+				put(k->dt, k->recv, (size_t)g_rank * n + i, gen(g_rank, i, salt));
+			break;
+		case SCATTER:
+			k->send_elems = P * n;
+			free(k->send);
+			k->send = calloc(P * n > 0 ? P * n : 1, es);
+			for (size_t i = 0; i < P * n; i++)
+				put(k->dt, k->send, i, gen((int)(i / n), i % n, salt + 1));
+			break;
+		case RSB:
+			for (size_t i = 0; i < P * n; i++)
+				put(k->dt, k->recv, i, gen(g_rank, i, salt));
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void check(struct call *k, int salt)
+{
+	const size_t n = k->n, P = (size_t)g_size;
+	const void *out = (k->c == SCATTER && k->inplace) ? k->send : k->recv;
+	size_t base = (k->c == SCATTER && k->inplace) ? (size_t)g_rank * n : 0;
+	size_t count = 0;
+	int wrong = 0;
+
+	g_checks++;
+	for (size_t i = 0; i < (k->c == GATHER || k->c == ALLGATHER || k->c == ALLTOALL ? P * n : n) && !wrong; i++) {
+		double want, got;
+		size_t blk = n ? i / n : 0, j = n ? i % n : 0;
+
+		switch (k->c) {
+		case BCAST: want = gen(k->root, i, salt); break;
+		case REDUCE:
+			if (g_rank != k->root)
+				return;
+			want = reduced(k->op, salt, i);
+			break;
+		case ALLREDUCE: want = reduced(k->op, salt, i); break;
+		case GATHER:
+			if (g_rank != k->root)
+				return;
+			want = gen((int)blk, j, salt);
+			break;
+		case SCATTER: want = gen(g_rank, i, salt + 1); break;
+		case ALLGATHER: want = gen((int)blk, j, salt); break;
+		case ALLTOALL: want = gen((int)blk * 64 + g_rank, j, salt); break;
+		case RSB: want = reduced(k->op, salt, (size_t)g_rank * n + i); break;
+		default: return;
+		}
+		got = value(k->dt, out, base + i);
+		count++;
+		if (got != want) {
+			FAIL("%s n=%zu root=%d%s: element %zu is %g, expected %g", names[k->c], n, k->root,
+			     k->inplace ? " in place" : "", i, got, want);
+			wrong = 1;
+		}
+	}
+	(void)count;
+}
+
+static int start(struct call *k, cadrt_comm comm, cadrt_request *req)
+{
+	const void *s = k->inplace && k->c != SCATTER ? CADRT_IN_PLACE : k->send;
+	void *r = k->inplace && k->c == SCATTER ? CADRT_IN_PLACE : k->recv;
+	const int p = g_persistent;
+
+	switch (k->c) {
+	case BCAST: return p ? cadrt_bcast_init(k->recv, k->n, k->dt, k->root, comm, req)
+			   : cadrt_ibcast(k->recv, k->n, k->dt, k->root, comm, req);
+	case REDUCE: return p ? cadrt_reduce_init(s, r, k->n, k->dt, k->op, k->root, comm, req)
+			    : cadrt_ireduce(s, r, k->n, k->dt, k->op, k->root, comm, req);
+	case ALLREDUCE: return p ? cadrt_allreduce_init(s, r, k->n, k->dt, k->op, comm, req)
+			       : cadrt_iallreduce(s, r, k->n, k->dt, k->op, comm, req);
+	case GATHER: return p ? cadrt_gather_init(s, r, k->n, k->dt, k->root, comm, req)
+			    : cadrt_igather(s, r, k->n, k->dt, k->root, comm, req);
+	case SCATTER: return p ? cadrt_scatter_init(s, r, k->n, k->dt, k->root, comm, req)
+			     : cadrt_iscatter(s, r, k->n, k->dt, k->root, comm, req);
+	case ALLGATHER: return p ? cadrt_allgather_init(s, r, k->n, k->dt, comm, req)
+			       : cadrt_iallgather(s, r, k->n, k->dt, comm, req);
+	case ALLTOALL: return p ? cadrt_alltoall_init(s, r, k->n, k->dt, comm, req)
+			      : cadrt_ialltoall(s, r, k->n, k->dt, comm, req);
+	case RSB: return p ? cadrt_reduce_scatter_block_init(s, r, k->n, k->dt, k->op, comm, req)
+			   : cadrt_ireduce_scatter_block(s, r, k->n, k->dt, k->op, comm, req);
+	default: return p ? cadrt_barrier_init(comm, req) : cadrt_ibarrier(comm, req);
+	}
+}
+
+static int has_inplace(enum coll c)
+{
+	return c != BCAST && c != ALLTOALL && c != BARRIER;
+}
+
+static int rooted(enum coll c)
+{
+	return c == BCAST || c == REDUCE || c == GATHER || c == SCATTER;
+}
+
+/* K calls of one kind at once; returns -1 if a forced algorithm does not apply. */
+static int run(enum coll c, size_t n, int root, cadrt_datatype dt, cadrt_op op, int inplace, cadrt_comm comm)
+{
+	struct call k[16];
+	cadrt_request req[16];
+	int K = g_outstanding, err;
+
+	if (inplace && rooted(c) && g_rank != root)
+		inplace = 0; /* only the root passes CADRT_IN_PLACE */
+	for (int j = 0; j < K; j++) {
+		k[j] = (struct call){ .c = c, .n = n, .root = root, .dt = dt, .op = op, .inplace = inplace };
+		setup(&k[j], j);
+		err = start(&k[j], comm, &req[j]);
+		if (err) {
+			if (strstr(cadrt_error_message(), "does not apply"))
+				return -1;
+			FAIL("%s n=%zu root=%d: %s", names[c], n, root, cadrt_error_message());
+			return 0;
+		}
+	}
+	for (int it = 0; it < (g_persistent ? g_iters : 1); it++) {
+		if (g_persistent) {
+			/* The same buffers, fresh contents, started again. */
+			for (int j = 0; j < K && it > 0; j++) {
+				struct call fresh = k[j];
+				const size_t es = cadrt_datatype_size(dt);
+
+				setup(&fresh, j + it);
+				memcpy(k[j].send, fresh.send, (fresh.send_elems ? fresh.send_elems : 1) * es);
+				memcpy(k[j].recv, fresh.recv, (fresh.recv_elems ? fresh.recv_elems : 1) * es);
+				free(fresh.send);
+				free(fresh.recv);
+			}
+			for (int j = 0; j < K; j++)
+				if (cadrt_start(&req[j]))
+					FAIL("cadrt_start: %s", cadrt_error_message());
+		}
+		if ((err = cadrt_waitall(K, req)))
+			FAIL("%s n=%zu root=%d: %s", names[c], n, root, cadrt_error_message());
+		for (int j = 0; j < K; j++)
+			check(&k[j], g_persistent ? j + it : j);
+	}
+	for (int j = 0; j < K; j++) {
+		if (g_persistent)
+			cadrt_req_free(&req[j]);
+		free(k[j].send);
+		free(k[j].recv);
+	}
+	return 0;
+}
+
+static int run_all(const char *only, const size_t *sizes, int nsizes, cadrt_comm comm)
+{
+	int applied = 0, skipped = 0;
+	int size;
+
+	cadrt_comm_size(comm, &size);
+	for (int c = 0; c < NCOLL; c++) {
+		if (only && strcmp(only, "all") && strcmp(only, names[c]))
+			continue;
+		for (int s = 0; s < nsizes; s++) {
+			size_t n = c == BARRIER ? 0 : sizes[s];
+			for (int root = 0; root < (rooted(c) ? size : 1); root++) {
+				int reducing = c == REDUCE || c == ALLREDUCE || c == RSB;
+				cadrt_datatype dt = (s % 2 && reducing) ? CADRT_DOUBLE : CADRT_INT32;
+				cadrt_op op = !reducing ? CADRT_SUM : (s % 3 == 2) ? CADRT_MAX : CADRT_SUM;
+				int inplace = g_inplace && has_inplace(c);
+
+				if (run(c, n, root, dt, op, inplace, comm) < 0)
+					skipped++;
+				else
+					applied++;
+			}
+			if (c == BARRIER)
+				break;
+		}
+	}
+	return applied == 0 && skipped > 0 ? -1 : 0;
+}
+
+/* Rank 1 passes a different count: every rank must see an error. */
+static int mismatch(const char *only)
+{
+	enum coll c = BCAST;
+	struct call k;
+	cadrt_request req;
+	int err;
+
+	for (int i = 0; i < NCOLL; i++)
+		if (only && !strcmp(only, names[i]))
+			c = (enum coll)i;
+	k = (struct call){ .c = c, .n = g_rank == 1 ? 3000 : 2000, .root = 0, .dt = CADRT_INT32, .op = CADRT_SUM };
+	setup(&k, 0);
+	err = start(&k, cadrt_comm_world(), &req);
+	if (!err)
+		err = cadrt_wait(&req);
+	if (!err && g_rank == 1)
+		FAIL("a mismatched %s completed without an error", names[c]);
+	else if (!err)
+		check(&k, 0);
+	else
+		printf("rt_check: rank %d: error as expected: %s\n", g_rank, cadrt_error_message());
+	free(k.send);
+	free(k.recv);
+	return g_failures ? 1 : 0;
+}
+
+static int parse_sizes(const char *s, size_t *out, int max)
+{
+	int n = 0;
+
+	while (*s && n < max) {
+		char *end;
+		out[n++] = (size_t)strtoull(s, &end, 10);
+		s = *end == ',' ? end + 1 : end;
+		if (end == s && *s)
+			break;
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = "all";
+	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
+	int nsizes = 5, want_mismatch = 0, want_split = 0, die = -1, err;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--coll") && i + 1 < argc)
+			only = argv[++i];
+		else if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+			nsizes = parse_sizes(argv[++i], sizes, 16);
+		else if (!strcmp(argv[i], "--persistent"))
+			g_persistent = 1;
+		else if (!strcmp(argv[i], "--outstanding") && i + 1 < argc)
+			g_outstanding = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+			g_iters = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--inplace"))
+			g_inplace = 1;
+		else if (!strcmp(argv[i], "--mismatch"))
+			want_mismatch = 1;
+		else if (!strcmp(argv[i], "--split"))
+			want_split = 1;
+		else if (!strcmp(argv[i], "--die") && i + 1 < argc)
+			die = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "rt_check: unknown argument %s\n", argv[i]);
+			return 2;
+		}
+	}
+	if (g_outstanding < 1 || g_outstanding > 16 || g_iters < 1) {
+		fprintf(stderr, "rt_check: --outstanding takes 1..16, --iters at least 1\n");
+		return 2;
+	}
+	if ((err = cadrt_init())) {
+		fprintf(stderr, "rt_check: cadrt_init: %s\n", cadrt_error_message());
+		return 1;
+	}
+	cadrt_comm_rank(cadrt_comm_world(), &g_rank);
+	cadrt_comm_size(cadrt_comm_world(), &g_size);
+	if (die >= 0) {
+		static int32_t in[1 << 20], out[1 << 20];
+		cadrt_request req;
+
+		if (cadrt_iallreduce(in, out, 1 << 20, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req))
+			return 1;
+		if (g_rank == die)
+			raise(SIGKILL);
+		err = cadrt_wait(&req);
+		fprintf(stderr, "rt_check: rank %d: the allreduce ended: %s\n", g_rank,
+			err ? cadrt_error_message() : "no error");
+		return err ? 1 : 0;
+	}
+	if (want_mismatch) {
+		err = mismatch(only);
+		cadrt_finalize();
+		return err;
+	}
+	if (run_all(only, sizes, nsizes, cadrt_comm_world()) < 0) {
+		if (g_rank == 0)
+			printf("rt_check: the forced algorithm does not apply to P=%d\n", g_size);
+		cadrt_finalize();
+		return 77;
+	}
+	if (want_split && g_size > 1) {
+		cadrt_comm half;
+		int world_rank = g_rank, world_size = g_size;
+
+		if ((err = cadrt_comm_split(cadrt_comm_world(), g_rank % 2, -g_rank, &half)))
+			FAIL("cadrt_comm_split: %s", cadrt_error_message());
+		else {
+			cadrt_comm_rank(half, &g_rank);
+			cadrt_comm_size(half, &g_size);
+			if (g_rank != (world_size - 1 - world_rank) / 2 && world_size % 2 == 0)
+				FAIL("split: rank %d in the half, expected %d", g_rank, (world_size - 1 - world_rank) / 2);
+			run_all(only, sizes, nsizes, half);
+			cadrt_comm_free(&half);
+			g_rank = world_rank;
+			g_size = world_size;
+		}
+	}
+	if ((err = cadrt_finalize()))
+		FAIL("cadrt_finalize: %s", cadrt_error_message());
+	if (g_failures)
+		return 1;
+	if (g_rank == 0)
+		printf("rt_check: ok (%d checks, engine %s)\n", g_checks, cadrt_engine());
+	return 0;
+}

@@ -1,0 +1,184 @@
+"""cadrt under cadrun: every standard algorithm on every engine and job
+size, checked against references each rank computes on its own
+(tests/rt/rt_check.c); the hand-built CAD path (rt_cad.c); and the bad
+cases: a mismatched count, a rank killed mid-collective, a corrupt
+library, CMA forbidden, bad settings.  Each must end with a clear error
+and no hang: every run has a timeout well above its normal duration."""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ALGORITHMS = sorted(ROOT.glob("algorithms/*.cad"))
+ENGINES = ["poll", "thread", "signal"]
+SIZES = [1, 2, 3, 4, 5, 8]
+
+
+def collective_of(path: Path) -> str:
+    m = re.search(r"^algorithm\s+\w+\s*:\s*(\w+)", path.read_text(), re.M)
+    assert m, path
+    return m.group(1)
+
+
+def run(build_dir, n, program, *args, env=None, timeout=120, wrap=()):
+    cmd = [*wrap, str(build_dir / "bin" / "cadrun"), "-n", str(n), "--timeout", str(timeout - 20),
+           str(build_dir / "bin" / program), *map(str, args)]
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    full_env.update(env or {})
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("alg", ALGORITHMS, ids=lambda p: p.stem)
+def test_algorithm_matrix(build_dir, alg, engine):
+    """One algorithm forced, P = 1, 2, 3, 4, 5, 8, sizes 0 to 400 KB."""
+    coll = collective_of(alg)
+    ran = 0
+    for p in SIZES:
+        env = {"CADRT_ENGINE": engine, f"CADRT_ALGORITHM_{coll.upper()}": alg.stem}
+        r = run(build_dir, p, "rt_check", "--coll", coll, env=env)
+        if r.returncode == 77:  # the algorithm's requires does not hold for P
+            continue
+        assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
+        assert f"engine {engine}" in r.stdout
+        ran += 1
+    assert ran >= 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", [["--persistent", "--iters", "3"], ["--outstanding", "4"], ["--inplace"],
+                                  ["--split"], ["--persistent", "--outstanding", "3", "--inplace"]],
+                         ids=["persistent", "outstanding", "inplace", "split", "all"])
+def test_modes(build_dir, engine, mode):
+    """Every collective (the library's own choice), reused persistent
+    requests, many outstanding at once, in place, on split communicators."""
+    for p in (2, 3, 5):
+        r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,1,7,1000,70000", *mode,
+                env={"CADRT_ENGINE": engine})
+        assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [1, 2, 3, 5])
+def test_hand_built_cad(build_dir, engine, p):
+    r = run(build_dir, p, "rt_cad", env={"CADRT_ENGINE": engine})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rt_cad: ok" in r.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("coll", ["bcast", "allreduce", "gather", "alltoall"])
+def test_mismatched_count_is_an_error(build_dir, engine, coll):
+    """Rank 1 passes another count: it gets an error naming the mismatch,
+    no rank hangs, and a rank that completes has the right result."""
+    r = run(build_dir, 3, "rt_check", "--mismatch", "--coll", coll, env={"CADRT_ENGINE": engine}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 1: error as expected" in r.stdout, r.stdout
+    assert "ranks disagree on collective #0" in r.stdout or "receives" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_killed_rank_ends_the_job(build_dir, engine):
+    r = run(build_dir, 4, "rt_check", "--die", "2", env={"CADRT_ENGINE": engine}, timeout=60)
+    assert r.returncode == 128 + 9, r.stdout + r.stderr
+    assert re.search(r"cadrun: rank 2 \(pid \d+\) was killed by signal 9", r.stderr), r.stderr
+
+
+def test_nonzero_exit_is_reported(build_dir, tmp_path):
+    script = tmp_path / "fail.sh"
+    script.write_text('#!/bin/sh\n[ "$CADRT_RANK" = 1 ] && exit 3\nexit 0\n')
+    script.chmod(0o755)
+    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "3", str(script)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert "rank 1" in r.stderr and "exit" in r.stderr
+
+
+def corrupt_variants(lib: bytes):
+    yield "empty", b""
+    yield "garbage", b"\x7fELF not a library at all"
+    yield "truncated", lib[: len(lib) // 2]
+    doc = json.loads(lib)
+    # One character of an algorithm changed: the hash no longer holds.
+    text = lib.decode()
+    i = text.index("bcast")
+    yield "tampered", (text[:i] + "bcasT" + text[i + 5:]).encode()
+    doc2 = dict(doc)
+    doc2["cadlib"] = 99
+    yield "version", json.dumps(doc2).encode()
+
+
+@pytest.mark.parametrize("variant", ["empty", "garbage", "truncated", "tampered", "version", "missing"])
+def test_corrupt_library_is_a_clear_error(build_dir, tmp_path, variant):
+    lib = (build_dir / "lib" / "cad-std.cadlib").read_bytes()
+    path = tmp_path / "bad.cadlib"
+    if variant != "missing":
+        path.write_bytes(dict(corrupt_variants(lib))[variant])
+    r = run(build_dir, 2, "rt_check", "--coll", "bcast", env={"CADRT_LIBRARY": str(path)}, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "cadrt_init" in r.stderr and str(path) in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "terminate" not in r.stderr
+
+
+def test_cma_forbidden_falls_back_with_a_notice(build_dir):
+    """seccomp makes process_vm_readv/writev fail with EPERM, as in a
+    locked-down container: the job still runs, copying through the
+    segment, and says so once."""
+    r = run(build_dir, 3, "rt_check", "--coll", "all", "--sizes", "0,1000,100000",
+            wrap=[str(build_dir / "bin" / "nocma")])
+    assert r.returncode == 0, r.stdout + r.stderr
+    notices = [l for l in r.stderr.splitlines() if "notice" in l]
+    assert len(notices) == 1 and "not permitted" in notices[0], r.stderr
+
+
+def test_cma_off_by_setting(build_dir):
+    r = run(build_dir, 3, "rt_check", "--coll", "all", "--sizes", "0,1000,100000", env={"CADRT_CMA": "0"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "notice" not in r.stderr
+
+
+@pytest.mark.parametrize("setting,message", [
+    ({"CADRT_ENGINE": "turbo"}, "CADRT_ENGINE=turbo: not one of"),
+    ({"CADRT_ENGINE": "kernel"}, "cad.ko"),
+    ({"CADRT_ALGORITHM_BCAST": "no_such_algorithm"}, "no_such_algorithm"),
+    ({"CADRT_ALGORITHM_BCAST": "allreduce_ring"}, "allreduce_ring"),
+    ({"CADRT_TOPOLOGY": "/nonexistent/topo.json"}, "CADRT_TOPOLOGY"),
+])
+def test_bad_settings_are_clear_errors(build_dir, setting, message):
+    r = run(build_dir, 2, "rt_check", "--coll", "bcast", env=setting, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert message in r.stderr, r.stderr
+
+
+def test_topology_file_feeds_hierarchical_algorithms(build_dir):
+    """Hand-written topologies (two nodes; two sockets) drive the
+    hierarchical broadcast instead of hwloc's view; results stay right."""
+    files = sorted((ROOT / "algorithms" / "topologies").glob("*.json"))
+    assert files
+    for f in files:
+        for p in (4, 5):
+            r = run(build_dir, p, "rt_check", "--coll", "bcast",
+                    env={"CADRT_TOPOLOGY": str(f), "CADRT_ALGORITHM_BCAST": "bcast_hier_pipeline"})
+            assert r.returncode == 0, f"{f.name} P={p}: {r.stdout}{r.stderr}"
+
+
+def test_cadrun_usage_errors(build_dir):
+    cadrun = str(build_dir / "bin" / "cadrun")
+    for args, message in [([], "usage"), (["-n", "0", "true"], "-n"), (["-n", "x", "true"], "-n"),
+                          (["-n", "2"], "usage"), (["-n", "2", "/nonexistent/program"], "/nonexistent/program"),
+                          (["-n", "2", "--bind", "socket", "true"], "--bind")]:
+        r = subprocess.run([cadrun, *args], capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0, args
+        assert message in r.stderr, (args, r.stderr)
+
+
+def test_world_of_one_without_cadrun(build_dir):
+    """A program started on its own is a world of one."""
+    r = subprocess.run([str(build_dir / "bin" / "rt_check"), "--coll", "all"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
