@@ -122,6 +122,21 @@ int cadrt_init(void) {
   return rt().init();
 }
 
+int cadrt_init_job(int rank, int size, cadrt_allgather_fn allgather, void *ctx) {
+  Entered entered;
+  cadrt::clear_error();
+  if (!allgather) return set_error(-EINVAL, "cadrt_init_job: no allgather function");
+  if (size < 1 || size > (1 << 20) || rank < 0 || rank >= size)
+    return set_error(-EINVAL, "cadrt_init_job: rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                                  " is not a rank of a job");
+  cadrt::Runtime::Bootstrap b;
+  b.rank = rank;
+  b.size = size;
+  b.allgather = allgather;
+  b.ctx = ctx;
+  return rt().init_job(b);
+}
+
 int cadrt_finalize(void) {
   Entered entered;  // the signal handler must not progress while finalize does
   cadrt::clear_error();
@@ -179,6 +194,45 @@ int cadrt_comm_split(cadrt_comm comm, int color, int key, cadrt_comm *out) {
     c->rank_of_ep[comm->ep[static_cast<size_t>(q)]] = i;
     if (!comm->places.empty()) places.push_back(comm->places[static_cast<size_t>(q)]);
   }
+  if (places.empty()) {
+    c->topo = cad::Topology::flat(c->size);
+  } else if (int err = rt().make_topology(c.get(), places)) {
+    return err;
+  }
+  *out = c.release();
+  return 0;
+}
+
+int cadrt_comm_create(cadrt_comm parent, int n, const int *parent_ranks, unsigned long long id, cadrt_comm *out) {
+  Entered entered;
+  cadrt::clear_error();
+  if (!rt().initialised()) return not_initialised("cadrt_comm_create");
+  if (!parent || !parent_ranks || !out || n < 1) return set_error(-EINVAL, "cadrt_comm_create: NULL or empty argument");
+  *out = nullptr;
+  auto g = rt().guard();
+  std::vector<bool> seen(static_cast<size_t>(parent->size), false);
+  auto c = std::make_unique<cadrt_comm_s>();
+  c->rank = -1;
+  c->size = n;
+  c->rank_of_ep.assign(rt().nep, -1);
+  std::vector<std::vector<int64_t>> places;
+  for (int i = 0; i < n; i++) {
+    const int q = parent_ranks[i];
+    if (q < 0 || q >= parent->size || seen[static_cast<size_t>(q)])
+      return set_error(-EINVAL, "cadrt_comm_create: rank " + std::to_string(q) + " is not a rank of the parent or is repeated");
+    seen[static_cast<size_t>(q)] = true;
+    if (q == parent->rank) c->rank = i;
+    c->ep.push_back(parent->ep[static_cast<size_t>(q)]);
+    c->rank_of_ep[parent->ep[static_cast<size_t>(q)]] = i;
+    if (!parent->places.empty()) places.push_back(parent->places[static_cast<size_t>(q)]);
+  }
+  if (c->rank < 0) return set_error(-EINVAL, "cadrt_comm_create: the calling rank is not a member");
+  // Apart from the world (1) and splits (bit 1 set): bit 2 set, bit 1 clear.
+  uint64_t x = parent->ctx ^ (id * 0x9e3779b97f4a7c15ull);
+  x ^= x >> 29;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 32;
+  c->ctx = (x & ~uint64_t{2}) | 4;
   if (places.empty()) {
     c->topo = cad::Topology::flat(c->size);
   } else if (int err = rt().make_topology(c.get(), places)) {

@@ -143,6 +143,59 @@ std::unique_lock<std::mutex> Runtime::guard() {
 
 // ---------------------------------------------------------------- world
 
+// Under a bootstrap: rank 0 creates the segment; the others open it
+// through /proc/<pid>/fd/<fd> (as the same user, this needs no more
+// rights than reading the file).
+int Runtime::join_bootstrap() {
+  const uint32_t n = static_cast<uint32_t>(boot_.size);
+  struct Where {
+    int32_t pid, fd, ok, err;
+  };
+  std::vector<Where> all(n);
+  std::string error;
+  int fd = -1;
+  Where mine = {getpid(), -1, 1, 0};
+  if (boot_.rank == 0) {
+    fd = memfd_create("cadrt-job", MFD_CLOEXEC);
+    if (fd < 0 || !seg.map(fd, true, n, &error)) {
+      mine.ok = 0;
+      mine.err = errno ? errno : ENOMEM;
+    }
+    mine.fd = fd;
+  }
+  if (boot_.allgather(boot_.ctx, &mine, all.data(), sizeof mine))
+    return set_error(-EIO, "joining the job: the allgather failed");
+  if (!all[0].ok) {
+    if (fd >= 0) close(fd);
+    seg.unmap();
+    return set_error(-ENOMEM, "joining the job: rank 0 could not create the shared segment: " +
+                                  (error.empty() ? std::string(strerror(all[0].err)) : error));
+  }
+  mine.ok = 1;
+  if (boot_.rank != 0) {
+    const std::string path = "/proc/" + std::to_string(all[0].pid) + "/fd/" + std::to_string(all[0].fd);
+    const int own = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (own < 0 || !seg.map(own, false, n, &error)) {
+      mine.ok = 0;
+      mine.err = errno;
+      if (error.empty()) error = path + ": " + strerror(errno);
+    }
+    if (own >= 0) close(own);
+  }
+  // Everyone mapped (or says why not) before rank 0 lets go of the file.
+  if (boot_.allgather(boot_.ctx, &mine, all.data(), sizeof mine))
+    return set_error(-EIO, "joining the job: the allgather failed");
+  if (fd >= 0) close(fd);
+  for (uint32_t r = 0; r < n; r++)
+    if (!all[r].ok) {
+      seg.unmap();
+      return set_error(-EACCES, "joining the job: rank " + std::to_string(r) +
+                                    " could not open the shared segment" + (error.empty() ? "" : ": " + error) +
+                                    " (are all ranks on one machine?)");
+    }
+  return 0;
+}
+
 int Runtime::setup_world() {
   long fd = -1, rank = 0, size = 1;
   const bool job = env_long("CADRT_JOB_FD", &fd);
@@ -150,7 +203,11 @@ int Runtime::setup_world() {
               rank >= size))
     return set_error(-EINVAL, "CADRT_JOB_FD is set but CADRT_RANK and CADRT_SIZE are not a rank and a size");
   std::string error;
-  if (job) {
+  if (booted_) {
+    rank = boot_.rank;
+    size = boot_.size;
+    if (int err = join_bootstrap()) return err;
+  } else if (job) {
     if (!seg.map(static_cast<int>(fd), false, static_cast<uint32_t>(size), &error))
       return set_error(-EINVAL, "joining the job: " + error);
   } else {
@@ -297,6 +354,15 @@ const char *Runtime::engine_name() const {
 }
 
 // ---------------------------------------------------------------- init
+
+int Runtime::init_job(const Bootstrap &b) {
+  if (initialised_) return set_error(-EALREADY, "cadrt_init_job: cadrt is initialised already");
+  boot_ = b;
+  booted_ = true;
+  const int err = init();
+  booted_ = false;
+  return err;
+}
 
 int Runtime::init() {
   if (initialised_) return 0;

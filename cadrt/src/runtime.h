@@ -139,6 +139,13 @@ class Runtime {
  public:
   // ---- set up (in init) ----
   int init();
+  // A job joined through an allgather (cadrt_init_job) rather than cadrun.
+  struct Bootstrap {
+    int rank = 0, size = 1;
+    cadrt_allgather_fn allgather = nullptr;
+    void *ctx = nullptr;
+  };
+  int init_job(const Bootstrap &b);
   int finalize();
   bool initialised() const { return initialised_; }
 
@@ -238,6 +245,9 @@ class Runtime {
   void thread_main();
   void signal_helper_main();
   int setup_world();
+  int join_bootstrap();
+  Bootstrap boot_;
+  bool booted_ = false;
   int probe_cma();
   int start_engine();
 };

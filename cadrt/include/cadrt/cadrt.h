@@ -70,6 +70,18 @@ size_t cadrt_datatype_size(cadrt_datatype dt);
 int cadrt_init(void);
 /* Completes nothing: every request must be complete or freed before. */
 int cadrt_finalize(void);
+
+/*
+ * For launchers and glue (cadrt_mpi.h uses it under MPI): join a job of
+ * `size` processes on this machine, this one being `rank`, instead of
+ * cadrun's.  allgather(ctx, mine, all, bytes) must gather `bytes` from
+ * every rank into all[rank * bytes] on every rank (a collective over the
+ * job, e.g. MPI_Allgather); it returns 0 or non-zero on failure.  The job
+ * then shares memory as under cadrun: rank 0 creates the segment and the
+ * others open it through /proc/<pid>/fd.  Collective over the job.
+ */
+typedef int (*cadrt_allgather_fn)(void *ctx, const void *mine, void *all, size_t bytes);
+int cadrt_init_job(int rank, int size, cadrt_allgather_fn allgather, void *ctx);
 /* The engine in use: "poll", "thread" or "signal". */
 const char *cadrt_engine(void);
 
@@ -82,6 +94,13 @@ int cadrt_comm_size(cadrt_comm comm, int *size);
  * a communicator, ordered by key, then by rank in comm.  A negative color
  * (as MPI_UNDEFINED) gives *out = NULL. */
 int cadrt_comm_split(cadrt_comm comm, int color, int key, cadrt_comm *out);
+/* A communicator of the ranks parent_ranks[0..n-1] of parent (the
+ * calling rank among them), in that order, without communicating: every
+ * member must call it with the same list and the same id, and no two
+ * communicators the members share may have the same id (MPI glue derives
+ * it from an agreement over the MPI communicator). */
+int cadrt_comm_create(cadrt_comm parent, int n, const int *parent_ranks, unsigned long long id,
+		      cadrt_comm *out);
 /* Frees a communicator made by a split (not the world); sets *comm NULL. */
 int cadrt_comm_free(cadrt_comm *comm);
 

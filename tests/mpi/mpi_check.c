@@ -1,0 +1,332 @@
+/* mpi_check - an ordinary MPI program (it knows nothing of cadrt) that
+ * runs every collective twice on the same inputs: through the MPI_ entry
+ * points (which libcadmpi.so takes over when preloaded) and through
+ * PMPI_ (always Open MPI's own), and requires byte-identical results.
+ * Non-blocking forms complete through MPI_Wait, Waitall, Waitany,
+ * Waitsome, Test, Testall, Testany and Testsome in turn, mixed with
+ * point-to-point requests in flight at the same time.  Communicators:
+ * the world, a dup, the halves of a split.  Also cases libcadmpi must
+ * leave to MPI (a derived datatype, a user op), checked the same way.
+ *
+ *   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] mpi_check [--quick]
+ *          [--thread-multiple]
+ *
+ * Prints "mpi_check: ok (N checks)" at rank 0; exit 0 if all passed.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int g_failures, g_checks, g_wrank, g_round;
+
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		fprintf(stderr, "mpi_check: rank %d: ", g_wrank);              \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, "\n");                                         \
+		g_failures++;                                                  \
+	} while (0)
+
+enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, RSB, BARRIER, NCOLL };
+static const char *names[NCOLL] = { "bcast", "reduce", "allreduce", "gather", "scatter",
+				    "allgather", "alltoall", "reduce_scatter_block", "barrier" };
+
+static double mine_value(int rank, size_t i, int salt)
+{
+	return (double)(((uint64_t)rank * 7919u + i * 104729u + (uint64_t)salt * 31u) % 97u) - 40;
+}
+
+static void fill(void *p, MPI_Datatype dt, size_t n, int rank, int salt)
+{
+	for (size_t i = 0; i < n; i++) {
+		double v = mine_value(rank, i, salt);
+		if (dt == MPI_DOUBLE)
+			((double *)p)[i] = v;
+		else if (dt == MPI_INT)
+			((int *)p)[i] = (int)v;
+		else if (dt == MPI_DOUBLE_INT) {
+			struct { double v; int i; } *q = p;
+			q[i].v = v;
+			q[i].i = rank;
+		}
+	}
+}
+
+static int esize(MPI_Datatype dt)
+{
+	MPI_Aint lb, ext;
+	MPI_Type_get_extent(dt, &lb, &ext);
+	return (int)ext;
+}
+
+/* The completion of round g_round: a different function each time, with a
+ * ring exchange of point-to-point messages in flight. */
+static int complete(MPI_Request coll, MPI_Comm comm)
+{
+	int rank, size, rc = MPI_SUCCESS;
+	MPI_Comm_rank(comm, &rank);
+	MPI_Comm_size(comm, &size);
+	int out = rank * 1000 + g_round % 1000, in = -1;
+	MPI_Request reqs[3];
+	MPI_Irecv(&in, 1, MPI_INT, (rank + size - 1) % size, 77, comm, &reqs[0]);
+	MPI_Isend(&out, 1, MPI_INT, (rank + 1) % size, 77, comm, &reqs[1]);
+	reqs[2] = coll;
+	int mode = g_round++ % 8, flag = 0, idx, outcount, indices[3], left = 3;
+	switch (mode) {
+	case 0:
+		rc = MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE);
+		break;
+	case 1:
+		rc = MPI_Wait(&reqs[2], MPI_STATUS_IGNORE);
+		rc |= MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+		break;
+	case 2:
+		while (left > 0 && rc == MPI_SUCCESS) {
+			rc = MPI_Waitany(3, reqs, &idx, MPI_STATUS_IGNORE);
+			left--;
+		}
+		break;
+	case 3:
+		while (left > 0 && rc == MPI_SUCCESS) {
+			rc = MPI_Waitsome(3, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+			left -= outcount;
+		}
+		break;
+	case 4:
+		while (!flag && rc == MPI_SUCCESS)
+			rc = MPI_Testall(3, reqs, &flag, MPI_STATUSES_IGNORE);
+		break;
+	case 5:
+		for (int k = 0; k < 3; k++)
+			for (flag = 0; !flag && rc == MPI_SUCCESS;)
+				rc = MPI_Test(&reqs[k], &flag, MPI_STATUS_IGNORE);
+		break;
+	case 6:
+		while (left > 0 && rc == MPI_SUCCESS) {
+			rc = MPI_Testany(3, reqs, &idx, &flag, MPI_STATUS_IGNORE);
+			if (flag && idx != MPI_UNDEFINED)
+				left--;
+			else if (flag)
+				break;
+		}
+		break;
+	default:
+		while (left > 0 && rc == MPI_SUCCESS) {
+			rc = MPI_Testsome(3, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+			if (outcount == MPI_UNDEFINED)
+				break;
+			left -= outcount;
+		}
+		break;
+	}
+	if (in < 0 || in / 1000 != (rank + size - 1) % size)
+		FAIL("point-to-point message next to a collective: got %d", in);
+	return rc;
+}
+
+/* One collective both ways; blocking says which MPI_ form. */
+static void one(enum coll c, size_t n, int root, MPI_Datatype dt, MPI_Op op, int inplace, int blocking,
+		MPI_Comm comm, const char *cname)
+{
+	int rank, size;
+	MPI_Comm_rank(comm, &rank);
+	MPI_Comm_size(comm, &size);
+	const size_t es = (size_t)esize(dt), P = (size_t)size;
+	size_t sn = n, rn = n;
+	switch (c) {
+	case GATHER: case ALLGATHER: rn = P * n; break;
+	case SCATTER: sn = P * n; break;
+	case ALLTOALL: sn = rn = P * n; break;
+	case RSB: sn = P * n; break;
+	default: break;
+	}
+	if (inplace && c == RSB)
+		rn = P * n;
+	char *send = calloc(sn + 1, es), *a = calloc(rn + 1, es), *b = calloc(rn + 1, es);
+	char *send2 = calloc(sn + 1, es);
+	const int salt = (int)(n + (size_t)root * 13 + (size_t)c * 101);
+	fill(send, dt, sn, rank, salt);
+	memcpy(send2, send, sn * es);
+	/* In place: the input is in the receive buffer. */
+	if (inplace) {
+		switch (c) {
+		case REDUCE: case ALLREDUCE: case RSB:
+			fill(a, dt, rn, rank, salt);
+			fill(b, dt, rn, rank, salt);
+			break;
+		case GATHER: case ALLGATHER:
+			fill(a + (size_t)rank * n * es, dt, n, rank, salt);
+			fill(b + (size_t)rank * n * es, dt, n, rank, salt);
+			break;
+		case ALLTOALL:
+			fill(a, dt, rn, rank, salt);
+			fill(b, dt, rn, rank, salt);
+			break;
+		default: break;
+		}
+	}
+	if (c == BCAST && rank == root) {
+		fill(a, dt, n, rank, salt);
+		fill(b, dt, n, rank, salt);
+	}
+	const void *sa = inplace ? MPI_IN_PLACE : send;
+	const void *sb = inplace ? MPI_IN_PLACE : send2;
+	int cnt = (int)n, rc = MPI_SUCCESS;
+	MPI_Request req = MPI_REQUEST_NULL;
+	/* Through MPI_ (libcadmpi when preloaded). */
+	switch (c) {
+	case BCAST: rc = blocking ? MPI_Bcast(a, cnt, dt, root, comm) : MPI_Ibcast(a, cnt, dt, root, comm, &req); break;
+	case REDUCE: rc = blocking ? MPI_Reduce(sa, a, cnt, dt, op, root, comm) : MPI_Ireduce(sa, a, cnt, dt, op, root, comm, &req); break;
+	case ALLREDUCE: rc = blocking ? MPI_Allreduce(sa, a, cnt, dt, op, comm) : MPI_Iallreduce(sa, a, cnt, dt, op, comm, &req); break;
+	case GATHER: rc = blocking ? MPI_Gather(sa, cnt, dt, a, cnt, dt, root, comm) : MPI_Igather(sa, cnt, dt, a, cnt, dt, root, comm, &req); break;
+	case SCATTER: rc = blocking ? MPI_Scatter(send, cnt, dt, inplace ? MPI_IN_PLACE : a, cnt, dt, root, comm)
+				    : MPI_Iscatter(send, cnt, dt, inplace ? MPI_IN_PLACE : a, cnt, dt, root, comm, &req); break;
+	case ALLGATHER: rc = blocking ? MPI_Allgather(sa, cnt, dt, a, cnt, dt, comm) : MPI_Iallgather(sa, cnt, dt, a, cnt, dt, comm, &req); break;
+	case ALLTOALL: rc = blocking ? MPI_Alltoall(sa, cnt, dt, a, cnt, dt, comm) : MPI_Ialltoall(sa, cnt, dt, a, cnt, dt, comm, &req); break;
+	case RSB: rc = blocking ? MPI_Reduce_scatter_block(sa, a, cnt, dt, op, comm) : MPI_Ireduce_scatter_block(sa, a, cnt, dt, op, comm, &req); break;
+	case BARRIER: rc = blocking ? MPI_Barrier(comm) : MPI_Ibarrier(comm, &req); break;
+	default: break;
+	}
+	if (rc == MPI_SUCCESS && !blocking)
+		rc = complete(req, comm);
+	/* Open MPI's own. */
+	switch (c) {
+	case BCAST: PMPI_Bcast(b, cnt, dt, root, comm); break;
+	case REDUCE: PMPI_Reduce(sb, b, cnt, dt, op, root, comm); break;
+	case ALLREDUCE: PMPI_Allreduce(sb, b, cnt, dt, op, comm); break;
+	case GATHER: PMPI_Gather(sb, cnt, dt, b, cnt, dt, root, comm); break;
+	case SCATTER: PMPI_Scatter(send2, cnt, dt, inplace ? MPI_IN_PLACE : b, cnt, dt, root, comm); break;
+	case ALLGATHER: PMPI_Allgather(sb, cnt, dt, b, cnt, dt, comm); break;
+	case ALLTOALL: PMPI_Alltoall(sb, cnt, dt, b, cnt, dt, comm); break;
+	case RSB: PMPI_Reduce_scatter_block(sb, b, cnt, dt, op, comm); break;
+	default: break;
+	}
+	g_checks++;
+	size_t cmp = rn * es;
+	if ((c == REDUCE || c == GATHER) && rank != root)
+		cmp = 0;
+	if (c == RSB && inplace)
+		cmp = n * es; /* the rest of the buffer is undefined */
+	if (rc != MPI_SUCCESS)
+		FAIL("%s on %s n=%zu root=%d: MPI error %d", names[c], cname, n, root, rc);
+	else if (c == SCATTER && inplace && rank == root)
+		; /* the root's data stays in place */
+	else if (memcmp(a, b, cmp) != 0) {
+		size_t k = 0;
+		while (k < cmp && a[k] == b[k])
+			k++;
+		FAIL("%s%s%s on %s n=%zu root=%d: differs from Open MPI's at byte %zu", blocking ? "" : "i", names[c],
+		     inplace ? " in place" : "", cname, n, root, k);
+	}
+	free(send);
+	free(send2);
+	free(a);
+	free(b);
+}
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	(void)dt;
+	for (int i = 0; i < *len; i++)
+		((int *)inout)[i] += ((int *)in)[i];
+}
+
+static void all(MPI_Comm comm, const char *cname, int quick)
+{
+	int size;
+	MPI_Comm_size(comm, &size);
+	static const size_t full[] = { 0, 1, 7, 1000, 70000 }, small[] = { 1, 1000, 70000 };
+	const size_t *sizes = quick ? small : full;
+	const int ns = quick ? 3 : 5;
+	for (int c = 0; c < NCOLL; c++)
+		for (int s = 0; s < ns; s++)
+			for (int root = 0; root < size; root += (size > 1 ? size - 1 : 1))
+				for (int blocking = 0; blocking < 2; blocking++)
+					for (int inplace = 0; inplace < 2; inplace++) {
+						if (inplace && (c == BCAST || c == BARRIER))
+							continue;
+						if (c == BARRIER && s > 0)
+							continue;
+						int rooted = c == BCAST || c == REDUCE || c == GATHER || c == SCATTER;
+						if (!rooted && root > 0)
+							continue;
+						/* MPI's in place is the root's only, for rooted ones. */
+						int rank;
+						MPI_Comm_rank(comm, &rank);
+						int ip = inplace && (!rooted || rank == root);
+						MPI_Datatype dt = (s % 2) ? MPI_DOUBLE : MPI_INT;
+						MPI_Op op = (s % 3 == 1) ? MPI_MAX : MPI_SUM;
+						one((enum coll)c, sizes[s], root, dt, op, ip, blocking, comm, cname);
+					}
+}
+
+int main(int argc, char **argv)
+{
+	int quick = 0, multiple = 0;
+	for (int i = 1; i < argc; i++) {
+		quick |= !strcmp(argv[i], "--quick");
+		multiple |= !strcmp(argv[i], "--thread-multiple");
+	}
+	if (multiple) {
+		int provided;
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+	} else {
+		MPI_Init(&argc, &argv);
+	}
+	MPI_Comm_rank(MPI_COMM_WORLD, &g_wrank);
+	int size;
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+	all(MPI_COMM_WORLD, "world", quick);
+	MPI_Comm dup, half;
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	all(dup, "dup", 1);
+	MPI_Comm_split(MPI_COMM_WORLD, g_wrank % 2, -g_wrank, &half);
+	all(half, "half", 1);
+
+	/* MINLOC on (double, int) pairs. */
+	one(ALLREDUCE, 500, 0, MPI_DOUBLE_INT, MPI_MINLOC, 0, 0, MPI_COMM_WORLD, "world");
+	one(REDUCE, 500, size - 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, 1, MPI_COMM_WORLD, "world");
+
+	/* Left to MPI: a derived datatype, a user op. */
+	MPI_Datatype pair;
+	MPI_Type_contiguous(2, MPI_INT, &pair);
+	MPI_Type_commit(&pair);
+	{
+		int buf[200], ref[200];
+		for (int i = 0; i < 200; i++)
+			buf[i] = ref[i] = g_wrank == 0 ? i * 3 : -1;
+		MPI_Bcast(buf, 100, pair, 0, MPI_COMM_WORLD);
+		PMPI_Bcast(ref, 100, pair, 0, MPI_COMM_WORLD);
+		g_checks++;
+		if (memcmp(buf, ref, sizeof buf))
+			FAIL("bcast of a derived datatype differs from Open MPI's");
+	}
+	MPI_Type_free(&pair);
+	MPI_Op mysum;
+	MPI_Op_create(user_sum, 1, &mysum);
+	{
+		int in[100], a[100], b[100];
+		for (int i = 0; i < 100; i++)
+			in[i] = g_wrank + i;
+		MPI_Request r;
+		MPI_Iallreduce(in, a, 100, MPI_INT, mysum, MPI_COMM_WORLD, &r);
+		MPI_Wait(&r, MPI_STATUS_IGNORE);
+		PMPI_Allreduce(in, b, 100, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+		g_checks++;
+		if (memcmp(a, b, sizeof a))
+			FAIL("allreduce with a user op differs from Open MPI's");
+	}
+	MPI_Op_free(&mysum);
+
+	MPI_Comm_free(&dup);
+	MPI_Comm_free(&half);
+	int failures = 0;
+	PMPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	if (g_wrank == 0 && !failures)
+		printf("mpi_check: ok (%d checks)\n", g_checks);
+	MPI_Finalize();
+	return failures ? 1 : 0;
+}
