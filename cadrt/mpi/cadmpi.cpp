@@ -88,6 +88,15 @@ void idle(int *spins) {
   if (++*spins > 64) sched_yield();
 }
 
+// A wait loop alternates cadrt's progress and MPI's (never one alone: the
+// program's other requests, or a peer's progress, may depend on MPI's).
+// Inside it cadrt is told we poll, so the signal engine neither wakes its
+// helper nor interrupts us for every message.
+struct Polling {
+  Polling() { cadrt_poll_begin(); }
+  ~Polling() { cadrt_poll_end(); }
+};
+
 int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
   Ours *o = new Ours;
   o->req = r;
@@ -247,6 +256,8 @@ int MPI_Finalize(void) {
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
   if (g_live.empty()) return PMPI_Wait(req, status);
+  Polling polling;
+
   for (int spins = 0;; idle(&spins)) {
     progress();
     int flag = 0;
@@ -262,6 +273,8 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
   if (g_live.empty()) return PMPI_Waitall(n, reqs, statuses);
+  Polling polling;
+
   for (int spins = 0;; idle(&spins)) {
     progress();
     int flag = 0;
@@ -277,6 +290,7 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
   if (g_live.empty()) return PMPI_Waitany(n, reqs, index, status);
+  Polling polling;
   for (int spins = 0;; idle(&spins)) {
     progress();
     int flag = 0;
@@ -292,6 +306,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
   if (g_live.empty()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+  Polling polling;
   for (int spins = 0;; idle(&spins)) {
     progress();
     const int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
@@ -307,8 +322,10 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 int MPI_Request_free(MPI_Request *req) {
   // A collective's request freed before completion: it must still run to
   // the end (the others wait for us); wait for it here.
-  if (req && g_live.count(*req))
+  if (req && g_live.count(*req)) {
+    Polling polling;
     for (int spins = 0; g_live.count(*req); idle(&spins)) progress();
+  }
   return PMPI_Request_free(req);
 }
 

@@ -84,13 +84,16 @@ int collective(const Call &c, cadrt_request *req) {
   int err = 0;
   auto inst = rt().instance(c.comm, c.coll, spec, &err);
   if (!inst) return err;
-  auto r = std::make_unique<cadrt_request_s>();
+  cadrt_request_s *r = rt().new_request();
   r->comm = c.comm;
   r->inst = inst;
   r->persistent = c.persistent;
-  if ((err = rt().bind(r.get(), in_send ? nullptr : c.sendbuf, in_recv ? nullptr : c.recvbuf))) return err;
-  if (!c.persistent) rt().start(r.get());
-  *req = r.release();
+  if ((err = rt().bind(r, in_send ? nullptr : c.sendbuf, in_recv ? nullptr : c.recvbuf))) {
+    rt().recycle(r);
+    return err;
+  }
+  if (!c.persistent) rt().start(r);
+  *req = r;
   return 0;
 }
 
@@ -100,7 +103,7 @@ int conclude(cadrt_request *req) {
   const int result = r->result;
   if (result) set_error(result, r->error.empty() ? std::string("the collective failed: ") + strerror(-result) : r->error);
   if (!r->persistent) {
-    delete r;
+    rt().recycle(r);
     *req = nullptr;
   }
   return result;
@@ -248,6 +251,7 @@ int cadrt_comm_free(cadrt_comm *comm) {
   Entered entered;
   auto g = rt().guard();
   if (rt().comm_busy(*comm)) return set_error(-EBUSY, "cadrt_comm_free: collectives on it are still active");
+  rt().forget_comm(*comm);
   delete *comm;
   *comm = nullptr;
   return 0;
@@ -387,10 +391,14 @@ int cadrt_req_free(cadrt_request *req) {
   Entered entered;
   if ((*req)->active) rt().wait(*req);
   auto g = rt().guard();
-  delete *req;
+  rt().recycle(*req);
   *req = nullptr;
   return 0;
 }
+
+void cadrt_poll_begin(void) { rt().enter(); }
+
+void cadrt_poll_end(void) { rt().leave(); }
 
 const char *cadrt_request_algorithm(cadrt_request req) {
   if (!req || !req->inst) return "";

@@ -13,7 +13,10 @@
 //
 // See runtime.h for the rules progress() keeps (no heap, no blocking).
 #include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -84,7 +87,16 @@ Entry *Queue::pop() {
 void Runtime::ring(uint32_t ep) {
   RankInfo &ri = seg.rank(ep);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ri.sleepers.load(std::memory_order_relaxed)) {
+  if (ri.armed.load(std::memory_order_relaxed)) {
+    if (ri.kicked.exchange(1, std::memory_order_acq_rel)) return;  // one is on its way
+    if (syscall(SYS_tgkill, ri.pid.load(std::memory_order_relaxed), ri.tid.load(std::memory_order_relaxed),
+                kick_signal()) == 0) {
+      n_kicks.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    ri.kicked.store(0, std::memory_order_relaxed);  // not permitted: wake its helper instead
+  }
+  if (ri.sleepers.load(std::memory_order_relaxed) && !ri.polling.load(std::memory_order_relaxed)) {
     ri.bell.fetch_add(1, std::memory_order_release);
     futex_wake(&ri.bell);
   }
@@ -100,7 +112,12 @@ bool Runtime::room() {
 // Sends a message to ep: into its ring now, or, if the ring is full (or
 // older output waits), into the pending queue in order.  room() must have
 // been checked.
-void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n) {
+//
+// A request is not complete while one of its messages waits here: under
+// the poll engine, or when the program goes off into other work, nobody
+// would send it, and a peer would wait for ever.  So a request completes
+// only once everything it sends is in the peers' rings.
+void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n, cadrt_request_s *owner) {
   Ring &q = seg.ring(me, ep);
   if (pending_[ep].empty()) {
     const uint64_t tail = q.tail.load(std::memory_order_relaxed);
@@ -116,6 +133,8 @@ void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_
   }
   Entry *e = pool_.get();
   e->ep = ep;
+  e->owner = owner;
+  if (owner) owner->unsent++;
   e->slot.h = h;
   e->slot.h.frag = n;
   if (n) memcpy(e->slot.payload, payload, n);
@@ -139,6 +158,7 @@ bool Runtime::flush_pending() {
       s.h = e->slot.h;
       if (e->slot.h.frag) memcpy(s.payload, e->slot.payload, e->slot.h.frag);
       tail++;
+      if (e->owner) e->owner->unsent--;
       pool_.put(e);
       waiting_output.fetch_sub(1, std::memory_order_relaxed);
       pushed = true;
@@ -363,7 +383,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
                             " failed: " + cma_why(err), true);
         return;
       }
-      push(ep, header(r, node, kFinSend), nullptr, 0);
+      push(ep, header(r, node, kFinSend), nullptr, 0, r);
       complete(r, node);
       break;
     case kCts:
@@ -372,7 +392,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
                             " failed: " + cma_why(err), true);
         return;
       }
-      push(ep, header(r, node, kFinRecv), nullptr, 0);
+      push(ep, header(r, node, kFinRecv), nullptr, 0, r);
       complete(r, node);
       break;
     default:  // kFinSend, kFinRecv
@@ -425,7 +445,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
   const bool eager = n.len <= kPayload;
   if (n.kind == CAD_NODE_SEND) {
     if (eager) {
-      push(ep, header(r, node, kEager), at(r, n.src_buf, n.src_off), static_cast<uint32_t>(n.len));
+      push(ep, header(r, node, kEager), at(r, n.src_buf, n.src_off), static_cast<uint32_t>(n.len), r);
       complete(r, node);
     } else if (!cma) {
       x.state = kFragOut;
@@ -439,7 +459,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
       MsgHeader h = header(r, node, kRts);
       h.addr = reinterpret_cast<uint64_t>(at(r, n.src_buf, n.src_off));
       x.state = kWaitFin;
-      push(ep, h, nullptr, 0);
+      push(ep, h, nullptr, 0, r);
     }
     return;
   }
@@ -447,7 +467,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
     MsgHeader h = header(r, node, kCts);
     h.addr = reinterpret_cast<uint64_t>(at(r, n.dst_buf, n.dst_off));
     x.state = kWaitFin;
-    push(ep, h, nullptr, 0);
+    push(ep, h, nullptr, 0, r);
     return;
   }
   x.state = kWaitData;
@@ -490,7 +510,7 @@ void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tel
     h.seq = r->seq;
     const uint32_t n = static_cast<uint32_t>(std::min<size_t>(why.size(), kPayload));
     for (int q = 0; q < r->comm->size; q++)
-      if (q != r->comm->rank && room()) push(r->comm->ep[q], h, why.data(), n);
+      if (q != r->comm->rank && room()) push(r->comm->ep[q], h, why.data(), n, nullptr);
   }
   failed_[failed_next_++ % failed_.size()] = {r->comm->ctx, r->seq};
   r->result = err;
@@ -500,6 +520,13 @@ void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tel
 // r is done (or failed): off the active list; wake whoever waits for it.
 void Runtime::finish(cadrt_request_s *r) {
   if (r->done) return;
+  if (r->unsent) {
+    // Failed with output still queued: it goes out (or not) without r.
+    for (uint32_t ep = 0; ep < nep; ep++)
+      for (Entry *e = pending_[ep].head; e; e = e->next)
+        if (e->owner == r) e->owner = nullptr;
+    r->unsent = 0;
+  }
   if (!r->result) r->result = cad_exec_status(&r->ex);
   r->done = true;
   r->active = false;
@@ -510,11 +537,17 @@ void Runtime::finish(cadrt_request_s *r) {
   active_count.fetch_sub(1, std::memory_order_relaxed);
   waiting_output.fetch_sub(static_cast<int>(r->outgoing.size()), std::memory_order_relaxed);
   r->outgoing.clear();
-  if (engine != Engine::Poll) {
+  if (engine == Engine::Thread) {
+    // Someone may sleep in wait() for it while the progress thread worked.
     RankInfo &mine = seg.rank(me);
     mine.bell.fetch_add(1, std::memory_order_release);
     futex_wake(&mine.bell);
   }
+}
+
+bool Runtime::complete_now(const cadrt_request_s *r) const {
+  const int st = cad_exec_status(&r->ex);
+  return st != -EINPROGRESS && (st != 0 || r->unsent == 0);
 }
 
 void Runtime::activate(cadrt_request_s *r) {
@@ -537,7 +570,7 @@ void Runtime::activate(cadrt_request_s *r) {
   }
   if (!r->done) {
     issue(r);
-    if (cad_exec_status(&r->ex) != -EINPROGRESS) finish(r);
+    if (complete_now(r)) finish(r);
   }
 }
 
@@ -558,7 +591,7 @@ bool Runtime::progress() {
       if (r->outgoing.size() == before) k++;
     }
     moved |= issue(r);
-    if (!r->done && cad_exec_status(&r->ex) != -EINPROGRESS) {
+    if (!r->done && complete_now(r)) {
       finish(r);
       moved = true;
     }
@@ -575,10 +608,12 @@ void Runtime::progress_in_handler() {
 // Sleep until a message may have come (or timeout_ms).
 void Runtime::sleep_until_message(int timeout_ms) {
   RankInfo &mine = seg.rank(me);
+  const uint32_t polling = mine.polling.exchange(0, std::memory_order_relaxed);  // we stop looking
   mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
   const uint32_t v = mine.bell.load(std::memory_order_acquire);
   if (!incoming()) futex_wait(&mine.bell, v, timeout_ms);
   mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
+  mine.polling.store(polling, std::memory_order_relaxed);
 }
 
 // A peer that cadrun saw die: every active request fails.

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <map>
 
+#include <ctime>
+
 #include "runtime.h"
 
 namespace cadrt {
@@ -58,6 +60,10 @@ std::string upper(std::string s) {
 
 std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Collective c, cad::InstanceSpec spec,
                                                   int *err) {
+  const FastKey fk = {comm, spec.n, static_cast<int32_t>(spec.root), static_cast<uint8_t>(c), static_cast<uint8_t>(spec.dtype),
+                      static_cast<uint8_t>(spec.op), static_cast<uint8_t>(spec.inplace)};
+  if (auto it = fast_.find(fk); it != fast_.end()) return it->second;
+  if (fast_.size() >= 4096) fast_.clear();  // a bound; the string-keyed cache stays
   const char *coll = cad::collective_info(c).name;
   spec.topo = comm->topo;
   const cad::Algorithm *alg = nullptr;
@@ -88,7 +94,10 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
   std::string key = alg->name + "|" + spec.describe(*alg) + "|r" + std::to_string(comm->rank) + "|dt" +
                     std::to_string(spec.dtype) + "|op" + std::to_string(spec.op) + "|t" +
                     std::to_string(reinterpret_cast<uintptr_t>(spec.topo.get()));
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    fast_.emplace(fk, it->second);
+    return it->second;
+  }
 
   auto inst = std::make_shared<Instance>();
   inst->alg = alg;
@@ -129,7 +138,40 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
   for (const auto &p : spec.params) agreed += "|" + p.first + "=" + std::to_string(p.second);
   inst->fp = fnv(0xcbf29ce484222325ull, agreed);
   cache_.emplace(key, inst);
+  fast_.emplace(fk, inst);
   return inst;
+}
+
+void Runtime::forget_comm(const cadrt_comm_s *comm) {
+  for (auto it = fast_.begin(); it != fast_.end();) it = it->first.comm == comm ? fast_.erase(it) : std::next(it);
+}
+
+cadrt_request_s *Runtime::new_request() {
+  if (spare_.empty()) return new cadrt_request_s();
+  cadrt_request_s *r = spare_.back();
+  spare_.pop_back();
+  return r;
+}
+
+void Runtime::recycle(cadrt_request_s *r) {
+  if (!r) return;
+  if (spare_.size() >= 8 || !initialised_) {
+    delete r;
+    return;
+  }
+  // A fresh request but for the vectors' capacity.
+  r->comm = nullptr;
+  r->inst.reset();
+  r->persistent = r->active = r->done = r->redrain = r->from_cad = false;
+  r->result = 0;
+  r->error.clear();
+  r->seq = 0;
+  r->ex = cad_exec{};
+  r->scratch.clear();
+  r->outgoing.clear();
+  r->unsent = 0;
+  r->prev = r->next = nullptr;
+  spare_.push_back(r);
 }
 
 // Binds buffers: the program's send buffer to sendbuf, its receive buffer
@@ -177,6 +219,7 @@ int Runtime::start(cadrt_request_s *r) {
   for (Xfer &x : r->xfer) x = Xfer();
   r->outgoing.clear();
   r->redrain = false;
+  r->unsent = 0;
   r->seq = r->comm->next_seq++;
   cad_exec_start(&r->ex);
   activate(r);
@@ -197,7 +240,12 @@ bool Runtime::test(cadrt_request_s *r) {
   return r->done;
 }
 
+// Spins (yielding now and then) for up to kSpinNs of idleness before
+// sleeping on the bell: a futex wake-up costs tens of microseconds on a
+// busy machine, more than most small collectives take.
 int Runtime::wait(cadrt_request_s *r) {
+  constexpr int64_t kSpinNs = 200000;
+  int64_t idle_since = -1;
   for (int idle = 0;;) {
     {
       auto g = guard();
@@ -206,8 +254,16 @@ int Runtime::wait(cadrt_request_s *r) {
       if (idle > 64) check_peers();
       if (r->done) break;
     }
-    if (idle > 64) sleep_until_message(10);
-    else if (idle > 8) sched_yield();
+    if (idle == 0) {
+      idle_since = -1;
+      continue;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const int64_t t = ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    if (idle_since < 0) idle_since = t;
+    if (t - idle_since > kSpinNs) sleep_until_message(10);
+    else if (idle % 16 == 0) sched_yield();
   }
   return r->result;
 }

@@ -92,11 +92,19 @@ void on_signal(int) {
   if (!r.initialised()) {
     // finalize has begun or ended: nothing to progress
   } else if (r.in_library.load(std::memory_order_relaxed)) {
+    r.seg.rank(r.me).kicked.store(0, std::memory_order_relaxed);
     r.deferred.store(1, std::memory_order_relaxed);
+    r.n_deferred.fetch_add(1, std::memory_order_relaxed);
   } else {
     r.in_library.store(1, std::memory_order_relaxed);
+    RankInfo &mine = r.seg.rank(r.me);
+    mine.kicked.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // a later message kicks again
     r.progress_in_handler();
+    r.n_handler.fetch_add(1, std::memory_order_relaxed);
+    r.arm();
     r.in_library.store(0, std::memory_order_relaxed);
+    // What came during the pass (while armed, a kick is pending too).
   }
   errno = saved;
 }
@@ -106,6 +114,16 @@ void on_signal(int) {
 Runtime &rt() {
   static Runtime instance;
   return instance;
+}
+
+int kick_signal() { return kSignal; }
+
+void Runtime::arm() {
+  if (engine != Engine::Signal || !initialised_) return;
+  RankInfo &mine = seg.rank(me);
+  const uint32_t want = active_count.load(std::memory_order_relaxed) > 0 ? 1 : 0;
+  mine.armed.store(want, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 int set_error(int err, const std::string &message) {
@@ -118,24 +136,35 @@ void clear_error() { t_error.clear(); }
 
 const char *error_message() { return t_error.c_str(); }
 
-Entered::Entered() {
-  rt().in_library.fetch_add(1, std::memory_order_relaxed);
+void Runtime::enter() {
+  if (in_library.fetch_add(1, std::memory_order_relaxed) == 0 && engine == Engine::Signal && initialised_) {
+    seg.rank(me).armed.store(0, std::memory_order_relaxed);
+    seg.rank(me).polling.store(1, std::memory_order_relaxed);
+  }
   std::atomic_signal_fence(std::memory_order_seq_cst);  // before any library work
 }
 
-Entered::~Entered() {
-  Runtime &r = rt();
-  if (r.in_library.load(std::memory_order_relaxed) == 1 && r.deferred.exchange(0) && r.initialised()) {
-    auto g = r.guard();
-    r.progress();
+void Runtime::leave() {
+  if (in_library.load(std::memory_order_relaxed) == 1 && deferred.exchange(0) && initialised_) {
+    auto g = guard();
+    progress();
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);  // after all library work
-  // A signal that came after the check above was deferred too: take it
-  // now, in the handler, rather than at the helper's next wake-up.
-  if (r.in_library.fetch_sub(1, std::memory_order_relaxed) == 1 && r.engine == Engine::Signal &&
-      r.deferred.exchange(0) && r.initialised())
-    pthread_kill(pthread_self(), kSignal);
+  if (in_library.fetch_sub(1, std::memory_order_relaxed) == 1 && engine == Engine::Signal && initialised_) {
+    // Stop polling; what came while we did (and woke nobody) is taken in
+    // the handler now, as is a signal deferred after the check above.
+    RankInfo &mine = seg.rank(me);
+    mine.polling.store(0, std::memory_order_relaxed);
+    arm();
+    const bool work = deferred.exchange(0) || (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
+                      waiting_output.load(std::memory_order_relaxed) > 0;
+    if (work) pthread_kill(pthread_self(), kSignal);
+  }
 }
+
+Entered::Entered() { rt().enter(); }
+
+Entered::~Entered() { rt().leave(); }
 
 std::unique_lock<std::mutex> Runtime::guard() {
   return engine == Engine::Thread ? std::unique_lock<std::mutex>(lock) : std::unique_lock<std::mutex>();
@@ -223,6 +252,7 @@ int Runtime::setup_world() {
   nep = static_cast<uint32_t>(size);
   RankInfo &mine = seg.rank(me);
   mine.pid.store(getpid(), std::memory_order_relaxed);
+  mine.tid.store(static_cast<int32_t>(gettid()), std::memory_order_relaxed);
   mine.probe_addr = reinterpret_cast<uint64_t>(&g_probe_word);
   my_place(mine.place);
   mine.state.store(kAlive, std::memory_order_release);
@@ -309,7 +339,10 @@ void Runtime::signal_helper_main() {
     mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
     if (stop_.load(std::memory_order_relaxed)) break;
     if (work() && !in_library.load(std::memory_order_relaxed) && !g_signal_sent.exchange(true))
+    {
+      n_helper_signals.fetch_add(1, std::memory_order_relaxed);
       pthread_kill(main_thread_, kSignal);
+    }
   }
 }
 
@@ -444,8 +477,15 @@ int Runtime::finalize() {
     helper_.join();
   }
   if (engine == Engine::Signal) signal(kSignal, SIG_IGN);
+  if (verbose && engine == Engine::Signal)
+    fprintf(stderr, "cadrt: rank %u: signal engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals\n",
+            me, static_cast<unsigned long long>(n_kicks.load()), static_cast<unsigned long long>(n_handler.load()),
+            static_cast<unsigned long long>(n_deferred.load()), static_cast<unsigned long long>(n_helper_signals.load()));
   seg.rank(me).state.store(kExited, std::memory_order_release);
   cache_.clear();
+  fast_.clear();
+  for (cadrt_request_s *r : spare_) delete r;
+  spare_.clear();
   world.reset();
   seg.unmap();
   initialised_ = false;

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "../../kmod/core/cad_core.h"
@@ -35,6 +36,7 @@ namespace cadrt {
 struct Entry {
   Entry *next;
   uint32_t ep;  // the peer endpoint it came from or goes to
+  ::cadrt_request_s *owner;  // output: the request that waits for it to leave, or null
   Slot slot;
 };
 
@@ -127,6 +129,7 @@ struct cadrt_request_s {
   std::vector<cadrt::Xfer> xfer;          // per node
   std::vector<uint32_t> outgoing;         // nodes in kFragOut
   bool redrain = false;                   // unexpected messages left for later
+  uint32_t unsent = 0;                    // its messages still in our pending queue
   cadrt_request_s *prev = nullptr, *next = nullptr;  // the active list
   bool from_cad = false;                  // issued from a hand-built CAD
 };
@@ -159,6 +162,12 @@ class Runtime {
   // *err and the error message set.
   std::shared_ptr<const Instance> instance(cadrt_comm_s *comm, cad::Collective c, cad::InstanceSpec spec,
                                            int *err);
+  // Requests: recycled (up to a few), so that a small collective in a loop
+  // does not allocate.
+  cadrt_request_s *new_request();
+  void recycle(cadrt_request_s *r);
+  // A communicator is going away: forget the instances cached for it.
+  void forget_comm(const cadrt_comm_s *comm);
   // Binds the caller's buffers (and fresh scratch) to r's program.
   int bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf);
   // Arms a bound request (a new collective number); it joins the active
@@ -187,6 +196,8 @@ class Runtime {
   std::unique_lock<std::mutex> guard();
   const char *engine_name() const;
   int make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int64_t>> &places);
+  // A message waits in one of our rings.
+  bool incoming() const;
 
   // Endpoint of this process and the segment.
   uint32_t me = 0;
@@ -194,13 +205,20 @@ class Runtime {
   Segment seg;
   bool cma = false;
 
-  void bump_in_library(int d);
+  // Inside the library (Entered), or polling it (cadrt_poll_begin).
+  void enter();
+  void leave();
+  // Signal engine: whether peers should signal us (outside the library
+  // with collectives active).
+  void arm();
   std::atomic<int> in_library{0};
   std::atomic<int> deferred{0};
   std::atomic<int> active_count{0};
   // Messages waiting for room in a peer's ring, and fragmenting sends:
   // more to do when a consumer frees slots (it rings our bell).
   std::atomic<int> waiting_output{0};
+  // Counts for CADRT_VERBOSE's report at finalize.
+  std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0};
 
  private:
   bool initialised_ = false;
@@ -210,16 +228,41 @@ class Runtime {
   cadrt_request_s *active_ = nullptr;
   std::vector<unsigned char> vm_scratch_;
   std::map<std::string, std::shared_ptr<const Instance>> cache_;
+  // The last answers of instance() by the call's own arguments: a repeated
+  // call skips selection and the key string.  (CADRT_ALGORITHM_* is thus
+  // read at the first call with given arguments.)
+  struct FastKey {
+    const cadrt_comm_s *comm;
+    int64_t n;
+    int32_t root;
+    uint8_t coll, dtype, op, inplace;
+    bool operator==(const FastKey &o) const {
+      return comm == o.comm && n == o.n && root == o.root && coll == o.coll && dtype == o.dtype && op == o.op &&
+             inplace == o.inplace;
+    }
+  };
+  struct FastHash {
+    size_t operator()(const FastKey &k) const {
+      uint64_t h = reinterpret_cast<uintptr_t>(k.comm) * 0x9e3779b97f4a7c15ull;
+      h ^= static_cast<uint64_t>(k.n) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+      h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.root)) << 32 | uint64_t{k.coll} << 24 |
+            uint64_t{k.dtype} << 16 | uint64_t{k.op} << 8 | k.inplace) + (h << 6) + (h >> 2);
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<FastKey, std::shared_ptr<const Instance>, FastHash> fast_;
+  std::vector<cadrt_request_s *> spare_;
   std::thread helper_;
   std::atomic<bool> stop_{false};
   pthread_t main_thread_{};
 
   // transport (progress.cpp)
   bool room();
-  void push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n);
+  void push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n, cadrt_request_s *owner);
+  // r's work is done and all its messages are in peers' rings.
+  bool complete_now(const cadrt_request_s *r) const;
   bool flush_pending();
   void ring(uint32_t ep);
-  bool incoming() const;
   // Some output waits for room in the ring of a peer that is still there.
   bool output_deliverable() const;
   bool poll_incoming();
@@ -253,6 +296,8 @@ class Runtime {
 };
 
 Runtime &rt();
+// The signal the signal engine progresses in (SIGRTMIN + 5).
+int kick_signal();
 
 // The calling thread's error, set by the API functions.
 int set_error(int err, const std::string &message);

@@ -14,7 +14,13 @@
 //
 // Waking: a process that is about to sleep raises its `sleepers` count and
 // waits on its `bell` (a futex in the segment); a producer that finds the
-// consumer's sleepers non-zero rings the bell.
+// consumer's sleepers non-zero rings the bell -- unless the consumer says
+// it is `polling` (its main thread is inside the library, looking at its
+// rings anyway), which spares a wake-up and a signal per message.  Under the
+// signal engine a consumer whose main thread is outside the library with
+// collectives active is `armed`: the producer signals that thread itself
+// (tgkill), so progress does not wait for a helper thread to be scheduled
+// on cores the application keeps busy.
 #pragma once
 
 #include <atomic>
@@ -73,6 +79,10 @@ struct alignas(64) RankInfo {
   std::atomic<uint32_t> bell;      // futex word
   std::atomic<uint32_t> sleepers;  // threads waiting on bell
   std::atomic<uint32_t> state;     // kAlive, kExited, kDead (set by cadrun)
+  std::atomic<uint32_t> polling;   // the main thread polls (signal engine): no need to wake its helper
+  std::atomic<int32_t> tid;        // the main thread (signal engine)
+  std::atomic<uint32_t> armed;     // signal engine, outside the library, requests active: kick it
+  std::atomic<uint32_t> kicked;    // a kick is on its way (one at a time)
   uint64_t probe_addr;             // a private word, for the CMA probe
   int32_t place[4];                // node, package, NUMA domain, L3 (or -1)
 };

@@ -166,6 +166,13 @@ int cadrt_waitall(int n, cadrt_request reqs[]);
  * non-persistent request is waited for first. */
 int cadrt_req_free(cadrt_request *req);
 
+/* For glue that polls cadrt in a loop together with another library's
+ * progress (libcadmpi's MPI_Wait): between begin and end the caller
+ * promises to call cadrt_test often, and the signal engine neither wakes
+ * its helper nor interrupts the caller for each message.  They nest. */
+void cadrt_poll_begin(void);
+void cadrt_poll_end(void);
+
 /* The algorithm a request runs ("bcast_binomial"), for reports. */
 const char *cadrt_request_algorithm(cadrt_request req);
 
