@@ -92,6 +92,11 @@ bench: build
 	mkdir -p bench/results
 	$(BUILD)/bin/core_bench --json bench/results/core.json
 	$(BUILD)/bin/cadc_bench --json bench/results/cadc.json
+	for e in poll thread signal; do \
+	  mpirun --allow-run-as-root --oversubscribe -n 2 -x LD_PRELOAD=$(abspath $(BUILD))/lib/libcadmpi.so \
+	    -x CADRT_ENGINE=$$e $(if $(BENCH_QUICK),-x BENCH_QUICK=$(BENCH_QUICK)) \
+	    $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
+	done
 
 clean:
 	rm -rf $(BUILD)
