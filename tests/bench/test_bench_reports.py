@@ -64,3 +64,45 @@ def test_cadc_bench_report_follows_the_schema(build_dir, tmp_path):
     by_name = {r["name"]: r for r in report["results"]}
     for name, target in CADC_FIGURES.items():
         assert by_name[name]["target"] == target
+
+
+RT_TARGETS = {
+    "latency ratio ibcast 1KiB": "<= 1.5",
+    "latency ratio iallreduce 1KiB": "<= 1.5",
+    "latency ratio ialltoall 1KiB": "<= 1.5",
+    "latency ratio ibcast 256KiB": "<= 1.0",
+    "latency ratio iallreduce 256KiB": "<= 1.0",
+    "latency ratio ialltoall 256KiB": "<= 1.0",
+    "overlap ibcast 1MiB cadrt": ">= 40",
+}
+
+
+def test_rt_bench_report_follows_the_schema(build_dir, tmp_path):
+    """cadrt against Open MPI under mpirun (2 ranks, quick): the report
+    holds the issue's figures with their targets, and Open MPI's overlap
+    as the reference."""
+    out = tmp_path / "rt.json"
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}", "-x", "BENCH_QUICK=1", "-x", "CADRT_ENGINE=signal",
+           str(build_dir / "bin" / "rt_bench"), "--json", str(out)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    schema = json.loads((ROOT / "schemas" / "bench-result.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    assert report["engine"] == "signal"
+    by_name = {r["name"]: r for r in report["results"]}
+    for name, target in RT_TARGETS.items():
+        assert by_name[name]["target"] == target, name
+    assert "overlap ibcast 1MiB openmpi" in by_name
+    for r in report["results"]:
+        assert r["min"] <= r["median"] <= r["max"], r
+        assert r["name"] in run.stdout
+
+
+def test_rt_bench_needs_libcadmpi(build_dir):
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "1", str(build_dir / "bin" / "rt_bench")]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "LD_PRELOAD=libcadmpi.so" in run.stderr
