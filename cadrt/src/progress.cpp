@@ -84,10 +84,16 @@ Entry *Queue::pop() {
 
 // ---------------------------------------------------------------- rings
 
-void Runtime::ring(uint32_t ep) {
+// Tells ep that something came.  An armed peer (computing, collectives
+// active) is signalled only for urgent messages -- the steps of large
+// transfers, room in a ring -- where progress now is worth a signal (a
+// cross-CPU signal costs both sides microseconds, tens of them in a
+// virtual machine); a small eager message waits for its next call.
+void Runtime::ring(uint32_t ep, bool urgent) {
   RankInfo &ri = seg.rank(ep);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (ri.armed.load(std::memory_order_relaxed)) {
+    if (!urgent) return;
     if (ri.kicked.exchange(1, std::memory_order_acq_rel)) return;  // one is on its way
     if (syscall(SYS_tgkill, ri.pid.load(std::memory_order_relaxed), ri.tid.load(std::memory_order_relaxed),
                 kick_signal()) == 0) {
@@ -127,7 +133,7 @@ void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_
       s.h.frag = n;
       if (n) memcpy(s.payload, payload, n);
       q.tail.store(tail + 1, std::memory_order_release);
-      ring(ep);
+      ring(ep, h.kind != kEager);
       return;
     }
   }
@@ -166,7 +172,7 @@ bool Runtime::flush_pending() {
     if (!pq.empty()) q.want_space.store(1, std::memory_order_seq_cst);
     if (pushed) {
       q.tail.store(tail, std::memory_order_release);
-      ring(ep);
+      ring(ep, true);
       moved = true;
     }
   }
@@ -207,7 +213,7 @@ bool Runtime::poll_incoming() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (q.want_space.load(std::memory_order_relaxed)) {
       q.want_space.store(0, std::memory_order_relaxed);
-      ring(ep);
+      ring(ep, true);
     }
   }
   return moved;
@@ -424,7 +430,7 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
   }
   if (moved) {
     q.tail.store(tail, std::memory_order_release);
-    ring(ep);
+    ring(ep, true);
   }
   if (x.done == n.len) {
     r->outgoing.erase(std::find(r->outgoing.begin(), r->outgoing.end(), node));

@@ -262,7 +262,7 @@ class Runtime {
   // r's work is done and all its messages are in peers' rings.
   bool complete_now(const cadrt_request_s *r) const;
   bool flush_pending();
-  void ring(uint32_t ep);
+  void ring(uint32_t ep, bool urgent);
   // Some output waits for room in the ring of a peer that is still there.
   bool output_deliverable() const;
   bool poll_incoming();
