@@ -49,4 +49,14 @@ echo "the round trip gives back the canonical text, byte for byte"
 
 step "core_demo: CAD programs through the core's verifier and executor"
 "$build/bin/core_demo"
+
+step "cadrun -n 4 rt_check: every collective through cadrt, checked against references"
+"$build/bin/cadrun" -n 4 "$build/bin/rt_check" --coll all --sizes 0,7,1000,100000
+
+step "cadrun -n 3 rt_cad: a pipelined chain broadcast built by hand (the KACC interface)"
+"$build/bin/cadrun" -n 3 "$build/bin/rt_cad"
+
+step "mpirun -n 2 with libcadmpi.so: an unmodified MPI program, cadrt against Open MPI"
+mpirun --allow-run-as-root --oversubscribe -n 2 -x LD_PRELOAD="$(cd "$build" && pwd)/lib/libcadmpi.so" \
+	-x CADMPI_STATS=1 "$build/bin/mpi_check" --quick
 printf '\ndemo: all steps did what they say\n'
