@@ -182,3 +182,37 @@ def test_world_of_one_without_cadrun(build_dir):
     r = subprocess.run([str(build_dir / "bin" / "rt_check"), "--coll", "all"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+SAN_CASES = {
+    "all": ["--coll", "all", "--sizes", "0,7,1000,100000"],
+    "modes": ["--coll", "all", "--sizes", "0,1000,70000", "--persistent", "--outstanding", "3", "--split",
+              "--inplace"],
+    "mismatch": ["--mismatch"],
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", list(SAN_CASES))
+def test_sanitised_runtime_has_no_leaks_or_memory_errors(build_dir, engine, case):
+    """rt_check built with cadrt, the compiler library and the core under
+    ASan, UBSan and LeakSanitizer: any leak, overflow, use after free or
+    undefined behaviour in the runtime fails the rank (and the job)."""
+    env = {"CADRT_ENGINE": engine, "CADRT_LIBRARY": str(build_dir / "lib" / "cad-std.cadlib"),
+           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "halt_on_error=1"}
+    r = run(build_dir, 3, "rt_check_san", *SAN_CASES[case], env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+
+
+def test_sanitised_runtime_bad_library_and_dead_peer(build_dir, tmp_path):
+    bad = tmp_path / "bad.cadlib"
+    bad.write_text("{ not a library")
+    env = {"CADRT_LIBRARY": str(bad), "ASAN_OPTIONS": "detect_leaks=1"}
+    r = run(build_dir, 2, "rt_check_san", "--coll", "bcast", env=env, timeout=120)
+    assert r.returncode == 1 and "cadrt_init" in r.stderr, r.stderr
+    assert "Sanitizer" not in r.stderr, r.stderr
+    env = {"CADRT_LIBRARY": str(build_dir / "lib" / "cad-std.cadlib"), "ASAN_OPTIONS": "detect_leaks=1"}
+    r = run(build_dir, 3, "rt_check_san", "--die", "1", env=env, timeout=120)
+    assert r.returncode == 128 + 9, r.stdout + r.stderr
+    assert "Sanitizer" not in r.stderr, r.stderr
