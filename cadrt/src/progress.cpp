@@ -612,8 +612,15 @@ void Runtime::progress_in_handler() {
 }
 
 // Sleep until a message may have come (or timeout_ms).
-void Runtime::sleep_until_message(int timeout_ms) {
+void Runtime::sleep_until_message(int timeout_ms, bool progress_thread) {
   RankInfo &mine = seg.rank(me);
+  if (progress_thread) {
+    mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t v = mine.bell.load(std::memory_order_acquire);
+    if (!incoming()) futex_wait(&mine.bell, v, timeout_ms);
+    mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   const uint32_t polling = mine.polling.exchange(0, std::memory_order_relaxed);  // we stop looking
   mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
   const uint32_t v = mine.bell.load(std::memory_order_acquire);

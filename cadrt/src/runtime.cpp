@@ -137,7 +137,7 @@ void clear_error() { t_error.clear(); }
 const char *error_message() { return t_error.c_str(); }
 
 void Runtime::enter() {
-  if (in_library.fetch_add(1, std::memory_order_relaxed) == 0 && engine == Engine::Signal && initialised_) {
+  if (in_library.fetch_add(1, std::memory_order_relaxed) == 0 && engine != Engine::Poll && initialised_) {
     seg.rank(me).armed.store(0, std::memory_order_relaxed);
     seg.rank(me).polling.store(1, std::memory_order_relaxed);
   }
@@ -150,7 +150,18 @@ void Runtime::leave() {
     progress();
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);  // after all library work
-  if (in_library.fetch_sub(1, std::memory_order_relaxed) == 1 && engine == Engine::Signal && initialised_) {
+  if (in_library.fetch_sub(1, std::memory_order_relaxed) != 1 || !initialised_) return;
+  if (engine == Engine::Thread) {
+    // Back to the progress thread; wake it if work came meanwhile.
+    RankInfo &mine = seg.rank(me);
+    mine.polling.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if ((active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
+        waiting_output.load(std::memory_order_relaxed) > 0) {
+      mine.bell.fetch_add(1, std::memory_order_release);
+      futex_wake(&mine.bell);
+    }
+  } else if (engine == Engine::Signal) {
     // Stop polling; what came while we did (and woke nobody) is taken in
     // the handler now, as is a signal deferred after the check above.
     RankInfo &mine = seg.rank(me);
@@ -302,7 +313,16 @@ void Runtime::thread_main() {
   }
   const char *spin = env("CADRT_THREAD_SPIN");
   const bool spinning = spin && strcmp(spin, "1") == 0;
+  RankInfo &mine = seg.rank(me);
   while (!stop_.load(std::memory_order_relaxed)) {
+    // While the main thread is in the library it progresses itself (and
+    // producers do not wake us): stay out of its way.
+    if (mine.polling.load(std::memory_order_relaxed)) {
+      // Not counted as a sleeper: producers leave us be; the main thread
+      // rings when it leaves the library with work left.
+      futex_wait(&mine.bell, mine.bell.load(std::memory_order_acquire), 1);
+      continue;
+    }
     bool moved;
     {
       std::lock_guard<std::mutex> g(lock);
@@ -310,7 +330,7 @@ void Runtime::thread_main() {
     }
     if (moved) continue;
     if (spinning) sched_yield();
-    else sleep_until_message(100);
+    else sleep_until_message(100, true);
   }
 }
 
@@ -454,6 +474,16 @@ int Runtime::make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int
   comm->topo = t;
   comm->places = places;
   return 0;
+}
+
+Runtime::~Runtime() {
+  if (!helper_.joinable()) return;
+  if (engine == Engine::Signal) signal(kSignal, SIG_IGN);
+  stop_.store(true);
+  RankInfo &mine = seg.rank(me);
+  mine.bell.fetch_add(1);
+  futex_wake(&mine.bell);
+  helper_.join();
 }
 
 int Runtime::finalize() {

@@ -140,6 +140,9 @@ enum class Engine { Poll, Thread, Signal };
 
 class Runtime {
  public:
+  // A program that exits without cadrt_finalize: the helper thread is
+  // stopped (a joinable std::thread would abort the exit).
+  ~Runtime();
   // ---- set up (in init) ----
   int init();
   // A job joined through an allgather (cadrt_init_job) rather than cadrun.
@@ -186,7 +189,9 @@ class Runtime {
   // Arms a bound request and issues what is ready.
   void activate(cadrt_request_s *r);
   // Sleeps until a message may have come, at most timeout_ms.
-  void sleep_until_message(int timeout_ms);
+  // (The main thread stops `polling` while it sleeps; the progress thread
+  // leaves that flag, which is the main thread's, alone.)
+  void sleep_until_message(int timeout_ms, bool progress_thread = false);
   // Fails every active request if cadrun marked a peer dead.
   bool check_peers();
 

@@ -147,26 +147,60 @@ int main(int argc, char **argv) {
   bool ending = false;
   double kill_at = 0;
   while (running > 0) {
-    int status;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      long r = 0;
-      while (r < n && pids[static_cast<size_t>(r)] != pid) r++;
-      if (r == n) continue;
-      pids[static_cast<size_t>(r)] = 0;
-      running--;
-      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      seg.rank(static_cast<uint32_t>(r)).state.store(ok ? cadrt::kExited : cadrt::kDead);
-      if (!ok && !ending) {
-        fprintf(stderr, "cadrun: rank %ld (pid %d) %s; ending the job\n", r, pid, describe(status).c_str());
-        result = code_of(status);
+    // Every rank that has ended by now, at once: when one dies, the others
+    // fail soon after (their peer is gone), and the one to report is the
+    // cause -- a rank killed by a signal before ranks that exited with an
+    // error.
+    struct Ended {
+      long rank;
+      pid_t pid;
+      int status;
+    };
+    std::vector<Ended> ended;
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass == 1) {
+        // A rank failed with an error: its peer may have died just before
+        // it (ranks fail fast when a peer is gone).  Give the cause 100 ms
+        // to be reaped too.
+        bool failed = false;
+        for (const auto &e : ended) failed |= !(WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0);
+        bool signalled = false;
+        for (const auto &e : ended) signalled |= WIFSIGNALED(e.status);
+        if (ending || !failed || signalled || running == 0) break;
+        usleep(100000);
+      }
+      for (;;) {
+        int status;
+        const pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) break;
+        long r = 0;
+        while (r < n && pids[static_cast<size_t>(r)] != pid) r++;
+        if (r == n) continue;
+        pids[static_cast<size_t>(r)] = 0;
+        running--;
+        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        seg.rank(static_cast<uint32_t>(r)).state.store(ok ? cadrt::kExited : cadrt::kDead);
+        ended.push_back({r, pid, status});
+      }
+    }
+    if (!ending) {
+      const Ended *cause = nullptr;
+      for (const auto &e : ended) {
+        const bool failed = !(WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0);
+        if (WIFSIGNALED(e.status) && (!cause || !WIFSIGNALED(cause->status))) cause = &e;
+        else if (failed && !cause) cause = &e;
+      }
+      if (cause) {
+        fprintf(stderr, "cadrun: rank %ld (pid %d) %s; ending the job\n", cause->rank, static_cast<int>(cause->pid),
+                describe(cause->status).c_str());
+        result = code_of(cause->status);
         ending = true;
         kill_at = now() + 2;
         for (pid_t p : pids)
           if (p) kill(p, SIGTERM);
       }
-      continue;
     }
+    if (!ended.empty()) continue;
     if (g_interrupted && !ending) {
       fprintf(stderr, "cadrun: interrupted; ending the job\n");
       result = 128 + g_interrupted;
