@@ -330,99 +330,57 @@ int MPI_Request_free(MPI_Request *req) {
 }
 
 // ---------------------------------------------------------------- collectives
+//
+// Each collective's decision and cadrt call is made once, in start_*(),
+// for both forms: the non-blocking one wraps the request, the blocking one
+// waits for it.  False: the call is MPI's.
 
-int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
+}  // extern "C"
+
+namespace {
+
+bool start_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, cadrt_request *r) {
   size_t bytes;
   cadrt_comm c;
-  cadrt_request r;
-  if (bytes_of(count, dt, &bytes) && comm_of(comm, &c) && !cadrt_ibcast(buf, bytes, CADRT_BYTE, root, c, &r))
-    return wrap(r, "MPI_Ibcast", req);
-  return fell("MPI_Ibcast", PMPI_Ibcast(buf, count, dt, root, comm, req));
+  return bytes_of(count, dt, &bytes) && comm_of(comm, &c) && !cadrt_ibcast(buf, bytes, CADRT_BYTE, root, c, r);
 }
 
-int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
-  size_t bytes;
-  cadrt_comm c;
-  cadrt_request r;
-  if (bytes_of(count, dt, &bytes) && comm_of(comm, &c) && !cadrt_ibcast(buf, bytes, CADRT_BYTE, root, c, &r))
-    return finish_now(r, "MPI_Bcast");
-  return fell("MPI_Bcast", PMPI_Bcast(buf, count, dt, root, comm));
+// The reducing ones: elements of a predefined type, a predefined op.
+bool reduce_args(int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, cadrt_datatype *d, cadrt_op *o,
+                 cadrt_comm *c) {
+  return count >= 0 && elem_of(dt, d) && op_of(op, o) && comm_of(comm, c);
 }
 
-int MPI_Ireduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
-                MPI_Request *req) {
+bool start_reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                  cadrt_request *r) {
   cadrt_datatype d;
   cadrt_op o;
   cadrt_comm c;
-  cadrt_request r;
-  if (count >= 0 && elem_of(dt, &d) && op_of(op, &o) && comm_of(comm, &c) &&
-      !cadrt_ireduce(in_send(s), rb, static_cast<size_t>(count), d, o, root, c, &r))
-    return wrap(r, "MPI_Ireduce", req);
-  return fell("MPI_Ireduce", PMPI_Ireduce(s, rb, count, dt, op, root, comm, req));
+  return reduce_args(count, dt, op, comm, &d, &o, &c) &&
+         !cadrt_ireduce(in_send(s), rb, static_cast<size_t>(count), d, o, root, c, r);
 }
 
-int MPI_Reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
+bool start_allreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                     cadrt_request *r) {
   cadrt_datatype d;
   cadrt_op o;
   cadrt_comm c;
-  cadrt_request r;
-  if (count >= 0 && elem_of(dt, &d) && op_of(op, &o) && comm_of(comm, &c) &&
-      !cadrt_ireduce(in_send(s), rb, static_cast<size_t>(count), d, o, root, c, &r))
-    return finish_now(r, "MPI_Reduce");
-  return fell("MPI_Reduce", PMPI_Reduce(s, rb, count, dt, op, root, comm));
+  return reduce_args(count, dt, op, comm, &d, &o, &c) &&
+         !cadrt_iallreduce(in_send(s), rb, static_cast<size_t>(count), d, o, c, r);
 }
 
-int MPI_Iallreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                   MPI_Request *req) {
+bool start_reduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                cadrt_request *r) {
   cadrt_datatype d;
   cadrt_op o;
   cadrt_comm c;
-  cadrt_request r;
-  if (count >= 0 && elem_of(dt, &d) && op_of(op, &o) && comm_of(comm, &c) &&
-      !cadrt_iallreduce(in_send(s), rb, static_cast<size_t>(count), d, o, c, &r))
-    return wrap(r, "MPI_Iallreduce", req);
-  return fell("MPI_Iallreduce", PMPI_Iallreduce(s, rb, count, dt, op, comm, req));
-}
-
-int MPI_Allreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-  cadrt_datatype d;
-  cadrt_op o;
-  cadrt_comm c;
-  cadrt_request r;
-  if (count >= 0 && elem_of(dt, &d) && op_of(op, &o) && comm_of(comm, &c) &&
-      !cadrt_iallreduce(in_send(s), rb, static_cast<size_t>(count), d, o, c, &r))
-    return finish_now(r, "MPI_Allreduce");
-  return fell("MPI_Allreduce", PMPI_Allreduce(s, rb, count, dt, op, comm));
-}
-
-int MPI_Ireduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                              MPI_Request *req) {
-  cadrt_datatype d;
-  cadrt_op o;
-  cadrt_comm c;
-  cadrt_request r;
-  if (count >= 0 && elem_of(dt, &d) && op_of(op, &o) && comm_of(comm, &c) &&
-      !cadrt_ireduce_scatter_block(in_send(s), rb, static_cast<size_t>(count), d, o, c, &r))
-    return wrap(r, "MPI_Ireduce_scatter_block", req);
-  return fell("MPI_Ireduce_scatter_block", PMPI_Ireduce_scatter_block(s, rb, count, dt, op, comm, req));
-}
-
-int MPI_Reduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-  cadrt_datatype d;
-  cadrt_op o;
-  cadrt_comm c;
-  cadrt_request r;
-  if (count >= 0 && elem_of(dt, &d) && op_of(op, &o) && comm_of(comm, &c) &&
-      !cadrt_ireduce_scatter_block(in_send(s), rb, static_cast<size_t>(count), d, o, c, &r))
-    return finish_now(r, "MPI_Reduce_scatter_block");
-  return fell("MPI_Reduce_scatter_block", PMPI_Reduce_scatter_block(s, rb, count, dt, op, comm));
+  return reduce_args(count, dt, op, comm, &d, &o, &c) &&
+         !cadrt_ireduce_scatter_block(in_send(s), rb, static_cast<size_t>(count), d, o, c, r);
 }
 
 // Gather-like calls: bytes per rank from whichever side is significant
 // here (the send side, or the receive side in place or at a root that only
 // receives); the two sides must describe the same bytes, as MPI requires.
-namespace {
-
 bool block_bytes(const void *s, int scount, MPI_Datatype stype, int rcount, MPI_Datatype rtype, bool recv_matters,
                  size_t *out) {
   size_t sb = 0, rb = 0;
@@ -434,39 +392,8 @@ bool block_bytes(const void *s, int scount, MPI_Datatype stype, int rcount, MPI_
   return send_matters || recv_matters;
 }
 
-int rank_in(MPI_Comm comm) {
-  int r = -1;
-  PMPI_Comm_rank(comm, &r);
-  return r;
-}
-
-}  // namespace
-
-int MPI_Igather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
-                MPI_Request *req) {
-  size_t bytes;
-  cadrt_comm c;
-  cadrt_request r;
-  if (comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, rank_in(comm) == root, &bytes) &&
-      !cadrt_igather(in_send(s), rb, bytes, CADRT_BYTE, root, c, &r))
-    return wrap(r, "MPI_Igather", req);
-  return fell("MPI_Igather", PMPI_Igather(s, sc, st, rb, rc, rt, root, comm, req));
-}
-
-int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
-  size_t bytes;
-  cadrt_comm c;
-  cadrt_request r;
-  if (comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, rank_in(comm) == root, &bytes) &&
-      !cadrt_igather(in_send(s), rb, bytes, CADRT_BYTE, root, c, &r))
-    return finish_now(r, "MPI_Gather");
-  return fell("MPI_Gather", PMPI_Gather(s, sc, st, rb, rc, rt, root, comm));
-}
-
 // Scatter: the root's send side, every rank's receive side (MPI_IN_PLACE
 // as the root's receive buffer).
-namespace {
-
 bool scatter_bytes(int sc, MPI_Datatype st, const void *rb, int rc, MPI_Datatype rt, bool root, size_t *out) {
   size_t sb = 0, rbytes = 0;
   if (root && !bytes_of(sc, st, &sb)) return false;
@@ -477,83 +404,166 @@ bool scatter_bytes(int sc, MPI_Datatype st, const void *rb, int rc, MPI_Datatype
   return true;
 }
 
+int rank_in(MPI_Comm comm) {
+  int r = -1;
+  PMPI_Comm_rank(comm, &r);
+  return r;
+}
+
+bool start_gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
+                  cadrt_request *r) {
+  size_t bytes;
+  cadrt_comm c;
+  return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, rank_in(comm) == root, &bytes) &&
+         !cadrt_igather(in_send(s), rb, bytes, CADRT_BYTE, root, c, r);
+}
+
+bool start_scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
+                   MPI_Comm comm, cadrt_request *r) {
+  size_t bytes;
+  cadrt_comm c;
+  return comm_of(comm, &c) && scatter_bytes(sc, st, rb, rc, rt, rank_in(comm) == root, &bytes) &&
+         !cadrt_iscatter(s, rb == MPI_IN_PLACE ? CADRT_IN_PLACE : rb, bytes, CADRT_BYTE, root, c, r);
+}
+
+bool start_allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                     cadrt_request *r) {
+  size_t bytes;
+  cadrt_comm c;
+  return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
+         !cadrt_iallgather(in_send(s), rb, bytes, CADRT_BYTE, c, r);
+}
+
+bool start_alltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                    cadrt_request *r) {
+  size_t bytes;
+  cadrt_comm c;
+  return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
+         !cadrt_ialltoall(in_send(s), rb, bytes, CADRT_BYTE, c, r);
+}
+
+bool start_barrier(MPI_Comm comm, cadrt_request *r) {
+  cadrt_comm c;
+  return comm_of(comm, &c) && !cadrt_ibarrier(c, r);
+}
+
 }  // namespace
+
+extern "C" {
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
+  cadrt_request r;
+  if (start_bcast(buf, count, dt, root, comm, &r)) return wrap(r, "MPI_Ibcast", req);
+  return fell("MPI_Ibcast", PMPI_Ibcast(buf, count, dt, root, comm, req));
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+  cadrt_request r;
+  if (start_bcast(buf, count, dt, root, comm, &r)) return finish_now(r, "MPI_Bcast");
+  return fell("MPI_Bcast", PMPI_Bcast(buf, count, dt, root, comm));
+}
+
+int MPI_Ireduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Request *req) {
+  cadrt_request r;
+  if (start_reduce(s, rb, count, dt, op, root, comm, &r)) return wrap(r, "MPI_Ireduce", req);
+  return fell("MPI_Ireduce", PMPI_Ireduce(s, rb, count, dt, op, root, comm, req));
+}
+
+int MPI_Reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
+  cadrt_request r;
+  if (start_reduce(s, rb, count, dt, op, root, comm, &r)) return finish_now(r, "MPI_Reduce");
+  return fell("MPI_Reduce", PMPI_Reduce(s, rb, count, dt, op, root, comm));
+}
+
+int MPI_Iallreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *req) {
+  cadrt_request r;
+  if (start_allreduce(s, rb, count, dt, op, comm, &r)) return wrap(r, "MPI_Iallreduce", req);
+  return fell("MPI_Iallreduce", PMPI_Iallreduce(s, rb, count, dt, op, comm, req));
+}
+
+int MPI_Allreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+  cadrt_request r;
+  if (start_allreduce(s, rb, count, dt, op, comm, &r)) return finish_now(r, "MPI_Allreduce");
+  return fell("MPI_Allreduce", PMPI_Allreduce(s, rb, count, dt, op, comm));
+}
+
+int MPI_Ireduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *req) {
+  cadrt_request r;
+  if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r)) return wrap(r, "MPI_Ireduce_scatter_block", req);
+  return fell("MPI_Ireduce_scatter_block", PMPI_Ireduce_scatter_block(s, rb, count, dt, op, comm, req));
+}
+
+int MPI_Reduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+  cadrt_request r;
+  if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r)) return finish_now(r, "MPI_Reduce_scatter_block");
+  return fell("MPI_Reduce_scatter_block", PMPI_Reduce_scatter_block(s, rb, count, dt, op, comm));
+}
+
+int MPI_Igather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
+                MPI_Request *req) {
+  cadrt_request r;
+  if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r)) return wrap(r, "MPI_Igather", req);
+  return fell("MPI_Igather", PMPI_Igather(s, sc, st, rb, rc, rt, root, comm, req));
+}
+
+int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
+  cadrt_request r;
+  if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r)) return finish_now(r, "MPI_Gather");
+  return fell("MPI_Gather", PMPI_Gather(s, sc, st, rb, rc, rt, root, comm));
+}
 
 int MPI_Iscatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
                  MPI_Request *req) {
-  size_t bytes;
-  cadrt_comm c;
   cadrt_request r;
-  if (comm_of(comm, &c) && scatter_bytes(sc, st, rb, rc, rt, rank_in(comm) == root, &bytes) &&
-      !cadrt_iscatter(s, rb == MPI_IN_PLACE ? CADRT_IN_PLACE : rb, bytes, CADRT_BYTE, root, c, &r))
-    return wrap(r, "MPI_Iscatter", req);
+  if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r)) return wrap(r, "MPI_Iscatter", req);
   return fell("MPI_Iscatter", PMPI_Iscatter(s, sc, st, rb, rc, rt, root, comm, req));
 }
 
 int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
                 MPI_Comm comm) {
-  size_t bytes;
-  cadrt_comm c;
   cadrt_request r;
-  if (comm_of(comm, &c) && scatter_bytes(sc, st, rb, rc, rt, rank_in(comm) == root, &bytes) &&
-      !cadrt_iscatter(s, rb == MPI_IN_PLACE ? CADRT_IN_PLACE : rb, bytes, CADRT_BYTE, root, c, &r))
-    return finish_now(r, "MPI_Scatter");
+  if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r)) return finish_now(r, "MPI_Scatter");
   return fell("MPI_Scatter", PMPI_Scatter(s, sc, st, rb, rc, rt, root, comm));
 }
 
 int MPI_Iallgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                    MPI_Request *req) {
-  size_t bytes;
-  cadrt_comm c;
   cadrt_request r;
-  if (comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
-      !cadrt_iallgather(in_send(s), rb, bytes, CADRT_BYTE, c, &r))
-    return wrap(r, "MPI_Iallgather", req);
+  if (start_allgather(s, sc, st, rb, rc, rt, comm, &r)) return wrap(r, "MPI_Iallgather", req);
   return fell("MPI_Iallgather", PMPI_Iallgather(s, sc, st, rb, rc, rt, comm, req));
 }
 
 int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
-  size_t bytes;
-  cadrt_comm c;
   cadrt_request r;
-  if (comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
-      !cadrt_iallgather(in_send(s), rb, bytes, CADRT_BYTE, c, &r))
-    return finish_now(r, "MPI_Allgather");
+  if (start_allgather(s, sc, st, rb, rc, rt, comm, &r)) return finish_now(r, "MPI_Allgather");
   return fell("MPI_Allgather", PMPI_Allgather(s, sc, st, rb, rc, rt, comm));
 }
 
 int MPI_Ialltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                   MPI_Request *req) {
-  size_t bytes;
-  cadrt_comm c;
   cadrt_request r;
-  if (comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
-      !cadrt_ialltoall(in_send(s), rb, bytes, CADRT_BYTE, c, &r))
-    return wrap(r, "MPI_Ialltoall", req);
+  if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r)) return wrap(r, "MPI_Ialltoall", req);
   return fell("MPI_Ialltoall", PMPI_Ialltoall(s, sc, st, rb, rc, rt, comm, req));
 }
 
 int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
-  size_t bytes;
-  cadrt_comm c;
   cadrt_request r;
-  if (comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
-      !cadrt_ialltoall(in_send(s), rb, bytes, CADRT_BYTE, c, &r))
-    return finish_now(r, "MPI_Alltoall");
+  if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r)) return finish_now(r, "MPI_Alltoall");
   return fell("MPI_Alltoall", PMPI_Alltoall(s, sc, st, rb, rc, rt, comm));
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
-  cadrt_comm c;
   cadrt_request r;
-  if (comm_of(comm, &c) && !cadrt_ibarrier(c, &r)) return wrap(r, "MPI_Ibarrier", req);
+  if (start_barrier(comm, &r)) return wrap(r, "MPI_Ibarrier", req);
   return fell("MPI_Ibarrier", PMPI_Ibarrier(comm, req));
 }
 
 int MPI_Barrier(MPI_Comm comm) {
-  cadrt_comm c;
   cadrt_request r;
-  if (comm_of(comm, &c) && !cadrt_ibarrier(c, &r)) return finish_now(r, "MPI_Barrier");
+  if (start_barrier(comm, &r)) return finish_now(r, "MPI_Barrier");
   return fell("MPI_Barrier", PMPI_Barrier(comm));
 }
 
