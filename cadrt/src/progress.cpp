@@ -350,7 +350,7 @@ bool Runtime::cma_copy(bool read, uint32_t ep, void *local, uint64_t remote, uin
 }
 
 // Why a single copy failed, in the words of its likely cause.
-std::string cma_why(int err) {
+static std::string cma_why(int err) {
   if (err == -ESRCH) return "the peer process has exited (it may have failed this collective first)";
   return strerror(-err);
 }
@@ -614,19 +614,13 @@ void Runtime::progress_in_handler() {
 // Sleep until a message may have come (or timeout_ms).
 void Runtime::sleep_until_message(int timeout_ms, bool progress_thread) {
   RankInfo &mine = seg.rank(me);
-  if (progress_thread) {
-    mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    const uint32_t v = mine.bell.load(std::memory_order_acquire);
-    if (!incoming()) futex_wait(&mine.bell, v, timeout_ms);
-    mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
-    return;
-  }
-  const uint32_t polling = mine.polling.exchange(0, std::memory_order_relaxed);  // we stop looking
+  // The main thread stops looking while it sleeps.
+  const uint32_t polling = progress_thread ? 0 : mine.polling.exchange(0, std::memory_order_relaxed);
   mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
   const uint32_t v = mine.bell.load(std::memory_order_acquire);
   if (!incoming()) futex_wait(&mine.bell, v, timeout_ms);
   mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
-  mine.polling.store(polling, std::memory_order_relaxed);
+  if (!progress_thread) mine.polling.store(polling, std::memory_order_relaxed);
 }
 
 // A peer that cadrun saw die: every active request fails.

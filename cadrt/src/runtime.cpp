@@ -476,14 +476,20 @@ int Runtime::make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int
   return 0;
 }
 
-Runtime::~Runtime() {
-  if (!helper_.joinable()) return;
+// No more signals are taken; the helper or progress thread is woken and
+// joined.
+void Runtime::stop_helper() {
   if (engine == Engine::Signal) signal(kSignal, SIG_IGN);
   stop_.store(true);
+  if (!helper_.joinable()) return;
   RankInfo &mine = seg.rank(me);
   mine.bell.fetch_add(1);
   futex_wake(&mine.bell);
   helper_.join();
+}
+
+Runtime::~Runtime() {
+  if (helper_.joinable()) stop_helper();
 }
 
 int Runtime::finalize() {
@@ -499,14 +505,7 @@ int Runtime::finalize() {
     if (!output_deliverable()) break;
     sleep_until_message(10);
   }
-  stop_.store(true);
-  if (helper_.joinable()) {
-    RankInfo &mine = seg.rank(me);
-    mine.bell.fetch_add(1);
-    futex_wake(&mine.bell);
-    helper_.join();
-  }
-  if (engine == Engine::Signal) signal(kSignal, SIG_IGN);
+  stop_helper();
   if (verbose && engine == Engine::Signal)
     fprintf(stderr, "cadrt: rank %u: signal engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals\n",
             me, static_cast<unsigned long long>(n_kicks.load()), static_cast<unsigned long long>(n_handler.load()),

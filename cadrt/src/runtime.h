@@ -298,6 +298,7 @@ class Runtime {
   bool booted_ = false;
   int probe_cma();
   int start_engine();
+  void stop_helper();
 };
 
 Runtime &rt();
