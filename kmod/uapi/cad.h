@@ -411,48 +411,103 @@ struct cad_vm_insn {
 };
 
 /* ------------------------------------------------------------------ */
-/* /dev/cad ioctls.  Every struct starts with its own size so that it   */
-/* can grow.  Sketched here; the kernel-module issue completes them.    */
+/* /dev/cad (kmod/cad): groups, programs, starts.                      */
+/*
+ * A process opens /dev/cad and JOINs a group: the ranks of one job on one
+ * node, named by a key the job chooses.  It LOADs programs (each a handle)
+ * with the addresses of its buffers: the module verifies the image again,
+ * pins the buffers and maps them into the kernel.  START runs a loaded
+ * program as collective number seq of communicator ctx: SEND and RECV
+ * nodes of the runs with the same (ctx, seq) in the group are matched per
+ * (source, destination, tag) in node order, as cadrt matches messages.
+ * A transfer happens as soon as both its nodes are posted, in the context
+ * of whichever event posted the second one (a start, or the completion of
+ * a predecessor in any rank of the group): no kernel thread, one copy.
+ *
+ * Completion: the status page (mmap the file, read only, offset 0,
+ * CAD_STATUS_SIZE bytes) holds a struct cad_status per handle.  poll()
+ * says POLLIN when some program of the file completed since the last
+ * read(); read() of 8 bytes returns that count and resets it (blocking
+ * while it is 0, unless O_NONBLOCK) -- eventfd's contract.  A waiter
+ * checks its status slot, then reads, then checks again.
+ *
+ * Every struct starts with its own size: the module accepts any size from
+ * its first version's up, ignores nothing (bytes past the struct it knows
+ * must be zero) and writes back no more than the caller's size.
+ * Errors: the ioctl fails with the errno; LOAD also writes a one-line
+ * message into log_buf (the verifier's, or the module's own).
+ */
 
 #define CAD_IOC_MAGIC 0xCA   /* numbers 0x40..0x4f; 0xCA 0x00..0x2f are cxl/ocxl */
+
+#define CAD_FEAT_PIN         (1ull << 0)  /* buffers pinned, single-copy transfers */
+#define CAD_FEAT_STATUS_PAGE (1ull << 1)  /* completion in an mmapped page */
+#define CAD_FEAT_POLL        (1ull << 2)  /* poll() and read() on completions */
+#define CAD_FEAT_USER_OPS    (1ull << 3)  /* the reduction VM runs in the kernel */
 
 struct cad_ioc_version {
 	__u32 size;
 	__u32 version;               /* out: CAD_VERSION */
 	__aligned_u64 features;      /* out: CAD_FEAT_* */
+	__u32 max_programs;          /* out: handles per open file */
+	__u32 status_size;           /* out: bytes of the status page */
 };
 
 struct cad_ioc_join {
 	__u32 size;
-	__u32 rank;
-	__u32 nranks;
-	__u32 reserved;
+	__u32 rank;                  /* this process's rank in the group */
+	__u32 nranks;                /* ranks in the group: the same on every rank */
+	__u32 flags;                 /* none defined: 0 */
 	__aligned_u64 key;           /* chosen by the job, same on every rank */
 };
+
+#define CAD_LOAD_START 0x1u          /* start at once as collective seq */
 
 struct cad_ioc_load {
 	__u32 size;
 	__u32 prog_size;             /* bytes at prog */
 	__aligned_u64 prog;          /* user pointer to the program image */
 	__aligned_u64 buf_addrs;     /* user pointer to __u64[nbufs]; 0 for scratch */
-	__u32 nbufs;
+	__u32 nbufs;                 /* the program's buffer count */
 	__u32 log_size;
-	__aligned_u64 log_buf;       /* user pointer: the verifier's message */
+	__aligned_u64 log_buf;       /* user pointer: why the load failed */
+	__aligned_u64 ranks;         /* user pointer to __u32[nranks]: the group
+	                              * rank of each program rank; 0: the same */
+	__aligned_u64 ctx;           /* communicator: runs match by (ctx, seq) */
+	__u32 flags;                 /* CAD_LOAD_* */
 	__u32 handle;                /* out */
-	__u32 reserved;
+	__aligned_u64 seq;           /* with CAD_LOAD_START */
+};
+
+struct cad_ioc_start {
+	__u32 size;
+	__u32 handle;
+	__aligned_u64 seq;           /* collective number on ctx, as on every rank */
 };
 
 struct cad_ioc_handle {
 	__u32 size;
 	__u32 handle;
-	__s32 result;                /* out: 0 done, -EINPROGRESS, or -errno */
+	__s32 result;                /* out (TEST): 0 done, -EINPROGRESS, or -errno */
 	__u32 reserved;
 };
+
+/* The status page: slot h for handle h.  gen counts the starts of the
+ * handle; result is -EINPROGRESS from a start until the run ends, then 0
+ * or the error (-EPIPE: a peer went away; -ECANCELED: cancelled; -EPROTO:
+ * the ranks' programs do not match).  The module writes result last. */
+struct cad_status {
+	__u32 gen;
+	__s32 result;
+};
+
+#define CAD_STATUS_SIZE  4096
+#define CAD_MAX_PROGRAMS (CAD_STATUS_SIZE / 8)  /* handles per open file, at most */
 
 #define CAD_IOC_VERSION _IOWR(CAD_IOC_MAGIC, 0x40, struct cad_ioc_version)
 #define CAD_IOC_JOIN    _IOWR(CAD_IOC_MAGIC, 0x41, struct cad_ioc_join)
 #define CAD_IOC_LOAD    _IOWR(CAD_IOC_MAGIC, 0x42, struct cad_ioc_load)
-#define CAD_IOC_START   _IOWR(CAD_IOC_MAGIC, 0x43, struct cad_ioc_handle)
+#define CAD_IOC_START   _IOWR(CAD_IOC_MAGIC, 0x43, struct cad_ioc_start)
 #define CAD_IOC_TEST    _IOWR(CAD_IOC_MAGIC, 0x44, struct cad_ioc_handle)
 #define CAD_IOC_CANCEL  _IOWR(CAD_IOC_MAGIC, 0x45, struct cad_ioc_handle)
 #define CAD_IOC_FREE    _IOWR(CAD_IOC_MAGIC, 0x46, struct cad_ioc_handle)

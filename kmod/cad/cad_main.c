@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cad_main.c - /dev/cad: the misc device, its file operations, groups, the
+ * ioctl structs' size protocol, and the module's parameters and counters.
+ * The programs themselves: cad_run.c.  The ABI: kmod/uapi/cad.h.
+ */
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "cad_priv.h"
+
+/* ------------------------------------------------------------------ */
+/* Parameters and counters                                             */
+
+unsigned int cad_max_pinned_mb = 1024;
+module_param_named(max_pinned_mb, cad_max_pinned_mb, uint, 0644);
+MODULE_PARM_DESC(max_pinned_mb, "Memory a process may have pinned by the module, MiB");
+
+unsigned int cad_max_programs = CAD_MAX_PROGRAMS;
+static int set_max_programs(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int err = kstrtouint(val, 0, &v);
+
+	if (err)
+		return err;
+	if (v < 1 || v > CAD_MAX_PROGRAMS)
+		return -EINVAL;
+	cad_max_programs = v;
+	return 0;
+}
+static const struct kernel_param_ops max_programs_ops = {
+	.set = set_max_programs,
+	.get = param_get_uint,
+};
+module_param_cb(max_programs, &max_programs_ops, &cad_max_programs, 0644);
+MODULE_PARM_DESC(max_programs, "Programs loaded per open file (1.." __stringify(CAD_MAX_PROGRAMS) ")");
+
+unsigned int cad_max_image_kb = 64 << 10;
+module_param_named(max_image_kb, cad_max_image_kb, uint, 0644);
+MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB");
+
+static unsigned int cad_max_ranks = 4096;
+module_param_named(max_ranks, cad_max_ranks, uint, 0644);
+MODULE_PARM_DESC(max_ranks, "Ranks of one group");
+
+atomic64_t cad_pinned_pages = ATOMIC64_INIT(0);
+atomic64_t cad_live_objects = ATOMIC64_INIT(0);
+
+static int get_counter(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(kp->arg));
+}
+static const struct kernel_param_ops counter_ops = { .get = get_counter };
+/* Read only: pages pinned now, and groups, files and programs alive. */
+module_param_cb(pinned_pages, &counter_ops, &cad_pinned_pages, 0444);
+MODULE_PARM_DESC(pinned_pages, "Pages pinned now (read only)");
+module_param_cb(live_objects, &counter_ops, &cad_live_objects, 0444);
+MODULE_PARM_DESC(live_objects, "Groups, open files and programs alive now (read only)");
+
+/* ------------------------------------------------------------------ */
+/* Groups                                                              */
+
+static LIST_HEAD(cad_groups);
+static DEFINE_MUTEX(cad_groups_lock);
+
+static void group_free(struct cad_group *g)
+{
+	kvfree(g->vm_scratch);
+	kvfree(g->members);
+	kvfree(g->gone);
+	kfree(g);
+	atomic64_dec(&cad_live_objects);
+}
+
+static int join(struct cad_file *f, const struct cad_ioc_join *a)
+{
+	struct cad_group *g;
+	int err = 0;
+
+	if (a->flags)
+		return -EINVAL;
+	if (!a->nranks || a->nranks > cad_max_ranks || a->rank >= a->nranks)
+		return -EINVAL;
+	mutex_lock(&cad_groups_lock);
+	if (f->group) {
+		err = -EALREADY;
+		goto out;
+	}
+	list_for_each_entry(g, &cad_groups, link)
+		if (g->key == a->key)
+			break;
+	if (list_entry_is_head(g, &cad_groups, link)) {
+		g = kzalloc(sizeof(*g), GFP_KERNEL);
+		if (!g) {
+			err = -ENOMEM;
+			goto out;
+		}
+		atomic64_inc(&cad_live_objects);
+		g->members = kvcalloc(a->nranks, sizeof(*g->members), GFP_KERNEL);
+		g->gone = kvcalloc(a->nranks, 1, GFP_KERNEL);
+		if (!g->members || !g->gone) {
+			group_free(g);
+			err = -ENOMEM;
+			goto out;
+		}
+		g->key = a->key;
+		g->nranks = a->nranks;
+		g->owner = current_euid();
+		mutex_init(&g->lock);
+		INIT_LIST_HEAD(&g->work);
+		list_add(&g->link, &cad_groups);
+	} else if (!uid_eq(current_euid(), g->owner) && !capable(CAP_SYS_ADMIN)) {
+		err = -EPERM;
+		goto out;
+	} else if (g->nranks != a->nranks) {
+		err = -EINVAL;
+		goto out;
+	}
+	mutex_lock(&g->lock);
+	if (g->members[a->rank])
+		err = -EBUSY;
+	else if (g->gone[a->rank])
+		err = -EPIPE;
+	if (!err) {
+		g->members[a->rank] = f;
+		g->alive++;
+		f->rank = a->rank;
+		smp_store_release(&f->group, g);
+	}
+	mutex_unlock(&g->lock);
+out:
+	mutex_unlock(&cad_groups_lock);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* File operations                                                     */
+
+static int cad_open(struct inode *inode, struct file *file)
+{
+	struct cad_file *f = kvzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return -ENOMEM;
+	f->status = (struct cad_status *)get_zeroed_page(GFP_KERNEL);
+	if (!f->status) {
+		kvfree(f);
+		return -ENOMEM;
+	}
+	f->mm = current->mm;
+	mmgrab(f->mm);
+	INIT_LIST_HEAD(&f->running);
+	init_waitqueue_head(&f->wq);
+	mutex_init(&f->lock);
+	atomic64_inc(&cad_live_objects);
+	file->private_data = f;
+	return nonseekable_open(inode, file);
+}
+
+static int cad_release(struct inode *inode, struct file *file)
+{
+	struct cad_file *f = file->private_data;
+	struct cad_group *g = f->group;
+	u32 h;
+
+	if (g) {
+		bool last;
+
+		mutex_lock(&cad_groups_lock);
+		mutex_lock(&g->lock);
+		cad_group_leave_locked(g, f);
+		last = g->alive == 0;
+		if (last)
+			list_del(&g->link);
+		mutex_unlock(&g->lock);
+		mutex_unlock(&cad_groups_lock);
+		if (last)
+			group_free(g);
+	}
+	/* Nobody reaches f's runs now: the group forgot f. */
+	for (h = 0; h < CAD_MAX_PROGRAMS; h++)
+		cad_run_destroy(f->runs[h]);
+	free_page((unsigned long)f->status);
+	mmdrop(f->mm);
+	kvfree(f);
+	atomic64_dec(&cad_live_objects);
+	return 0;
+}
+
+/* The status page, read only. */
+static int cad_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct cad_file *f = file->private_data;
+
+	if (vma->vm_pgoff || vma->vm_end - vma->vm_start != CAD_STATUS_SIZE)
+		return -EINVAL;
+	if (vma->vm_flags & VM_WRITE)
+		return -EPERM;
+	vma->vm_flags &= ~VM_MAYWRITE;
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	return vm_insert_page(vma, vma->vm_start, virt_to_page(f->status));
+}
+
+static __poll_t cad_poll(struct file *file, poll_table *wait)
+{
+	struct cad_file *f = file->private_data;
+
+	poll_wait(file, &f->wq, wait);
+	return atomic_read(&f->events) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+/* The number of completions since the last read, as a __u64; blocks while
+ * it is 0 unless the file is non-blocking. */
+static ssize_t cad_read(struct file *file, char __user *buf, size_t len, loff_t *pos)
+{
+	struct cad_file *f = file->private_data;
+	u64 n;
+
+	if (len < sizeof(n))
+		return -EINVAL;
+	for (;;) {
+		n = (u64)atomic_xchg(&f->events, 0);
+		if (n)
+			break;
+		if (file->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		if (wait_event_interruptible(f->wq, atomic_read(&f->events)))
+			return -ERESTARTSYS;
+	}
+	if (copy_to_user(buf, &n, sizeof(n))) {
+		atomic_add((int)n, &f->events);
+		return -EFAULT;
+	}
+	return sizeof(n);
+}
+
+/*
+ * The size protocol: the caller's struct starts with its size.  Sizes from
+ * the first version's (min) up are accepted; bytes past what this module
+ * knows (known) must be zero; the reply is cut to the caller's size.
+ */
+static int copy_in(void *kstruct, u32 min, u32 known, const void __user *uarg, u32 *usize)
+{
+	u32 size;
+	int err;
+
+	if (get_user(size, (const u32 __user *)uarg))
+		return -EFAULT;
+	if (size < min || size > PAGE_SIZE)
+		return -EINVAL;
+	if (size > known) {
+		err = check_zeroed_user((const u8 __user *)uarg + known, size - known);
+		if (err <= 0)
+			return err ? err : -E2BIG;
+	}
+	memset(kstruct, 0, known);
+	if (copy_from_user(kstruct, uarg, min_t(u32, size, known)))
+		return -EFAULT;
+	*usize = size;
+	return 0;
+}
+
+static int copy_out(void __user *uarg, const void *kstruct, u32 known, u32 usize)
+{
+	return copy_to_user(uarg, kstruct, min(known, usize)) ? -EFAULT : 0;
+}
+
+#define COPY_IN(k, uarg, usize) copy_in(&(k), sizeof(k), sizeof(k), (uarg), (usize))
+
+static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct cad_file *f = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	u32 usize;
+	long err;
+
+	switch (cmd) {
+	case CAD_IOC_VERSION: {
+		struct cad_ioc_version v;
+
+		err = COPY_IN(v, uarg, &usize);
+		if (err)
+			return err;
+		v.version = CAD_VERSION;
+		v.features = CAD_FEAT_PIN | CAD_FEAT_STATUS_PAGE | CAD_FEAT_POLL | CAD_FEAT_USER_OPS;
+		v.max_programs = cad_max_programs;
+		v.status_size = CAD_STATUS_SIZE;
+		return copy_out(uarg, &v, sizeof(v), usize);
+	}
+	case CAD_IOC_JOIN: {
+		struct cad_ioc_join j;
+
+		err = COPY_IN(j, uarg, &usize);
+		if (err)
+			return err;
+		mutex_lock(&f->lock);
+		err = join(f, &j);
+		mutex_unlock(&f->lock);
+		return err;
+	}
+	case CAD_IOC_LOAD: {
+		struct cad_ioc_load l;
+
+		err = COPY_IN(l, uarg, &usize);
+		if (err)
+			return err;
+		/* handle is ~0 unless the program was loaded (perhaps
+		 * without starting: CAD_LOAD_START and a failed start). */
+		l.handle = ~0u;
+		err = cad_run_load(f, &l);
+		if (copy_out(uarg, &l, sizeof(l), usize))
+			return -EFAULT;
+		return err;
+	}
+	case CAD_IOC_START: {
+		struct cad_ioc_start s;
+
+		err = COPY_IN(s, uarg, &usize);
+		if (err)
+			return err;
+		return cad_run_start(f, s.handle, s.seq);
+	}
+	case CAD_IOC_TEST:
+	case CAD_IOC_CANCEL:
+	case CAD_IOC_FREE: {
+		struct cad_ioc_handle h;
+		int result = 0;
+
+		err = COPY_IN(h, uarg, &usize);
+		if (err)
+			return err;
+		if (cmd == CAD_IOC_TEST) {
+			err = cad_run_test(f, h.handle, &result);
+			if (err)
+				return err;
+			h.result = result;
+			return copy_out(uarg, &h, sizeof(h), usize);
+		}
+		return cmd == CAD_IOC_CANCEL ? cad_run_cancel(f, h.handle) : cad_run_free(f, h.handle);
+	}
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations cad_fops = {
+	.owner = THIS_MODULE,
+	.open = cad_open,
+	.release = cad_release,
+	.unlocked_ioctl = cad_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = cad_mmap,
+	.poll = cad_poll,
+	.read = cad_read,
+	.llseek = no_llseek,
+};
+
+/* Anyone may open it: the verifier is the gate for programs, and a group
+ * admits only its creator's user (or root). */
+static struct miscdevice cad_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "cad",
+	.fops = &cad_fops,
+	.mode = 0666,
+};
+
+static int __init cad_init(void)
+{
+	int err = misc_register(&cad_misc);
+
+	if (err)
+		return err;
+	pr_info("cad: /dev/cad ready (program format %u)\n", CAD_VERSION);
+	return 0;
+}
+
+static void __exit cad_exit(void)
+{
+	misc_deregister(&cad_misc);
+	if (atomic64_read(&cad_pinned_pages) || atomic64_read(&cad_live_objects))
+		pr_warn("cad: unloading with %lld pinned pages and %lld objects\n",
+			(long long)atomic64_read(&cad_pinned_pages), (long long)atomic64_read(&cad_live_objects));
+}
+
+module_init(cad_init);
+module_exit(cad_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("CAD: verified collective programs executed in the kernel");

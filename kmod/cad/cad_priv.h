@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cad_priv.h - the module's objects.
+ *
+ *   cad_group  the ranks of one job on one node (a key); one mutex over
+ *              everything of the group: its members' runs, their status
+ *              pages, the transfers between them
+ *   cad_file   an open /dev/cad: one member of at most one group
+ *   cad_run    a loaded program (a handle) with its pinned buffers; it is
+ *              running from a start until every node is done or it fails
+ *
+ * Lock order: cad_groups_lock (the list of groups, joins, leaving), then a
+ * group's lock.  Everything below runs in process context (ioctl, release)
+ * and may sleep, so a transfer of megabytes holds the group lock but gives
+ * the CPU back between chunks.
+ */
+#ifndef CAD_PRIV_H
+#define CAD_PRIV_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/wait.h>
+#include <linux/uidgid.h>
+#include <linux/mm_types.h>
+
+#include "../core/cad_core.h"
+
+#define CAD_TOMBS 64
+
+/* A collective that failed: later starts of it fail at once. */
+struct cad_tomb {
+	u64 ctx, seq;
+	int err;
+	bool used;
+};
+
+struct cad_group {
+	struct list_head link;          /* in cad_groups */
+	u64 key;
+	u32 nranks;
+	kuid_t owner;                   /* the creator's effective uid */
+	struct mutex lock;
+	struct cad_file **members;      /* [nranks]: NULL until joined, after leaving */
+	u8 *gone;                       /* [nranks]: joined once, left since */
+	u32 alive;                      /* members joined and not gone */
+	struct list_head work;          /* runs with nodes to issue */
+	struct cad_tomb tombs[CAD_TOMBS];
+	u32 tomb_next;
+	void *vm_scratch;               /* CAD_VM_SCRATCH_SIZE, for user ops */
+};
+
+struct cad_file {
+	struct cad_group *group;        /* set once, by JOIN */
+	u32 rank;
+	struct mm_struct *mm;           /* the opener's: pinned pages are charged to it */
+	struct cad_status *status;      /* the status page */
+	struct cad_run *runs[CAD_MAX_PROGRAMS];
+	u32 nruns;
+	struct list_head running;       /* runs started and not finished */
+	wait_queue_head_t wq;
+	atomic_t events;                /* completions since the last read() */
+	struct mutex lock;              /* loads and frees before JOIN and against JOIN */
+};
+
+/* A buffer of a run: its first byte in the kernel's address space. */
+struct cad_kbuf {
+	u8 *kaddr;
+	struct page **pages;            /* pinned user pages, or NULL (scratch) */
+	u64 npages;
+	void *vbase;                    /* vmap of several pages, or NULL */
+	void *scratch;                  /* kvzalloc'd scratch, or NULL */
+	bool dirty;                     /* written: mark the pages dirty */
+};
+
+/* A SEND or RECV node's place in the matching: k-th of (kind, peer, tag). */
+struct cad_key {
+	u8 kind;
+	u32 peer, tag, occ, node;
+};
+
+struct cad_run {
+	struct cad_file *file;
+	u32 handle;
+	void *image;
+	struct cad_prog prog;
+	struct cad_exec ex;
+	void *exec_mem;
+	u32 *occ;                       /* per node */
+	struct cad_key *keys;           /* SEND and RECV nodes, sorted */
+	u32 nkeys;
+	u32 *ranks;                     /* group rank of each program rank */
+	u64 ctx, seq;
+	struct cad_kbuf *bufs;
+	u32 nbufs;
+	bool running;
+	bool started;
+	int result;
+	u32 gen;
+	struct list_head run_link;      /* in file->running */
+	struct list_head work_link;     /* in group->work */
+};
+
+/* cad_run.c */
+int cad_run_load(struct cad_file *f, struct cad_ioc_load *arg);
+int cad_run_start(struct cad_file *f, u32 handle, u64 seq);
+int cad_run_test(struct cad_file *f, u32 handle, int *result);
+int cad_run_cancel(struct cad_file *f, u32 handle);
+int cad_run_free(struct cad_file *f, u32 handle);
+/* A member leaves (its file is released): its runs go, its peers' runs
+ * that still need it fail with -EPIPE.  Group lock held. */
+void cad_group_leave_locked(struct cad_group *g, struct cad_file *f);
+void cad_run_destroy(struct cad_run *r);
+
+/* cad_main.c: counters (module parameters, read only) */
+extern atomic64_t cad_pinned_pages;
+extern atomic64_t cad_live_objects;
+extern unsigned int cad_max_pinned_mb;
+extern unsigned int cad_max_programs;
+extern unsigned int cad_max_image_kb;
+
+#endif /* CAD_PRIV_H */

@@ -1,0 +1,819 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cad_run.c - loading, pinning and running verified programs.
+ *
+ * A run's SEND or RECV node is "posted" when the core's executor issues it
+ * (state ISSUED).  Posting looks for the peer's run of the same (ctx, seq)
+ * and its node of the opposite kind with the same (tag, occurrence): if
+ * that one is posted too, the data moves now, from the sender's pinned
+ * pages to the receiver's, and both nodes complete; their successors, in
+ * both ranks, are posted in turn (the group's work list, no recursion).
+ * Otherwise the node waits, and the peer's posting finds it later.  So a
+ * whole pipeline advances inside one process's start ioctl while the other
+ * processes compute: progress without threads, as in the KACC paper.
+ *
+ * Who copies: whichever process posts second.  The other one is, by then,
+ * outside the module (computing), so there is no choice to make; the
+ * program's direction hint (CAD_XFER_*) matters for cadrt's user-space
+ * engines, where both sides run code.
+ *
+ * Failures are per collective: a run that fails (a peer left, a cancel, a
+ * mismatch between the ranks' programs) fails every run of its (ctx, seq)
+ * in the group, and a tombstone makes later starts of it fail too, so no
+ * rank waits for a partner that will never come.
+ */
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "cad_priv.h"
+
+/* Bytes copied between two chances to reschedule. */
+#define COPY_CHUNK (256u << 10)
+
+/* ------------------------------------------------------------------ */
+/* Buffers                                                             */
+
+static void unpin_buffer(struct cad_file *f, struct cad_kbuf *b)
+{
+	if (b->vbase)
+		vunmap(b->vbase);
+	if (b->pages) {
+		if (b->dirty)
+			unpin_user_pages_dirty_lock(b->pages, b->npages, true);
+		else
+			unpin_user_pages(b->pages, b->npages);
+		atomic64_sub(b->npages, &f->mm->pinned_vm);
+		atomic64_sub(b->npages, &cad_pinned_pages);
+		kvfree(b->pages);
+	}
+	kvfree(b->scratch);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Pins [addr, +size) of the calling process and maps it contiguously into
+ * the kernel.  Writable buffers are pinned for writing.  A read-only one is
+ * pinned for writing too where the mapping allows it: that breaks any
+ * copy-on-write sharing now, so later writes by the process land in the
+ * pages the module holds (pinning the shared zero page of a buffer never
+ * written yet would freeze it at zero). */
+static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size, bool write,
+		      u32 index, const char *name, struct cad_log *log)
+{
+	const u64 off = addr & ~PAGE_MASK;
+	const u64 first = addr & PAGE_MASK;
+	u64 npages, done = 0;
+	u64 limit = (u64)cad_max_pinned_mb << (20 - PAGE_SHIFT);
+	bool want_write = true;
+	int err;
+
+	if (addr + size < addr || !access_ok((void __user *)(uintptr_t)addr, size)) {
+		cad_logf(log, "buffer %u (%s): [0x%llx, +%llu) is not a user address range",
+			 index, name, addr, size);
+		return -EFAULT;
+	}
+	npages = (off + size + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	if (atomic64_add_return(npages, &f->mm->pinned_vm) > limit) {
+		atomic64_sub(npages, &f->mm->pinned_vm);
+		cad_logf(log, "buffer %u (%s): pinning %llu more pages exceeds the limit of %u MiB per process (max_pinned_mb)",
+			 index, name, npages, cad_max_pinned_mb);
+		return -ENOMEM;
+	}
+	b->pages = kvmalloc_array(npages, sizeof(*b->pages), GFP_KERNEL);
+	if (!b->pages) {
+		atomic64_sub(npages, &f->mm->pinned_vm);
+		return -ENOMEM;
+	}
+	while (done < npages) {
+		int want = (int)min_t(u64, npages - done, 1u << 16);
+		unsigned int flags = FOLL_LONGTERM | (want_write ? FOLL_WRITE : 0);
+		int n = pin_user_pages_fast(first + done * PAGE_SIZE, want, flags, b->pages + done);
+
+		if (n <= 0 && want_write && !write && done == 0) {
+			want_write = false;   /* a read-only mapping: pin it as it is */
+			continue;
+		}
+		if (n <= 0) {
+			err = n ? n : -EFAULT;
+			if (done)
+				unpin_user_pages(b->pages, done);
+			kvfree(b->pages);
+			b->pages = NULL;
+			atomic64_sub(npages, &f->mm->pinned_vm);
+			cad_logf(log, "buffer %u (%s): [0x%llx, +%llu) is not mapped %s in the process",
+				 index, name, addr, size, write ? "writable" : "readable");
+			return err == -ENOMEM ? err : -EFAULT;
+		}
+		done += n;
+	}
+	b->npages = npages;
+	b->dirty = write;
+	atomic64_add(npages, &cad_pinned_pages);
+	if (npages == 1 && !IS_ENABLED(CONFIG_HIGHMEM)) {
+		b->kaddr = (u8 *)page_address(b->pages[0]) + off;
+	} else {
+		b->vbase = vmap(b->pages, npages, VM_MAP, PAGE_KERNEL);
+		if (!b->vbase) {
+			unpin_buffer(f, b);
+			return -ENOMEM;
+		}
+		b->kaddr = (u8 *)b->vbase + off;
+	}
+	return 0;
+}
+
+/* The alignment a REDUCE over dtype needs of its buffers: C's alignment of
+ * the element type (the user's own struct is read byte by byte). */
+static u32 dtype_align(unsigned int dtype)
+{
+	switch (dtype) {
+	case CAD_DT_FLOAT_INT: case CAD_DT_INT_INT: case CAD_DT_SHORT_INT:
+		return 4;
+	case CAD_DT_DOUBLE_INT: case CAD_DT_LONG_INT:
+		return 8;
+	case CAD_DT_USER:
+		return 1;
+	default:
+		return cad_dtype_size(dtype);
+	}
+}
+
+static int bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs, struct cad_log *log)
+{
+	const struct cad_prog *p = &r->prog;
+	u32 *align;
+	u32 i, j;
+	int err = 0;
+
+	align = kvcalloc(p->n_buffers ? p->n_buffers : 1, sizeof(*align), GFP_KERNEL);
+	if (!align)
+		return -ENOMEM;
+	for (i = 0; i < p->n_buffers; i++)
+		align[i] = 1;
+	for (i = 0; i < p->n_nodes; i++) {
+		const struct cad_node *nd = &p->nodes[i];
+
+		if (nd->kind != CAD_NODE_REDUCE)
+			continue;
+		align[nd->dst_buf] = max(align[nd->dst_buf], dtype_align(nd->dtype));
+		align[nd->src_buf] = max(align[nd->src_buf], dtype_align(nd->dtype));
+	}
+
+	for (i = 0; i < p->n_buffers && !err; i++) {
+		const struct cad_buffer *b = &p->buffers[i];
+		const char *name = cad_prog_string(p, b->name);
+
+		if (b->kind == CAD_BUF_SCRATCH) {
+			if (addrs[i]) {
+				cad_logf(log, "buffer %u (%s): a scratch buffer has no address: pass 0", i, name);
+				err = -EINVAL;
+			}
+			continue;
+		}
+		if (!b->size)
+			continue;
+		if (!addrs[i]) {
+			cad_logf(log, "buffer %u (%s): no address for %llu bytes", i, name, b->size);
+			err = -EFAULT;
+		} else if (addrs[i] % align[i]) {
+			cad_logf(log, "buffer %u (%s): address 0x%llx is not aligned to the %u bytes its reductions need",
+				 i, name, addrs[i], align[i]);
+			err = -EINVAL;
+		}
+		for (j = 0; j < i && !err; j++) {
+			const struct cad_buffer *o = &p->buffers[j];
+
+			if (o->kind == CAD_BUF_SCRATCH || !o->size)
+				continue;
+			if (addrs[i] < addrs[j] + o->size && addrs[j] < addrs[i] + b->size) {
+				cad_logf(log, "buffers %u (%s) and %u (%s) overlap", j,
+					 cad_prog_string(p, o->name), i, name);
+				err = -EINVAL;
+			}
+		}
+	}
+	kvfree(align);
+	if (err)
+		return err;
+
+	for (i = 0; i < p->n_buffers; i++) {
+		const struct cad_buffer *b = &p->buffers[i];
+		struct cad_kbuf *kb = &r->bufs[i];
+
+		if (!b->size)
+			continue;
+		if (b->kind == CAD_BUF_SCRATCH) {
+			kb->scratch = kvzalloc(b->size, GFP_KERNEL);
+			if (!kb->scratch)
+				return -ENOMEM;
+			kb->kaddr = kb->scratch;
+			continue;
+		}
+		err = pin_buffer(f, kb, addrs[i], b->size, b->access & CAD_ACC_WRITE, i,
+				 cad_prog_string(p, b->name), log);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Matching keys                                                       */
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct cad_key *x = a, *y = b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->peer != y->peer)
+		return x->peer < y->peer ? -1 : 1;
+	if (x->tag != y->tag)
+		return x->tag < y->tag ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return 0;
+}
+
+static int index_keys(struct cad_run *r)
+{
+	const struct cad_prog *p = &r->prog;
+	u32 i, n = 0;
+
+	r->occ = kvcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(u32), GFP_KERNEL);
+	r->keys = kvcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(struct cad_key), GFP_KERNEL);
+	if (!r->occ || !r->keys)
+		return -ENOMEM;
+	for (i = 0; i < p->n_nodes; i++) {
+		const struct cad_node *nd = &p->nodes[i];
+
+		if (nd->kind != CAD_NODE_SEND && nd->kind != CAD_NODE_RECV)
+			continue;
+		r->keys[n++] = (struct cad_key){ .kind = nd->kind, .peer = nd->peer, .tag = nd->tag, .node = i };
+	}
+	sort(r->keys, n, sizeof(*r->keys), key_cmp, NULL);
+	for (i = 0; i < n; i++) {
+		struct cad_key *k = &r->keys[i];
+
+		if (i && k->kind == k[-1].kind && k->peer == k[-1].peer && k->tag == k[-1].tag)
+			k->occ = k[-1].occ + 1;
+		r->occ[k->node] = k->occ;
+	}
+	r->nkeys = n;
+	return 0;
+}
+
+/* The node of kind with (peer, tag, occ), or -1. */
+static s64 find_key(const struct cad_run *r, u8 kind, u32 peer, u32 tag, u32 occ)
+{
+	u32 lo = 0, hi = r->nkeys;
+
+	while (lo < hi) {
+		const u32 mid = lo + (hi - lo) / 2;
+		const struct cad_key *k = &r->keys[mid];
+		int c;
+
+		if (k->kind != kind)
+			c = k->kind < kind ? -1 : 1;
+		else if (k->peer != peer)
+			c = k->peer < peer ? -1 : 1;
+		else if (k->tag != tag)
+			c = k->tag < tag ? -1 : 1;
+		else if (k->occ != occ)
+			c = k->occ < occ ? -1 : 1;
+		else
+			return k->node;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Running                                                             */
+
+static void publish(struct cad_run *r)
+{
+	struct cad_status *st = &r->file->status[r->handle];
+
+	WRITE_ONCE(st->gen, r->gen);
+	smp_wmb();
+	WRITE_ONCE(st->result, r->result);
+}
+
+static void finish(struct cad_run *r, int result)
+{
+	struct cad_file *f = r->file;
+
+	r->running = false;
+	r->result = result;
+	list_del_init(&r->run_link);
+	list_del_init(&r->work_link);
+	publish(r);
+	atomic_inc(&f->events);
+	wake_up_interruptible(&f->wq);
+}
+
+static struct cad_run *find_running(struct cad_file *f, u64 ctx, u64 seq)
+{
+	struct cad_run *q;
+
+	list_for_each_entry(q, &f->running, run_link)
+		if (q->ctx == ctx && q->seq == seq)
+			return q;
+	return NULL;
+}
+
+static const struct cad_tomb *find_tomb(const struct cad_group *g, u64 ctx, u64 seq)
+{
+	u32 i;
+
+	for (i = 0; i < CAD_TOMBS; i++)
+		if (g->tombs[i].used && g->tombs[i].ctx == ctx && g->tombs[i].seq == seq)
+			return &g->tombs[i];
+	return NULL;
+}
+
+/* Collective (ctx, seq) failed: every run of it in the group ends with err,
+ * and so will every later start of it. */
+static void fail_collective(struct cad_group *g, u64 ctx, u64 seq, int err)
+{
+	u32 i;
+
+	if (!find_tomb(g, ctx, seq)) {
+		g->tombs[g->tomb_next] = (struct cad_tomb){ .ctx = ctx, .seq = seq, .err = err, .used = true };
+		g->tomb_next = (g->tomb_next + 1) % CAD_TOMBS;
+	}
+	for (i = 0; i < g->nranks; i++) {
+		struct cad_file *f = g->members[i];
+		struct cad_run *q, *tmp;
+
+		if (!f)
+			continue;
+		list_for_each_entry_safe(q, tmp, &f->running, run_link)
+			if (q->ctx == ctx && q->seq == seq)
+				finish(q, err);
+	}
+}
+
+static void queue_work_run(struct cad_group *g, struct cad_run *r)
+{
+	if (list_empty(&r->work_link))
+		list_add_tail(&r->work_link, &g->work);
+}
+
+static void copy_chunked(u8 *dst, const u8 *src, u64 len)
+{
+	while (len) {
+		const u64 n = min_t(u64, len, COPY_CHUNK);
+
+		memcpy(dst, src, n);
+		dst += n;
+		src += n;
+		len -= n;
+		if (len)
+			cond_resched();
+	}
+}
+
+static u8 *at(const struct cad_run *r, u32 buf, u64 off)
+{
+	return r->bufs[buf].kaddr + off;
+}
+
+/* r's SEND or RECV node was posted: transfer now if its partner is
+ * posted too. */
+static void match(struct cad_group *g, struct cad_run *r, u32 node)
+{
+	const struct cad_node *nd = &r->prog.nodes[node];
+	const u32 me = r->prog.hdr->rank;
+	const u32 grank = r->ranks[nd->peer];
+	struct cad_file *pf = g->members[grank];
+	const struct cad_node *pn, *sn, *rn;
+	struct cad_run *p, *sr, *rr;
+	s64 m;
+
+	if (!pf) {
+		if (g->gone[grank])
+			fail_collective(g, r->ctx, r->seq, -EPIPE);
+		return;   /* not joined yet: its posting will find this one */
+	}
+	p = find_running(pf, r->ctx, r->seq);
+	if (!p)
+		return;
+	if (p->prog.hdr->rank != nd->peer || p->prog.hdr->nranks != r->prog.hdr->nranks ||
+	    p->ranks[me] != r->file->rank) {
+		fail_collective(g, r->ctx, r->seq, -EPROTO);
+		return;
+	}
+	m = find_key(p, nd->kind == CAD_NODE_SEND ? CAD_NODE_RECV : CAD_NODE_SEND, me, nd->tag, r->occ[node]);
+	if (m < 0) {
+		fail_collective(g, r->ctx, r->seq, -EPROTO);
+		return;
+	}
+	if (p->ex.state[m] != CAD_NS_ISSUED)
+		return;
+	pn = &p->prog.nodes[m];
+	if (pn->len != nd->len) {
+		fail_collective(g, r->ctx, r->seq, -EPROTO);
+		return;
+	}
+	if (nd->kind == CAD_NODE_SEND) {
+		sr = r, sn = nd, rr = p, rn = pn;
+	} else {
+		sr = p, sn = pn, rr = r, rn = nd;
+	}
+	if (nd->len)
+		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off), nd->len);
+	cad_exec_complete(&r->ex, node);
+	cad_exec_complete(&p->ex, (u32)m);
+	queue_work_run(g, p);
+}
+
+/* Posts what is ready in r, performs its local nodes, finishes it when
+ * every node is done. */
+static void issue(struct cad_group *g, struct cad_run *r)
+{
+	u32 node;
+
+	while (r->running && cad_exec_next(&r->ex, &node)) {
+		const struct cad_node *nd = &r->prog.nodes[node];
+
+		switch (nd->kind) {
+		case CAD_NODE_COPY:
+			if (nd->len)
+				copy_chunked(at(r, nd->dst_buf, nd->dst_off), at(r, nd->src_buf, nd->src_off), nd->len);
+			cad_exec_complete(&r->ex, node);
+			break;
+		case CAD_NODE_REDUCE:
+			if (nd->len)
+				cad_reduce(&r->prog, nd, at(r, nd->dst_buf, nd->dst_off),
+					   at(r, nd->src_buf, nd->src_off), g->vm_scratch);
+			cad_exec_complete(&r->ex, node);
+			cond_resched();
+			break;
+		default:
+			match(g, r, node);
+			break;
+		}
+	}
+	if (r->running && cad_exec_status(&r->ex) == 0)
+		finish(r, 0);
+}
+
+static void progress(struct cad_group *g)
+{
+	struct cad_run *r;
+
+	while ((r = list_first_entry_or_null(&g->work, struct cad_run, work_link))) {
+		list_del_init(&r->work_link);
+		issue(g, r);
+	}
+}
+
+static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
+{
+	const struct cad_tomb *t;
+
+	if (r->running || find_running(r->file, r->ctx, seq))
+		return -EBUSY;
+	r->seq = seq;
+	r->started = true;
+	r->gen++;
+	r->running = true;
+	r->result = -EINPROGRESS;
+	cad_exec_start(&r->ex);
+	list_add_tail(&r->run_link, &r->file->running);
+	publish(r);
+	t = find_tomb(g, r->ctx, seq);
+	if (t) {
+		finish(r, t->err);
+		return 0;
+	}
+	queue_work_run(g, r);
+	progress(g);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The ioctls                                                          */
+
+void cad_run_destroy(struct cad_run *r)
+{
+	u32 i;
+
+	if (!r)
+		return;
+	if (r->bufs) {
+		for (i = 0; i < r->nbufs; i++)
+			unpin_buffer(r->file, &r->bufs[i]);
+		kvfree(r->bufs);
+	}
+	kvfree(r->ranks);
+	kvfree(r->keys);
+	kvfree(r->occ);
+	kvfree(r->exec_mem);
+	kvfree(r->image);
+	kfree(r);
+	atomic64_dec(&cad_live_objects);
+}
+
+static struct cad_run *lookup(struct cad_file *f, u32 handle)
+{
+	return handle < CAD_MAX_PROGRAMS ? f->runs[handle] : NULL;
+}
+
+static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, struct cad_log *log)
+{
+	struct cad_group *g = smp_load_acquire(&f->group);
+	struct cad_limits limits = cad_default_limits;
+	const struct cad_prog_header *hdr;
+	u64 *addrs = NULL;
+	u32 i;
+	int err;
+
+	if (a->flags & ~CAD_LOAD_START) {
+		cad_logf(log, "load: unknown flags 0x%x", a->flags & ~CAD_LOAD_START);
+		return -EINVAL;
+	}
+	limits.max_image_size = min_t(u64, limits.max_image_size, (u64)cad_max_image_kb << 10);
+	if (a->prog_size > limits.max_image_size) {
+		cad_logf(log, "load: the image has %u bytes, more than the limit of %u (max_image_kb)",
+			 a->prog_size, limits.max_image_size);
+		return -E2BIG;
+	}
+	if (a->prog_size < sizeof(struct cad_prog_header)) {
+		cad_logf(log, "load: the image has %u bytes, less than a program header", a->prog_size);
+		return -EINVAL;
+	}
+	/* Verified from a kernel copy: the process cannot change it after. */
+	r->image = kvmalloc(a->prog_size, GFP_KERNEL);
+	if (!r->image)
+		return -ENOMEM;
+	if (copy_from_user(r->image, u64_to_user_ptr(a->prog), a->prog_size)) {
+		cad_logf(log, "load: the image at 0x%llx is not readable", a->prog);
+		return -EFAULT;
+	}
+	err = cad_verify(r->image, a->prog_size, &limits, &r->prog, log);
+	if (err)
+		return err;
+	hdr = r->prog.hdr;
+
+	if (hdr->nranks > g->nranks) {
+		cad_logf(log, "load: the program is for %u ranks, the group has %u", hdr->nranks, g->nranks);
+		return -EINVAL;
+	}
+	r->ranks = kvcalloc(hdr->nranks, sizeof(u32), GFP_KERNEL);
+	if (!r->ranks)
+		return -ENOMEM;
+	if (a->ranks) {
+		if (copy_from_user(r->ranks, u64_to_user_ptr(a->ranks), hdr->nranks * sizeof(u32))) {
+			cad_logf(log, "load: the rank map at 0x%llx is not readable", a->ranks);
+			return -EFAULT;
+		}
+	} else {
+		for (i = 0; i < hdr->nranks; i++)
+			r->ranks[i] = i;
+	}
+	for (i = 0; i < hdr->nranks; i++) {
+		u32 j;
+
+		if (r->ranks[i] >= g->nranks) {
+			cad_logf(log, "load: rank map: program rank %u is group rank %u of %u", i, r->ranks[i],
+				 g->nranks);
+			return -EINVAL;
+		}
+		for (j = 0; j < i; j++)
+			if (r->ranks[j] == r->ranks[i]) {
+				cad_logf(log, "load: rank map: program ranks %u and %u are both group rank %u", j, i,
+					 r->ranks[i]);
+				return -EINVAL;
+			}
+	}
+	if (r->ranks[hdr->rank] != f->rank) {
+		cad_logf(log, "load: the program is rank %u's, which is group rank %u, not this process's %u",
+			 hdr->rank, r->ranks[hdr->rank], f->rank);
+		return -EINVAL;
+	}
+
+	if (a->nbufs != r->prog.n_buffers) {
+		cad_logf(log, "load: %u buffer addresses for a program of %u buffers", a->nbufs, r->prog.n_buffers);
+		return -EINVAL;
+	}
+	r->nbufs = r->prog.n_buffers;
+	r->bufs = kvcalloc(r->nbufs ? r->nbufs : 1, sizeof(*r->bufs), GFP_KERNEL);
+	addrs = kvcalloc(r->nbufs ? r->nbufs : 1, sizeof(u64), GFP_KERNEL);
+	if (!r->bufs || !addrs) {
+		kvfree(addrs);
+		return -ENOMEM;
+	}
+	if (r->nbufs && copy_from_user(addrs, u64_to_user_ptr(a->buf_addrs), r->nbufs * sizeof(u64))) {
+		cad_logf(log, "load: the buffer addresses at 0x%llx are not readable", a->buf_addrs);
+		kvfree(addrs);
+		return -EFAULT;
+	}
+	err = bind_buffers(f, r, addrs, log);
+	kvfree(addrs);
+	if (err)
+		return err;
+
+	err = index_keys(r);
+	if (err)
+		return err;
+	r->exec_mem = kvzalloc(cad_exec_mem_size(&r->prog) + 4, GFP_KERNEL);
+	if (!r->exec_mem)
+		return -ENOMEM;
+	cad_exec_init(&r->ex, &r->prog, r->exec_mem);
+	r->ctx = a->ctx;
+	return 0;
+}
+
+int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
+{
+	struct cad_group *g = smp_load_acquire(&f->group);
+	struct cad_run *r;
+	struct cad_log log;
+	char *logmem = NULL;
+	u32 h;
+	int err;
+
+	if (a->log_size) {
+		logmem = kzalloc(min_t(u32, a->log_size, 4096), GFP_KERNEL);
+		if (!logmem)
+			return -ENOMEM;
+	}
+	cad_log_init(&log, logmem, logmem ? min_t(u32, a->log_size, 4096) : 0);
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r) {
+		kfree(logmem);
+		return -ENOMEM;
+	}
+	atomic64_inc(&cad_live_objects);
+	r->file = f;
+	INIT_LIST_HEAD(&r->run_link);
+	INIT_LIST_HEAD(&r->work_link);
+
+	if (!g) {
+		cad_logf(&log, "load: join a group first");
+		err = -ENOTCONN;
+	} else {
+		err = load(f, a, r, &log);
+	}
+	if (!err && r->prog.n_ops && !READ_ONCE(g->vm_scratch)) {
+		void *s = kvzalloc(CAD_VM_SCRATCH_SIZE, GFP_KERNEL);
+
+		mutex_lock(&g->lock);
+		if (!g->vm_scratch)
+			g->vm_scratch = s, s = NULL;
+		mutex_unlock(&g->lock);
+		kvfree(s);
+		if (!g->vm_scratch)
+			err = -ENOMEM;
+	}
+	if (!err) {
+		mutex_lock(&g->lock);
+		for (h = 0; h < cad_max_programs && f->runs[h]; h++)
+			;
+		if (h == cad_max_programs) {
+			cad_logf(&log, "load: this file has %u programs loaded, the limit (max_programs)", h);
+			err = -EMFILE;
+		} else {
+			r->handle = h;
+			f->runs[h] = r;
+			f->nruns++;
+			f->status[h] = (struct cad_status){ 0, 0 };
+			a->handle = h;
+			if (a->flags & CAD_LOAD_START)
+				err = start_locked(g, r, a->seq);
+			r = NULL;  /* the file's now, even if it could not start */
+		}
+		mutex_unlock(&g->lock);
+	}
+	if (err && a->log_size && copy_to_user(u64_to_user_ptr(a->log_buf), logmem, log.len + 1))
+		err = -EFAULT;
+	kfree(logmem);
+	cad_run_destroy(r);
+	return err;
+}
+
+int cad_run_start(struct cad_file *f, u32 handle, u64 seq)
+{
+	struct cad_group *g = smp_load_acquire(&f->group);
+	struct cad_run *r;
+	int err;
+
+	if (!g)
+		return -ENOTCONN;
+	mutex_lock(&g->lock);
+	r = lookup(f, handle);
+	err = r ? start_locked(g, r, seq) : -EBADF;
+	mutex_unlock(&g->lock);
+	return err;
+}
+
+int cad_run_test(struct cad_file *f, u32 handle, int *result)
+{
+	struct cad_group *g = smp_load_acquire(&f->group);
+	struct cad_run *r;
+	int err = 0;
+
+	if (!g)
+		return -ENOTCONN;
+	mutex_lock(&g->lock);
+	r = lookup(f, handle);
+	if (!r)
+		err = -EBADF;
+	else if (!r->started)
+		err = -EINVAL;
+	else
+		*result = r->running ? -EINPROGRESS : r->result;
+	mutex_unlock(&g->lock);
+	return err;
+}
+
+int cad_run_cancel(struct cad_file *f, u32 handle)
+{
+	struct cad_group *g = smp_load_acquire(&f->group);
+	struct cad_run *r;
+	int err = 0;
+
+	if (!g)
+		return -ENOTCONN;
+	mutex_lock(&g->lock);
+	r = lookup(f, handle);
+	if (!r)
+		err = -EBADF;
+	else if (r->running)
+		fail_collective(g, r->ctx, r->seq, -ECANCELED);
+	mutex_unlock(&g->lock);
+	return err;
+}
+
+int cad_run_free(struct cad_file *f, u32 handle)
+{
+	struct cad_group *g = smp_load_acquire(&f->group);
+	struct cad_run *r;
+
+	if (!g)
+		return -ENOTCONN;
+	mutex_lock(&g->lock);
+	r = lookup(f, handle);
+	if (r) {
+		if (r->running)
+			fail_collective(g, r->ctx, r->seq, -ECANCELED);
+		f->runs[handle] = NULL;
+		f->nruns--;
+	}
+	mutex_unlock(&g->lock);
+	if (!r)
+		return -EBADF;
+	cad_run_destroy(r);
+	return 0;
+}
+
+/* Whether r still needs group rank grank: a transfer with it not done. */
+static bool needs(const struct cad_run *r, u32 grank)
+{
+	u32 i;
+
+	for (i = 0; i < r->prog.n_nodes; i++) {
+		const struct cad_node *nd = &r->prog.nodes[i];
+
+		if ((nd->kind == CAD_NODE_SEND || nd->kind == CAD_NODE_RECV) &&
+		    r->ranks[nd->peer] == grank && r->ex.state[i] != CAD_NS_DONE)
+			return true;
+	}
+	return false;
+}
+
+void cad_group_leave_locked(struct cad_group *g, struct cad_file *f)
+{
+	struct cad_run *q, *tmp;
+	u32 i;
+
+	list_for_each_entry_safe(q, tmp, &f->running, run_link) {
+		const u64 ctx = q->ctx, seq = q->seq;
+
+		finish(q, -EPIPE);
+		fail_collective(g, ctx, seq, -EPIPE);
+	}
+	g->members[f->rank] = NULL;
+	g->gone[f->rank] = 1;
+	g->alive--;
+	for (i = 0; i < g->nranks; i++) {
+		struct cad_file *o = g->members[i];
+
+		if (!o)
+			continue;
+		list_for_each_entry_safe(q, tmp, &o->running, run_link)
+			if (needs(q, f->rank))
+				fail_collective(g, q->ctx, q->seq, -EPIPE);
+	}
+}
