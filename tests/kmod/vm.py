@@ -4,7 +4,7 @@ The host kernel cannot load modules, so kernel tests run in a VM:
 ``qemu-system-x86_64`` with software emulation (TCG; KVM does not work on
 this machine), the kernel from ``/boot`` whose headers built our modules,
 and an initramfs made here: busybox-static, the files a test adds (modules,
-statically linked programs) and an ``/init`` that runs the test's shell
+programs and their shared libraries) and an ``/init`` that runs the test's shell
 script, dumps the kernel log and powers off.  Results come back on the
 serial console.
 
@@ -22,8 +22,21 @@ Typical use::
     assert not r.kernel_problems(), r.dmesg
 
 The script runs under busybox ``sh -e`` with every busybox applet on PATH;
-start several processes with ``&`` and ``wait`` for them.  Test programs
-must be statically linked (or bring their libraries along).
+start several processes with ``&`` and ``wait`` for them.
+
+Dynamically linked programs come with their shared libraries::
+
+    vm.add_program(build / "bin" / "cadrun")      # /bin/cadrun + what ldd lists
+    vm.add_program(build / "bin" / "rt_check")    # + build/lib/libcadrt.so (RUNPATH)
+                                                  #   and cad-std.cadlib beside it
+    vm.add_library("/usr/lib/x86_64-linux-gnu/libfoo.so.1")   # for dlopen
+
+Every library goes to the absolute path it has on the host (the ELF
+interpreter /lib64/ld-linux-x86-64.so.2 too, RUNPATH libraries such as
+/work/main/build/lib/libcadrt.so too), so the loader inside the VM resolves
+exactly as ``ldd`` did on the host.  Symlinks are followed (the initramfs
+holds the real contents), a library shared by several programs is stored
+once, and debug sections are stripped (``strip_debug=False`` keeps them).
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ import re
 import shutil
 import stat
 import subprocess
+import struct
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,6 +56,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BUSYBOX = Path("/bin/busybox")
+
+# Files a shared library finds beside itself at run time (not through the
+# loader): added with the library.  libcadrt.so reads its standard library
+# from the directory it was loaded from (cadrt/src/runtime.cpp,
+# default_library(); CADRT_LIBRARY overrides it).
+COMPANIONS = {
+    "libcadrt.so": ("cad-std.cadlib",),
+}
+
+# ldd output: "libfoo.so.1 => /path/libfoo.so.1 (0x...)", "/lib64/ld-linux-x86-64.so.2 (0x...)",
+# "linux-vdso.so.1 (0x...)" (no file: skipped); "libbar.so => not found" is an error.
+_LDD_LINE = re.compile(r"^\s*(?:(\S+) => )?(\S+)(?: \(0x[0-9a-f]+\))?\s*$")
 
 # Lines of the kernel log that mean something went wrong in the kernel.
 KERNEL_PROBLEM = re.compile(
@@ -56,6 +82,8 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+mkdir -p /dev/shm
+mount -t tmpfs -o mode=1777 shm /dev/shm
 echo "@@CAD-SCRIPT-BEGIN"
 sh -e /test.sh
 echo "@@CAD-SCRIPT-END $?"
@@ -109,6 +137,8 @@ class VM:
         self.memory_mb = memory_mb
         self.cpus = cpus
         self.files: dict[str, tuple[int, bytes]] = {}
+        self.links: dict[str, str] = {}       # symlinks: dest -> target
+        self._stored: dict[str, str] = {}     # host file (real path) -> where it is in the VM
         if not self.kernel.exists():
             raise FileNotFoundError(f"{self.kernel} is missing: run 'make deps'")
         if not BUSYBOX.exists():
@@ -123,13 +153,76 @@ class VM:
     def add_text(self, dest: str, text: str, mode: int = 0o644) -> None:
         self.files[dest] = (mode, text.encode())
 
+    def add_program(self, src: str | os.PathLike, dest_dir: str = "/bin",
+                    strip_debug: bool = True) -> str:
+        """Put an ELF program into dest_dir with every shared library it needs.
+
+        The libraries are the ones ``ldd`` finds on the host (run without
+        LD_LIBRARY_PATH and LD_PRELOAD, which the VM does not have), the ELF
+        interpreter included; each goes to the same absolute path as on the
+        host, plus the COMPANIONS of each.  A statically linked program is
+        added alone.  Returns the program's path in the VM."""
+        src = Path(src)
+        if not src.is_file():
+            raise FileNotFoundError(src)
+        dest = f"{dest_dir.rstrip('/')}/{src.name}"
+        self._store(src, dest, strip_debug)
+        for lib in _needed(src):
+            self._add_shared(lib, strip_debug)
+        return dest
+
+    def add_library(self, path: str | os.PathLike, dest: str | None = None,
+                    strip_debug: bool = True) -> str:
+        """Put a file the program opens at run time into the initramfs: a
+        shared object loaded with dlopen (with the libraries it needs, as
+        for add_program) or a data file it finds beside itself.  dest is
+        the host path (made absolute, symlinks not resolved) unless given.
+        Returns its path in the VM."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(path)
+        dest = dest or os.path.abspath(path)
+        if _is_elf(path):
+            self._store(path, dest, strip_debug)
+            self._add_companions(path, dest)
+            for lib in _needed(path):
+                self._add_shared(lib, strip_debug)
+        else:
+            self._store(path, dest, False)
+        return dest
+
+    def _add_shared(self, lib: str, strip_debug: bool) -> None:
+        self._store(Path(lib), lib, strip_debug)
+        self._add_companions(Path(lib), lib)
+
+    def _add_companions(self, lib: Path, dest: str) -> None:
+        for name in COMPANIONS.get(lib.name, ()):
+            extra = lib.parent / name
+            if extra.is_file():
+                self._store(extra, f"{os.path.dirname(dest)}/{name}", False)
+
+    def _store(self, src: Path, dest: str, strip_debug: bool) -> None:
+        """src's contents (symlinks followed) at dest; a host file stored
+        already, at another place, becomes a symlink to it there."""
+        real = os.path.realpath(src)
+        first = self._stored.get(real)
+        if first == dest or dest in self.links:
+            return
+        if first is not None:
+            self.links[dest] = first
+            return
+        perm = 0o755 if os.access(real, os.X_OK) else 0o644
+        data = _without_debug(real) if strip_debug and _is_elf(Path(real)) else None
+        self.files[dest] = (perm, data if data is not None else Path(real).read_bytes())
+        self._stored[real] = dest
+
     def _initramfs(self, script: str) -> bytes:
         files = dict(self.files)
         files["/init"] = (0o755, INIT.encode())
         files["/test.sh"] = (0o755, script.encode())
         files["/bin/busybox"] = (0o755, BUSYBOX.read_bytes())
         dirs = {"/bin", "/proc", "/sys", "/dev", "/tmp"}
-        for dest in files:
+        for dest in [*files, *self.links]:
             parent = Path(dest).parent
             while str(parent) != "/":
                 dirs.add(str(parent))
@@ -137,6 +230,8 @@ class VM:
         entries = [(d.lstrip("/"), stat.S_IFDIR | 0o755, b"") for d in sorted(dirs)]
         entries += [(dest.lstrip("/"), stat.S_IFREG | mode, data)
                     for dest, (mode, data) in sorted(files.items())]
+        entries += [(dest.lstrip("/"), stat.S_IFLNK | 0o777, target.encode())
+                    for dest, target in sorted(self.links.items()) if dest not in files]
         return gzip.compress(_newc(entries), compresslevel=1)
 
     def run(self, script: str, timeout: float = 600) -> Result:
@@ -165,6 +260,60 @@ class VM:
         return _parse(console, seconds)
 
 
+def _is_elf(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def _interpreter(path: Path) -> str | None:
+    """The ELF interpreter (PT_INTERP) of a 64-bit little-endian ELF file."""
+    data = path.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 3:  # PT_INTERP
+            return data[p_offset:p_offset + p_filesz].rstrip(b"\0").decode()
+    return None
+
+
+def _needed(path: Path) -> list[str]:
+    """Absolute paths of the shared libraries path needs, the interpreter
+    included, as the loader finds them on the host; [] if statically linked."""
+    interp = _interpreter(path)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    out = subprocess.run(["ldd", str(path)], capture_output=True, text=True, env=env)
+    if out.returncode != 0 or "not a dynamic executable" in out.stdout + out.stderr:
+        if interp is None:
+            return []
+        raise RuntimeError(f"ldd {path} failed: {out.stdout}{out.stderr}")
+    libs = [interp] if interp else []
+    missing = []
+    for line in out.stdout.splitlines():
+        if line.strip().endswith("=> not found"):
+            missing.append(line.split()[0])
+            continue
+        m = _LDD_LINE.match(line)
+        if m and m.group(2).startswith("/") and m.group(2) not in libs:
+            libs.append(m.group(2))
+    if missing:
+        raise FileNotFoundError(f"{path} needs libraries ldd cannot find: {', '.join(missing)}")
+    return libs
+
+
+def _without_debug(path: str) -> bytes | None:
+    """path's contents without debug sections (objcopy), None if that fails."""
+    objcopy = shutil.which("objcopy")
+    if not objcopy:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cad-vm-strip-") as tmp:
+        out = Path(tmp) / "stripped"
+        r = subprocess.run([objcopy, "--strip-debug", path, str(out)], capture_output=True)
+        return out.read_bytes() if r.returncode == 0 else None
+
+
 def _between(text: str, begin: str, end: str) -> str | None:
     i = text.find(begin)
     if i < 0:
@@ -181,3 +330,43 @@ def _parse(console: str, seconds: float) -> Result:
     dmesg = _between(console, "@@CAD-DMESG-BEGIN", "@@CAD-DMESG-END") or ""
     return Result(console=console, output=output, exit_code=int(m.group(1)) if m else None,
                   dmesg=dmesg, seconds=seconds)
+
+
+@dataclass
+class Case:
+    command: str
+    status: int | None      # None: it never ended (the VM crashed or timed out)
+    output: str             # its stdout and stderr
+    seconds: float          # by the VM's clock
+
+
+@dataclass
+class CaseRun:
+    result: Result
+    cases: dict[str, Case]
+
+    def __getattr__(self, name):  # exit_code, output, dmesg, ... of the boot
+        return getattr(self.result, name)
+
+
+def run_cases(vm: VM, cases: dict[str, str], before: str = "", after: str = "",
+              timeout: float = 600) -> CaseRun:
+    """Runs many shell commands in one boot, each with its status, output and
+    duration: `before`, then every case in order, then `after`."""
+    lines = [before]
+    for name, cmd in cases.items():
+        lines += [f'echo "@@CASE {name} $(cut -d" " -f1 /proc/uptime)"',
+                  f"( {cmd} ) > /tmp/case.out 2>&1 && s=0 || s=$?",
+                  "cat /tmp/case.out",
+                  f'echo "@@ENDCASE {name} $s $(cut -d" " -f1 /proc/uptime)"']
+    lines.append(after)
+    r = vm.run("\n".join(lines), timeout=timeout)
+    found = {}
+    for m in re.finditer(r"@@CASE (\S+) (\S+)\n(.*?)@@ENDCASE \1 (\d+) (\S+)\n", r.output, re.S):
+        name, start, out, status, end = m.groups()
+        found[name] = Case(cases.get(name, ""), int(status), out, float(end) - float(start))
+    for name, cmd in cases.items():
+        if name not in found:
+            tail = r.output[r.output.find(f"@@CASE {name} "):][:4000] if f"@@CASE {name} " in r.output else ""
+            found[name] = Case(cmd, None, f"the case did not end in the VM:\n{tail}\n{r.console[-3000:]}", 0.0)
+    return CaseRun(r, found)
