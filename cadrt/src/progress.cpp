@@ -523,6 +523,16 @@ void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tel
   finish(r);
 }
 
+void Runtime::unlink_active(cadrt_request_s *r) {
+  r->done = true;
+  r->active = false;
+  if (r->prev) r->prev->next = r->next;
+  else active_ = r->next;
+  if (r->next) r->next->prev = r->prev;
+  r->prev = r->next = nullptr;
+  active_count.fetch_sub(1, std::memory_order_relaxed);
+}
+
 // r is done (or failed): off the active list; wake whoever waits for it.
 void Runtime::finish(cadrt_request_s *r) {
   if (r->done) return;
@@ -534,13 +544,7 @@ void Runtime::finish(cadrt_request_s *r) {
     r->unsent = 0;
   }
   if (!r->result) r->result = cad_exec_status(&r->ex);
-  r->done = true;
-  r->active = false;
-  if (r->prev) r->prev->next = r->next;
-  else active_ = r->next;
-  if (r->next) r->next->prev = r->prev;
-  r->prev = r->next = nullptr;
-  active_count.fetch_sub(1, std::memory_order_relaxed);
+  unlink_active(r);
   waiting_output.fetch_sub(static_cast<int>(r->outgoing.size()), std::memory_order_relaxed);
   r->outgoing.clear();
   if (engine == Engine::Thread) {
@@ -566,6 +570,10 @@ void Runtime::activate(cadrt_request_s *r) {
   if (active_) active_->prev = r;
   active_ = r;
   active_count.fetch_add(1, std::memory_order_relaxed);
+  if (engine == Engine::Kernel) {
+    if (int err = kernel_start(r)) kernel_finish(r, err);
+    return;
+  }
   // An ABORT may have come first.
   for (uint32_t ep = 0; ep < nep && !r->done; ep++) {
     for (Entry *e = unexpected_[ep].head; e; e = e->next)

@@ -155,6 +155,7 @@ cadrt_request_s *Runtime::new_request() {
 
 void Runtime::recycle(cadrt_request_s *r) {
   if (!r) return;
+  if (r->kh >= 0) kernel_free(r);
   if (spare_.size() >= 8 || !initialised_) {
     delete r;
     return;
@@ -171,6 +172,7 @@ void Runtime::recycle(cadrt_request_s *r) {
   r->outgoing.clear();
   r->unsent = 0;
   r->prev = r->next = nullptr;
+  r->kgen = 0;
   spare_.push_back(r);
 }
 
@@ -197,11 +199,12 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
         r_len = b.size;
         break;
       default:
+        if (engine == Engine::Kernel) break;  // the module allocates it
         r->scratch.emplace_back(b.size);
         r->bufs[i] = r->scratch.back().data();
         break;
     }
-    if (b.size && !r->bufs[i])
+    if (b.size && !r->bufs[i] && b.kind != CAD_BUF_SCRATCH)
       return set_error(-EINVAL, std::string("the ") + (b.kind == CAD_BUF_SEND ? "send" : "receive") +
                                     " buffer is NULL but the call needs " + std::to_string(b.size) + " bytes there");
   }
@@ -233,6 +236,7 @@ bool Runtime::comm_busy(const cadrt_comm_s *comm) const {
 }
 
 bool Runtime::test(cadrt_request_s *r) {
+  if (engine == Engine::Kernel) return kernel_test(r);
   if (!r->done) {
     check_peers();
     progress();
@@ -246,6 +250,10 @@ bool Runtime::test(cadrt_request_s *r) {
 int Runtime::wait(cadrt_request_s *r) {
   constexpr int64_t kSpinNs = 200000;
   int64_t idle_since = -1;
+  if (engine == Engine::Kernel) {
+    kernel_wait(r);
+    return r->result;
+  }
   for (int idle = 0;;) {
     {
       auto g = guard();

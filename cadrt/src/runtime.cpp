@@ -370,8 +370,20 @@ int Runtime::start_engine() {
   const char *want = env("CADRT_ENGINE");
   std::string name = want ? want : "auto";
   if (name == "auto") {
-    // A progress thread pays off when every rank of the node can have a
-    // core for it; otherwise the signal engine, whose helper only sleeps.
+    // The kernel engine whenever /dev/cad is there: transfers progress in
+    // the peers' system calls, with no thread and no signal.  Otherwise a
+    // progress thread pays off when every rank of the node can have a
+    // core for it; else the signal engine, whose helper only sleeps.
+    // (Every rank of a node sees the same /dev/cad and the same cores, so
+    // all choose alike.)
+    if (access("/dev/cad", R_OK | W_OK) == 0) {
+      engine = Engine::Kernel;
+      if (kernel_open() == 0) return 0;
+      kernel_close();
+      if (verbose) fprintf(stderr, "cadrt: /dev/cad is there but unusable (%s): a user-space engine\n",
+                           error_message());
+      clear_error();
+    }
     cpu_set_t set;
     const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
     name = cpus >= 2 * static_cast<long>(nep) ? "thread" : "signal";
@@ -391,7 +403,8 @@ int Runtime::start_engine() {
     main_thread_ = pthread_self();
     helper_ = std::thread([this] { signal_helper_main(); });
   } else if (name == "kernel") {
-    return set_error(-ENOTSUP, "CADRT_ENGINE=kernel: the kernel engine needs cad.ko (not available yet)");
+    engine = Engine::Kernel;
+    return kernel_open();
   } else {
     return set_error(-EINVAL, "CADRT_ENGINE=" + name + ": not one of poll, thread, signal, kernel, auto");
   }
@@ -402,6 +415,7 @@ const char *Runtime::engine_name() const {
   switch (engine) {
     case Engine::Thread: return "thread";
     case Engine::Signal: return "signal";
+    case Engine::Kernel: return "kernel";
     default: return "poll";
   }
 }
@@ -506,6 +520,7 @@ int Runtime::finalize() {
     sleep_until_message(10);
   }
   stop_helper();
+  kernel_close();
   if (verbose && engine == Engine::Signal)
     fprintf(stderr, "cadrt: rank %u: signal engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals\n",
             me, static_cast<unsigned long long>(n_kicks.load()), static_cast<unsigned long long>(n_handler.load()),

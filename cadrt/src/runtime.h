@@ -132,11 +132,16 @@ struct cadrt_request_s {
   uint32_t unsent = 0;                    // its messages still in our pending queue
   cadrt_request_s *prev = nullptr, *next = nullptr;  // the active list
   bool from_cad = false;                  // issued from a hand-built CAD
+  // Kernel engine: the handle of the loaded program (-1: none; a
+  // persistent request keeps it from its first start to req_free) and the
+  // start count the status page shows for the current start.
+  int32_t kh = -1;
+  uint32_t kgen = 0;
 };
 
 namespace cadrt {
 
-enum class Engine { Poll, Thread, Signal };
+enum class Engine { Poll, Thread, Signal, Kernel };
 
 class Runtime {
  public:
@@ -288,6 +293,18 @@ class Runtime {
   bool cma_copy(bool read, uint32_t ep, void *local, uint64_t remote, uint64_t len, int *err);
   std::array<std::pair<uint64_t, uint64_t>, 16> failed_{};  // (ctx, seq) that failed lately
   size_t failed_next_ = 0;
+
+  // the kernel engine (kernel.cpp): /dev/cad runs the programs
+  int kernel_open();
+  void kernel_close();
+  int kernel_start(cadrt_request_s *r);
+  bool kernel_test(cadrt_request_s *r);
+  void kernel_wait(cadrt_request_s *r);
+  void kernel_free(cadrt_request_s *r);
+  void kernel_finish(cadrt_request_s *r, int result);
+  void unlink_active(cadrt_request_s *r);
+  int kfd_ = -1;
+  const volatile cad_status *kstatus_ = nullptr;
 
   // engines (runtime.cpp)
   void thread_main();

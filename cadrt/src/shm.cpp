@@ -1,4 +1,6 @@
 // shm.cpp - see shm.h.
+#include <sys/random.h>
+#include <ctime>
 #include "shm.h"
 
 #include <linux/futex.h>
@@ -67,6 +69,8 @@ bool Segment::map(int fd, bool create, uint32_t n, std::string *error) {
     h->version = kVersion;
     h->nranks = n;
     h->size = size_;
+    if (getrandom(&h->job_key, sizeof h->job_key, 0) != sizeof h->job_key)
+      h->job_key = (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(time(nullptr));
     for (uint32_t r = 0; r < n; r++) new (&rank(r)) RankInfo();
   }
   return true;

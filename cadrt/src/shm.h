@@ -98,6 +98,7 @@ struct alignas(4096) Header {
   std::atomic<uint32_t> barrier_gen;   // futex word
   std::atomic<uint32_t> cma_denied;    // some rank could not read a peer
   std::atomic<int32_t> cma_errno;      // why
+  uint64_t job_key;                    // random: names the job's group in /dev/cad
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"

@@ -1,0 +1,835 @@
+/* kcad_check - cad.ko through its raw ABI (kmod/uapi/cad.h), inside the VM.
+ * Statically linked with the user-space core, which writes the programs.
+ *
+ *   kcad_check reject          the table of bad programs and bad ioctls
+ *   kcad_check pipeline P N S  a chain broadcast of N bytes in S segments
+ *                              over P processes; ranks 1.. start first and
+ *                              then only read their status page (no system
+ *                              call): the data must arrive while they spin
+ *   kcad_check kill P N S      the same pipeline; rank 1 never starts and
+ *                              is killed once the others are in flight:
+ *                              each must end with -EPIPE within 1 s
+ *   kcad_check cancel          a rank cancels; its peer ends -ECANCELED,
+ *                              also when it starts afterwards
+ *   kcad_check cycles K        2 ranks, K x (load+start, wait through
+ *                              read() or poll(), free)
+ *
+ * Prints "KCAD PASS <case>" or "KCAD FAIL <case>: why" per case and
+ * "KCAD SUMMARY passed=N failed=M"; exits 1 if anything failed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../kmod/core/cad_core.h"
+
+static int g_pass, g_fail;
+
+#define CHECK(name, cond, ...)                                                 \
+	do {                                                                   \
+		if (cond) {                                                    \
+			printf("KCAD PASS %s\n", name);                        \
+			g_pass++;                                              \
+		} else {                                                       \
+			printf("KCAD FAIL %s: ", name);                        \
+			printf(__VA_ARGS__);                                   \
+			printf("\n");                                          \
+			g_fail++;                                              \
+		}                                                              \
+		fflush(stdout);                                                \
+	} while (0)
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ */
+/* Programs                                                            */
+
+#define MAXN 1024
+
+struct builder {
+	struct cad_buffer bufs[8];
+	uint32_t nb;
+	struct cad_node nodes[MAXN];
+	uint32_t nn;
+	uint32_t succ[MAXN][2];
+	uint32_t nsucc[MAXN];
+	uint32_t rank, nranks;
+};
+
+static const char strings[] = "\0send\0recv\0tmp";
+enum { S_SEND = 1, S_RECV = 6, S_TMP = 11 };
+
+static void b_init(struct builder *b, uint32_t rank, uint32_t nranks)
+{
+	memset(b, 0, sizeof(*b));
+	b->rank = rank;
+	b->nranks = nranks;
+}
+
+static uint32_t b_buf(struct builder *b, uint32_t kind, uint32_t access, uint64_t size)
+{
+	const uint32_t name = kind == CAD_BUF_SEND ? S_SEND : kind == CAD_BUF_RECV ? S_RECV : S_TMP;
+
+	b->bufs[b->nb] = (struct cad_buffer){ .kind = kind, .access = access, .size = size, .name = name };
+	return b->nb++;
+}
+
+static uint32_t b_node(struct builder *b, struct cad_node n)
+{
+	n.line = CAD_NO_LINE;
+	b->nodes[b->nn] = n;
+	return b->nn++;
+}
+
+static void b_edge(struct builder *b, uint32_t from, uint32_t to)
+{
+	b->succ[from][b->nsucc[from]++] = to;
+}
+
+/* The image (malloc'd, 8-byte aligned) and its size. */
+static void *b_image(struct builder *b, uint32_t *size)
+{
+	static struct cad_edge edges[2 * MAXN];
+	struct cad_image_desc d = { 0 };
+	uint32_t ne = 0;
+	uint64_t sz;
+	void *img;
+
+	for (uint32_t i = 0; i < b->nn; i++) {
+		b->nodes[i].edge_first = ne;
+		b->nodes[i].edge_count = b->nsucc[i];
+		for (uint32_t k = 0; k < b->nsucc[i]; k++)
+			edges[ne++].to = b->succ[i][k];
+	}
+	d.rank = b->rank;
+	d.nranks = b->nranks;
+	d.buffers = b->bufs;
+	d.n_buffers = b->nb;
+	d.nodes = b->nodes;
+	d.n_nodes = b->nn;
+	d.edges = edges;
+	d.n_edges = ne;
+	d.strings = strings;
+	d.n_strings = sizeof(strings);
+	sz = cad_image_size(&d);
+	img = aligned_alloc(8, (sz + 7) & ~7ull);
+	if (!img || cad_image_write(&d, img, sz)) {
+		fprintf(stderr, "kcad_check: cannot write an image\n");
+		exit(2);
+	}
+	*size = (uint32_t)sz;
+	return img;
+}
+
+/* A chain broadcast: rank 0 sends S segments to 1, rank r forwards each to
+ * r + 1 as it arrives.  Buffer 0 is the data. */
+static void *chain_bcast(uint32_t rank, uint32_t P, uint64_t n, uint32_t S, uint32_t *size)
+{
+	struct builder *b = malloc(sizeof(*b));
+	const uint64_t seg = (n + S - 1) / S;
+	void *img;
+
+	b_init(b, rank, P);
+	if (rank == 0)
+		b_buf(b, CAD_BUF_SEND, CAD_ACC_READ, n);
+	else
+		b_buf(b, CAD_BUF_RECV, CAD_ACC_READ | CAD_ACC_WRITE, n);
+	for (uint32_t k = 0; k < S; k++) {
+		const uint64_t off = k * seg, len = off + seg > n ? n - off : seg;
+		uint32_t recv = ~0u;
+
+		if (rank > 0)
+			recv = b_node(b, (struct cad_node){ .kind = CAD_NODE_RECV, .peer = rank - 1, .dst_buf = 0,
+							    .dst_off = off, .len = len });
+		if (rank + 1 < P) {
+			uint32_t send = b_node(b, (struct cad_node){ .kind = CAD_NODE_SEND, .peer = rank + 1,
+								     .src_buf = 0, .src_off = off, .len = len });
+			if (recv != ~0u)
+				b_edge(b, recv, send);
+		}
+	}
+	img = b_image(b, size);
+	free(b);
+	return img;
+}
+
+/* Two ranks swap 8 bytes: buffer 0 (send) -> peer's buffer 1 (recv). */
+static void *exchange(uint32_t rank, uint32_t *size)
+{
+	struct builder b;
+
+	b_init(&b, rank, 2);
+	b_buf(&b, CAD_BUF_SEND, CAD_ACC_READ, 8);
+	b_buf(&b, CAD_BUF_RECV, CAD_ACC_WRITE, 8);
+	b_node(&b, (struct cad_node){ .kind = CAD_NODE_SEND, .peer = 1 - rank, .src_buf = 0, .len = 8 });
+	b_node(&b, (struct cad_node){ .kind = CAD_NODE_RECV, .peer = 1 - rank, .dst_buf = 1, .len = 8 });
+	return b_image(&b, size);
+}
+
+/* One rank: buffer 1 += buffer 0 as f64 (a REDUCE), through a scratch copy. */
+static void *reduce_one(uint32_t *size, uint64_t bytes)
+{
+	struct builder b;
+	uint32_t c, r;
+
+	b_init(&b, 0, 1);
+	b_buf(&b, CAD_BUF_SEND, CAD_ACC_READ, bytes);
+	b_buf(&b, CAD_BUF_RECV, CAD_ACC_READ | CAD_ACC_WRITE, bytes);
+	b_buf(&b, CAD_BUF_SCRATCH, CAD_ACC_READ | CAD_ACC_WRITE, bytes);
+	c = b_node(&b, (struct cad_node){ .kind = CAD_NODE_COPY, .src_buf = 0, .dst_buf = 2, .len = bytes });
+	r = b_node(&b, (struct cad_node){ .kind = CAD_NODE_REDUCE, .dtype = CAD_DT_DOUBLE, .op = CAD_OP_SUM,
+					   .src_buf = 2, .dst_buf = 1, .len = bytes });
+	b_edge(&b, c, r);
+	return b_image(&b, size);
+}
+
+/* ------------------------------------------------------------------ */
+/* The device                                                          */
+
+struct dev {
+	int fd;
+	const volatile struct cad_status *st;
+};
+
+static int dev_open(struct dev *d, uint64_t key, uint32_t rank, uint32_t nranks)
+{
+	struct cad_ioc_join j = { .size = sizeof(j), .rank = rank, .nranks = nranks, .key = key };
+
+	d->fd = open("/dev/cad", O_RDWR | O_CLOEXEC);
+	if (d->fd < 0)
+		return -errno;
+	if (ioctl(d->fd, CAD_IOC_JOIN, &j))
+		return -errno;
+	d->st = mmap(NULL, CAD_STATUS_SIZE, PROT_READ, MAP_SHARED, d->fd, 0);
+	if (d->st == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+struct load_res {
+	int err;
+	uint32_t handle;
+	char log[512];
+};
+
+static struct load_res load(int fd, const void *img, uint32_t size, const uint64_t *addrs, uint32_t nbufs,
+			    uint64_t ctx, uint32_t flags, uint64_t seq)
+{
+	struct load_res r = { 0 };
+	struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)img,
+				  .buf_addrs = (uintptr_t)addrs, .nbufs = nbufs, .log_size = sizeof(r.log),
+				  .log_buf = (uintptr_t)r.log, .ctx = ctx, .flags = flags, .seq = seq };
+
+	r.err = ioctl(fd, CAD_IOC_LOAD, &l) ? -errno : 0;
+	r.handle = l.handle;
+	return r;
+}
+
+static int handle_op(int fd, unsigned long cmd, uint32_t h, int *result)
+{
+	struct cad_ioc_handle a = { .size = sizeof(a), .handle = h };
+	int rc = ioctl(fd, cmd, &a) ? -errno : 0;
+
+	if (result)
+		*result = a.result;
+	return rc;
+}
+
+static int start(int fd, uint32_t h, uint64_t seq)
+{
+	struct cad_ioc_start s = { .size = sizeof(s), .handle = h, .seq = seq };
+
+	return ioctl(fd, CAD_IOC_START, &s) ? -errno : 0;
+}
+
+/* Waits for handle h's run number gen: spin on the page, then sleep in
+ * read() or poll(). */
+static int wait_run(struct dev *d, uint32_t h, uint32_t gen, int use_poll)
+{
+	for (;;) {
+		int32_t res = d->st[h].result;
+
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (res != -EINPROGRESS && d->st[h].gen == gen)
+			return res;
+		if (use_poll) {
+			struct pollfd p = { .fd = d->fd, .events = POLLIN };
+			uint64_t n;
+
+			if (poll(&p, 1, 5000) == 1)
+				(void)!read(d->fd, &n, sizeof(n));
+		} else {
+			uint64_t n;
+
+			(void)!read(d->fd, &n, sizeof(n));
+		}
+	}
+}
+
+static uint64_t job_key(void)
+{
+	return ((uint64_t)getpid() << 20) ^ (uint64_t)(now() * 1e6);
+}
+
+/* ------------------------------------------------------------------ */
+/* reject                                                              */
+
+static void set_param(const char *name, const char *value)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/cad/parameters/%s", name);
+	f = fopen(path, "w");
+	if (f) {
+		fputs(value, f);
+		fclose(f);
+	}
+}
+
+#define EXPECT_LOAD(name, res, want_err, want_log)                                         \
+	CHECK(name, (res).err == (want_err) && strstr((res).log, (want_log)),                \
+	      "got %d (%s) with log \"%s\", want %d and \"%s\"", (res).err, strerror(-(res).err), \
+	      (res).log, (want_err), (want_log))
+
+static int do_reject(void)
+{
+	const uint64_t key = job_key();
+	struct dev d, d2;
+	uint32_t size, size2, size_r;
+	void *img = exchange(0, &size), *img1 = exchange(1, &size2);
+	void *red = reduce_one(&size_r, 64);
+	static double data[64], out[64];
+	uint64_t a[3];
+	struct load_res r;
+	int fd, err, res;
+
+	/* ioctls on a fresh file */
+	fd = open("/dev/cad", O_RDWR);
+	{
+		struct cad_ioc_version v = { .size = 4 };
+
+		err = ioctl(fd, CAD_IOC_VERSION, &v) ? errno : 0;
+		CHECK("version-short-size", err == EINVAL, "got %d", err);
+	}
+	{
+		struct { struct cad_ioc_version v; uint64_t extra; } big = { .v.size = sizeof(big), .extra = 1 };
+
+		err = ioctl(fd, CAD_IOC_VERSION, &big) ? errno : 0;
+		CHECK("version-unknown-nonzero-tail", err == E2BIG, "got %d", err);
+		big.extra = 0;
+		err = ioctl(fd, CAD_IOC_VERSION, &big) ? errno : 0;
+		CHECK("version-longer-zero-tail", err == 0 && big.v.version == CAD_VERSION &&
+		      big.v.status_size == CAD_STATUS_SIZE, "got %d version %u", err, big.v.version);
+	}
+	err = ioctl(fd, _IOWR(CAD_IOC_MAGIC, 0x4f, struct cad_ioc_handle), &(struct cad_ioc_handle){ .size = 8 }) ? errno : 0;
+	CHECK("unknown-ioctl", err == ENOTTY, "got %d", err);
+	err = ioctl(fd, CAD_IOC_VERSION, (void *)16) ? errno : 0;
+	CHECK("bad-user-pointer", err == EFAULT, "got %d", err);
+	r = load(fd, img, size, a, 2, 1, 0, 0);
+	EXPECT_LOAD("load-before-join", r, -ENOTCONN, "join a group first");
+	{
+		struct cad_ioc_join j = { .size = sizeof(j), .rank = 2, .nranks = 2, .key = key };
+
+		err = ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0;
+		CHECK("join-rank-out-of-range", err == EINVAL, "got %d", err);
+		j.rank = 0, j.nranks = 0;
+		err = ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0;
+		CHECK("join-zero-ranks", err == EINVAL, "got %d", err);
+		j.nranks = 2, j.flags = 1;
+		err = ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0;
+		CHECK("join-unknown-flags", err == EINVAL, "got %d", err);
+	}
+	close(fd);
+
+	err = dev_open(&d, key, 0, 2);
+	CHECK("join", err == 0, "got %d", err);
+	{
+		struct cad_ioc_join j = { .size = sizeof(j), .rank = 1, .nranks = 2, .key = key };
+
+		err = ioctl(d.fd, CAD_IOC_JOIN, &j) ? errno : 0;
+		CHECK("join-twice", err == EALREADY, "got %d", err);
+		fd = open("/dev/cad", O_RDWR);
+		j.rank = 0;
+		err = ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0;
+		CHECK("join-rank-taken", err == EBUSY, "got %d", err);
+		j.rank = 1, j.nranks = 3;
+		err = ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0;
+		CHECK("join-other-size", err == EINVAL, "got %d", err);
+		close(fd);
+	}
+	/* a foreign user may not join the group */
+	{
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			struct cad_ioc_join j = { .size = sizeof(j), .rank = 1, .nranks = 2, .key = key };
+
+			if (setgid(1000) || setuid(1000))
+				_exit(3);
+			fd = open("/dev/cad", O_RDWR);
+			if (fd < 0)
+				_exit(4);
+			_exit(ioctl(fd, CAD_IOC_JOIN, &j) && errno == EPERM ? 0 : 1);
+		}
+		waitpid(pid, &res, 0);
+		CHECK("join-foreign-user", WIFEXITED(res) && WEXITSTATUS(res) == 0, "child status 0x%x", res);
+	}
+
+	/* mmap of the status page: read only, one page */
+	{
+		void *p = mmap(NULL, CAD_STATUS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, d.fd, 0);
+
+		CHECK("mmap-writable", p == MAP_FAILED && errno == EPERM, "got %p errno %d", p, errno);
+		p = mmap(NULL, 2 * CAD_STATUS_SIZE, PROT_READ, MAP_SHARED, d.fd, 0);
+		CHECK("mmap-two-pages", p == MAP_FAILED && errno == EINVAL, "got %p errno %d", p, errno);
+		p = mmap(NULL, CAD_STATUS_SIZE, PROT_READ, MAP_SHARED, d.fd, CAD_STATUS_SIZE);
+		CHECK("mmap-offset", p == MAP_FAILED && errno == EINVAL, "got %p errno %d", p, errno);
+		p = (void *)d.st;
+		CHECK("mprotect-write", mprotect(p, CAD_STATUS_SIZE, PROT_READ | PROT_WRITE) != 0 && errno == EACCES,
+		      "errno %d", errno);
+	}
+
+	/* programs */
+	a[0] = (uintptr_t)&data[0];
+	a[1] = (uintptr_t)&out[0];
+	{
+		uint8_t *bad = malloc(size);
+
+		memcpy(bad, img, size);
+		bad[0] ^= 0xff;
+		r = load(d.fd, bad, size, a, 2, 1, 0, 0);
+		EXPECT_LOAD("bad-magic", r, -EINVAL, "magic");
+		memcpy(bad, img, size);
+		((struct cad_prog_header *)bad)->sec[CAD_SEC_NODES].count = 1000;
+		r = load(d.fd, bad, size, a, 2, 1, 0, 0);
+		EXPECT_LOAD("nodes-past-the-end", r, -EINVAL, "nodes");
+		memcpy(bad, img, size);
+		free(bad);
+	}
+	r = load(d.fd, img, 16, a, 2, 1, 0, 0);
+	EXPECT_LOAD("image-shorter-than-header", r, -EINVAL, "less than a program header");
+	r = load(d.fd, img, 0x7fffffff, a, 2, 1, 0, 0);
+	EXPECT_LOAD("image-over-limit", r, -E2BIG, "max_image_kb");
+	r = load(d.fd, (void *)16, size, a, 2, 1, 0, 0);
+	EXPECT_LOAD("image-unreadable", r, -EFAULT, "not readable");
+	r = load(d.fd, img, size, a, 1, 1, 0, 0);
+	EXPECT_LOAD("buffer-count", r, -EINVAL, "1 buffer addresses for a program of 2 buffers");
+	r = load(d.fd, img1, size2, a, 2, 1, 0, 0);
+	EXPECT_LOAD("other-ranks-program", r, -EINVAL, "not this process's 0");
+	{
+		uint64_t bad[2] = { 0x1000, a[1] };
+
+		r = load(d.fd, img, size, bad, 2, 1, 0, 0);
+		EXPECT_LOAD("address-not-mapped", r, -EFAULT, "is not mapped readable");
+		bad[0] = 0xffff888000000000ull;
+		r = load(d.fd, img, size, bad, 2, 1, 0, 0);
+		EXPECT_LOAD("kernel-address", r, -EFAULT, "not a user address range");
+		bad[0] = a[0], bad[1] = 0;
+		r = load(d.fd, img, size, bad, 2, 1, 0, 0);
+		EXPECT_LOAD("null-address", r, -EFAULT, "no address");
+		bad[1] = a[0] + 4;
+		r = load(d.fd, img, size, bad, 2, 1, 0, 0);
+		EXPECT_LOAD("overlapping-buffers", r, -EINVAL, "overlap");
+	}
+	{
+		void *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint64_t bad[2] = { a[0], (uintptr_t)ro };
+
+		r = load(d.fd, img, size, bad, 2, 1, 0, 0);
+		EXPECT_LOAD("receive-into-read-only-memory", r, -EFAULT, "not mapped writable");
+		bad[0] = (uintptr_t)ro, bad[1] = a[1];
+		r = load(d.fd, img, size, bad, 2, 1, 0, 0);
+		CHECK("send-from-read-only-memory", r.err == 0, "got %d: %s", r.err, r.log);
+		if (!r.err)
+			handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+		munmap(ro, 4096);
+	}
+	{
+		uint32_t ranks[2] = { 0, 0 };
+		struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)img,
+					  .buf_addrs = (uintptr_t)a, .nbufs = 2, .ranks = (uintptr_t)ranks, .ctx = 1 };
+		char log[256] = "";
+
+		l.log_size = sizeof(log), l.log_buf = (uintptr_t)log;
+		err = ioctl(d.fd, CAD_IOC_LOAD, &l) ? errno : 0;
+		CHECK("rank-map-duplicate", err == EINVAL && strstr(log, "both group rank 0"), "got %d: %s", err, log);
+		ranks[1] = 7;
+		err = ioctl(d.fd, CAD_IOC_LOAD, &l) ? errno : 0;
+		CHECK("rank-map-out-of-range", err == EINVAL && strstr(log, "group rank 7 of 2"), "got %d: %s", err, log);
+	}
+	/* a node that reaches past its buffer, or a buffer that is not there */
+	{
+		struct builder b;
+		void *p;
+		uint32_t s;
+
+		b_init(&b, 0, 2);
+		b_buf(&b, CAD_BUF_SEND, CAD_ACC_READ, 8);
+		b_buf(&b, CAD_BUF_RECV, CAD_ACC_WRITE, 8);
+		b_node(&b, (struct cad_node){ .kind = CAD_NODE_SEND, .peer = 1, .src_buf = 0, .src_off = 4, .len = 8 });
+		p = b_image(&b, &s);
+		r = load(d.fd, p, s, a, 2, 1, 0, 0);
+		EXPECT_LOAD("node-past-its-buffer", r, -EINVAL, "node 0");
+		free(p);
+		b.nodes[0].src_off = 0;
+		b.nodes[0].src_buf = 5;
+		p = b_image(&b, &s);
+		r = load(d.fd, p, s, a, 2, 1, 0, 0);
+		EXPECT_LOAD("node-on-unregistered-buffer", r, -EINVAL, "node 0");
+		free(p);
+		b.nodes[0].src_buf = 1;  /* the receive buffer: not readable */
+		p = b_image(&b, &s);
+		r = load(d.fd, p, s, a, 2, 1, 0, 0);
+		EXPECT_LOAD("send-from-write-only-buffer", r, -EINVAL, "node 0");
+		free(p);
+	}
+
+	/* handles */
+	r = load(d.fd, img, size, a, 2, 1, 0, 0);
+	CHECK("load", r.err == 0 && r.handle == 0, "got %d handle %u: %s", r.err, r.handle, r.log);
+	err = handle_op(d.fd, CAD_IOC_TEST, r.handle, &res);
+	CHECK("test-never-started", err == -EINVAL, "got %d", err);
+	err = start(d.fd, 77, 0);
+	CHECK("start-bad-handle", err == -EBADF, "got %d", err);
+	err = start(d.fd, r.handle, 5);
+	CHECK("start", err == 0 && d.st[r.handle].result == -EINPROGRESS && d.st[r.handle].gen == 1,
+	      "got %d, status %d gen %u", err, d.st[r.handle].result, d.st[r.handle].gen);
+	err = start(d.fd, r.handle, 6);
+	CHECK("start-while-running", err == -EBUSY, "got %d", err);
+	err = handle_op(d.fd, CAD_IOC_TEST, r.handle, &res);
+	CHECK("test-running", err == 0 && res == -EINPROGRESS, "got %d result %d", err, res);
+	err = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+	CHECK("free-running", err == 0, "got %d", err);
+	err = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+	CHECK("free-twice", err == -EBADF, "got %d", err);
+
+	close(d.fd);
+
+	/* a group of one for the one-rank programs */
+	err = dev_open(&d2, key + 1, 0, 1);
+	{
+		static double al[16] __attribute__((aligned(16))), o2[16] __attribute__((aligned(16)));
+		uint64_t b3[3] = { (uintptr_t)&al[0], (uintptr_t)&o2[0] + 4, 0 };
+		uint32_t h;
+
+		for (int i = 0; i < 8; i++)
+			al[i] = i, o2[i] = 100;
+		r = load(d2.fd, red, size_r, b3, 3, 1, 0, 0);
+		EXPECT_LOAD("unaligned-reduce-buffer", r, -EINVAL, "not aligned to the 8 bytes");
+		b3[1] = (uintptr_t)&o2[0];
+		b3[2] = (uintptr_t)&al[8];
+		r = load(d2.fd, red, size_r, b3, 3, 1, 0, 0);
+		EXPECT_LOAD("scratch-with-address", r, -EINVAL, "scratch buffer has no address");
+		b3[2] = 0;
+		r = load(d2.fd, red, size_r, b3, 3, 1, CAD_LOAD_START, 1);
+		h = r.handle;
+		res = r.err ? r.err : wait_run(&d2, h, 1, 0);
+		CHECK("copy-and-reduce-in-the-kernel", res == 0 && o2[0] == 100 && o2[7] == 107,
+		      "got %d: %s; o2[7] = %g", res, r.log, o2[7]);
+		/* persistent: started again, the buffer's new contents are used */
+		for (int i = 0; i < 8; i++)
+			al[i] = 1000;
+		res = start(d2.fd, h, 2);
+		res = res ? res : wait_run(&d2, h, 2, 1);
+		CHECK("persistent-restart-sees-new-data", res == 0 && o2[7] == 1107, "got %d, o2[7] = %g", res, o2[7]);
+		handle_op(d2.fd, CAD_IOC_FREE, h, NULL);
+
+		/* limits: programs per file, pinned memory per process */
+		set_param("max_programs", "3");
+		for (int i = 0; i < 3; i++) {
+			r = load(d2.fd, red, size_r, b3, 3, 1, 0, 0);
+			if (r.err)
+				break;
+		}
+		r = load(d2.fd, red, size_r, b3, 3, 1, 0, 0);
+		EXPECT_LOAD("too-many-programs", r, -EMFILE, "max_programs");
+		for (uint32_t i = 0; i < 3; i++)
+			handle_op(d2.fd, CAD_IOC_FREE, i, NULL);
+		set_param("max_programs", "512");
+		set_param("max_pinned_mb", "1");
+		{
+			struct builder b;
+			const uint64_t big = 2u << 20;
+			double *src = aligned_alloc(4096, big), *dst = aligned_alloc(4096, big);
+			uint64_t bb[3] = { (uintptr_t)src, (uintptr_t)dst, 0 };
+			void *p = reduce_one(&size_r, big);
+
+			(void)b;
+			memset(src, 0, big);
+			memset(dst, 0, big);
+			r = load(d2.fd, p, size_r, bb, 3, 1, 0, 0);
+			EXPECT_LOAD("pinned-memory-limit", r, -ENOMEM, "max_pinned_mb");
+			set_param("max_pinned_mb", "1024");
+			r = load(d2.fd, p, size_r, bb, 3, 1, CAD_LOAD_START, 1);
+			res = r.err ? r.err : wait_run(&d2, r.handle, 1, 0);
+			CHECK("two-mib-reduce", res == 0, "got %d: %s", res, r.log);
+			free(p);
+			free(src);
+			free(dst);
+		}
+	}
+	close(d2.fd);
+	free(img);
+	free(img1);
+	free(red);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Multi-process cases                                                 */
+
+static unsigned char pattern(uint64_t i)
+{
+	return (unsigned char)(i * 131 + 7);
+}
+
+/* Rank r of the chain: loads and starts (unless it is the one that never
+ * starts), then spins on its status page only.  Reports through the exit
+ * status: 0 ok; 10 + k: failed check k. */
+static int chain_rank(uint64_t key, uint32_t rank, uint32_t P, uint64_t n, uint32_t S, int mode, int pfd)
+{
+	struct dev d;
+	uint32_t size;
+	void *img = chain_bcast(rank, P, n, S, &size);
+	unsigned char *buf = aligned_alloc(4096, n ? (n + 4095) & ~4095ull : 4096);
+	uint64_t addr = (uintptr_t)buf;
+	struct load_res r;
+	int err;
+	double t0;
+
+	for (uint64_t i = 0; i < n; i++)
+		buf[i] = rank == 0 ? pattern(i) : 0;
+	err = dev_open(&d, key, rank, P);
+	if (err)
+		return 11;
+	if (mode == 1 && rank == 1) {  /* kill: joined, never starts */
+		(void)!write(pfd, "j", 1);
+		pause();
+		return 0;
+	}
+	r = load(d.fd, img, size, &addr, 1, 1, 0, 0);
+	if (r.err) {
+		fprintf(stderr, "rank %u: load: %d %s\n", rank, r.err, r.log);
+		return 12;
+	}
+	/* Rank 0 starts last, once the others are posted. */
+	if (rank == 0)
+		usleep(200000);
+	err = start(d.fd, r.handle, 1);
+	if (err)
+		return 13;
+	(void)!write(pfd, "s", 1);
+	t0 = now();
+	if (mode == 0) {
+		/* No system call from here: the peers' calls move our data. */
+		while (d.st[r.handle].result == -EINPROGRESS)
+			if (now() - t0 > 30)
+				return 14;
+		if (d.st[r.handle].result != 0)
+			return 15;
+		for (uint64_t i = 0; i < n; i++)
+			if (buf[i] != pattern(i)) {
+				fprintf(stderr, "rank %u: byte %llu is %u, want %u\n", rank, (unsigned long long)i,
+					buf[i], pattern(i));
+				return 16;
+			}
+		return 0;
+	}
+	/* kill: wait for the error, then say when it came */
+	err = wait_run(&d, r.handle, 1, 1);
+	printf("KCAD rank %u ended with %d at %.6f\n", rank, err, now());
+	fflush(stdout);
+	return err == -EPIPE ? 0 : 17;
+}
+
+static int do_chain(const char *name, uint32_t P, uint64_t n, uint32_t S, int mode)
+{
+	const uint64_t key = job_key();
+	pid_t pids[64];
+	int pfd[2], bad = 0;
+	double killed = 0;
+
+	if (P < 2 || P > 64 || pipe(pfd))
+		return 2;
+	for (uint32_t r = 0; r < P; r++) {
+		pids[r] = fork();
+		if (pids[r] == 0) {
+			close(pfd[0]);
+			_exit(chain_rank(key, r, P, n, S, mode, pfd[1]));
+		}
+	}
+	close(pfd[1]);
+	if (mode == 1) {
+		/* Everyone but rank 1 started (rank 0 after its delay), and
+		 * rank 1 joined: the pipeline is stuck before it.  Kill it. */
+		char c;
+		uint32_t got = 0;
+
+		while (got < P && read(pfd[0], &c, 1) == 1)
+			got++;
+		usleep(100000);
+		killed = now();
+		printf("KCAD killing rank 1 at %.6f\n", killed);
+		fflush(stdout);
+		kill(pids[1], SIGKILL);
+	}
+	for (uint32_t r = 0; r < P; r++) {
+		int st;
+
+		waitpid(pids[r], &st, 0);
+		if (mode == 1 && r == 1)
+			continue;
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			printf("KCAD rank %u: status 0x%x\n", r, st);
+			bad++;
+		}
+	}
+	close(pfd[0]);
+	if (mode == 1)
+		CHECK(name, !bad && now() - killed < 1.0, "%d ranks failed; the last ended %.3f s after the kill", bad,
+		      now() - killed);
+	else
+		CHECK(name, !bad, "%d ranks failed", bad);
+	return 0;
+}
+
+static int do_cancel(void)
+{
+	const uint64_t key = job_key();
+	int pfd[2], st;
+	pid_t pid;
+
+	if (pipe(pfd))
+		return 2;
+	pid = fork();
+	if (pid == 0) {  /* rank 1: starts, cancels, sees -ECANCELED */
+		struct dev d;
+		uint32_t size;
+		void *img = exchange(1, &size);
+		static uint64_t s = 1, rbuf;
+		uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)&rbuf };
+		struct load_res r;
+		int res;
+
+		if (dev_open(&d, key, 1, 2))
+			_exit(11);
+		r = load(d.fd, img, size, a, 2, 1, CAD_LOAD_START, 9);
+		if (r.err)
+			_exit(12);
+		if (handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL))
+			_exit(13);
+		res = wait_run(&d, r.handle, 1, 0);
+		(void)!write(pfd[1], "c", 1);
+		sleep(1);  /* stay in the group while rank 0 starts */
+		_exit(res == -ECANCELED ? 0 : 14);
+	}
+	{
+		struct dev d;
+		uint32_t size;
+		void *img = exchange(0, &size);
+		static uint64_t s = 2, rbuf;
+		uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)&rbuf };
+		struct load_res r;
+		char c;
+		int res = -1;
+
+		if (dev_open(&d, key, 0, 2) == 0 && read(pfd[0], &c, 1) == 1) {
+			r = load(d.fd, img, size, a, 2, 1, CAD_LOAD_START, 9);
+			res = r.err ? r.err : wait_run(&d, r.handle, 1, 0);
+		}
+		waitpid(pid, &st, 0);
+		CHECK("cancel", WIFEXITED(st) && WEXITSTATUS(st) == 0 && res == -ECANCELED,
+		      "rank 1 status 0x%x, rank 0 got %d", st, res);
+		close(d.fd);
+	}
+	return 0;
+}
+
+static int cycles_rank(uint64_t key, uint32_t rank, long k)
+{
+	struct dev d;
+	uint32_t size;
+	void *img = exchange(rank, &size);
+	static uint64_t s, rbuf;
+	uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)&rbuf };
+
+	if (dev_open(&d, key, rank, 2))
+		return 11;
+	for (long i = 0; i < k; i++) {
+		struct load_res r;
+		int res;
+
+		s = (uint64_t)i * 2 + rank;
+		r = load(d.fd, img, size, a, 2, 1, CAD_LOAD_START, (uint64_t)i);
+		if (r.err) {
+			fprintf(stderr, "rank %u: load %ld: %d %s\n", rank, i, r.err, r.log);
+			return 12;
+		}
+		res = wait_run(&d, r.handle, 1, i & 1);
+		if (res || rbuf != (uint64_t)i * 2 + (1 - rank)) {
+			fprintf(stderr, "rank %u: cycle %ld: %d, got %llu\n", rank, i, res, (unsigned long long)rbuf);
+			return 13;
+		}
+		if (handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL))
+			return 14;
+	}
+	return 0;
+}
+
+static int do_cycles(long k)
+{
+	const uint64_t key = job_key();
+	pid_t pid = fork();
+	int st0, st1;
+	double t0 = now();
+
+	if (pid == 0)
+		_exit(cycles_rank(key, 1, k));
+	st0 = cycles_rank(key, 0, k);
+	waitpid(pid, &st1, 0);
+	CHECK("cycles", st0 == 0 && WIFEXITED(st1) && WEXITSTATUS(st1) == 0, "rank 0: %d, rank 1: status 0x%x",
+	      st0, st1);
+	printf("KCAD %ld cycles in %.2f s\n", k, now() - t0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(what, "reject"))
+		do_reject();
+	else if (!strcmp(what, "pipeline") && argc == 5)
+		do_chain("pipeline", atoi(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), 0);
+	else if (!strcmp(what, "kill") && argc == 5)
+		do_chain("kill", atoi(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), 1);
+	else if (!strcmp(what, "cancel"))
+		do_cancel();
+	else if (!strcmp(what, "cycles") && argc == 3)
+		do_cycles(atol(argv[2]));
+	else {
+		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | cancel | cycles K\n");
+		return 2;
+	}
+	printf("KCAD SUMMARY passed=%d failed=%d\n", g_pass, g_fail);
+	return g_fail ? 1 : 0;
+}

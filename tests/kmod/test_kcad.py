@@ -1,0 +1,75 @@
+"""cad.ko through its own ABI (tests/kmod/kcad_check.c), in one boot:
+the table of rejected programs and ioctls, pipelines whose data moves
+while the receivers make no system call, a rank killed mid-pipeline,
+cancel, 10 000 load/start/wait/free cycles; then the module's counters of
+pinned pages and live objects are zero, it unloads, and the kernel log has
+no warning, bug or oops."""
+
+import re
+
+import pytest
+
+from vm import VM, run_cases
+
+CASES = {
+    "reject": "kcad_check reject",
+    "pipeline-2": "kcad_check pipeline 2 65536 4",
+    "pipeline-3-empty": "kcad_check pipeline 3 0 1",
+    "pipeline-4": "kcad_check pipeline 4 1000000 16",
+    "pipeline-8": "kcad_check pipeline 8 100000 7",
+    "kill-4": "kcad_check kill 4 4000000 32",
+    "kill-8": "kcad_check kill 8 1000000 8",
+    "cancel": "kcad_check cancel",
+    "cycles": "kcad_check cycles 10000",
+}
+
+
+@pytest.fixture(scope="module")
+def vm_run(build_dir):
+    module = build_dir / "kmod" / "cad.ko"
+    assert module.exists(), f"{module} is not built: run 'make build'"
+    vm = VM()
+    vm.add_file(module, "/cad.ko")
+    vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
+    after = """
+        echo "@@COUNTERS $(cat /sys/module/cad/parameters/pinned_pages) $(cat /sys/module/cad/parameters/live_objects)"
+        rmmod cad
+        echo "@@UNLOADED $(grep -c '^cad ' /proc/modules)"
+    """
+    return run_cases(vm, CASES, before="insmod /cad.ko", after=after, timeout=600)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case(vm_run, case):
+    c = vm_run.cases[case]
+    failures = [line for line in c.output.splitlines() if "KCAD FAIL" in line]
+    assert c.status == 0 and not failures, f"{c.command}\n{c.output}"
+    m = re.search(r"KCAD SUMMARY passed=(\d+) failed=0", c.output)
+    assert m and int(m.group(1)) >= 1, c.output
+
+
+def test_the_rejection_table_is_complete(vm_run):
+    passed = re.findall(r"KCAD PASS (\S+)", vm_run.cases["reject"].output)
+    assert len(passed) >= 50, passed
+    for name in ("join-foreign-user", "address-not-mapped", "overlapping-buffers", "unaligned-reduce-buffer",
+                 "node-on-unregistered-buffer", "pinned-memory-limit", "too-many-programs", "mmap-writable"):
+        assert name in passed
+
+
+def test_killed_rank_fails_every_peer_within_a_second(vm_run):
+    for case, n in (("kill-4", 3), ("kill-8", 7)):
+        out = vm_run.cases[case].output
+        killed = float(re.search(r"KCAD killing rank 1 at (\S+)", out).group(1))
+        ended = re.findall(r"KCAD rank (\d+) ended with (-?\d+) at (\S+)", out)
+        assert len(ended) == n, out
+        for rank, err, when in ended:
+            assert int(err) == -32, out  # -EPIPE
+            assert float(when) - killed < 1.0, out
+
+
+def test_counters_zero_module_unloads_kernel_log_clean(vm_run):
+    assert vm_run.exit_code == 0, vm_run.console[-4000:]
+    m = re.search(r"@@COUNTERS (\d+) (\d+)", vm_run.output)
+    assert m and m.groups() == ("0", "0"), vm_run.output[-2000:]
+    assert "@@UNLOADED 0" in vm_run.output
+    assert not vm_run.kernel_problems(), "\n".join(vm_run.kernel_problems())
