@@ -97,6 +97,7 @@ bench: build
 	    -x CADRT_ENGINE=$$e $(if $(BENCH_QUICK),-x BENCH_QUICK=$(BENCH_QUICK)) \
 	    $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
 	done
+	$(PYTHON) bench/kernel_vm.py $(BUILD) --json bench/results/kernel-vm.json
 
 clean:
 	rm -rf $(BUILD)

@@ -9,10 +9,13 @@
 // that so, and the request is complete when the status page says so.
 //
 // Loading: a persistent request loads once (its buffers are fixed at
-// init) and starts many times; any other request loads and starts in one
-// ioctl and frees the program when it completes -- its buffers may be
-// different memory next time, and a pin must never outlive the caller's
-// promise that the memory is the collective's.
+// init) and starts many times.  Any other request loads and starts in one
+// ioctl, and the program stays loaded for the next call with the same
+// instance and buffer addresses (up to 32 of them, least recently used
+// out first): then a call is one START.  That is safe because the module
+// watches the pinned ranges -- if the process unmaps or remaps the memory
+// (free() of a large block, mremap, madvise), START says -ESTALE and the
+// program is loaded again with the pages now there.
 //
 // Waiting: spin on the status page for a few microseconds (a small
 // collective often completes inside a peer's next call), then sleep in
@@ -75,41 +78,26 @@ int Runtime::kernel_open() {
 }
 
 void Runtime::kernel_close() {
+  kcache_.clear();
   if (kstatus_) munmap(const_cast<cad_status *>(kstatus_), CAD_STATUS_SIZE);
   kstatus_ = nullptr;
   if (kfd_ >= 0) close(kfd_);  // the module frees what is still loaded
   kfd_ = -1;
 }
 
-// Loads (once for a persistent request) and starts r.
-int Runtime::kernel_start(cadrt_request_s *r) {
-  if (r->kh >= 0) {
-    cad_ioc_start s{};
-    s.size = sizeof s;
-    s.handle = static_cast<uint32_t>(r->kh);
-    s.seq = r->seq;
-    if (ioctl(kfd_, CAD_IOC_START, &s) != 0) {
-      r->error = std::string("starting the collective in the kernel: ") + strerror(errno);
-      return -errno;
-    }
-    r->kgen++;
-    return 0;
-  }
+namespace {
+constexpr size_t kCacheEntries = 32;
+}
+
+// Loads r's program with addrs and starts it (one ioctl).
+int Runtime::kernel_load(cadrt_request_s *r, const std::vector<uint64_t> &addrs) {
   const cad_prog &p = r->inst->prog;
-  uint64_t addrs[64];
-  std::vector<uint64_t> many;
-  uint64_t *a = addrs;
-  if (p.n_buffers > 64) {
-    many.assign(p.n_buffers, 0);
-    a = many.data();
-  }
-  for (uint32_t i = 0; i < p.n_buffers; i++) a[i] = reinterpret_cast<uintptr_t>(r->bufs[i]);
   char log[512] = "";
   cad_ioc_load l{};
   l.size = sizeof l;
   l.prog_size = p.hdr->total_size;
   l.prog = reinterpret_cast<uintptr_t>(p.hdr);
-  l.buf_addrs = reinterpret_cast<uintptr_t>(a);
+  l.buf_addrs = reinterpret_cast<uintptr_t>(addrs.data());
   l.nbufs = p.n_buffers;
   l.log_size = sizeof log;
   l.log_buf = reinterpret_cast<uintptr_t>(log);
@@ -117,23 +105,116 @@ int Runtime::kernel_start(cadrt_request_s *r) {
   l.ctx = r->comm->ctx;
   l.flags = CAD_LOAD_START;
   l.seq = r->seq;
-  const int rc = ioctl(kfd_, CAD_IOC_LOAD, &l);
-  const int err = rc ? -errno : 0;
+  int err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0;
+  if (err == -ENOMEM && l.handle == ~0u && !kcache_.empty()) {
+    kernel_evict(0);  // cached programs hold pinned memory: let it go, try again
+    l.log_size = sizeof log;
+    err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0;
+  }
   if (l.handle != ~0u) {
     r->kh = static_cast<int32_t>(l.handle);
     r->kgen = err ? 0 : 1;
   }
-  if (err) {
-    r->error = std::string("the kernel refused ") + r->inst->desc + ": " + (log[0] ? log : strerror(-err));
-    return err;
+  if (err) r->error = std::string("the kernel refused ") + r->inst->desc + ": " + (log[0] ? log : strerror(-err));
+  return err;
+}
+
+// Frees idle cached programs, least recently used first, down to keep.
+void Runtime::kernel_evict(size_t keep) {
+  while (kcache_.size() > keep) {
+    size_t victim = kcache_.size();
+    for (size_t i = 0; i < kcache_.size(); i++)
+      if (!kcache_[i].busy && (victim == kcache_.size() || kcache_[i].used < kcache_[victim].used)) victim = i;
+    if (victim == kcache_.size()) return;  // all in use
+    cad_ioc_handle h{};
+    h.size = sizeof h;
+    h.handle = static_cast<uint32_t>(kcache_[victim].kh);
+    ioctl(kfd_, CAD_IOC_FREE, &h);
+    kcache_.erase(kcache_.begin() + static_cast<long>(victim));
+    // requests point at entries by index: only idle entries move, and no
+    // running request refers to an idle one
+    for (cadrt_request_s *q = active_; q; q = q->next)
+      if (q->kslot > static_cast<int32_t>(victim)) q->kslot--;
   }
+}
+
+// Starts r: a persistent request loads at its first start and starts its
+// own program after; another one starts a cached program loaded for the
+// same instance, communicator and buffers, or loads one (and caches it).
+int Runtime::kernel_start(cadrt_request_s *r) {
+  if (r->kh >= 0) {
+    cad_ioc_start s{};
+    s.size = sizeof s;
+    s.handle = static_cast<uint32_t>(r->kh);
+    s.seq = r->seq;
+    if (ioctl(kfd_, CAD_IOC_START, &s) == 0) {
+      r->kgen++;
+      return 0;
+    }
+    if (errno != ESTALE) {
+      r->error = std::string("starting the collective in the kernel: ") + strerror(errno);
+      return -errno;
+    }
+    kernel_free(r);  // the buffers were remapped: load with the pages there now
+  }
+  const cad_prog &p = r->inst->prog;
+  std::vector<uint64_t> addrs(p.n_buffers);
+  for (uint32_t i = 0; i < p.n_buffers; i++) addrs[i] = reinterpret_cast<uintptr_t>(r->bufs[i]);
+  if (r->persistent) return kernel_load(r, addrs);
+
+  for (size_t i = 0; i < kcache_.size(); i++) {
+    Loaded &e = kcache_[i];
+    if (e.busy || e.inst != r->inst || e.ctx != r->comm->ctx || e.addrs != addrs) continue;
+    cad_ioc_start s{};
+    s.size = sizeof s;
+    s.handle = static_cast<uint32_t>(e.kh);
+    s.seq = r->seq;
+    if (ioctl(kfd_, CAD_IOC_START, &s) == 0) {
+      e.busy = true;
+      e.used = ++kclock_;
+      r->kh = e.kh;
+      r->kgen = ++e.gen;
+      r->kslot = static_cast<int32_t>(i);
+      return 0;
+    }
+    // -ESTALE (the memory was remapped) or anything else: load afresh
+    cad_ioc_handle h{};
+    h.size = sizeof h;
+    h.handle = static_cast<uint32_t>(e.kh);
+    ioctl(kfd_, CAD_IOC_FREE, &h);
+    kcache_.erase(kcache_.begin() + static_cast<long>(i));
+    for (cadrt_request_s *q = active_; q; q = q->next)
+      if (q->kslot > static_cast<int32_t>(i)) q->kslot--;
+    break;
+  }
+  kernel_evict(kCacheEntries - 1);
+  if (int err = kernel_load(r, addrs)) return err;
+  Loaded e;
+  e.inst = r->inst;
+  e.ctx = r->comm->ctx;
+  e.addrs = std::move(addrs);
+  e.kh = r->kh;
+  e.gen = 1;
+  e.busy = true;
+  e.used = ++kclock_;
+  kcache_.push_back(std::move(e));
+  r->kslot = static_cast<int32_t>(kcache_.size() - 1);
   return 0;
 }
 
 void Runtime::kernel_finish(cadrt_request_s *r, int result) {
   r->result = result;
   if (result && r->error.empty()) r->error = why(result);
-  if (!r->persistent && r->kh >= 0) kernel_free(r);
+  if (r->kslot >= 0) {
+    // back to the cache (a failed one is not worth keeping)
+    Loaded &e = kcache_[static_cast<size_t>(r->kslot)];
+    e.busy = false;
+    if (result) e.used = 0;
+    r->kslot = -1;
+    r->kh = -1;
+  } else if (!r->persistent && r->kh >= 0) {
+    kernel_free(r);
+  }
   unlink_active(r);
 }
 

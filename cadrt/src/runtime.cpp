@@ -137,7 +137,10 @@ void clear_error() { t_error.clear(); }
 const char *error_message() { return t_error.c_str(); }
 
 void Runtime::enter() {
-  if (in_library.fetch_add(1, std::memory_order_relaxed) == 0 && engine != Engine::Poll && initialised_) {
+  // The poll and kernel engines need no flags: nobody signals or wakes a
+  // rank for them.
+  if (in_library.fetch_add(1, std::memory_order_relaxed) == 0 && engine != Engine::Poll &&
+      engine != Engine::Kernel && initialised_) {
     seg.rank(me).armed.store(0, std::memory_order_relaxed);
     seg.rank(me).polling.store(1, std::memory_order_relaxed);
   }
@@ -145,6 +148,10 @@ void Runtime::enter() {
 }
 
 void Runtime::leave() {
+  if (engine == Engine::Kernel) {
+    in_library.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   if (in_library.load(std::memory_order_relaxed) == 1 && deferred.exchange(0) && initialised_) {
     auto g = guard();
     progress();

@@ -137,6 +137,7 @@ struct cadrt_request_s {
   // start count the status page shows for the current start.
   int32_t kh = -1;
   uint32_t kgen = 0;
+  int32_t kslot = -1;  // its entry in the runtime's cache of loaded programs
 };
 
 namespace cadrt {
@@ -305,6 +306,23 @@ class Runtime {
   void unlink_active(cadrt_request_s *r);
   int kfd_ = -1;
   const volatile cad_status *kstatus_ = nullptr;
+  // Programs loaded for requests that are not persistent, kept for the
+  // next call with the same instance, communicator and buffer addresses
+  // (the module refuses to start one whose buffers were remapped since:
+  // -ESTALE, and it is loaded again).
+  struct Loaded {
+    std::shared_ptr<const Instance> inst;
+    uint64_t ctx = 0;
+    std::vector<uint64_t> addrs;
+    int32_t kh = -1;
+    uint32_t gen = 0;   // starts of kh
+    bool busy = false;
+    uint64_t used = 0;  // for eviction: the least recently used goes
+  };
+  std::vector<Loaded> kcache_;
+  uint64_t kclock_ = 0;
+  int kernel_load(cadrt_request_s *r, const std::vector<uint64_t> &addrs);
+  void kernel_evict(size_t keep);
 
   // engines (runtime.cpp)
   void thread_main();

@@ -22,6 +22,7 @@
 #include <linux/wait.h>
 #include <linux/uidgid.h>
 #include <linux/mm_types.h>
+#include <linux/mmu_notifier.h>
 
 #include "../core/cad_core.h"
 
@@ -62,8 +63,19 @@ struct cad_file {
 	struct mutex lock;              /* loads and frees before JOIN and against JOIN */
 };
 
-/* A buffer of a run: its first byte in the kernel's address space. */
+/* A buffer of a run: its first byte in the kernel's address space.  A
+ * pinned one is watched: when the kernel invalidates any part of the range
+ * (munmap, mremap, mprotect, madvise, but also khugepaged trying to
+ * collapse it), the run is marked; its next start looks the pages up
+ * again, and if the process no longer maps the pinned ones there, the
+ * start fails with -ESTALE and the caller loads afresh.  That makes it
+ * safe for cadrt to keep a loaded program for addresses it sees again. */
 struct cad_kbuf {
+	struct mmu_interval_notifier mn;
+	bool watched;
+	unsigned int gup_flags;         /* how it was pinned */
+	u64 uaddr;                      /* its first page in the process */
+	struct cad_run *run;
 	u8 *kaddr;
 	struct page **pages;            /* pinned user pages, or NULL (scratch) */
 	u64 npages;
@@ -94,6 +106,7 @@ struct cad_run {
 	u32 nbufs;
 	bool running;
 	bool started;
+	atomic_t stale;                 /* a watched mapping changed */
 	int result;
 	u32 gen;
 	struct list_head run_link;      /* in file->running */

@@ -38,8 +38,24 @@
 /* ------------------------------------------------------------------ */
 /* Buffers                                                             */
 
+static bool on_invalidate(struct mmu_interval_notifier *mn, const struct mmu_notifier_range *range,
+			  unsigned long cur_seq)
+{
+	struct cad_kbuf *b = container_of(mn, struct cad_kbuf, mn);
+
+	mmu_interval_set_seq(mn, cur_seq);
+	atomic_set(&b->run->stale, 1);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops notifier_ops = {
+	.invalidate = on_invalidate,
+};
+
 static void unpin_buffer(struct cad_file *f, struct cad_kbuf *b)
 {
+	if (b->watched)
+		mmu_interval_notifier_remove(&b->mn);
 	if (b->vbase)
 		vunmap(b->vbase);
 	if (b->pages) {
@@ -91,6 +107,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	while (done < npages) {
 		int want = (int)min_t(u64, npages - done, 1u << 16);
 		unsigned int flags = FOLL_LONGTERM | (want_write ? FOLL_WRITE : 0);
+
+		b->gup_flags = flags;
 		int n = pin_user_pages_fast(first + done * PAGE_SIZE, want, flags, b->pages + done);
 
 		if (n <= 0 && want_write && !write && done == 0) {
@@ -123,6 +141,61 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		}
 		b->kaddr = (u8 *)b->vbase + off;
 	}
+	err = mmu_interval_notifier_insert(&b->mn, f->mm, first, npages << PAGE_SHIFT, &notifier_ops);
+	if (err) {
+		unpin_buffer(f, b);
+		return err;
+	}
+	b->watched = true;
+	b->uaddr = first;
+	return 0;
+}
+
+/* After an invalidation: whether the process still maps the pinned pages
+ * at the buffer's addresses.  The owner's context, group lock held. */
+static bool still_mapped(struct cad_file *f, struct cad_kbuf *b)
+{
+	struct page *tmp[64];
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		unsigned long seq = mmu_interval_read_begin(&b->mn);
+		u64 done = 0;
+
+		while (done < b->npages) {
+			int want = (int)min_t(u64, b->npages - done, ARRAY_SIZE(tmp));
+			int n = pin_user_pages_fast(b->uaddr + done * PAGE_SIZE, want, b->gup_flags, tmp);
+			bool same;
+			int i;
+
+			if (n <= 0)
+				return false;
+			same = true;
+			for (i = 0; i < n; i++)
+				same &= tmp[i] == b->pages[done + i];
+			unpin_user_pages(tmp, n);
+			if (!same)
+				return false;
+			done += n;
+		}
+		if (!mmu_interval_read_retry(&b->mn, seq))
+			return true;
+	}
+	return false;
+}
+
+static int revalidate(struct cad_run *r)
+{
+	u32 i;
+
+	if (current->mm != r->file->mm)
+		return -ESTALE;
+	atomic_set(&r->stale, 0);
+	for (i = 0; i < r->nbufs; i++)
+		if (r->bufs[i].watched && !still_mapped(r->file, &r->bufs[i])) {
+			atomic_set(&r->stale, 1);
+			return -ESTALE;
+		}
 	return 0;
 }
 
@@ -204,6 +277,7 @@ static int bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs,
 		const struct cad_buffer *b = &p->buffers[i];
 		struct cad_kbuf *kb = &r->bufs[i];
 
+		kb->run = r;
 		if (!b->size)
 			continue;
 		if (b->kind == CAD_BUF_SCRATCH) {
@@ -483,6 +557,12 @@ static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 
 	if (r->running || find_running(r->file, r->ctx, seq))
 		return -EBUSY;
+	if (atomic_read(&r->stale)) {
+		int err = revalidate(r);
+
+		if (err)
+			return err;
+	}
 	r->seq = seq;
 	r->started = true;
 	r->gen++;
@@ -538,6 +618,10 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 	u32 i;
 	int err;
 
+	if (current->mm != f->mm) {
+		cad_logf(log, "load: /dev/cad was opened by another process");
+		return -EINVAL;
+	}
 	if (a->flags & ~CAD_LOAD_START) {
 		cad_logf(log, "load: unknown flags 0x%x", a->flags & ~CAD_LOAD_START);
 		return -EINVAL;

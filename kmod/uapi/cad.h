@@ -479,6 +479,9 @@ struct cad_ioc_load {
 	__aligned_u64 seq;           /* with CAD_LOAD_START */
 };
 
+/* START fails with -ESTALE once the process changed the mapping of one of
+ * the program's buffers since it was loaded (the module watches them):
+ * free it and load again. */
 struct cad_ioc_start {
 	__u32 size;
 	__u32 handle;

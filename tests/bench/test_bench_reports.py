@@ -106,3 +106,33 @@ def test_rt_bench_needs_libcadmpi(build_dir):
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "LD_PRELOAD=libcadmpi.so" in run.stderr
+
+
+KERNEL_TARGETS = {
+    "kernel overlap ibcast 65536 of cap": ">= 90",
+    "kernel overlap ialltoall 1048576 of cap": ">= 90",
+    "kernel cpu loss 1250000 4x4": "<= 10",
+    "kernel cpu loss 12500 40x40": "<= 10",
+    "kernel/poll latency ibcast 8": "<= 2",
+}
+
+
+def test_kernel_vm_report_follows_the_schema(build_dir, tmp_path):
+    """Every engine, the kernel one on cad.ko, in one qemu boot (quick):
+    the report holds the kernel-module issue's figures with their targets."""
+    out = tmp_path / "kernel-vm.json"
+    env = dict(os.environ, BENCH_QUICK="1")
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "kernel_vm.py"), str(build_dir), "--json", str(out)],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    schema = json.loads((ROOT / "schemas" / "bench-result.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    by_name = {r["name"]: r for r in report["results"]}
+    for name, target in KERNEL_TARGETS.items():
+        assert by_name[name]["target"] == target, name
+    for engine in ("poll", "thread", "signal"):
+        assert f"{engine} overlap ibcast 1048576" in by_name
+    for r in report["results"]:
+        assert r["min"] <= r["median"] <= r["max"], r
+        assert r["name"] in run.stdout

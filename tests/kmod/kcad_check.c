@@ -552,6 +552,25 @@ static int do_reject(void)
 		CHECK("persistent-restart-sees-new-data", res == 0 && o2[7] == 1107, "got %d, o2[7] = %g", res, o2[7]);
 		handle_op(d2.fd, CAD_IOC_FREE, h, NULL);
 
+		/* a buffer unmapped and mapped again: the program is stale */
+		{
+			double *src = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			double *dst = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			uint64_t bb[3] = { (uintptr_t)src, (uintptr_t)dst, 0 };
+
+			src[0] = 2, dst[0] = 3;
+			r = load(d2.fd, red, size_r, bb, 3, 1, CAD_LOAD_START, 1);
+			res = r.err ? r.err : wait_run(&d2, r.handle, 1, 0);
+			munmap(dst, 4096);
+			dst = mmap(dst, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			err = start(d2.fd, r.handle, 2);
+			CHECK("remapped-buffer-is-stale", res == 0 && err == -ESTALE && dst[0] == 0,
+			      "first run %d, restart %d, dst[0] = %g", res, err, dst[0]);
+			handle_op(d2.fd, CAD_IOC_FREE, r.handle, NULL);
+			munmap(src, 4096);
+			munmap(dst, 4096);
+		}
+
 		/* limits: programs per file, pinned memory per process */
 		set_param("max_programs", "3");
 		for (int i = 0; i < 3; i++) {

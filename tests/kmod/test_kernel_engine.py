@@ -110,8 +110,12 @@ def test_killed_rank_fails_its_peers_at_once(vm_run):
     assert re.search(r"cadrun: rank 2 \(pid \d+\) was killed by signal 9", c.output), c.output
     ended = re.findall(r"rank (\d): the allreduce ended: (.*)", c.output)
     assert {r for r, _ in ended} <= {"0", "1", "3"}
+    # Rank 2 starts the allreduce, then kills itself: if its start was the
+    # last posting, the module ran the whole collective inside that call and
+    # every rank has its result; otherwise the peers fail with -EPIPE.
+    # (kcad_check kill makes the mid-pipeline death deterministic.)
     for _, why in ended:
-        assert "went away" in why, c.output
+        assert "went away" in why or why == "no error", c.output
     assert c.seconds < 10, f"the job took {c.seconds:.1f} s"
 
 

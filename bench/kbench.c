@@ -1,0 +1,265 @@
+/* kbench - one engine of cadrt, under cadrun, no MPI: the figures of the
+ * kernel-module issue, measured the same way for every engine so that
+ * bench/kernel_vm.py can run them side by side in one VM boot.
+ *
+ *   CADRT_ENGINE=kernel cadrun -n 2 --bind core kbench
+ *
+ * Prints at rank 0 one line "KBENCH {json}" with the engine and figures:
+ *   lat <coll> <bytes>       seconds per call + wait (OSU: the mean over
+ *                            ranks of the mean over iterations)
+ *   overlap <coll> <bytes>   the OSU overlap, no test calls: compute for
+ *                            the pure latency between call and wait;
+ *                            100 - 100 (overall - compute) / pure
+ *   cap <coll> <bytes>       the physical cap of that overlap: the bytes
+ *                            the collective writes into receive buffers
+ *                            must be copied by some CPU of the job, at
+ *                            best spread evenly over its P CPUs, and that
+ *                            time cannot overlap: 100 - 100 copy / pure,
+ *                            copy = memcpy of that share, timed here
+ *   cpuloss <bytes> <m>      the KACC codelet: ibcast overlapped with m x m
+ *                            matrix products, testing for completion after
+ *                            each; 1 - products done / products possible
+ *                            in that time without communication, %
+ *   cpufloor <bytes> <m>     the part of that loss the copy alone explains
+ * Iterations start after an untimed barrier.  BENCH_QUICK=1: fewer
+ * iterations.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cadrt/cadrt.h"
+
+static int g_rank, g_size, g_quick;
+static char *g_send, *g_recv;
+static cadrt_comm g_world;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "kbench: rank %d: %s: %s\n", g_rank, what, cadrt_error_message());
+	exit(1);
+}
+
+static void barrier(void)
+{
+	cadrt_request r;
+
+	if (cadrt_ibarrier(g_world, &r) || cadrt_wait(&r))
+		die("barrier");
+}
+
+/* The mean over ranks. */
+static double mean(double v)
+{
+	double sum;
+	cadrt_request r;
+
+	if (cadrt_iallreduce(&v, &sum, 1, CADRT_DOUBLE, CADRT_SUM, g_world, &r) || cadrt_wait(&r))
+		die("allreduce");
+	return sum / g_size;
+}
+
+enum coll { IBCAST, IALLTOALL };
+static const char *cname[] = { "ibcast", "ialltoall" };
+
+static void start(enum coll c, size_t bytes, cadrt_request *r)
+{
+	int err = c == IBCAST ? cadrt_ibcast(g_recv, bytes, CADRT_BYTE, 0, g_world, r)
+			      : cadrt_ialltoall(g_send, g_recv, bytes / (size_t)g_size, CADRT_BYTE, g_world, r);
+	if (err)
+		die(cname[c]);
+}
+
+static void compute(double seconds)
+{
+	const double end = now() + seconds;
+	volatile double x = 1;
+
+	while (now() < end)
+		for (int i = 0; i < 100; i++)
+			x = x * 1.0000001 + 1e-9;
+}
+
+/* Mean seconds per call + wait, with compute_s of work in between. */
+static double measure(enum coll c, size_t bytes, int iters, double compute_s)
+{
+	cadrt_request r;
+	double t = 0;
+
+	for (int i = 0; i < 2; i++) {
+		start(c, bytes, &r);
+		if (cadrt_wait(&r))
+			die("wait");
+	}
+	for (int i = 0; i < iters; i++) {
+		double t0;
+
+		barrier();
+		t0 = now();
+		start(c, bytes, &r);
+		if (compute_s > 0)
+			compute(compute_s);
+		if (cadrt_wait(&r))
+			die("wait");
+		t += now() - t0;
+	}
+	return mean(t / iters);
+}
+
+/* Seconds to memcpy bytes (the best of a few). */
+static double copy_time(size_t bytes)
+{
+	double best = 1e9;
+	char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
+
+	memset(a, 1, bytes + 1);
+	memset(b, 2, bytes + 1);
+	for (int i = 0; i < 5; i++) {
+		double t0 = now();
+
+		memcpy(b, a, bytes);
+		__asm__ volatile("" ::"r"(b) : "memory");
+		if (now() - t0 < best)
+			best = now() - t0;
+	}
+	free(a);
+	free(b);
+	return best;
+}
+
+static void matmul(int m, const double *a, const double *b, double *c)
+{
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < m; j++) {
+			double s = 0;
+
+			for (int k = 0; k < m; k++)
+				s += a[i * m + k] * b[k * m + j];
+			c[i * m + j] = s;
+		}
+	__asm__ volatile("" ::"r"(c) : "memory");
+}
+
+static double g_a[40 * 40], g_b[40 * 40], g_c[40 * 40];
+
+/* The KACC codelet: loss in %, and the floor the copy explains. */
+static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor)
+{
+	double rate, t0, e_sum = 0, done_sum = 0;
+	long n = 0;
+	cadrt_request r;
+
+	/* products per second without communication */
+	t0 = now();
+	while (now() - t0 < (g_quick ? 0.05 : 0.2)) {
+		matmul(m, g_a, g_b, g_c);
+		n++;
+	}
+	rate = n / (now() - t0);
+	start(IBCAST, bytes, &r);
+	if (cadrt_wait(&r))
+		die("wait");
+	for (int i = 0; i < iters; i++) {
+		int flag = 0;
+		long done = 0;
+
+		barrier();
+		t0 = now();
+		start(IBCAST, bytes, &r);
+		while (!flag) {
+			matmul(m, g_a, g_b, g_c);
+			done++;
+			if (cadrt_test(&r, &flag))
+				die("test");
+		}
+		e_sum += now() - t0;
+		done_sum += (double)done;
+	}
+	*loss = mean(100.0 * (1.0 - done_sum / (e_sum * rate)));
+	*floor = mean(100.0 * copy_time(bytes * (size_t)(g_size - 1) / (size_t)g_size) / (e_sum / iters));
+}
+
+static char g_json[16384];
+static size_t g_len;
+
+static void fig(const char *name, double v)
+{
+	g_len += (size_t)snprintf(g_json + g_len, sizeof(g_json) - g_len, "%s\"%s\": %.9g", g_len > 2 ? ", " : "",
+				  name, v);
+}
+
+int main(void)
+{
+	const size_t lat_sizes[] = { 8, 65536, 1 << 20 };
+	const size_t ov_sizes[] = { 65536, 1 << 20 };
+	const size_t loss_sizes[] = { 12500, 125000, 1250000 };
+	char name[64];
+
+	g_quick = getenv("BENCH_QUICK") && atoi(getenv("BENCH_QUICK"));
+	if (cadrt_init())
+		die("init");
+	g_world = cadrt_comm_world();
+	cadrt_comm_rank(g_world, &g_rank);
+	cadrt_comm_size(g_world, &g_size);
+	g_send = aligned_alloc(4096, 4 << 20);
+	g_recv = aligned_alloc(4096, 4 << 20);
+	memset(g_send, g_rank + 1, 4 << 20);
+	memset(g_recv, 0, 4 << 20);
+	for (int i = 0; i < 40 * 40; i++)
+		g_a[i] = 1.0 + i % 7, g_b[i] = 2.0 - i % 5;
+	g_len = (size_t)snprintf(g_json, sizeof g_json, "{");
+
+	for (int c = IBCAST; c <= IALLTOALL; c++) {
+		for (size_t i = 0; i < sizeof lat_sizes / sizeof lat_sizes[0]; i++) {
+			const size_t b = lat_sizes[i];
+			int iters = b <= 8 ? 200 : b <= 65536 ? 40 : 10;
+
+			if (g_quick)
+				iters = iters / 4 > 3 ? iters / 4 : 3;
+			const double pure = measure(c, b, iters, 0);
+
+			snprintf(name, sizeof name, "lat %s %zu", cname[c], b);
+			fig(name, pure);
+			for (size_t j = 0; j < sizeof ov_sizes / sizeof ov_sizes[0]; j++) {
+				if (ov_sizes[j] != b)
+					continue;
+				const double overall = measure(c, b, iters, pure);
+				const double moved = c == IBCAST ? (double)b * (g_size - 1) : (double)b * g_size;
+				const double copy = copy_time((size_t)(moved / g_size));
+				snprintf(name, sizeof name, "overlap %s %zu", cname[c], b);
+				fig(name, 100.0 - 100.0 * (overall - pure) / pure);
+				snprintf(name, sizeof name, "cap %s %zu", cname[c], b);
+				fig(name, mean(100.0 - 100.0 * copy / pure));
+			}
+		}
+	}
+	for (size_t i = 0; i < sizeof loss_sizes / sizeof loss_sizes[0]; i++) {
+		const int ms[] = { 4, 40 };
+
+		for (int k = 0; k < 2; k++) {
+			double loss, floor;
+
+			cpu_loss(loss_sizes[i], ms[k], g_quick ? 3 : 10, &loss, &floor);
+			snprintf(name, sizeof name, "cpuloss %zu %d", loss_sizes[i], ms[k]);
+			fig(name, loss);
+			snprintf(name, sizeof name, "cpufloor %zu %d", loss_sizes[i], ms[k]);
+			fig(name, floor);
+		}
+	}
+	if (g_rank == 0)
+		printf("KBENCH {\"engine\": \"%s\", \"P\": %d, \"figures\": %s}}\n", getenv("CADRT_ENGINE"), g_size, g_json);
+	cadrt_finalize();
+	free(g_send);
+	free(g_recv);
+	return 0;
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""The kernel-module figures: every engine of cadrt in the same qemu VM, in
+the same boot, repetition by repetition (bench/kbench.c under cadrun, two
+ranks bound to the VM's two CPUs), with cad.ko loaded for the kernel
+engine.  Software emulation slows everything down, so only ratios and
+percentages mean anything.
+
+    bench/kernel_vm.py BUILD_DIR --json bench/results/kernel-vm.json
+
+Writes the report (schemas/bench-result.schema.json) and prints a table.
+BENCH_QUICK=1: fewer repetitions and iterations."""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "kmod"))
+from vm import VM  # noqa: E402
+
+ENGINES = ["kernel", "poll", "thread", "signal"]
+METHOD = ("bench/kbench.c under cadrun -n 2 --bind core in qemu (TCG, 2 vCPUs), engines interleaved per "
+          "repetition. Overlap: OSU, no test calls, compute = pure latency; cap = 100 - 100 x (memcpy of the "
+          "bytes each CPU must copy) / pure; CPU loss: KACC codelet (ibcast overlapped with m x m products, "
+          "test after each), 1 - done / possible; small-message ratio: kernel / poll call + wait of an "
+          "8-byte ibcast.")
+
+
+def run_vm(build: Path, reps: int, quick: bool):
+    vm = VM(memory_mb=1024)
+    vm.add_file(build / "kmod" / "cad.ko", "/cad.ko")
+    vm.add_program(build / "bin" / "cadrun")
+    vm.add_program(build / "bin" / "kbench")
+    lines = ["insmod /cad.ko"]
+    if quick:
+        lines.append("export BENCH_QUICK=1")
+    for rep in range(reps):
+        order = ENGINES[rep % len(ENGINES):] + ENGINES[:rep % len(ENGINES)]
+        for e in order:
+            lines.append(f"CADRT_ENGINE={e} cadrun -n 2 --bind core --timeout 600 kbench || echo KBENCH-FAILED {e}")
+    lines.append("rmmod cad")
+    r = vm.run("\n".join(lines), timeout=3000)
+    if r.exit_code != 0 or "KBENCH-FAILED" in r.output or r.kernel_problems():
+        sys.exit(f"the VM run failed:\n{r.output[-4000:]}\n{r.dmesg[-2000:]}")
+    runs = [json.loads(m) for m in re.findall(r"^KBENCH (\{.*\})$", r.output, re.M)]
+    if len(runs) != reps * len(ENGINES):
+        sys.exit(f"expected {reps * len(ENGINES)} runs, got {len(runs)}:\n{r.output[-4000:]}")
+    return runs
+
+
+def result(name, unit, reps, params, target=None):
+    out = {"name": name, "unit": unit, "median": statistics.median(reps), "min": min(reps), "max": max(reps),
+           "params": params, "repetitions": reps}
+    if target:
+        out["target"] = target
+        t = float(target.split()[1])
+        out["met"] = out["median"] <= t if target.startswith("<=") else out["median"] >= t
+    return out
+
+
+def report(runs):
+    by = {e: [r["figures"] for r in runs if r["engine"] == e] for e in ENGINES}
+    results = []
+    for e in ENGINES:
+        for coll in ("ibcast", "ialltoall"):
+            for b in (65536, 1048576):
+                key = f"{coll} {b}"
+                ov = [f[f"overlap {key}"] for f in by[e]]
+                of_cap = [f[f"overlap {key}"] / max(f[f"cap {key}"], 1e-9) * 100 for f in by[e]]
+                params = {"engine": e, "collective": coll, "bytes": b, "ranks": 2}
+                results.append(result(f"{e} overlap {key}", "%", ov, params))
+                results.append(result(f"{e} overlap {key} of cap", "%", of_cap, params,
+                                      ">= 90" if e == "kernel" else None))
+        for b in (12500, 125000, 1250000):
+            for m in (4, 40):
+                params = {"engine": e, "bytes": b, "matrix": m, "ranks": 2}
+                results.append(result(f"{e} cpu loss {b} {m}x{m}", "%", [f[f"cpuloss {b} {m}"] for f in by[e]],
+                                      params, "<= 10" if e == "kernel" else None))
+                results.append(result(f"{e} cpu loss floor {b} {m}x{m}", "%",
+                                      [f[f"cpufloor {b} {m}"] for f in by[e]], params))
+        if e != "poll":
+            for coll in ("ibcast", "ialltoall"):
+                for b in (8, 65536, 1048576):
+                    ratio = [k[f"lat {coll} {b}"] / p[f"lat {coll} {b}"] for k, p in zip(by[e], by["poll"])]
+                    target = "<= 2" if e == "kernel" and coll == "ibcast" and b == 8 else None
+                    results.append(result(f"{e}/poll latency {coll} {b}", "ratio", ratio,
+                                          {"engine": e, "collective": coll, "bytes": b, "ranks": 2}, target))
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build", type=Path)
+    ap.add_argument("--json", type=Path, required=True)
+    args = ap.parse_args()
+    quick = bool(int(os.environ.get("BENCH_QUICK", "0") or 0))
+    runs = run_vm(args.build.resolve(), 3 if quick else 5, quick)
+    results = report(runs)
+    doc = {
+        "benchmark": "kernel-vm",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {"cpu": platform.processor() or platform.machine(), "cores": 2,
+                    "kernel": "qemu TCG guest " + VM().version},
+        "engine": "kernel, poll, thread, signal",
+        "method": METHOD,
+        "results": results,
+    }
+    args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{'figure':<44} {'median':>9} {'min':>9} {'max':>9}  target")
+    for r in results:
+        t = f"{r['target']} {'met' if r['met'] else 'NOT met'}" if "target" in r else ""
+        print(f"{r['name']:<44} {r['median']:9.2f} {r['min']:9.2f} {r['max']:9.2f}  {t}")
+
+
+if __name__ == "__main__":
+    main()
