@@ -59,4 +59,6 @@ step "cadrun -n 3 rt_cad: a pipelined chain broadcast built by hand (the KACC in
 step "mpirun -n 2 with libcadmpi.so: an unmodified MPI program, cadrt against Open MPI"
 mpirun --allow-run-as-root --oversubscribe -n 2 -x LD_PRELOAD="$(cd "$build" && pwd)/lib/libcadmpi.so" \
 	-x CADMPI_STATS=1 "$build/bin/mpi_check" --quick
+step "cad.ko in qemu: the kernel engine (the host cannot load modules)"
+/usr/bin/python3 demo/kernel_demo.py "$build"
 printf '\ndemo: all steps did what they say\n'

@@ -33,4 +33,5 @@ def test_demo_script_shows_the_compiler_and_the_core(build_dir):
     assert "in instance P=3 n=5 root=0, rank 2" in out
     assert "no operation wrote it" in out
     assert "the round trip gives back the canonical text, byte for byte" in out
+    assert "engine kernel" in out and "pinned pages, live objects: 0 0" in out
     assert out.rstrip().endswith("demo: all steps did what they say")
