@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from vm import VM, run_cases
+from vm import COUNT_AND_UNLOAD, VM, run_cases
 
 CASES = {
     "reject": "kcad_check reject",
@@ -31,12 +31,7 @@ def vm_run(build_dir):
     vm = VM()
     vm.add_file(module, "/cad.ko")
     vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
-    after = """
-        echo "@@COUNTERS $(cat /sys/module/cad/parameters/pinned_pages) $(cat /sys/module/cad/parameters/live_objects)"
-        rmmod cad
-        echo "@@UNLOADED $(grep -c '^cad ' /proc/modules)"
-    """
-    return run_cases(vm, CASES, before="insmod /cad.ko", after=after, timeout=600)
+    return run_cases(vm, CASES, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=600)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vm import VM, run_cases
+from vm import COUNT_AND_UNLOAD, VM, run_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGORITHMS = sorted(ROOT.glob("algorithms/*.cad"))
@@ -62,12 +62,7 @@ def vm_run(build_dir):
     for program in ("cadrun", "rt_check", "rt_cad"):
         vm.add_program(build_dir / "bin" / program)
     before = "insmod /cad.ko\nexport CADRT_ENGINE=kernel"
-    after = """
-        echo "@@COUNTERS $(cat /sys/module/cad/parameters/pinned_pages) $(cat /sys/module/cad/parameters/live_objects)"
-        rmmod cad
-        echo "@@UNLOADED $(grep -c '^cad ' /proc/modules)"
-    """
-    return run_cases(vm, cases(), before=before, after=after, timeout=1500)
+    return run_cases(vm, cases(), before=before, after=COUNT_AND_UNLOAD, timeout=1500)
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS, ids=lambda p: p.stem)

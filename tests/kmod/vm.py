@@ -349,6 +349,15 @@ class CaseRun:
         return getattr(self.result, name)
 
 
+# After cad.ko's tests: its counters (pinned pages, live objects), then
+# rmmod; "@@UNLOADED 0" if it went.
+COUNT_AND_UNLOAD = """
+echo "@@COUNTERS $(cat /sys/module/cad/parameters/pinned_pages) $(cat /sys/module/cad/parameters/live_objects)"
+rmmod cad
+echo "@@UNLOADED $(grep -c '^cad ' /proc/modules)"
+"""
+
+
 def run_cases(vm: VM, cases: dict[str, str], before: str = "", after: str = "",
               timeout: float = 600) -> CaseRun:
     """Runs many shell commands in one boot, each with its status, output and
