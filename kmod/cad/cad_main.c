@@ -160,7 +160,6 @@ static int cad_open(struct inode *inode, struct file *file)
 	mmgrab(f->mm);
 	INIT_LIST_HEAD(&f->running);
 	init_waitqueue_head(&f->wq);
-	mutex_init(&f->lock);
 	atomic64_inc(&cad_live_objects);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
@@ -302,10 +301,7 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		err = COPY_IN(j, uarg, &usize);
 		if (err)
 			return err;
-		mutex_lock(&f->lock);
-		err = join(f, &j);
-		mutex_unlock(&f->lock);
-		return err;
+		return join(f, &j);  /* serialised by cad_groups_lock */
 	}
 	case CAD_IOC_LOAD: {
 		struct cad_ioc_load l;
@@ -327,7 +323,7 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		err = COPY_IN(s, uarg, &usize);
 		if (err)
 			return err;
-		return cad_run_start(f, s.handle, s.seq);
+		return cad_run_op(f, cmd, s.handle, s.seq, NULL);
 	}
 	case CAD_IOC_TEST:
 	case CAD_IOC_CANCEL:
@@ -338,14 +334,11 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		err = COPY_IN(h, uarg, &usize);
 		if (err)
 			return err;
-		if (cmd == CAD_IOC_TEST) {
-			err = cad_run_test(f, h.handle, &result);
-			if (err)
-				return err;
-			h.result = result;
-			return copy_out(uarg, &h, sizeof(h), usize);
-		}
-		return cmd == CAD_IOC_CANCEL ? cad_run_cancel(f, h.handle) : cad_run_free(f, h.handle);
+		err = cad_run_op(f, cmd, h.handle, 0, &result);
+		if (err || cmd != CAD_IOC_TEST)
+			return err;
+		h.result = result;
+		return copy_out(uarg, &h, sizeof(h), usize);
 	}
 	default:
 		return -ENOTTY;

@@ -56,11 +56,9 @@ struct cad_file {
 	struct mm_struct *mm;           /* the opener's: pinned pages are charged to it */
 	struct cad_status *status;      /* the status page */
 	struct cad_run *runs[CAD_MAX_PROGRAMS];
-	u32 nruns;
 	struct list_head running;       /* runs started and not finished */
 	wait_queue_head_t wq;
 	atomic_t events;                /* completions since the last read() */
-	struct mutex lock;              /* loads and frees before JOIN and against JOIN */
 };
 
 /* A buffer of a run: its first byte in the kernel's address space.  A
@@ -115,10 +113,8 @@ struct cad_run {
 
 /* cad_run.c */
 int cad_run_load(struct cad_file *f, struct cad_ioc_load *arg);
-int cad_run_start(struct cad_file *f, u32 handle, u64 seq);
-int cad_run_test(struct cad_file *f, u32 handle, int *result);
-int cad_run_cancel(struct cad_file *f, u32 handle);
-int cad_run_free(struct cad_file *f, u32 handle);
+/* START (seq), TEST (*result), CANCEL or FREE of a handle. */
+int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *result);
 /* A member leaves (its file is released): its runs go, its peers' runs
  * that still need it fail with -EPIPE.  Group lock held. */
 void cad_group_leave_locked(struct cad_group *g, struct cad_file *f);

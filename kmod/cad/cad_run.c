@@ -153,7 +153,7 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 
 /* After an invalidation: whether the process still maps the pinned pages
  * at the buffer's addresses.  The owner's context, group lock held. */
-static bool still_mapped(struct cad_file *f, struct cad_kbuf *b)
+static bool still_mapped(struct cad_kbuf *b)
 {
 	struct page *tmp[64];
 	int tries;
@@ -192,7 +192,7 @@ static int revalidate(struct cad_run *r)
 		return -ESTALE;
 	atomic_set(&r->stale, 0);
 	for (i = 0; i < r->nbufs; i++)
-		if (r->bufs[i].watched && !still_mapped(r->file, &r->bufs[i])) {
+		if (r->bufs[i].watched && !still_mapped(&r->bufs[i])) {
 			atomic_set(&r->stale, 1);
 			return -ESTALE;
 		}
@@ -771,7 +771,6 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 		} else {
 			r->handle = h;
 			f->runs[h] = r;
-			f->nruns++;
 			f->status[h] = (struct cad_status){ 0, 0 };
 			a->handle = h;
 			if (a->flags & CAD_LOAD_START)
@@ -787,79 +786,36 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 	return err;
 }
 
-int cad_run_start(struct cad_file *f, u32 handle, u64 seq)
+int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *result)
 {
 	struct cad_group *g = smp_load_acquire(&f->group);
-	struct cad_run *r;
-	int err;
-
-	if (!g)
-		return -ENOTCONN;
-	mutex_lock(&g->lock);
-	r = lookup(f, handle);
-	err = r ? start_locked(g, r, seq) : -EBADF;
-	mutex_unlock(&g->lock);
-	return err;
-}
-
-int cad_run_test(struct cad_file *f, u32 handle, int *result)
-{
-	struct cad_group *g = smp_load_acquire(&f->group);
-	struct cad_run *r;
+	struct cad_run *r, *gone = NULL;
 	int err = 0;
 
 	if (!g)
 		return -ENOTCONN;
 	mutex_lock(&g->lock);
 	r = lookup(f, handle);
-	if (!r)
+	if (!r) {
 		err = -EBADF;
-	else if (!r->started)
-		err = -EINVAL;
-	else
-		*result = r->running ? -EINPROGRESS : r->result;
-	mutex_unlock(&g->lock);
-	return err;
-}
-
-int cad_run_cancel(struct cad_file *f, u32 handle)
-{
-	struct cad_group *g = smp_load_acquire(&f->group);
-	struct cad_run *r;
-	int err = 0;
-
-	if (!g)
-		return -ENOTCONN;
-	mutex_lock(&g->lock);
-	r = lookup(f, handle);
-	if (!r)
-		err = -EBADF;
-	else if (r->running)
-		fail_collective(g, r->ctx, r->seq, -ECANCELED);
-	mutex_unlock(&g->lock);
-	return err;
-}
-
-int cad_run_free(struct cad_file *f, u32 handle)
-{
-	struct cad_group *g = smp_load_acquire(&f->group);
-	struct cad_run *r;
-
-	if (!g)
-		return -ENOTCONN;
-	mutex_lock(&g->lock);
-	r = lookup(f, handle);
-	if (r) {
+	} else if (cmd == CAD_IOC_START) {
+		err = start_locked(g, r, seq);
+	} else if (cmd == CAD_IOC_TEST) {
+		if (!r->started)
+			err = -EINVAL;
+		else
+			*result = r->running ? -EINPROGRESS : r->result;
+	} else {  /* CANCEL, FREE */
 		if (r->running)
 			fail_collective(g, r->ctx, r->seq, -ECANCELED);
-		f->runs[handle] = NULL;
-		f->nruns--;
+		if (cmd == CAD_IOC_FREE) {
+			f->runs[handle] = NULL;
+			gone = r;
+		}
 	}
 	mutex_unlock(&g->lock);
-	if (!r)
-		return -EBADF;
-	cad_run_destroy(r);
-	return 0;
+	cad_run_destroy(gone);
+	return err;
 }
 
 /* Whether r still needs group rank grank: a transfer with it not done. */
