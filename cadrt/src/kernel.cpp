@@ -89,15 +89,30 @@ namespace {
 constexpr size_t kCacheEntries = 32;
 }
 
-// Loads r's program with addrs and starts it (one ioctl).
-int Runtime::kernel_load(cadrt_request_s *r, const std::vector<uint64_t> &addrs) {
+int Runtime::kernel_ioctl_start(int32_t kh, uint64_t seq) {
+  cad_ioc_start s{};
+  s.size = sizeof s;
+  s.handle = static_cast<uint32_t>(kh);
+  s.seq = seq;
+  return ioctl(kfd_, CAD_IOC_START, &s) ? -errno : 0;
+}
+
+void Runtime::kernel_ioctl_free(int32_t kh) {
+  cad_ioc_handle h{};
+  h.size = sizeof h;
+  h.handle = static_cast<uint32_t>(kh);
+  if (kfd_ >= 0) ioctl(kfd_, CAD_IOC_FREE, &h);
+}
+
+// Loads r's program with the addresses in kaddrs_ and starts it (one ioctl).
+int Runtime::kernel_load(cadrt_request_s *r) {
   const cad_prog &p = r->inst->prog;
   char log[512] = "";
   cad_ioc_load l{};
   l.size = sizeof l;
   l.prog_size = p.hdr->total_size;
   l.prog = reinterpret_cast<uintptr_t>(p.hdr);
-  l.buf_addrs = reinterpret_cast<uintptr_t>(addrs.data());
+  l.buf_addrs = reinterpret_cast<uintptr_t>(kaddrs_.data());
   l.nbufs = p.n_buffers;
   l.log_size = sizeof log;
   l.log_buf = reinterpret_cast<uintptr_t>(log);
@@ -108,7 +123,6 @@ int Runtime::kernel_load(cadrt_request_s *r, const std::vector<uint64_t> &addrs)
   int err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0;
   if (err == -ENOMEM && l.handle == ~0u && !kcache_.empty()) {
     kernel_evict(0);  // cached programs hold pinned memory: let it go, try again
-    l.log_size = sizeof log;
     err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0;
   }
   if (l.handle != ~0u) {
@@ -122,20 +136,21 @@ int Runtime::kernel_load(cadrt_request_s *r, const std::vector<uint64_t> &addrs)
 // Frees idle cached programs, least recently used first, down to keep.
 void Runtime::kernel_evict(size_t keep) {
   while (kcache_.size() > keep) {
-    size_t victim = kcache_.size();
-    for (size_t i = 0; i < kcache_.size(); i++)
-      if (!kcache_[i].busy && (victim == kcache_.size() || kcache_[i].used < kcache_[victim].used)) victim = i;
-    if (victim == kcache_.size()) return;  // all in use
-    cad_ioc_handle h{};
-    h.size = sizeof h;
-    h.handle = static_cast<uint32_t>(kcache_[victim].kh);
-    ioctl(kfd_, CAD_IOC_FREE, &h);
-    kcache_.erase(kcache_.begin() + static_cast<long>(victim));
-    // requests point at entries by index: only idle entries move, and no
-    // running request refers to an idle one
-    for (cadrt_request_s *q = active_; q; q = q->next)
-      if (q->kslot > static_cast<int32_t>(victim)) q->kslot--;
+    auto victim = kcache_.end();
+    for (auto it = kcache_.begin(); it != kcache_.end(); ++it)
+      if (!it->busy && (victim == kcache_.end() || it->used < victim->used)) victim = it;
+    if (victim == kcache_.end()) return;  // all in use
+    kernel_ioctl_free(victim->kh);
+    kcache_.erase(victim);
   }
+}
+
+// The cache entry of a running request's program, or null (persistent
+// requests own theirs).
+Runtime::Loaded *Runtime::kernel_cached(int32_t kh) {
+  for (Loaded &e : kcache_)
+    if (e.kh == kh) return &e;
+  return nullptr;
 }
 
 // Starts r: a persistent request loads at its first start and starts its
@@ -143,76 +158,61 @@ void Runtime::kernel_evict(size_t keep) {
 // same instance, communicator and buffers, or loads one (and caches it).
 int Runtime::kernel_start(cadrt_request_s *r) {
   if (r->kh >= 0) {
-    cad_ioc_start s{};
-    s.size = sizeof s;
-    s.handle = static_cast<uint32_t>(r->kh);
-    s.seq = r->seq;
-    if (ioctl(kfd_, CAD_IOC_START, &s) == 0) {
+    const int err = kernel_ioctl_start(r->kh, r->seq);
+    if (!err) {
       r->kgen++;
       return 0;
     }
-    if (errno != ESTALE) {
-      r->error = std::string("starting the collective in the kernel: ") + strerror(errno);
-      return -errno;
+    if (err != -ESTALE) {
+      r->error = std::string("starting the collective in the kernel: ") + strerror(-err);
+      return err;
     }
     kernel_free(r);  // the buffers were remapped: load with the pages there now
   }
   const cad_prog &p = r->inst->prog;
-  std::vector<uint64_t> addrs(p.n_buffers);
-  for (uint32_t i = 0; i < p.n_buffers; i++) addrs[i] = reinterpret_cast<uintptr_t>(r->bufs[i]);
-  if (r->persistent) return kernel_load(r, addrs);
+  kaddrs_.resize(p.n_buffers);
+  for (uint32_t i = 0; i < p.n_buffers; i++) kaddrs_[i] = reinterpret_cast<uintptr_t>(r->bufs[i]);
+  if (r->persistent) return kernel_load(r);
 
-  for (size_t i = 0; i < kcache_.size(); i++) {
-    Loaded &e = kcache_[i];
-    if (e.busy || e.inst != r->inst || e.ctx != r->comm->ctx || e.addrs != addrs) continue;
-    cad_ioc_start s{};
-    s.size = sizeof s;
-    s.handle = static_cast<uint32_t>(e.kh);
-    s.seq = r->seq;
-    if (ioctl(kfd_, CAD_IOC_START, &s) == 0) {
-      e.busy = true;
-      e.used = ++kclock_;
-      r->kh = e.kh;
-      r->kgen = ++e.gen;
-      r->kslot = static_cast<int32_t>(i);
+  for (auto it = kcache_.begin(); it != kcache_.end(); ++it) {
+    if (it->busy || it->inst != r->inst || it->ctx != r->comm->ctx || it->addrs != kaddrs_) continue;
+    if (kernel_ioctl_start(it->kh, r->seq) == 0) {
+      it->busy = true;
+      it->used = ++kclock_;
+      r->kh = it->kh;
+      r->kgen = ++it->gen;
       return 0;
     }
     // -ESTALE (the memory was remapped) or anything else: load afresh
-    cad_ioc_handle h{};
-    h.size = sizeof h;
-    h.handle = static_cast<uint32_t>(e.kh);
-    ioctl(kfd_, CAD_IOC_FREE, &h);
-    kcache_.erase(kcache_.begin() + static_cast<long>(i));
-    for (cadrt_request_s *q = active_; q; q = q->next)
-      if (q->kslot > static_cast<int32_t>(i)) q->kslot--;
+    kernel_ioctl_free(it->kh);
+    kcache_.erase(it);
     break;
   }
   kernel_evict(kCacheEntries - 1);
-  if (int err = kernel_load(r, addrs)) return err;
+  if (int err = kernel_load(r)) return err;
   Loaded e;
   e.inst = r->inst;
   e.ctx = r->comm->ctx;
-  e.addrs = std::move(addrs);
+  e.addrs = kaddrs_;
   e.kh = r->kh;
   e.gen = 1;
   e.busy = true;
   e.used = ++kclock_;
   kcache_.push_back(std::move(e));
-  r->kslot = static_cast<int32_t>(kcache_.size() - 1);
   return 0;
 }
 
 void Runtime::kernel_finish(cadrt_request_s *r, int result) {
   r->result = result;
   if (result && r->error.empty()) r->error = why(result);
-  if (r->kslot >= 0) {
+  if (r->persistent) {
+    // keeps its program for the next start
+  } else if (Loaded *e = r->kh >= 0 ? kernel_cached(r->kh) : nullptr) {
     // back to the cache (a failed one is not worth keeping)
-    Loaded &e = kcache_[static_cast<size_t>(r->kslot)];
-    e.busy = false;
-    if (result) e.used = 0;
-    r->kslot = -1;
+    e->busy = false;
+    if (result) e->used = 0;
     r->kh = -1;
-  } else if (!r->persistent && r->kh >= 0) {
+  } else if (r->kh >= 0) {
     kernel_free(r);
   }
   unlink_active(r);
@@ -244,10 +244,7 @@ void Runtime::kernel_wait(cadrt_request_s *r) {
 }
 
 void Runtime::kernel_free(cadrt_request_s *r) {
-  cad_ioc_handle h{};
-  h.size = sizeof h;
-  h.handle = static_cast<uint32_t>(r->kh);
-  if (kfd_ >= 0) ioctl(kfd_, CAD_IOC_FREE, &h);
+  kernel_ioctl_free(r->kh);
   r->kh = -1;
 }
 

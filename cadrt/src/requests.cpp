@@ -173,7 +173,6 @@ void Runtime::recycle(cadrt_request_s *r) {
   r->unsent = 0;
   r->prev = r->next = nullptr;
   r->kgen = 0;
-  r->kslot = -1;
   spare_.push_back(r);
 }
 

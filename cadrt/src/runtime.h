@@ -137,7 +137,6 @@ struct cadrt_request_s {
   // start count the status page shows for the current start.
   int32_t kh = -1;
   uint32_t kgen = 0;
-  int32_t kslot = -1;  // its entry in the runtime's cache of loaded programs
 };
 
 namespace cadrt {
@@ -321,8 +320,12 @@ class Runtime {
   };
   std::vector<Loaded> kcache_;
   uint64_t kclock_ = 0;
-  int kernel_load(cadrt_request_s *r, const std::vector<uint64_t> &addrs);
+  std::vector<uint64_t> kaddrs_;  // the buffer addresses of the request being started
+  int kernel_load(cadrt_request_s *r);
   void kernel_evict(size_t keep);
+  Loaded *kernel_cached(int32_t kh);
+  int kernel_ioctl_start(int32_t kh, uint64_t seq);  // 0 or -errno
+  void kernel_ioctl_free(int32_t kh);
 
   // engines (runtime.cpp)
   void thread_main();
