@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "kmod"))
-from vm import VM  # noqa: E402
+from vm import cad_vm, kernel_version  # noqa: E402
 
 ENGINES = ["kernel", "poll", "thread", "signal"]
 METHOD = ("bench/kbench.c under cadrun -n 2 --bind core in qemu (TCG, 2 vCPUs), engines interleaved per "
@@ -33,8 +33,7 @@ METHOD = ("bench/kbench.c under cadrun -n 2 --bind core in qemu (TCG, 2 vCPUs), 
 
 
 def run_vm(build: Path, reps: int, quick: bool):
-    vm = VM(memory_mb=1024)
-    vm.add_file(build / "kmod" / "cad.ko", "/cad.ko")
+    vm = cad_vm(build, memory_mb=1024)
     vm.add_program(build / "bin" / "cadrun")
     vm.add_program(build / "bin" / "kbench")
     lines = ["insmod /cad.ko"]
@@ -106,7 +105,7 @@ def main():
         "benchmark": "kernel-vm",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": {"cpu": platform.processor() or platform.machine(), "cores": 2,
-                    "kernel": "qemu TCG guest " + VM().version},
+                    "kernel": "qemu TCG guest " + kernel_version()},
         "engine": "kernel, poll, thread, signal",
         "method": METHOD,
         "results": results,

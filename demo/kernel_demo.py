@@ -11,11 +11,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "kmod"))
-from vm import VM  # noqa: E402
+from vm import cad_vm  # noqa: E402
 
 build = Path(sys.argv[1] if len(sys.argv) > 1 else "build").resolve()
-vm = VM()
-vm.add_file(build / "kmod" / "cad.ko", "/cad.ko")
+vm = cad_vm(build)
 vm.add_file(build / "bin" / "kcad_check", "/bin/kcad_check")
 vm.add_program(build / "bin" / "cadrun")
 vm.add_program(build / "bin" / "rt_check")

@@ -585,13 +585,11 @@ static int do_reject(void)
 		set_param("max_programs", "512");
 		set_param("max_pinned_mb", "1");
 		{
-			struct builder b;
 			const uint64_t big = 2u << 20;
 			double *src = aligned_alloc(4096, big), *dst = aligned_alloc(4096, big);
 			uint64_t bb[3] = { (uintptr_t)src, (uintptr_t)dst, 0 };
 			void *p = reduce_one(&size_r, big);
 
-			(void)b;
 			memset(src, 0, big);
 			memset(dst, 0, big);
 			r = load(d2.fd, p, size_r, bb, 3, 1, 0, 0);

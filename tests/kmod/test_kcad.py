@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from vm import COUNT_AND_UNLOAD, VM, run_cases
+from vm import COUNT_AND_UNLOAD, cad_vm, run_cases
 
 CASES = {
     "reject": "kcad_check reject",
@@ -26,10 +26,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def vm_run(build_dir):
-    module = build_dir / "kmod" / "cad.ko"
-    assert module.exists(), f"{module} is not built: run 'make build'"
-    vm = VM()
-    vm.add_file(module, "/cad.ko")
+    vm = cad_vm(build_dir)
     vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
     return run_cases(vm, CASES, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=600)
 

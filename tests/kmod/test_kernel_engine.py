@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vm import COUNT_AND_UNLOAD, VM, run_cases
+from vm import COUNT_AND_UNLOAD, cad_vm, run_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGORITHMS = sorted(ROOT.glob("algorithms/*.cad"))
@@ -55,10 +55,7 @@ def cases():
 
 @pytest.fixture(scope="module")
 def vm_run(build_dir):
-    module = build_dir / "kmod" / "cad.ko"
-    assert module.exists(), f"{module} is not built: run 'make build'"
-    vm = VM()
-    vm.add_file(module, "/cad.ko")
+    vm = cad_vm(build_dir)
     for program in ("cadrun", "rt_check", "rt_cad"):
         vm.add_program(build_dir / "bin" / program)
     before = "insmod /cad.ko\nexport CADRT_ENGINE=kernel"

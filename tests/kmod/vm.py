@@ -349,6 +349,16 @@ class CaseRun:
         return getattr(self.result, name)
 
 
+def cad_vm(build_dir: str | os.PathLike, **kwargs) -> VM:
+    """A VM with build_dir's cad.ko at /cad.ko (the script insmods it)."""
+    module = Path(build_dir) / "kmod" / "cad.ko"
+    if not module.exists():
+        raise FileNotFoundError(f"{module} is not built: run 'make build'")
+    vm = VM(**kwargs)
+    vm.add_file(module, "/cad.ko")
+    return vm
+
+
 # After cad.ko's tests: its counters (pinned pages, live objects), then
 # rmmod; "@@UNLOADED 0" if it went.
 COUNT_AND_UNLOAD = """
