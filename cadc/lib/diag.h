@@ -48,6 +48,20 @@ namespace cad {
   X(NotSynchronising, "CAD-E037", "a barrier that does not synchronise")           \
   X(AllSkipped, "CAD-E038", "every instance of the sweep is skipped")              \
   X(Library, "CAD-E040", "bad library or rules file")                              \
+  X(OpSyntax, "CAD-E050", "C error in an operator file (reported by clang)")       \
+  X(OpSignature, "CAD-E051", "not an operator: marker, signature or element type")  \
+  X(OpPointer, "CAD-E052", "pointer use beyond in and inout")                      \
+  X(OpCall, "CAD-E053", "call of a function that is not an allowed builtin")       \
+  X(OpGlobal, "CAD-E054", "global or static variable")                             \
+  X(OpLoop, "CAD-E055", "loop without a constant bound")                           \
+  X(OpVolatile, "CAD-E056", "volatile")                                            \
+  X(OpAsm, "CAD-E057", "inline assembly")                                          \
+  X(OpVla, "CAD-E058", "variable-length array")                                    \
+  X(OpUnsupported, "CAD-E059", "construct not in the operator subset of C")        \
+  X(OpTooBig, "CAD-E060", "operator over a limit of the VM")                       \
+  X(OpUndefined, "CAD-E061", "a local read before it is assigned")                 \
+  X(OpNone, "CAD-E062", "no operator, or two with one name")                       \
+  X(OpBytecode, "CAD-E063", "bad operator bytecode")                               \
   X(Io, "CAD-E090", "input or output error")
 
 enum class Code {

@@ -14,6 +14,8 @@
 #include "../lib/ast.h"
 #include "../lib/diag.h"
 #include "../lib/source.h"
+#include "../lib/userop.h"
+#include "../opc/opc.h"
 
 namespace cad::tool {
 
@@ -41,6 +43,10 @@ bool load_module(Session &s, const std::string &path, Module *out, bool check = 
 int report(Session &s, nlohmann::json extra);
 int report(Session &s);
 
+// Reads operators: a .cadop file (verified), or a C file compiled by the
+// LibTooling front end (cadc/opc); false with diagnostics in s.
+bool load_ops(Session &s, const std::string &path, const OpcOptions &opts, std::vector<UserOp> *out);
+
 // Registers a subcommand; each cmd_*.cpp defines one.
 using Runner = std::function<int()>;
 void add_check(CLI::App &app, Runner *run);
@@ -51,5 +57,6 @@ void add_verify(CLI::App &app, Runner *run);
 void add_dot(CLI::App &app, Runner *run);
 void add_build(CLI::App &app, Runner *run);
 void add_topo(CLI::App &app, Runner *run);
+void add_op(CLI::App &app, Runner *run);
 
 }  // namespace cad::tool

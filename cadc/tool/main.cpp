@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
   add_dot(app, &run);
   add_topo(app, &run);
   add_build(app, &run);
+  add_op(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -1,0 +1,65 @@
+// userop.h - user-defined reduction operators as the rest of CAD sees
+// them: VM bytecode (kmod/uapi/cad.h) with a name, an element size and
+// whether the operator is commutative.  The C front end that produces them
+// (cadc/opc, Clang LibTooling) is linked only into the cadc tool; this part
+// is in libcadc, so the runtime can read them from a .cadlib or a .cadop.
+//
+// A .cadop file (schemas/cadop.schema.json) and the "ops" of a .cadlib hold
+// the same objects:
+//   {"name": "complex_mul", "elem_size": 16, "commutative": false,
+//    "file": "complex_mul.c", "line": 10, "col": 1, "type": "struct cplx",
+//    "code": [[code, dst, a, b, imm], ...], "consts": ["0x3ff0000000000000"]}
+// Reading one runs the core verifier on it: bytecode from a file is never
+// trusted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "../../kmod/uapi/cad.h"
+
+namespace cad {
+
+struct UserOp {
+  std::string name;
+  uint32_t elem_size = 0;
+  bool commutative = false;
+  std::vector<cad_vm_insn> code;
+  std::vector<uint64_t> consts;
+  std::string file;          // where it is defined, for messages
+  uint32_t line = 0, col = 0;
+  std::string type;          // the element type as written ("struct cplx")
+  // The scalar fields of the element: byte offset and kind ("i8" .. "u64",
+  // "bool", "f32", "f64"); for tools and tests, not needed to run it.
+  std::vector<std::pair<uint32_t, std::string>> fields;
+};
+
+nlohmann::json userop_to_json(const UserOp &op);
+// Reads and verifies one op object; false with *error ("ops/2: ...").
+bool userop_from_json(const nlohmann::json &j, UserOp *out, std::string *error);
+
+// The core verifier on the op alone (wrapped in a one-node program); ""
+// if it accepts, else its message.
+std::string userop_verify(const UserOp &op);
+
+// Its VM code as text, through the core's disassembler.
+std::string userop_disasm(const UserOp &op);
+
+// Applies op to count elements (inout = in op inout) with the core's
+// interpreter, as the runtime does: for tests and cadc op run.
+void userop_apply(const UserOp &op, void *inout, const void *in, uint64_t count);
+
+// The image of a one-rank program that reduces buffer 0 (send, `bytes`)
+// into buffer 1 (recv) with op: verified; false with *error.
+bool userop_image(const UserOp &op, uint64_t bytes, std::vector<uint64_t> *image, std::string *error);
+
+// A .cadop document: {"cadop": 1, "file": ..., "ops": [...]}.
+nlohmann::json cadop_document(const std::string &file, const std::vector<UserOp> &ops);
+bool read_cadop(const std::string &text, std::vector<UserOp> *ops, std::string *error);
+
+}  // namespace cad

@@ -1,0 +1,1651 @@
+// opc.cpp - see opc.h.
+#include "opc.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include <clang/AST/ASTConsumer.h>
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Attr.h>
+#include <clang/AST/Expr.h>
+#include <clang/AST/RecordLayout.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/AST/Stmt.h>
+#include <clang/ASTMatchers/ASTMatchFinder.h>
+#include <clang/ASTMatchers/ASTMatchers.h>
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/FileManager.h>
+#include <clang/Basic/SourceManager.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/FrontendAction.h>
+#include <clang/Tooling/Tooling.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/VirtualFileSystem.h>
+
+#include "cad_core.h"
+
+#ifndef CAD_CLANG_RESOURCE_DIR
+#error "CAD_CLANG_RESOURCE_DIR must name clang's resource directory"
+#endif
+
+namespace cad {
+
+namespace {
+
+using namespace clang;
+
+// Where clang locations map to in our SourceManager: the operator file,
+// and headers registered when a message points into one.
+class Locations {
+ public:
+  Locations(SourceManager &sm, uint32_t main_file, std::string main_path)
+      : sm_(sm), main_(main_file), main_path_(std::move(main_path)) {}
+
+  Loc at(const clang::SourceManager &csm, SourceLocation l) {
+    Loc loc;
+    if (l.isInvalid()) {
+      loc.file = main_;
+      return loc;
+    }
+    const PresumedLoc p = csm.getPresumedLoc(csm.getExpansionLoc(l));
+    if (p.isInvalid()) {
+      loc.file = main_;
+      return loc;
+    }
+    const std::string name = p.getFilename();
+    loc.file = file_of(name);
+    loc.line = p.getLine();
+    loc.col = p.getColumn();
+    return loc;
+  }
+
+ private:
+  uint32_t file_of(const std::string &name) {
+    if (name == main_path_) return main_;
+    auto it = others_.find(name);
+    if (it != others_.end()) return it->second;
+    std::string error;
+    uint32_t f = sm_.load(name, &error);
+    if (!f) f = sm_.add(name, "");
+    others_[name] = f;
+    return f;
+  }
+
+  SourceManager &sm_;
+  uint32_t main_;
+  std::string main_path_;
+  std::map<std::string, uint32_t> others_;
+};
+
+// clang's own warnings and errors, as CAD-E050.
+class Collect : public DiagnosticConsumer {
+ public:
+  Collect(Locations &locs, Diagnostics *diags) : locs_(locs), diags_(diags) {}
+  void HandleDiagnostic(DiagnosticsEngine::Level level, const clang::Diagnostic &info) override {
+    DiagnosticConsumer::HandleDiagnostic(level, info);
+    if (level != DiagnosticsEngine::Warning && level != DiagnosticsEngine::Error &&
+        level != DiagnosticsEngine::Fatal)
+      return;
+    llvm::SmallString<256> text;
+    info.FormatDiagnostic(text);
+    Loc loc;
+    if (info.hasSourceManager()) loc = locs_.at(info.getSourceManager(), info.getLocation());
+    if (level == DiagnosticsEngine::Warning)
+      diags_->warning(Code::OpSyntax, loc, text.str().str());
+    else
+      diags_->error(Code::OpSyntax, loc, text.str().str());
+  }
+
+ private:
+  Locations &locs_;
+  Diagnostics *diags_;
+};
+
+// An error in an operator: thrown to the top of its compilation.
+struct OpError {
+  Code code;
+  SourceLocation where;
+  std::string message;
+};
+
+[[noreturn]] void fail(Code code, SourceLocation where, std::string message) {
+  throw OpError{code, where, std::move(message)};
+}
+
+// ---------------------------------------------------------------------
+// Types
+
+enum class VK : uint8_t { I8, U8, I16, U16, I32, U32, I64, U64, F32, F64 };
+
+bool is_float(VK k) { return k == VK::F32 || k == VK::F64; }
+bool is_signed(VK k) { return k == VK::I8 || k == VK::I16 || k == VK::I32 || k == VK::I64; }
+unsigned bytes_of(VK k) {
+  switch (k) {
+    case VK::I8: case VK::U8: return 1;
+    case VK::I16: case VK::U16: return 2;
+    case VK::I32: case VK::U32: case VK::F32: return 4;
+    default: return 8;
+  }
+}
+
+// The kind of a scalar type; false if it is not one the VM has.
+bool scalar_kind(QualType t, VK *out) {
+  t = t.getCanonicalType();
+  if (const auto *et = t->getAs<EnumType>()) t = et->getDecl()->getIntegerType().getCanonicalType();
+  const auto *bt = t->getAs<BuiltinType>();
+  if (!bt) return false;
+  switch (bt->getKind()) {
+    case BuiltinType::Bool: *out = VK::U8; return true;
+    case BuiltinType::Char_S: case BuiltinType::SChar: *out = VK::I8; return true;
+    case BuiltinType::Char_U: case BuiltinType::UChar: *out = VK::U8; return true;
+    case BuiltinType::Short: *out = VK::I16; return true;
+    case BuiltinType::UShort: *out = VK::U16; return true;
+    case BuiltinType::Int: *out = VK::I32; return true;
+    case BuiltinType::UInt: *out = VK::U32; return true;
+    case BuiltinType::Long: case BuiltinType::LongLong: *out = VK::I64; return true;
+    case BuiltinType::ULong: case BuiltinType::ULongLong: *out = VK::U64; return true;
+    case BuiltinType::Float: *out = VK::F32; return true;
+    case BuiltinType::Double: *out = VK::F64; return true;
+    default: return false;
+  }
+}
+
+bool is_bool(QualType t) { return t.getCanonicalType()->isBooleanType(); }
+
+// Why a type cannot be an element or a local ("" if it can).
+std::string type_problem(ASTContext &ctx, QualType t) {
+  VK k;
+  if (t.isVolatileQualified()) return "volatile";
+  if (scalar_kind(t, &k)) return "";
+  t = t.getCanonicalType();
+  if (const auto *at = ctx.getAsConstantArrayType(t)) return type_problem(ctx, at->getElementType());
+  if (t->isArrayType()) return "an array without a constant size";
+  if (t->isPointerType()) return "a pointer";
+  if (const auto *rt = t->getAs<RecordType>()) {
+    const RecordDecl *rd = rt->getDecl();
+    if (rd->isUnion()) return "a union";
+    if (!rd->isCompleteDefinition()) return "an incomplete struct";
+    for (const FieldDecl *f : rd->fields()) {
+      if (f->isBitField()) return "a bit-field (" + f->getNameAsString() + ")";
+      const std::string p = type_problem(ctx, f->getType());
+      if (!p.empty()) return p + " (field " + f->getNameAsString() + ")";
+    }
+    if (rd->hasFlexibleArrayMember()) return "a flexible array member";
+    return "";
+  }
+  return "the type " + t.getAsString() + " (scalars: the integer types, float, double)";
+}
+
+// The scalar leaves of a type at a byte offset.
+void leaves(ASTContext &ctx, QualType t, uint32_t off, std::vector<std::pair<uint32_t, QualType>> *out) {
+  VK k;
+  if (scalar_kind(t, &k)) {
+    out->push_back({off, t});
+    return;
+  }
+  t = t.getCanonicalType();
+  if (const auto *at = ctx.getAsConstantArrayType(t)) {
+    const uint64_t n = at->getSize().getZExtValue();
+    const uint32_t es = static_cast<uint32_t>(ctx.getTypeSizeInChars(at->getElementType()).getQuantity());
+    for (uint64_t i = 0; i < n; i++) leaves(ctx, at->getElementType(), off + static_cast<uint32_t>(i) * es, out);
+    return;
+  }
+  if (const auto *rt = t->getAs<RecordType>()) {
+    const RecordDecl *rd = rt->getDecl();
+    const ASTRecordLayout &lay = ctx.getASTRecordLayout(rd);
+    unsigned i = 0;
+    for (const FieldDecl *f : rd->fields())
+      leaves(ctx, f->getType(), off + static_cast<uint32_t>(lay.getFieldOffset(i++) / 8), out);
+  }
+}
+
+// ---------------------------------------------------------------------
+// The allowed builtins
+
+enum class Builtin { None, Fabs, Fmin, Fmax, Sqrt, IsNan, IsInf, IsInfSign, IsFinite };
+
+Builtin builtin_of(const FunctionDecl *fd) {
+  if (!fd) return Builtin::None;
+  std::string n = fd->getNameAsString();
+  if (n.rfind("__builtin_", 0) == 0) n = n.substr(10);
+  static const std::map<std::string, Builtin> names = {
+      {"fabs", Builtin::Fabs},   {"fabsf", Builtin::Fabs},       {"fmin", Builtin::Fmin},
+      {"fminf", Builtin::Fmin},  {"fmax", Builtin::Fmax},        {"fmaxf", Builtin::Fmax},
+      {"sqrt", Builtin::Sqrt},   {"sqrtf", Builtin::Sqrt},       {"isnan", Builtin::IsNan},
+      {"__isnan", Builtin::IsNan}, {"__isnanf", Builtin::IsNan}, {"isinf", Builtin::IsInf},
+      {"__isinf", Builtin::IsInf}, {"__isinff", Builtin::IsInf}, {"isinf_sign", Builtin::IsInfSign},
+      {"isfinite", Builtin::IsFinite}, {"__finite", Builtin::IsFinite}, {"__finitef", Builtin::IsFinite},
+  };
+  auto it = names.find(n);
+  return it == names.end() ? Builtin::None : it->second;
+}
+
+const char *kBuiltinList = "fabs, fmin, fmax, sqrt (and their f forms), isnan, isinf, isfinite";
+
+// ---------------------------------------------------------------------
+// The checker: what may appear in an operator's body.
+
+class Checker : public RecursiveASTVisitor<Checker> {
+ public:
+  Checker(ASTContext &ctx, const FunctionDecl *op, std::vector<OpError> *errors)
+      : ctx_(ctx), op_(op), errors_(errors) {}
+
+  bool VisitStmt(Stmt *s) {
+    switch (s->getStmtClass()) {
+      case Stmt::GCCAsmStmtClass:
+      case Stmt::MSAsmStmtClass:
+        add(Code::OpAsm, s->getBeginLoc(), "inline assembly is not allowed in an operator");
+        break;
+      case Stmt::GotoStmtClass:
+      case Stmt::IndirectGotoStmtClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), "goto is not allowed in an operator (use if/else)");
+        break;
+      case Stmt::LabelStmtClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), "labels are not allowed in an operator");
+        break;
+      case Stmt::SwitchStmtClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), "switch is not allowed in an operator (use if/else)");
+        break;
+      case Stmt::BreakStmtClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), "break is not allowed in an operator (loops run to their constant bound)");
+        break;
+      case Stmt::ContinueStmtClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), "continue is not allowed in an operator (use if inside the loop)");
+        break;
+      case Stmt::StringLiteralClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), "string literals are not allowed in an operator");
+        break;
+      case Stmt::StmtExprClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), "statement expressions are not allowed in an operator");
+        break;
+      case Stmt::CompoundLiteralExprClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), "compound literals are not allowed in an operator");
+        break;
+      case Stmt::BlockExprClass:
+      case Stmt::VAArgExprClass:
+      case Stmt::AddrLabelExprClass:
+      case Stmt::GenericSelectionExprClass:
+      case Stmt::AtomicExprClass:
+        add(Code::OpUnsupported, s->getBeginLoc(), std::string(s->getStmtClassName()) + " is not allowed in an operator");
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  // Reported once; the template string inside is not a second error.
+  bool TraverseGCCAsmStmt(GCCAsmStmt *s) {
+    VisitStmt(s);
+    return true;
+  }
+
+  bool VisitCallExpr(CallExpr *c) {
+    const FunctionDecl *fd = c->getDirectCallee();
+    if (fd && fd->getCanonicalDecl() == op_->getCanonicalDecl())
+      add(Code::OpCall, c->getBeginLoc(), "recursion: " + fd->getNameAsString() + " calls itself");
+    else if (!fd)
+      add(Code::OpCall, c->getBeginLoc(), "calls through a pointer are not allowed in an operator");
+    else if (builtin_of(fd) == Builtin::None)
+      add(Code::OpCall, c->getBeginLoc(),
+          "calls " + fd->getNameAsString() + ": an operator may call only " + kBuiltinList);
+    return true;
+  }
+
+  bool VisitDeclRefExpr(DeclRefExpr *e) {
+    if (const auto *v = dyn_cast<VarDecl>(e->getDecl())) {
+      if (v->hasGlobalStorage())
+        add(Code::OpGlobal, e->getBeginLoc(),
+            "uses " + std::string(v->isStaticLocal() ? "the static variable " : "the global ") + v->getNameAsString() +
+                ": an operator sees only its two elements and its locals");
+    }
+    if (e->getType().isVolatileQualified())
+      add(Code::OpVolatile, e->getBeginLoc(), "volatile is not allowed in an operator");
+    return true;
+  }
+
+  bool VisitVarDecl(VarDecl *v) {
+    if (isa<ParmVarDecl>(v)) return true;
+    if (v->isStaticLocal() || v->hasExternalStorage()) {
+      add(Code::OpGlobal, v->getLocation(), "static or extern variable " + v->getNameAsString() + " in an operator");
+      return true;
+    }
+    QualType t = v->getType();
+    if (t.isVolatileQualified() || (t->isArrayType() && ctx_.getBaseElementType(t).isVolatileQualified())) {
+      add(Code::OpVolatile, v->getLocation(), "volatile is not allowed in an operator");
+      return true;
+    }
+    if (t->isVariableArrayType()) {
+      add(Code::OpVla, v->getLocation(), "variable-length array " + v->getNameAsString() + ": array sizes must be constants");
+      return true;
+    }
+    if (t->isPointerType() || t->isReferenceType()) {
+      add(Code::OpPointer, v->getLocation(),
+          "pointer variable " + v->getNameAsString() + ": an operator uses no pointers but in and inout");
+      return true;
+    }
+    const std::string p = type_problem(ctx_, t);
+    if (!p.empty())
+      add(Code::OpUnsupported, v->getLocation(), "local " + v->getNameAsString() + " has " + p);
+    return true;
+  }
+
+  bool VisitUnaryOperator(UnaryOperator *u) {
+    if (u->getOpcode() == UO_AddrOf)
+      add(Code::OpPointer, u->getBeginLoc(), "taking an address (&) is not allowed in an operator");
+    return true;
+  }
+
+  bool VisitBinaryOperator(BinaryOperator *b) {
+    if (b->getLHS()->getType()->isPointerType() || b->getRHS()->getType()->isPointerType())
+      add(Code::OpPointer, b->getOperatorLoc(),
+          "pointer arithmetic or comparison: an operator reaches only in[0] and inout[0]");
+    return true;
+  }
+
+  bool VisitCastExpr(CastExpr *c) {
+    switch (c->getCastKind()) {
+      case CK_BitCast:
+      case CK_IntegralToPointer:
+      case CK_PointerToIntegral:
+      case CK_PointerToBoolean:
+      case CK_NullToPointer:
+        add(Code::OpPointer, c->getBeginLoc(), "pointer conversion: an operator uses no pointers but in and inout");
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  bool VisitDeclStmt(DeclStmt *d) {
+    for (Decl *x : d->decls())
+      if (!isa<VarDecl>(x) && !isa<RecordDecl>(x) && !isa<TypedefNameDecl>(x) && !isa<EnumDecl>(x))
+        add(Code::OpUnsupported, x->getLocation(), "this declaration is not allowed in an operator");
+    return true;
+  }
+
+ private:
+  void add(Code code, SourceLocation l, std::string m) { errors_->push_back({code, l, std::move(m)}); }
+
+  ASTContext &ctx_;
+  const FunctionDecl *op_;
+  std::vector<OpError> *errors_;
+};
+
+// ---------------------------------------------------------------------
+// Lowering
+
+constexpr int kIn = 0, kInout = 1;  // spaces; locals are 2, 3, ...
+constexpr uint8_t kConst = 0xff;    // pseudo-opcode of a constant node
+constexpr size_t kMaxNodes = 1u << 16;
+constexpr unsigned kMaxIterations = 4096;
+
+struct Node {
+  uint8_t code = 0;
+  int32_t a = -1, b = -1, c = -1;
+  int64_t imm = 0;   // LD: byte offset; constant: its bits
+  uint8_t space = 0; // LD: kIn or kInout
+};
+
+using Key = std::pair<int, uint32_t>;  // (space, byte offset) of a scalar leaf
+
+struct Place {
+  int space;
+  uint32_t off;
+  QualType type;
+};
+
+class Lowering {
+ public:
+  Lowering(ASTContext &ctx, const FunctionDecl *fd) : ctx_(ctx), fd_(fd) {
+    in_ = fd->getParamDecl(0);
+    inout_ = fd->getParamDecl(1);
+    elem_ = in_->getType()->getPointeeType().getUnqualifiedType();
+  }
+
+  UserOp run() {
+    const auto *body = cast<CompoundStmt>(fd_->getBody());
+    std::vector<const Stmt *> list(body->body_begin(), body->body_end());
+    block(list, 0, nullptr);
+    return emit();
+  }
+
+ private:
+  // ---- the value graph ----
+
+  int32_t node(uint8_t code, int32_t a = -1, int32_t b = -1, int32_t c = -1, int64_t imm = 0, uint8_t space = 0) {
+    uint64_t folded;
+    if (fold(code, a, b, c, &folded)) return konst(folded);
+    if (code == CAD_VM_SEL && b == c) return b;
+    auto key = std::make_tuple(code, a, b, c, imm, space);
+    auto it = cse_.find(key);
+    if (it != cse_.end()) return it->second;
+    if (nodes_.size() >= kMaxNodes) fail(Code::OpTooBig, fd_->getLocation(), "the operator is too large (more than 65536 values)");
+    Node n;
+    n.code = code;
+    n.a = a;
+    n.b = b;
+    n.c = c;
+    n.imm = imm;
+    n.space = space;
+    nodes_.push_back(n);
+    const int32_t id = static_cast<int32_t>(nodes_.size() - 1);
+    cse_[key] = id;
+    return id;
+  }
+
+  int32_t konst(uint64_t v) { return node(kConst, -1, -1, -1, static_cast<int64_t>(v)); }
+  bool is_const(int32_t v) const { return v >= 0 && nodes_[v].code == kConst; }
+  uint64_t cval(int32_t v) const { return static_cast<uint64_t>(nodes_[v].imm); }
+
+  // Integer constant folding with the VM's semantics (vm.c).
+  bool fold(uint8_t code, int32_t a, int32_t b, int32_t c, uint64_t *out) const {
+    if (code == kConst) return false;
+    if (code == CAD_VM_SEL) {
+      if (!is_const(a)) return false;
+      if (cval(a) ? !is_const(b) : !is_const(c)) return false;
+      *out = cval(a) ? cval(b) : cval(c);
+      return true;
+    }
+    const cad_vm_format f = cad_vm_opcode_format(code);
+    if (f == CAD_VMF_UN) {
+      if (!is_const(a)) return false;
+      const uint64_t x = cval(a);
+      switch (code) {
+        case CAD_VM_MOV: *out = x; return true;
+        case CAD_VM_NEG: *out = 0 - x; return true;
+        case CAD_VM_NOT: *out = ~x; return true;
+        case CAD_VM_SEXT8: *out = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(x))); return true;
+        case CAD_VM_SEXT16: *out = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(x))); return true;
+        case CAD_VM_SEXT32: *out = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(x))); return true;
+        case CAD_VM_ZEXT8: *out = x & 0xff; return true;
+        case CAD_VM_ZEXT16: *out = x & 0xffff; return true;
+        case CAD_VM_ZEXT32: *out = x & 0xffffffffu; return true;
+        default: return false;
+      }
+    }
+    if (f != CAD_VMF_BIN && f != CAD_VMF_CMP) return false;
+    if (!is_const(a) || !is_const(b)) return false;
+    const uint64_t x = cval(a), y = cval(b);
+    const int64_t sx = static_cast<int64_t>(x), sy = static_cast<int64_t>(y);
+    const uint64_t kSign = uint64_t{1} << 63;
+    switch (code) {
+      case CAD_VM_ADD: *out = x + y; return true;
+      case CAD_VM_SUB: *out = x - y; return true;
+      case CAD_VM_MUL: *out = x * y; return true;
+      case CAD_VM_DIV_S: *out = y == 0 ? 0 : (x == kSign && y == ~0ull) ? x : static_cast<uint64_t>(sx / sy); return true;
+      case CAD_VM_DIV_U: *out = y == 0 ? 0 : x / y; return true;
+      case CAD_VM_MOD_S: *out = y == 0 ? x : y == ~0ull ? 0 : static_cast<uint64_t>(sx % sy); return true;
+      case CAD_VM_MOD_U: *out = y == 0 ? x : x % y; return true;
+      case CAD_VM_AND: *out = x & y; return true;
+      case CAD_VM_OR: *out = x | y; return true;
+      case CAD_VM_XOR: *out = x ^ y; return true;
+      case CAD_VM_SHL: *out = x << (y & 63); return true;
+      case CAD_VM_SHR_U: *out = x >> (y & 63); return true;
+      case CAD_VM_SHR_S: *out = static_cast<uint64_t>(sx >> (y & 63)); return true;
+      case CAD_VM_EQ: *out = x == y; return true;
+      case CAD_VM_NE: *out = x != y; return true;
+      case CAD_VM_LT_S: *out = sx < sy; return true;
+      case CAD_VM_LE_S: *out = sx <= sy; return true;
+      case CAD_VM_LT_U: *out = x < y; return true;
+      case CAD_VM_LE_U: *out = x <= y; return true;
+      default: return false;  // floating point is left to run time
+    }
+  }
+
+  // ---- places and the environment ----
+
+  Place place(const Expr *e) {
+    e = e->IgnoreParens();
+    if (const auto *ic = dyn_cast<ImplicitCastExpr>(e))
+      if (ic->getCastKind() == CK_NoOp || ic->getCastKind() == CK_LValueToRValue) return place(ic->getSubExpr());
+    if (const auto *d = dyn_cast<DeclRefExpr>(e)) {
+      if (d->getDecl() == in_ || d->getDecl() == inout_)
+        fail(Code::OpPointer, e->getBeginLoc(),
+             "the pointer " + d->getDecl()->getNameAsString() + " used as a value: write *" +
+                 d->getDecl()->getNameAsString() + ", " + d->getDecl()->getNameAsString() + "->field or " +
+                 d->getDecl()->getNameAsString() + "[0]");
+      if (const auto *v = dyn_cast<VarDecl>(d->getDecl())) {
+        auto it = locals_.find(v);
+        if (it == locals_.end()) fail(Code::OpUnsupported, e->getBeginLoc(), "unknown variable " + v->getNameAsString());
+        return {it->second, 0, v->getType()};
+      }
+      fail(Code::OpUnsupported, e->getBeginLoc(), "not a variable");
+    }
+    if (const auto *u = dyn_cast<UnaryOperator>(e)) {
+      if (u->getOpcode() == UO_Deref) return {param_space(u->getSubExpr()), 0, elem_};
+    }
+    if (const auto *m = dyn_cast<MemberExpr>(e)) {
+      const auto *f = dyn_cast<FieldDecl>(m->getMemberDecl());
+      if (!f) fail(Code::OpUnsupported, e->getBeginLoc(), "not a field");
+      const uint32_t off = static_cast<uint32_t>(ctx_.getFieldOffset(f) / 8);
+      if (m->isArrow()) return {param_space(m->getBase()), off, m->getType()};
+      Place base = place(m->getBase());
+      return {base.space, base.off + off, m->getType()};
+    }
+    if (const auto *s = dyn_cast<ArraySubscriptExpr>(e)) {
+      const Expr *base = s->getBase()->IgnoreParens();
+      if (const auto *ic = dyn_cast<ImplicitCastExpr>(base))
+        if (ic->getCastKind() == CK_LValueToRValue) {
+          // in[k] / inout[k]: only the element itself.
+          const int space = param_space(base);
+          const int32_t k = rv(s->getIdx());
+          if (!is_const(k) || cval(k) != 0)
+            fail(Code::OpPointer, s->getIdx()->getBeginLoc(),
+                 "an operator reaches only element 0 of in and inout: the index must be 0");
+          return {space, 0, elem_};
+        }
+      if (const auto *ic = dyn_cast<ImplicitCastExpr>(base))
+        if (ic->getCastKind() == CK_ArrayToPointerDecay) {
+          Place arr = place(ic->getSubExpr());
+          const auto *at = ctx_.getAsConstantArrayType(arr.type);
+          if (!at) fail(Code::OpUnsupported, base->getBeginLoc(), "not an array of constant size");
+          const int32_t k = rv(s->getIdx());
+          if (!is_const(k))
+            fail(Code::OpUnsupported, s->getIdx()->getBeginLoc(),
+                 "the index is not a constant (loops are unrolled: use the loop variable of a constant-bound loop)");
+          const uint64_t n = at->getSize().getZExtValue();
+          if (cval(k) >= n)
+            fail(Code::OpPointer, s->getIdx()->getBeginLoc(),
+                 "index " + std::to_string(static_cast<int64_t>(cval(k))) + " is outside the array of " +
+                     std::to_string(n));
+          const uint32_t es = static_cast<uint32_t>(ctx_.getTypeSizeInChars(at->getElementType()).getQuantity());
+          return {arr.space, arr.off + static_cast<uint32_t>(cval(k)) * es, at->getElementType()};
+        }
+    }
+    fail(Code::OpUnsupported, e->getBeginLoc(), "this expression is not a place an operator can read or assign");
+  }
+
+  int param_space(const Expr *e) {
+    e = e->IgnoreParenImpCasts();
+    if (const auto *d = dyn_cast<DeclRefExpr>(e)) {
+      if (d->getDecl() == in_) return kIn;
+      if (d->getDecl() == inout_) return kInout;
+    }
+    fail(Code::OpPointer, e->getBeginLoc(), "an operator dereferences only its parameters in and inout");
+  }
+
+  VK kind(QualType t, SourceLocation where) {
+    VK k;
+    if (!scalar_kind(t, &k)) fail(Code::OpUnsupported, where, "the type " + t.getAsString() + " is not a scalar the VM has");
+    return k;
+  }
+
+  // The element as it was on entry: a load (one per place).
+  int32_t original(int space, uint32_t off, VK k) {
+    static const uint8_t ld[] = {CAD_VM_LD_I8, CAD_VM_LD_U8, CAD_VM_LD_I16, CAD_VM_LD_U16, CAD_VM_LD_I32,
+                                 CAD_VM_LD_U32, CAD_VM_LD_64, CAD_VM_LD_64, CAD_VM_LD_U32, CAD_VM_LD_64};
+    return node(ld[static_cast<int>(k)], -1, -1, -1, off, static_cast<uint8_t>(space));
+  }
+
+  int32_t load(const Place &p, SourceLocation where, const std::string &what) {
+    const VK k = kind(p.type, where);
+    auto it = env_.find({p.space, p.off});
+    if (it != env_.end()) return it->second;
+    if (p.space == kIn || p.space == kInout) return original(p.space, p.off, k);
+    fail(Code::OpUndefined, where, what + " may be read before it is assigned");
+  }
+
+  void store(const Place &p, int32_t v, SourceLocation where) {
+    if (p.space == kIn) fail(Code::OpPointer, where, "in is read-only: an operator writes only inout");
+    kinds_[{p.space, p.off}] = kind(p.type, where);
+    env_[{p.space, p.off}] = v;
+  }
+
+  std::string name_of(const Expr *e) {
+    e = e->IgnoreParenImpCasts();
+    if (const auto *d = dyn_cast<DeclRefExpr>(e)) return d->getDecl()->getNameAsString();
+    return "the value";
+  }
+
+  // ---- conversions ----
+
+  // Signed bits a value needs at most (64 if unknown): lets normalize()
+  // drop an extension that cannot change the value.
+  unsigned sbits(int32_t v, int depth = 0) const {
+    if (v < 0 || depth > 8) return 64;
+    const Node &n = nodes_[v];
+    if (n.code == kConst) {
+      const int64_t x = n.imm;
+      unsigned b = 1;
+      while (b < 64 && (x < -(int64_t{1} << (b - 1)) || x >= (int64_t{1} << (b - 1)))) b++;
+      return b;
+    }
+    switch (n.code) {
+      case CAD_VM_LD_I8: return 8;
+      case CAD_VM_LD_U8: return 9;
+      case CAD_VM_LD_I16: return 16;
+      case CAD_VM_LD_U16: return 17;
+      case CAD_VM_LD_I32: return 32;
+      case CAD_VM_LD_U32: return 33;
+      case CAD_VM_SEXT8: return std::min(8u, sbits(n.a, depth + 1));
+      case CAD_VM_SEXT16: return std::min(16u, sbits(n.a, depth + 1));
+      case CAD_VM_SEXT32: return std::min(32u, sbits(n.a, depth + 1));
+      case CAD_VM_ZEXT8: return 9;
+      case CAD_VM_ZEXT16: return 17;
+      case CAD_VM_ZEXT32: return 33;
+      case CAD_VM_ADD:
+      case CAD_VM_SUB: return std::min(64u, std::max(sbits(n.a, depth + 1), sbits(n.b, depth + 1)) + 1);
+      case CAD_VM_SEL: return std::max(sbits(n.b, depth + 1), sbits(n.c, depth + 1));
+      default: return cad_vm_opcode_format(n.code) == CAD_VMF_CMP ? 2 : 64;
+    }
+  }
+
+  int32_t normalize(int32_t v, VK k) {
+    if ((k == VK::I8 && sbits(v) <= 8) || (k == VK::I16 && sbits(v) <= 16) || (k == VK::I32 && sbits(v) <= 32))
+      return v;
+    switch (k) {
+      case VK::I8: return node(CAD_VM_SEXT8, v);
+      case VK::U8: return node(CAD_VM_ZEXT8, v);
+      case VK::I16: return node(CAD_VM_SEXT16, v);
+      case VK::U16: return node(CAD_VM_ZEXT16, v);
+      case VK::I32: return node(CAD_VM_SEXT32, v);
+      case VK::U32: return node(CAD_VM_ZEXT32, v);
+      default: return v;
+    }
+  }
+
+  int32_t convert(int32_t v, VK from, VK to) {
+    if (from == to) return v;
+    if (!is_float(from) && !is_float(to)) return bytes_of(to) == 8 ? v : normalize(v, to);
+    if (!is_float(from)) {
+      const bool u = from == VK::U64;
+      if (to == VK::F64) return node(u ? CAD_VM_CVT_F64_U64 : CAD_VM_CVT_F64_S64, v);
+      return node(u ? CAD_VM_CVT_F32_U64 : CAD_VM_CVT_F32_S64, v);
+    }
+    if (is_float(to)) return node(to == VK::F64 ? CAD_VM_CVT_F64_F32 : CAD_VM_CVT_F32_F64, v);
+    const bool d = from == VK::F64;
+    // As gcc on x86-64: 32-bit cvttsd2si for int and narrower signed or
+    // unsigned types, 64-bit for long and unsigned int, gcc's sequence for
+    // unsigned long.
+    switch (to) {
+      case VK::I64: return node(d ? CAD_VM_CVT_S64_F64 : CAD_VM_CVT_S64_F32, v);
+      case VK::U64: return node(d ? CAD_VM_CVT_U64_F64 : CAD_VM_CVT_U64_F32, v);
+      case VK::U32: return normalize(node(d ? CAD_VM_CVT_S64_F64 : CAD_VM_CVT_S64_F32, v), VK::U32);
+      case VK::I32: return node(d ? CAD_VM_CVT_S32_F64 : CAD_VM_CVT_S32_F32, v);
+      default: return normalize(node(d ? CAD_VM_CVT_S32_F64 : CAD_VM_CVT_S32_F32, v), to);
+    }
+  }
+
+  static uint64_t fbits(double d) {
+    uint64_t b;
+    std::memcpy(&b, &d, 8);
+    return b;
+  }
+  static uint64_t sbits(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  }
+  int32_t fconst(double d, VK k) { return konst(k == VK::F64 ? fbits(d) : sbits(static_cast<float>(d))); }
+
+  bool is_boolean(int32_t v) const {
+    if (is_const(v)) return cval(v) <= 1;
+    return cad_vm_opcode_format(nodes_[v].code) == CAD_VMF_CMP ||
+           ((nodes_[v].code == CAD_VM_AND || nodes_[v].code == CAD_VM_OR) && is_boolean(nodes_[v].a) &&
+            is_boolean(nodes_[v].b));
+  }
+
+  // 0 or 1: whether v (of kind k) is non-zero, as C's truth.
+  int32_t truth(int32_t v, VK k) {
+    if (is_float(k)) return node(k == VK::F64 ? CAD_VM_FNE : CAD_VM_SNE, v, fconst(0.0, k));
+    if (is_boolean(v)) return v;
+    return node(CAD_VM_NE, v, konst(0));
+  }
+
+  // ---- expressions ----
+
+  // Side effects are allowed only where C sequences them for us: not in
+  // the operands of ?:, && and ||, which are evaluated eagerly here.
+  struct Pure {
+    Lowering &l;
+    bool saved;
+    explicit Pure(Lowering &x) : l(x), saved(x.pure_) { l.pure_ = true; }
+    ~Pure() { l.pure_ = saved; }
+  };
+  void effect(const Expr *e) {
+    if (pure_)
+      fail(Code::OpUnsupported, e->getBeginLoc(),
+           "an assignment inside ?:, && or || is not supported: write it as a statement");
+  }
+
+  int32_t arith(BinaryOperatorKind op, int32_t a, int32_t b, VK k, VK kb, SourceLocation where) {
+    if (is_float(k)) {
+      const bool d = k == VK::F64;
+      switch (op) {
+        case BO_Add: return node(d ? CAD_VM_FADD : CAD_VM_SADD, a, b);
+        case BO_Sub: return node(d ? CAD_VM_FSUB : CAD_VM_SSUB, a, b);
+        case BO_Mul: return node(d ? CAD_VM_FMUL : CAD_VM_SMUL, a, b);
+        case BO_Div: return node(d ? CAD_VM_FDIV : CAD_VM_SDIV, a, b);
+        default: fail(Code::OpUnsupported, where, "this operator does not apply to floating point");
+      }
+    }
+    const bool s = is_signed(k);
+    const uint64_t width_mask = bytes_of(k) == 8 ? 63 : 31;
+    (void)kb;
+    switch (op) {
+      case BO_Add: return normalize(node(CAD_VM_ADD, a, b), k);
+      case BO_Sub: return normalize(node(CAD_VM_SUB, a, b), k);
+      case BO_Mul: return normalize(node(CAD_VM_MUL, a, b), k);
+      case BO_Div: return normalize(node(s ? CAD_VM_DIV_S : CAD_VM_DIV_U, a, b), k);
+      case BO_Rem: return normalize(node(s ? CAD_VM_MOD_S : CAD_VM_MOD_U, a, b), k);
+      case BO_And: return node(CAD_VM_AND, a, b);
+      case BO_Or: return node(CAD_VM_OR, a, b);
+      case BO_Xor: return node(CAD_VM_XOR, a, b);
+      case BO_Shl: return normalize(node(CAD_VM_SHL, a, node(CAD_VM_AND, b, konst(width_mask))), k);
+      case BO_Shr: return node(s ? CAD_VM_SHR_S : CAD_VM_SHR_U, a, node(CAD_VM_AND, b, konst(width_mask)));
+      default: fail(Code::OpUnsupported, where, "unsupported operator");
+    }
+  }
+
+  int32_t compare(BinaryOperatorKind op, int32_t a, int32_t b, VK k) {
+    uint8_t eq, ne, lt, le;
+    if (k == VK::F64) {
+      eq = CAD_VM_FEQ, ne = CAD_VM_FNE, lt = CAD_VM_FLT, le = CAD_VM_FLE;
+    } else if (k == VK::F32) {
+      eq = CAD_VM_SEQ, ne = CAD_VM_SNE, lt = CAD_VM_SLT, le = CAD_VM_SLE;
+    } else if (is_signed(k)) {
+      eq = CAD_VM_EQ, ne = CAD_VM_NE, lt = CAD_VM_LT_S, le = CAD_VM_LE_S;
+    } else {
+      eq = CAD_VM_EQ, ne = CAD_VM_NE, lt = CAD_VM_LT_U, le = CAD_VM_LE_U;
+    }
+    switch (op) {
+      case BO_EQ: return node(eq, a, b);
+      case BO_NE: return node(ne, a, b);
+      case BO_LT: return node(lt, a, b);
+      case BO_LE: return node(le, a, b);
+      case BO_GT: return node(lt, b, a);
+      default: return node(le, b, a);  // BO_GE
+    }
+  }
+
+  // The value of a scalar expression.
+  int32_t rv(const Expr *e) {
+    e = e->IgnoreParens();
+    const SourceLocation where = e->getBeginLoc();
+    if (const auto *il = dyn_cast<IntegerLiteral>(e)) {
+      const VK k = kind(e->getType(), where);
+      return normalize(konst(il->getValue().getZExtValue()), k);
+    }
+    if (const auto *cl = dyn_cast<CharacterLiteral>(e)) {
+      const VK k = kind(e->getType(), where);
+      return normalize(konst(static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(cl->getValue())))), k);
+    }
+    if (const auto *fl = dyn_cast<FloatingLiteral>(e)) {
+      const VK k = kind(e->getType(), where);
+      return konst(fl->getValue().bitcastToAPInt().getZExtValue() & (k == VK::F32 ? 0xffffffffull : ~0ull));
+    }
+    if (const auto *ce = dyn_cast<ConstantExpr>(e)) return rv(ce->getSubExpr());
+    if (isa<UnaryExprOrTypeTraitExpr>(e) || isa<OffsetOfExpr>(e)) {
+      Expr::EvalResult r;
+      if (!e->EvaluateAsInt(r, ctx_)) fail(Code::OpUnsupported, where, "not a constant");
+      return normalize(konst(r.Val.getInt().getZExtValue()), kind(e->getType(), where));
+    }
+    if (const auto *d = dyn_cast<DeclRefExpr>(e)) {
+      if (const auto *ec = dyn_cast<EnumConstantDecl>(d->getDecl()))
+        return normalize(konst(static_cast<uint64_t>(ec->getInitVal().getSExtValue())), kind(e->getType(), where));
+      return load(place(e), where, name_of(e));
+    }
+    if (const auto *c = dyn_cast<CastExpr>(e)) return cast_expr(c);
+    if (const auto *u = dyn_cast<UnaryOperator>(e)) return unary(u);
+    if (const auto *b = dyn_cast<BinaryOperator>(e)) return binary(b);
+    if (const auto *c = dyn_cast<ConditionalOperator>(e)) {
+      const int32_t cond = truth(rv(c->getCond()), kind(c->getCond()->getType(), where));
+      if (is_const(cond)) return rv(cval(cond) ? c->getTrueExpr() : c->getFalseExpr());
+      kind(e->getType(), where);
+      Pure p(*this);
+      const int32_t t = rv(c->getTrueExpr()), f = rv(c->getFalseExpr());
+      return node(CAD_VM_SEL, cond, t, f);
+    }
+    if (const auto *call = dyn_cast<CallExpr>(e)) return builtin(call);
+    if (isa<MemberExpr>(e) || isa<ArraySubscriptExpr>(e)) return load(place(e), where, "the value");
+    fail(Code::OpUnsupported, where, std::string("this expression (") + e->getStmtClassName() + ") is not in the operator subset");
+  }
+
+  int32_t cast_expr(const CastExpr *c) {
+    const Expr *sub = c->getSubExpr();
+    const SourceLocation where = c->getBeginLoc();
+    switch (c->getCastKind()) {
+      case CK_LValueToRValue:
+        return load(place(sub), where, name_of(sub));
+      case CK_NoOp:
+        return rv(sub);
+      case CK_ToVoid:
+        rv_any(sub);
+        return -1;
+      case CK_IntegralCast:
+      case CK_IntegralToFloating:
+      case CK_FloatingToIntegral:
+      case CK_FloatingCast: {
+        const VK from = kind(sub->getType(), where), to = kind(c->getType(), where);
+        if (is_bool(c->getType())) return truth(rv(sub), from);
+        return convert(rv(sub), from, to);
+      }
+      case CK_IntegralToBoolean:
+      case CK_FloatingToBoolean:
+        return truth(rv(sub), kind(sub->getType(), where));
+      default:
+        fail(Code::OpUnsupported, where, std::string("the conversion ") + c->getCastKindName() + " is not in the operator subset");
+    }
+  }
+
+  // An expression evaluated for its effects.
+  void rv_any(const Expr *e) {
+    const Expr *x = e->IgnoreParens();
+    if (const auto *b = dyn_cast<BinaryOperator>(x))
+      if (b->getOpcode() == BO_Assign && !b->getType()->isScalarType()) {
+        binary(b);
+        return;
+      }
+    rv(e);
+  }
+
+  int32_t unary(const UnaryOperator *u) {
+    const SourceLocation where = u->getBeginLoc();
+    const Expr *sub = u->getSubExpr();
+    switch (u->getOpcode()) {
+      case UO_Plus:
+        return rv(sub);
+      case UO_Minus: {
+        const VK k = kind(u->getType(), where);
+        if (is_float(k)) return node(k == VK::F64 ? CAD_VM_FNEG : CAD_VM_SNEG, rv(sub));
+        return normalize(node(CAD_VM_NEG, rv(sub)), k);
+      }
+      case UO_Not: {
+        const VK k = kind(u->getType(), where);
+        return normalize(node(CAD_VM_NOT, rv(sub)), k);
+      }
+      case UO_LNot: {
+        const VK k = kind(sub->getType(), where);
+        return node(CAD_VM_XOR, truth(rv(sub), k), konst(1));
+      }
+      case UO_Deref:
+        return load(place(u), where, "the value");
+      case UO_PreInc:
+      case UO_PreDec:
+      case UO_PostInc:
+      case UO_PostDec: {
+        effect(u);
+        const Place p = place(sub);
+        const VK k = kind(p.type, where);
+        if (is_bool(p.type)) fail(Code::OpUnsupported, where, "++ and -- on _Bool are not supported");
+        const int32_t old = load(p, where, name_of(sub));
+        const bool inc = u->getOpcode() == UO_PreInc || u->getOpcode() == UO_PostInc;
+        int32_t now;
+        if (is_float(k))
+          now = node(k == VK::F64 ? (inc ? CAD_VM_FADD : CAD_VM_FSUB) : (inc ? CAD_VM_SADD : CAD_VM_SSUB), old, fconst(1.0, k));
+        else
+          now = normalize(node(inc ? CAD_VM_ADD : CAD_VM_SUB, old, konst(1)), k);
+        store(p, now, where);
+        return u->isPrefix() ? now : old;
+      }
+      default:
+        fail(Code::OpUnsupported, where, "this operator is not in the operator subset");
+    }
+  }
+
+  void copy_aggregate(const Place &dst, const Place &src) {
+    std::vector<std::pair<uint32_t, QualType>> ls;
+    leaves(ctx_, dst.type, 0, &ls);
+    std::vector<int32_t> vals;
+    for (auto &[off, t] : ls) vals.push_back(load({src.space, src.off + off, t}, {}, "the value"));
+    for (size_t i = 0; i < ls.size(); i++) store({dst.space, dst.off + ls[i].first, ls[i].second}, vals[i], {});
+  }
+
+  int32_t binary(const BinaryOperator *b) {
+    const SourceLocation where = b->getOperatorLoc();
+    const BinaryOperatorKind op = b->getOpcode();
+    if (op == BO_Comma) {
+      rv_any(b->getLHS());
+      return rv(b->getRHS());
+    }
+    if (op == BO_Assign) {
+      effect(b);
+      if (!b->getType()->isScalarType()) {
+        copy_aggregate(place(b->getLHS()), place(b->getRHS()));
+        return -1;
+      }
+      const int32_t v = rv(b->getRHS());
+      const Place p = place(b->getLHS());
+      kind(p.type, where);
+      store(p, v, where);
+      return v;
+    }
+    if (const auto *ca = dyn_cast<CompoundAssignOperator>(b)) {
+      effect(b);
+      const Place p = place(b->getLHS());
+      const VK lk = kind(p.type, where), ck = kind(ca->getComputationLHSType(), where),
+               rk = kind(ca->getComputationResultType(), where);
+      const int32_t r = rv(b->getRHS());
+      const int32_t l = convert(load(p, where, name_of(b->getLHS())), lk, ck);
+      const int32_t res = arith(BinaryOperator::getOpForCompoundAssignment(op), l, r, rk,
+                                kind(b->getRHS()->getType(), where), where);
+      const int32_t v = is_bool(p.type) ? truth(res, rk) : convert(res, rk, lk);
+      store(p, v, where);
+      return v;
+    }
+    if (op == BO_LAnd || op == BO_LOr) {
+      const int32_t l = truth(rv(b->getLHS()), kind(b->getLHS()->getType(), where));
+      if (is_const(l)) {
+        if ((op == BO_LAnd) == (cval(l) == 0)) return konst(op == BO_LOr);
+        return truth(rv(b->getRHS()), kind(b->getRHS()->getType(), where));
+      }
+      Pure p(*this);
+      const int32_t r = truth(rv(b->getRHS()), kind(b->getRHS()->getType(), where));
+      return node(op == BO_LAnd ? CAD_VM_AND : CAD_VM_OR, l, r);
+    }
+    const int32_t l = rv(b->getLHS()), r = rv(b->getRHS());
+    const VK lk = kind(b->getLHS()->getType(), where);
+    if (b->isComparisonOp()) return compare(op, l, r, lk);
+    return arith(op, l, r, kind(b->getType(), where), kind(b->getRHS()->getType(), where), where);
+  }
+
+  int32_t builtin(const CallExpr *call) {
+    const SourceLocation where = call->getBeginLoc();
+    const Builtin which = builtin_of(call->getDirectCallee());
+    std::vector<int32_t> args;
+    std::vector<VK> kinds;
+    for (const Expr *a : call->arguments()) {
+      kinds.push_back(kind(a->getType(), a->getBeginLoc()));
+      if (!is_float(kinds.back()))
+        fail(Code::OpCall, a->getBeginLoc(), "the math builtins take float or double arguments");
+      args.push_back(rv(a));
+    }
+    const size_t want = which == Builtin::Fmin || which == Builtin::Fmax ? 2 : 1;
+    if (args.size() != want || (want == 2 && kinds[0] != kinds[1]))
+      fail(Code::OpCall, where, "wrong arguments for " + call->getDirectCallee()->getNameAsString());
+    const bool d = kinds[0] == VK::F64;
+    const int32_t inf = konst(d ? fbits(__builtin_inf()) : sbits(__builtin_inff()));
+    switch (which) {
+      case Builtin::Fabs: return node(d ? CAD_VM_FABS : CAD_VM_SABS, args[0]);
+      case Builtin::Fmin: return node(d ? CAD_VM_FMIN : CAD_VM_SMIN, args[0], args[1]);
+      case Builtin::Fmax: return node(d ? CAD_VM_FMAX : CAD_VM_SMAX, args[0], args[1]);
+      case Builtin::Sqrt: return node(d ? CAD_VM_FSQRT : CAD_VM_SSQRT, args[0]);
+      case Builtin::IsNan: return node(d ? CAD_VM_FNE : CAD_VM_SNE, args[0], args[0]);
+      case Builtin::IsInf: return node(d ? CAD_VM_FEQ : CAD_VM_SEQ, node(d ? CAD_VM_FABS : CAD_VM_SABS, args[0]), inf);
+      case Builtin::IsFinite: return node(d ? CAD_VM_FLT : CAD_VM_SLT, node(d ? CAD_VM_FABS : CAD_VM_SABS, args[0]), inf);
+      case Builtin::IsInfSign: {
+        const int32_t is_inf = node(d ? CAD_VM_FEQ : CAD_VM_SEQ, node(d ? CAD_VM_FABS : CAD_VM_SABS, args[0]), inf);
+        const int32_t neg = node(d ? CAD_VM_FLT : CAD_VM_SLT, args[0], konst(d ? fbits(0.0) : sbits(0.0f)));
+        return node(CAD_VM_SEL, is_inf, node(CAD_VM_SEL, neg, konst(~0ull), konst(1)), konst(0));
+      }
+      default:
+        fail(Code::OpCall, where, "calls " + call->getDirectCallee()->getNameAsString() + ": not an allowed builtin");
+    }
+  }
+
+  // ---- statements ----
+
+  // The statements after the current one, up to the end of the function.
+  struct Cont {
+    const std::vector<const Stmt *> *list;
+    size_t from;
+    const Cont *next;
+  };
+  enum Flow { kFalls, kLeft };  // kLeft: the function has been run to its end
+
+  static std::vector<const Stmt *> as_list(const Stmt *s) {
+    if (!s) return {};
+    if (const auto *cs = dyn_cast<CompoundStmt>(s)) return {cs->body_begin(), cs->body_end()};
+    return {s};
+  }
+
+  static bool has_return(const Stmt *s) {
+    if (!s) return false;
+    if (isa<ReturnStmt>(s)) return true;
+    for (const Stmt *c : s->children())
+      if (has_return(c)) return true;
+    return false;
+  }
+
+  Flow block(const std::vector<const Stmt *> &list, size_t from, const Cont *k) {
+    for (size_t i = from; i < list.size(); i++) {
+      const Cont rest{&list, i + 1, k};
+      if (stmt(list[i], &rest) == kLeft) return kLeft;
+    }
+    if (k) return block(*k->list, k->from, k->next);
+    return kFalls;
+  }
+
+  Flow stmt(const Stmt *s, const Cont *rest) {
+    if (++steps_ > 1u << 20)
+      fail(Code::OpTooBig, s->getBeginLoc(), "the operator is too large to unroll");
+    if (isa<NullStmt>(s)) return kFalls;
+    if (const auto *cs = dyn_cast<CompoundStmt>(s)) {
+      std::vector<const Stmt *> list(cs->body_begin(), cs->body_end());
+      if (!has_return(cs)) return block(list, 0, nullptr);
+      return block(list, 0, rest);
+    }
+    if (const auto *r = dyn_cast<ReturnStmt>(s)) {
+      if (r->getRetValue()) fail(Code::OpSignature, s->getBeginLoc(), "an operator returns nothing");
+      return kLeft;
+    }
+    if (const auto *d = dyn_cast<DeclStmt>(s)) {
+      for (const Decl *x : d->decls())
+        if (const auto *v = dyn_cast<VarDecl>(x)) declare(v);
+      return kFalls;
+    }
+    if (const auto *e = dyn_cast<Expr>(s)) {
+      rv_any(e);
+      return kFalls;
+    }
+    if (const auto *i = dyn_cast<IfStmt>(s)) {
+      if (i->getInit() || i->getConditionVariable())
+        fail(Code::OpUnsupported, s->getBeginLoc(), "declarations in an if condition are not supported");
+      const int32_t c = truth(rv(i->getCond()), kind(i->getCond()->getType(), i->getCond()->getBeginLoc()));
+      const std::vector<const Stmt *> then_list = as_list(i->getThen()), else_list = as_list(i->getElse());
+      if (is_const(c)) {
+        const std::vector<const Stmt *> &taken = cval(c) ? then_list : else_list;
+        return block(taken, 0, has_return(s) ? rest : nullptr);
+      }
+      const bool ret = has_return(s);
+      const Cont *k = ret ? rest : nullptr;
+      const auto saved = env_;
+      const auto saved_locals = locals_;
+      block(then_list, 0, k);
+      auto then_env = std::move(env_);
+      env_ = saved;
+      locals_ = saved_locals;
+      block(else_list, 0, k);
+      merge(c, then_env);
+      locals_ = saved_locals;
+      return ret ? kLeft : kFalls;
+    }
+    if (isa<ForStmt>(s) || isa<WhileStmt>(s) || isa<DoStmt>(s)) {
+      if (has_return(s))
+        fail(Code::OpUnsupported, s->getBeginLoc(), "return inside a loop is not supported");
+      loop(s);
+      return kFalls;
+    }
+    fail(Code::OpUnsupported, s->getBeginLoc(), std::string("this statement (") + s->getStmtClassName() + ") is not in the operator subset");
+  }
+
+  // env_ becomes: c ? then_env : env_.
+  void merge(int32_t c, const std::map<Key, int32_t> &then_env) {
+    std::set<Key> keys;
+    for (auto &[k, v] : then_env) keys.insert(k);
+    for (auto &[k, v] : env_) keys.insert(k);
+    std::map<Key, int32_t> out;
+    for (const Key &k : keys) {
+      const auto a = then_env.find(k);
+      const auto b = env_.find(k);
+      int32_t va, vb;
+      if (k.first == kInout) {
+        const VK kk = kinds_.at(k);
+        va = a != then_env.end() ? a->second : original(kInout, k.second, kk);
+        vb = b != env_.cend() ? b->second : original(kInout, k.second, kk);
+      } else {
+        if (a == then_env.end() || b == env_.cend()) continue;  // assigned on one path only
+        va = a->second;
+        vb = b->second;
+      }
+      out[k] = node(CAD_VM_SEL, c, va, vb);
+    }
+    env_ = std::move(out);
+  }
+
+  void loop(const Stmt *s) {
+    const Stmt *init = nullptr, *body = nullptr;
+    const Expr *cond = nullptr, *inc = nullptr;
+    bool body_first = false;
+    if (const auto *f = dyn_cast<ForStmt>(s)) {
+      init = f->getInit();
+      cond = f->getCond();
+      inc = f->getInc();
+      body = f->getBody();
+      if (f->getConditionVariable()) fail(Code::OpUnsupported, s->getBeginLoc(), "declarations in a loop condition are not supported");
+    } else if (const auto *w = dyn_cast<WhileStmt>(s)) {
+      cond = w->getCond();
+      body = w->getBody();
+    } else {
+      const auto *d = cast<DoStmt>(s);
+      cond = d->getCond();
+      body = d->getBody();
+      body_first = true;
+    }
+    const auto saved_locals = locals_;
+    if (init) stmt(init, nullptr);
+    const std::vector<const Stmt *> list = as_list(body);
+    for (unsigned n = 0;; n++) {
+      if (!body_first || n > 0) {
+        if (cond) {
+          const int32_t c = truth(rv(cond), kind(cond->getType(), cond->getBeginLoc()));
+          if (!is_const(c))
+            fail(Code::OpLoop, cond->getBeginLoc(),
+                 "the loop condition depends on the data: loops need a constant bound (they are unrolled)");
+          if (!cval(c)) break;
+        } else {
+          fail(Code::OpLoop, s->getBeginLoc(), "a loop without a condition never ends: loops need a constant bound");
+        }
+      }
+      if (n >= kMaxIterations)
+        fail(Code::OpTooBig, s->getBeginLoc(),
+             "the loop runs more than " + std::to_string(kMaxIterations) + " iterations");
+      const auto body_locals = locals_;
+      block(list, 0, nullptr);
+      locals_ = body_locals;
+      if (inc) rv_any(inc);
+    }
+    locals_ = saved_locals;
+  }
+
+  void declare(const VarDecl *v) {
+    const int space = next_space_++;
+    locals_[v] = space;
+    const Place p{space, 0, v->getType()};
+    const Expr *init = v->getInit();
+    if (!init) return;
+    VK k;
+    if (scalar_kind(v->getType(), &k)) {
+      store(p, rv(init), init->getBeginLoc());
+      return;
+    }
+    initialise(p, init);
+  }
+
+  void initialise(const Place &p, const Expr *init) {
+    init = init->IgnoreParens();
+    VK k;
+    if (scalar_kind(p.type, &k)) {
+      if (isa<ImplicitValueInitExpr>(init)) {
+        store(p, konst(0), init->getBeginLoc());
+        return;
+      }
+      store(p, rv(init), init->getBeginLoc());
+      return;
+    }
+    if (isa<ImplicitValueInitExpr>(init)) {
+      std::vector<std::pair<uint32_t, QualType>> ls;
+      leaves(ctx_, p.type, 0, &ls);
+      for (auto &[off, t] : ls) store({p.space, p.off + off, t}, konst(0), init->getBeginLoc());
+      return;
+    }
+    if (const auto *il = dyn_cast<InitListExpr>(init)) {
+      const QualType t = p.type.getCanonicalType();
+      if (const auto *at = ctx_.getAsConstantArrayType(t)) {
+        const uint32_t es = static_cast<uint32_t>(ctx_.getTypeSizeInChars(at->getElementType()).getQuantity());
+        const uint64_t n = at->getSize().getZExtValue();
+        for (uint64_t i = 0; i < n; i++) {
+          const Place e{p.space, p.off + static_cast<uint32_t>(i) * es, at->getElementType()};
+          if (i < il->getNumInits())
+            initialise(e, il->getInit(static_cast<unsigned>(i)));
+          else if (il->hasArrayFiller())
+            initialise(e, il->getArrayFiller());
+          else
+            zero(e, init->getBeginLoc());
+        }
+        return;
+      }
+      if (const auto *rt = t->getAs<RecordType>()) {
+        unsigned i = 0;
+        for (const FieldDecl *f : rt->getDecl()->fields()) {
+          const Place e{p.space, p.off + static_cast<uint32_t>(ctx_.getFieldOffset(f) / 8), f->getType()};
+          if (i < il->getNumInits())
+            initialise(e, il->getInit(i));
+          else
+            zero(e, init->getBeginLoc());
+          i++;
+        }
+        return;
+      }
+    }
+    // A struct initialised from another: *in, a local, a field.
+    copy_aggregate(p, place(init));
+  }
+
+  void zero(const Place &p, SourceLocation where) {
+    std::vector<std::pair<uint32_t, QualType>> ls;
+    leaves(ctx_, p.type, 0, &ls);
+    for (auto &[off, t] : ls) store({p.space, p.off + off, t}, konst(0), where);
+  }
+
+  // ---- scheduling, register allocation, emission ----
+
+  struct Store {
+    uint32_t off;
+    VK kind;
+    int32_t value;
+  };
+
+  UserOp emit() {
+    std::vector<Store> stores;
+    for (auto [k, v] : env_) {
+      if (k.first != kInout) continue;
+      const VK kk = kinds_.at(k);
+      if (v == original(kInout, k.second, kk)) continue;  // unchanged
+      // A store writes the low bytes only: an extension from at least as
+      // many bits right before it changes nothing.
+      static const uint8_t ext_bits[][2] = {{CAD_VM_SEXT8, 8},   {CAD_VM_ZEXT8, 8},   {CAD_VM_SEXT16, 16},
+                                            {CAD_VM_ZEXT16, 16}, {CAD_VM_SEXT32, 32}, {CAD_VM_ZEXT32, 32}};
+      for (const auto &e : ext_bits)
+        if (nodes_[v].code == e[0] && e[1] >= 8 * bytes_of(kk)) v = nodes_[v].a;
+      stores.push_back({k.second, kk, v});
+    }
+    // Order: the values in a depth-first order from each store, each store
+    // after every load it may overlap (in and inout may be one element).
+    std::vector<char> emitted(nodes_.size(), 0), live(nodes_.size(), 0);
+    std::vector<int32_t> stack;
+    for (const Store &s : stores) stack.push_back(s.value);
+    while (!stack.empty()) {
+      const int32_t v = stack.back();
+      stack.pop_back();
+      if (v < 0 || live[v]) continue;
+      live[v] = 1;
+      stack.push_back(nodes_[v].a);
+      stack.push_back(nodes_[v].b);
+      stack.push_back(nodes_[v].c);
+    }
+    struct Item {
+      int32_t value;   // >= 0: compute this node
+      int store = -1;  // >= 0: the store of stores[store]
+    };
+    std::vector<Item> seq;
+    std::function<void(int32_t)> visit = [&](int32_t v) {
+      if (v < 0 || emitted[v]) return;
+      const Node &n = nodes_[v];
+      if (n.code == CAD_VM_SEL) {
+        visit(n.b);
+        visit(n.c);
+        visit(n.a);  // the condition last: a compare right before its select
+      } else {
+        visit(n.a);
+        visit(n.b);
+        visit(n.c);
+      }
+      emitted[v] = 1;
+      seq.push_back({v});
+    };
+    for (size_t i = 0; i < stores.size(); i++) {
+      visit(stores[i].value);
+      const uint32_t lo = stores[i].off, hi = lo + bytes_of(stores[i].kind);
+      for (size_t v = 0; v < nodes_.size(); v++) {
+        const Node &n = nodes_[v];
+        if (!live[v] || emitted[v] || cad_vm_opcode_format(n.code) != CAD_VMF_LD) continue;
+        const uint32_t nlo = static_cast<uint32_t>(n.imm), nhi = nlo + cad_vm_opcode_width(n.code);
+        if (nlo < hi && lo < nhi) visit(static_cast<int32_t>(v));
+      }
+      seq.push_back({-1, static_cast<int>(i)});
+    }
+    return allocate(seq, stores);
+  }
+
+  template <typename Item>
+  UserOp allocate(const std::vector<Item> &seq, const std::vector<Store> &stores) {
+    // Uses of each value, by position in seq.
+    std::unordered_map<int32_t, std::vector<size_t>> uses;
+    for (size_t p = 0; p < seq.size(); p++) {
+      if (seq[p].value >= 0) {
+        const Node &n = nodes_[seq[p].value];
+        for (int32_t x : {n.a, n.b, n.c})
+          if (x >= 0) uses[x].push_back(p);
+      } else {
+        uses[stores[seq[p].store].value].push_back(p);
+      }
+    }
+    auto next_use = [&](int32_t v, size_t after) -> size_t {
+      auto it = uses.find(v);
+      if (it == uses.end()) return SIZE_MAX;
+      auto u = std::upper_bound(it->second.begin(), it->second.end(), after);
+      return u == it->second.end() ? SIZE_MAX : *u;
+    };
+    std::vector<int32_t> reg_of(nodes_.size(), -1);
+    int32_t holder[CAD_VM_NREGS];
+    std::fill(std::begin(holder), std::end(holder), -1);
+    std::vector<cad_vm_insn> code;
+    std::vector<uint64_t> consts;
+    std::map<uint64_t, int32_t> const_index;
+
+    // A value that can be computed again instead of kept: a constant, or a
+    // load of bytes that no store of the operator overwrites.
+    auto remat_ok = [&](int32_t v) {
+      const Node &n = nodes_[v];
+      if (n.code == kConst) return true;
+      if (cad_vm_opcode_format(n.code) != CAD_VMF_LD) return false;
+      const uint32_t lo = static_cast<uint32_t>(n.imm), hi = lo + cad_vm_opcode_width(n.code);
+      for (const Store &s : stores)
+        if (lo < s.off + bytes_of(s.kind) && s.off < hi) return false;
+      return true;
+    };
+    auto push = [&](const cad_vm_insn &in) {
+      if (code.size() + 1 >= CAD_VM_MAX_INSNS)
+        fail(Code::OpTooBig, fd_->getLocation(),
+             "the operator needs more than " + std::to_string(CAD_VM_MAX_INSNS) + " VM instructions");
+      code.push_back(in);
+    };
+    // A free register at position p, evicting a re-materialisable value
+    // if needed; never one of keep.
+    auto grab = [&](size_t p, std::initializer_list<int32_t> keep) -> int {
+      for (int r = 0; r < CAD_VM_NREGS; r++)
+        if (holder[r] < 0) return r;
+      int best = -1;
+      size_t best_use = 0;
+      for (int r = 0; r < CAD_VM_NREGS; r++) {
+        const int32_t v = holder[r];
+        if (std::find(keep.begin(), keep.end(), v) != keep.end() || !remat_ok(v)) continue;
+        const size_t u = next_use(v, p - 1);
+        if (best < 0 || u > best_use) {
+          best = r;
+          best_use = u;
+        }
+      }
+      if (best < 0)
+        fail(Code::OpTooBig, fd_->getLocation(),
+             "the operator needs more than " + std::to_string(CAD_VM_NREGS) +
+                 " values live at once (the VM has 16 registers): split the computation");
+      reg_of[holder[best]] = -1;
+      holder[best] = -1;
+      return best;
+    };
+    std::function<void(int32_t, size_t, std::initializer_list<int32_t>)> materialise;
+    auto define = [&](int32_t v, int r) {
+      holder[r] = v;
+      reg_of[v] = r;
+    };
+    auto emit_leaf = [&](int32_t v, int r) {
+      const Node &n = nodes_[v];
+      cad_vm_insn in{};
+      in.dst = static_cast<uint8_t>(r);
+      if (n.code == kConst) {
+        const uint64_t k = static_cast<uint64_t>(n.imm);
+        if (static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(k))) == k) {
+          in.code = CAD_VM_MOVI;
+          in.imm = static_cast<int32_t>(k);
+        } else {
+          auto it = const_index.find(k);
+          if (it == const_index.end()) {
+            it = const_index.emplace(k, static_cast<int32_t>(consts.size())).first;
+            consts.push_back(k);
+          }
+          in.code = CAD_VM_LDK;
+          in.imm = it->second;
+        }
+      } else {
+        in.code = n.code;
+        in.a = n.space;
+        in.imm = static_cast<int32_t>(n.imm);
+      }
+      push(in);
+    };
+    materialise = [&](int32_t v, size_t p, std::initializer_list<int32_t> keep) {
+      if (reg_of[v] >= 0) return;
+      const int r = grab(p, keep);
+      emit_leaf(v, r);
+      define(v, r);
+    };
+    auto release_dead = [&](size_t p) {
+      for (int r = 0; r < CAD_VM_NREGS; r++)
+        if (holder[r] >= 0 && next_use(holder[r], p) == SIZE_MAX) {
+          reg_of[holder[r]] = -1;
+          holder[r] = -1;
+        }
+    };
+
+    for (size_t p = 0; p < seq.size(); p++) {
+      if (seq[p].value < 0) {
+        const Store &s = stores[seq[p].store];
+        materialise(s.value, p, {s.value});
+        cad_vm_insn in{};
+        static const uint8_t st[] = {0, CAD_VM_ST_8, CAD_VM_ST_16, 0, CAD_VM_ST_32, 0, 0, 0, CAD_VM_ST_64};
+        in.code = st[bytes_of(s.kind)];
+        in.a = static_cast<uint8_t>(reg_of[s.value]);
+        in.imm = static_cast<int32_t>(s.off);
+        push(in);
+        release_dead(p);
+        continue;
+      }
+      const int32_t v = seq[p].value;
+      const Node &n = nodes_[v];
+      if (n.code == kConst || cad_vm_opcode_format(n.code) == CAD_VMF_LD) {
+        if (next_use(v, p) == SIZE_MAX) continue;
+        materialise(v, p, {v});
+        continue;
+      }
+      for (int32_t x : {n.a, n.b, n.c})
+        if (x >= 0) materialise(x, p, {n.a, n.b, n.c});
+      cad_vm_insn in{};
+      in.code = n.code;
+      in.a = static_cast<uint8_t>(reg_of[n.a]);
+      if (n.b >= 0) in.b = static_cast<uint8_t>(reg_of[n.b]);
+      if (n.code == CAD_VM_SEL) in.imm = reg_of[n.c];
+      // Operands whose last use this is free their registers first, so
+      // that the result may take one of them.
+      release_dead(p);
+      const int r = grab(p + 1, {n.a, n.b, n.c});
+      in.dst = static_cast<uint8_t>(r);
+      push(in);
+      define(v, r);
+      if (next_use(v, p) == SIZE_MAX) {
+        reg_of[v] = -1;
+        holder[r] = -1;
+      }
+    }
+    cad_vm_insn exit_insn{};
+    exit_insn.code = CAD_VM_EXIT;
+    code.push_back(exit_insn);
+
+    UserOp op;
+    op.name = fd_->getNameAsString();
+    op.elem_size = static_cast<uint32_t>(ctx_.getTypeSizeInChars(elem_).getQuantity());
+    op.code = std::move(code);
+    op.consts = std::move(consts);
+    op.type = elem_.getAsString();
+    std::vector<std::pair<uint32_t, QualType>> ls;
+    leaves(ctx_, elem_, 0, &ls);
+    static const char *names[] = {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f32", "f64"};
+    for (auto &[off, t] : ls) {
+      VK k;
+      scalar_kind(t, &k);
+      op.fields.push_back({off, is_bool(t) ? "bool" : names[static_cast<int>(k)]});
+    }
+    return op;
+  }
+
+  ASTContext &ctx_;
+  const FunctionDecl *fd_;
+  const ParmVarDecl *in_ = nullptr, *inout_ = nullptr;
+  QualType elem_;
+  std::vector<Node> nodes_;
+  std::map<std::tuple<uint8_t, int32_t, int32_t, int32_t, int64_t, uint8_t>, int32_t> cse_;
+  std::map<Key, int32_t> env_;
+  std::map<Key, VK> kinds_;
+  std::map<const VarDecl *, int> locals_;
+  int next_space_ = 2;
+  bool pure_ = false;
+  uint64_t steps_ = 0;
+};
+
+// ---------------------------------------------------------------------
+// The front-end action
+
+class OpFinder : public ast_matchers::MatchFinder::MatchCallback {
+ public:
+  void run(const ast_matchers::MatchFinder::MatchResult &r) override {
+    if (const auto *f = r.Nodes.getNodeAs<FunctionDecl>("op")) found.push_back(f);
+  }
+  std::vector<const FunctionDecl *> found;
+};
+
+// The marker's argument, or "" if fd has no CAD_OP marker.
+std::string marker(const FunctionDecl *fd, SourceLocation *where) {
+  for (const auto *a : fd->specific_attrs<AnnotateAttr>()) {
+    const std::string s = a->getAnnotation().str();
+    if (s.rfind("cad_op:", 0) == 0) {
+      *where = a->getLocation();
+      return s.substr(7);
+    }
+  }
+  return "";
+}
+
+struct Shared {
+  Locations *locs;
+  Diagnostics *diags;
+  std::vector<UserOp> *out;
+  uint32_t file;
+};
+
+class OpConsumer : public ASTConsumer {
+ public:
+  explicit OpConsumer(Shared s) : s_(s) {}
+
+  void HandleTranslationUnit(ASTContext &ctx) override {
+    if (ctx.getDiagnostics().hasErrorOccurred()) return;
+    using namespace ast_matchers;
+    OpFinder finder_cb;
+    MatchFinder finder;
+    finder.addMatcher(functionDecl(hasAttr(attr::Annotate)).bind("op"), &finder_cb);
+    finder.matchAST(ctx);
+    const clang::SourceManager &csm = ctx.getSourceManager();
+    std::set<const FunctionDecl *> seen;
+    std::map<std::string, SourceLocation> names;
+    for (const FunctionDecl *f : finder_cb.found) {
+      SourceLocation mloc;
+      const std::string order = marker(f, &mloc);
+      if (order.empty()) continue;
+      const FunctionDecl *def = f->getDefinition();
+      if (!def) {
+        error(csm, Code::OpSignature, f->getLocation(), "operator " + f->getNameAsString() + " is declared but not defined");
+        continue;
+      }
+      if (!seen.insert(def->getCanonicalDecl()).second) continue;
+      if (order != "commutative" && order != "noncommutative") {
+        error(csm, Code::OpSignature, mloc, "CAD_OP takes commutative or noncommutative, not '" + order + "'");
+        continue;
+      }
+      if (names.count(def->getNameAsString())) {
+        error(csm, Code::OpNone, def->getLocation(), "a second operator named " + def->getNameAsString());
+        continue;
+      }
+      names[def->getNameAsString()] = def->getLocation();
+      if (!signature(ctx, def)) continue;
+      std::vector<OpError> errors;
+      Checker(ctx, def, &errors).TraverseStmt(def->getBody());
+      for (const OpError &e : errors) error(csm, e.code, e.where, e.message);
+      if (!errors.empty()) continue;
+      try {
+        UserOp op = Lowering(ctx, def).run();
+        op.commutative = order == "commutative";
+        const Loc at = s_.locs->at(csm, def->getLocation());
+        op.line = at.line;
+        op.col = at.col;
+        const std::string why = userop_verify(op);
+        if (!why.empty()) {
+          error(csm, Code::CoreReject, def->getLocation(), "the core verifier rejects the code emitted for " + op.name + ": " + why);
+          continue;
+        }
+        s_.out->push_back(std::move(op));
+      } catch (const OpError &e) {
+        error(csm, e.code, e.where, e.message);
+      }
+    }
+  }
+
+ private:
+  void error(const clang::SourceManager &csm, Code code, SourceLocation l, const std::string &m) {
+    s_.diags->error(code, s_.locs->at(csm, l), m);
+  }
+
+  bool signature(ASTContext &ctx, const FunctionDecl *f) {
+    const clang::SourceManager &csm = ctx.getSourceManager();
+    const std::string form = "an operator is void " + f->getNameAsString() + "(const T *in, T *inout)";
+    if (f->isVariadic() || f->getNumParams() != 2 || !f->getReturnType()->isVoidType()) {
+      error(csm, Code::OpSignature, f->getLocation(), form);
+      return false;
+    }
+    const QualType p0 = f->getParamDecl(0)->getType(), p1 = f->getParamDecl(1)->getType();
+    if (!p0->isPointerType() || !p1->isPointerType()) {
+      error(csm, Code::OpSignature, f->getLocation(), form);
+      return false;
+    }
+    const QualType t0 = p0->getPointeeType(), t1 = p1->getPointeeType();
+    if (t0.isVolatileQualified() || t1.isVolatileQualified() || p0.isVolatileQualified() || p1.isVolatileQualified()) {
+      error(csm, Code::OpVolatile, f->getLocation(), "volatile is not allowed in an operator");
+      return false;
+    }
+    if (!t0.isConstQualified() || t1.isConstQualified() ||
+        !ctx.hasSameUnqualifiedType(t0, t1)) {
+      error(csm, Code::OpSignature, f->getParamDecl(0)->getLocation(),
+            form + ": in points to const T and inout to the same T, not const");
+      return false;
+    }
+    const std::string p = type_problem(ctx, t1);
+    if (!p.empty()) {
+      error(csm, Code::OpSignature, f->getParamDecl(1)->getLocation(),
+            "the element type " + t1.getAsString() + " has " + p + ": it must be a scalar or a struct of scalars");
+      return false;
+    }
+    const int64_t size = ctx.getTypeSizeInChars(t1).getQuantity();
+    if (size < 1 || size > CAD_VM_MAX_ELEM) {
+      error(csm, Code::OpSignature, f->getParamDecl(1)->getLocation(),
+            "the element type is " + std::to_string(size) + " bytes: at most " + std::to_string(CAD_VM_MAX_ELEM));
+      return false;
+    }
+    return true;
+  }
+
+  Shared s_;
+};
+
+class OpAction : public ASTFrontendAction {
+ public:
+  explicit OpAction(Shared s) : s_(s) {}
+  std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &, llvm::StringRef) override {
+    return std::make_unique<OpConsumer>(s_);
+  }
+
+ private:
+  Shared s_;
+};
+
+}  // namespace
+
+bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceManager &sm, Diagnostics *diags,
+                     std::vector<UserOp> *out) {
+  std::string error;
+  const uint32_t file = sm.load(path, &error);
+  if (!file) {
+    diags->error(Code::Io, Loc{}, error);
+    return false;
+  }
+  const std::string &text = sm.file(file).text;
+  const size_t before_errors = diags->error_count();
+  Locations locs(sm, file, path);
+  std::vector<UserOp> ops;
+
+  llvm::IntrusiveRefCntPtr<llvm::vfs::OverlayFileSystem> ofs(
+      new llvm::vfs::OverlayFileSystem(llvm::vfs::getRealFileSystem()));
+  llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> mfs(new llvm::vfs::InMemoryFileSystem);
+  ofs->pushOverlay(mfs);
+  mfs->addFile(path, 0, llvm::MemoryBuffer::getMemBufferCopy(text, path));
+  llvm::IntrusiveRefCntPtr<FileManager> files(new FileManager(FileSystemOptions(), ofs));
+  std::vector<std::string> args = {"cadc-op", "-fsyntax-only", "-x", "c", "-std=gnu11", "-D__CAD_OPC__=1",
+                                   "-resource-dir", CAD_CLANG_RESOURCE_DIR, "-ferror-limit=20", "-fno-caret-diagnostics",
+                                   "-Wno-unused-function"};
+  for (const std::string &d : opts.include_dirs) args.push_back("-I" + d);
+  for (const std::string &d : opts.defines) args.push_back("-D" + d);
+  args.push_back(path);
+  Collect collect(locs, diags);
+  Shared shared{&locs, diags, &ops, file};
+  tooling::ToolInvocation inv(args, std::make_unique<OpAction>(shared), files.get());
+  inv.setDiagnosticConsumer(&collect);
+  const bool ran = inv.run();
+  if (!ran && diags->error_count() == before_errors)
+    diags->error(Code::OpSyntax, Loc{file, 1, 1, ""}, "clang could not parse the file");
+  if (diags->error_count() == before_errors && ops.empty())
+    diags->error(Code::OpNone, Loc{file, 1, 1, ""},
+                 "no operator in this file: mark one with CAD_OP(commutative) or CAD_OP(noncommutative) "
+                 "(algorithms/ops/cad_op.h)");
+  const std::string base = path.substr(path.find_last_of('/') + 1);
+  for (UserOp &op : ops) op.file = base;
+  if (diags->error_count() != before_errors) return false;
+  for (UserOp &op : ops) out->push_back(std::move(op));
+  return true;
+}
+
+}  // namespace cad

@@ -1,0 +1,125 @@
+// cmd_op.cpp - cadc op check|compile|disasm: user-defined reduction
+// operators (cadc/opc: C through Clang LibTooling into VM bytecode).
+//   cadc op check FILE.c...           diagnostics only
+//   cadc op compile FILE.c [-o OUT]   a .cadop file (default: FILE.cadop)
+//   cadc op disasm FILE.c|FILE.cadop  the bytecode as text
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "../lib/userop.h"
+#include "../opc/opc.h"
+#include "common.h"
+
+namespace cad::tool {
+
+namespace {
+struct OpOptions {
+  std::vector<std::string> files, include_dirs, defines;
+  std::string output;
+  bool json = false;
+};
+
+void add_common(CLI::App *cmd, OpOptions *o) {
+  cmd->add_option("-I,--include", o->include_dirs, "Header search folder");
+  cmd->add_option("-D,--define", o->defines, "Preprocessor definition NAME[=VALUE]");
+  cmd->add_flag("--json", o->json, "Diagnostics as JSON on stdout");
+}
+
+OpcOptions opc_options(const OpOptions &o) {
+  OpcOptions c;
+  c.include_dirs = o.include_dirs;
+  c.defines = o.defines;
+  return c;
+}
+}  // namespace
+
+bool load_ops(Session &s, const std::string &path, const OpcOptions &opts, std::vector<UserOp> *out) {
+  if (std::filesystem::path(path).extension() == ".cadop") {
+    std::string text, error;
+    if (!read_file(path, kMaxSourceBytes, &text, &error)) throw UsageError(error);
+    const uint32_t f = s.sm.add(path, text);
+    if (!read_cadop(text, out, &error)) {
+      s.diags.error(Code::OpBytecode, Loc{f, 0, 0, ""}, error);
+      return false;
+    }
+    return true;
+  }
+  if (!std::filesystem::is_regular_file(path)) throw UsageError(path + ": no such file");
+  return compile_op_file(path, opts, s.sm, &s.diags, out);
+}
+
+void add_op(CLI::App &app, Runner *run) {
+  CLI::App *op = app.add_subcommand("op", "User-defined reduction operators: C to verified VM bytecode");
+  op->require_subcommand(1);
+
+  auto check = std::make_shared<OpOptions>();
+  CLI::App *c = op->add_subcommand("check", "Compile operators and report what is wrong, at its line and column");
+  c->add_option("files", check->files, "C files with CAD_OP functions")->required();
+  add_common(c, check.get());
+  c->callback([check, run] {
+    *run = [check] {
+      Session s;
+      s.json = check->json;
+      nlohmann::json ops = nlohmann::json::array();
+      for (const std::string &f : check->files) {
+        std::vector<UserOp> out;
+        load_ops(s, f, opc_options(*check), &out);
+        for (const UserOp &u : out) {
+          ops.push_back({{"name", u.name}, {"file", f}, {"elem_size", u.elem_size}, {"commutative", u.commutative},
+                         {"instructions", u.code.size()}});
+          if (!s.json)
+            std::cout << f << ": " << u.name << ": ok, " << u.type << " (" << u.elem_size << " bytes), "
+                      << (u.commutative ? "commutative" : "noncommutative") << ", " << u.code.size()
+                      << " instructions\n";
+        }
+      }
+      return report(s, {{"ops", ops}});
+    };
+  });
+
+  auto compile = std::make_shared<OpOptions>();
+  CLI::App *k = op->add_subcommand("compile", "Compile the operators of a C file into a .cadop file");
+  k->add_option("file", compile->files, "A C file with CAD_OP functions")->required()->expected(1);
+  k->add_option("-o,--output", compile->output, "Output file (default: the input with .cadop)");
+  add_common(k, compile.get());
+  k->callback([compile, run] {
+    *run = [compile] {
+      Session s;
+      s.json = compile->json;
+      const std::string in = compile->files.at(0);
+      std::vector<UserOp> out;
+      if (!load_ops(s, in, opc_options(*compile), &out)) return report(s);
+      std::string dest = compile->output;
+      if (dest.empty()) dest = std::filesystem::path(in).replace_extension(".cadop").string();
+      std::ofstream f(dest, std::ios::binary | std::ios::trunc);
+      f << cadop_document(std::filesystem::path(in).filename().string(), out).dump(1) << "\n";
+      f.close();
+      if (!f) throw UsageError("cannot write " + dest);
+      return report(s, {{"output", dest}});
+    };
+  });
+
+  auto disasm = std::make_shared<OpOptions>();
+  CLI::App *d = op->add_subcommand("disasm", "Print the VM code of operators (from C or .cadop), verified first");
+  d->add_option("files", disasm->files, "C or .cadop files")->required();
+  add_common(d, disasm.get());
+  d->callback([disasm, run] {
+    *run = [disasm] {
+      Session s;
+      s.json = disasm->json;
+      for (const std::string &f : disasm->files) {
+        std::vector<UserOp> out;
+        if (!load_ops(s, f, opc_options(*disasm), &out)) continue;
+        for (const UserOp &u : out) {
+          std::cout << "; " << u.file << ":" << u.line << ":" << u.col << ": " << u.name << "(const " << u.type
+                    << " *in, " << u.type << " *inout)\n";
+          std::cout << userop_disasm(u);
+        }
+      }
+      return report(s);
+    };
+  });
+}
+
+}  // namespace cad::tool
