@@ -19,7 +19,7 @@ FUZZ_SECONDS ?= 600
 # are built against the headers and tested by booting that kernel in qemu.
 DEBIAN_PACKAGES := \
 	build-essential cmake ninja-build pkg-config \
-	clang libclang-rt-14-dev \
+	clang libclang-rt-14-dev libclang-dev llvm-dev \
 	googletest libgtest-dev \
 	nlohmann-json3-dev libcli11-dev libhwloc-dev hwloc \
 	linux-image-amd64 linux-headers-amd64 kmod \
