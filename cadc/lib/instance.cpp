@@ -16,6 +16,7 @@ std::string InstanceSpec::describe(const Algorithm &a) const {
   for (const auto &p : params) s += " " + p.first + "=" + std::to_string(p.second);
   if (inplace) s += " inplace";
   if (collective_info(a.collective).reducing && !commutative) s += " noncommutative";
+  if (user_op) s += " op=" + user_op->name;
   if (topo && !topo->is_flat()) s += " topology=" + topo->name();
   return s;
 }
@@ -49,7 +50,7 @@ Instantiator::Instantiator(const Algorithm &a, const InstanceSpec &spec, Diagnos
   f.slots[kSlotP] = spec.P;
   f.slots[kSlotN] = spec.n;
   f.slots[kSlotRoot] = spec.root;
-  f.slots[kSlotEsize] = cad_dtype_size(spec.dtype);
+  f.slots[kSlotEsize] = element_size(spec);
   f.slots[kSlotCommutative] = spec.commutative;
   f.slots[kSlotInplace] = spec.inplace;
   try {
@@ -79,7 +80,7 @@ class Interp {
     f_.instance = spec_.describe(a_);
     f_.rank = static_cast<int>(rank);
     out->rank = rank;
-    out->esize = cad_dtype_size(spec_.dtype);
+    out->esize = element_size(spec_);
   }
 
   void run() {
@@ -270,7 +271,7 @@ class Interp {
       if (!s.redop.empty())
         for (unsigned o = CAD_OP_SUM; o < CAD_OP_USER; o++)
           if (s.redop == cad_op_name(o)) op.op = static_cast<uint8_t>(o);
-      if (!cad_reduce_supported(op.op, spec_.dtype))
+      if (op.op == CAD_OP_USER ? !spec_.user_op : !cad_reduce_supported(op.op, spec_.dtype))
         eval_fail(f_, Code::Type, s.loc, std::string("op ") + cad_op_name(op.op) + " does not apply to datatype " + cad_dtype_name(spec_.dtype));
     }
     op.stmt = &s;
@@ -483,6 +484,11 @@ bool Instantiator::rank(uint32_t r, RankProgram *out) const {
 
 // ---------------------------------------------------------------- emission
 
+uint32_t element_size(const InstanceSpec &spec) {
+  if (spec.user_op) return spec.user_op->elem_size;
+  return cad_dtype_size(spec.dtype);
+}
+
 bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram &rp,
                 const SourceManager &sm, std::vector<uint64_t> *image, uint32_t *size,
                 Diagnostics *diags) {
@@ -510,8 +516,9 @@ bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram 
     nd = cad_node{};
     nd.kind = op.kind;
     if (op.kind == CAD_NODE_REDUCE) {
-      nd.dtype = static_cast<__u8>(spec.dtype);
+      nd.dtype = static_cast<__u8>(op.op == CAD_OP_USER ? static_cast<unsigned>(CAD_DT_USER) : spec.dtype);
       nd.op = op.op;
+      nd.user_op = 0;  // the one operator of the program
     }
     if (op.kind == CAD_NODE_SEND || op.kind == CAD_NODE_RECV) {
       nd.flags = op.flags;
@@ -556,6 +563,26 @@ bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram 
   d.n_nodes = static_cast<__u32>(nodes.size());
   d.edges = edges.data();
   d.n_edges = static_cast<__u32>(edges.size());
+  cad_user_op uop{};
+  if (spec.user_op) {
+    const UserOp &u = *spec.user_op;
+    uop.name = str(u.name);
+    uop.elem_size = u.elem_size;
+    uop.code_count = static_cast<__u32>(u.code.size());
+    uop.const_count = static_cast<__u32>(u.consts.size());
+    uop.flags = u.commutative ? CAD_UOP_COMMUTATIVE : 0;
+    uop.line = CAD_NO_LINE;
+    if (u.line) {
+      lines.push_back({str(u.file), u.line, u.col, 0});
+      uop.line = static_cast<__u32>(lines.size() - 1);
+    }
+    d.ops = &uop;
+    d.n_ops = 1;
+    d.code = u.code.data();
+    d.n_code = uop.code_count;
+    d.consts = u.consts.empty() ? nullptr : reinterpret_cast<const __u64 *>(u.consts.data());
+    d.n_consts = uop.const_count;
+  }
   d.lines = lines.data();
   d.n_lines = static_cast<__u32>(lines.size());
   d.strings = strings.data();

@@ -22,6 +22,7 @@
 #include "ast.h"
 #include "diag.h"
 #include "topology.h"
+#include "userop.h"
 
 namespace cad {
 
@@ -51,14 +52,20 @@ struct InstanceSpec {
   bool inplace = false;
   bool commutative = true;     // false: the order of contributions is checked
   unsigned dtype = 3;          // CAD_DT_INT32: what REDUCE nodes are emitted with
-  unsigned op = 1;             // CAD_OP_SUM
+  unsigned op = 1;             // CAD_OP_SUM; CAD_OP_USER with user_op
+  // A user-defined operator (op = CAD_OP_USER, dtype = CAD_DT_USER): its
+  // element size is the element size, its bytecode goes into the program.
+  std::shared_ptr<const UserOp> user_op;
   std::vector<std::pair<std::string, int64_t>> params;  // overrides of defaults
   std::shared_ptr<const Topology> topo;                  // null: flat
   Limits limits;
 
-  // "P=4 n=7 root=1 seg=2 inplace noncommutative topology=two-socket"
+// "P=4 n=7 root=1 seg=2 inplace noncommutative topology=two-socket"
   std::string describe(const Algorithm &a) const;
 };
+
+// Bytes per element of an instance: the datatype's, or the user op's.
+uint32_t element_size(const InstanceSpec &spec);
 
 // An ABI buffer of a rank's program.
 struct AbiBuffer {

@@ -143,11 +143,27 @@ bool load_library_text(const std::string &path, const std::string &text, Library
   for (const nlohmann::json &a : doc["algorithms"])
     if (!lib->find(a["name"].get<std::string>()))
       return fail("lists algorithm " + a["name"].get<std::string>() + " but has no source for it");
+  // User-defined operators: bytecode, verified again here.
+  if (doc.contains("ops")) {
+    for (size_t i = 0; i < doc["ops"].size(); i++) {
+      UserOp op;
+      std::string why;
+      if (!userop_from_json(doc["ops"][i], &op, &why)) return fail("ops/" + std::to_string(i) + ": " + why);
+      if (lib->find_op(op.name)) return fail("ops/" + std::to_string(i) + ": a second operator named " + op.name);
+      lib->ops.push_back(std::make_shared<const UserOp>(std::move(op)));
+    }
+  }
   return read_rules(doc["rules"], path + "#rules", lib->algorithms, &lib->rules, diags);
 }
 
+std::shared_ptr<const UserOp> Library::find_op(const std::string &name) const {
+  for (const auto &op : ops)
+    if (op->name == name) return op;
+  return nullptr;
+}
+
 const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec) {
-  const int64_t bytes = spec->n * static_cast<int64_t>(cad_dtype_size(spec->dtype));
+  const int64_t bytes = spec->n * static_cast<int64_t>(element_size(*spec));
   for (const Rule &r : lib.rules) {
     if (r.collective != c) continue;
     if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), spec->P) == r.ranks.end()) continue;

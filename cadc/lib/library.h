@@ -17,6 +17,7 @@
 #include "diag.h"
 #include "instance.h"
 #include "source.h"
+#include "userop.h"
 
 namespace cad {
 
@@ -35,7 +36,9 @@ struct Library {
   std::vector<std::unique_ptr<Module>> modules;
   std::vector<const Algorithm *> algorithms;
   std::vector<Rule> rules;
+  std::vector<std::shared_ptr<const UserOp>> ops;  // user-defined operators, verified
   const Algorithm *find(const std::string &name) const;
+  std::shared_ptr<const UserOp> find_op(const std::string &name) const;
 };
 
 // Parses and checks a rules document against the algorithms.

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <set>
 #include <thread>
 
 #include "../../kmod/uapi/cad.h"
@@ -108,18 +109,47 @@ void add_build(CLI::App &app, Runner *run) {
           s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + e.what());
         }
       }
+      // User-defined operators: ops/*.c (C, through the LibTooling front
+      // end) and ops/*.cadop, packed as verified bytecode.
+      nlohmann::json ops = nlohmann::json::array();
+      const fs::path ops_dir = fs::path(opt->dir) / "ops";
+      if (fs::is_directory(ops_dir)) {
+        std::vector<std::string> op_files;
+        for (const auto &e : fs::directory_iterator(ops_dir))
+          if (e.is_regular_file() && (e.path().extension() == ".c" || e.path().extension() == ".cadop"))
+            op_files.push_back(e.path().string());
+        std::sort(op_files.begin(), op_files.end());
+        std::set<std::string> names;
+        OpcOptions oo;
+        oo.include_dirs.push_back(ops_dir.string());
+        for (const std::string &f : op_files) {
+          std::vector<UserOp> got;
+          if (!load_ops(s, f, oo, &got)) continue;
+          for (const UserOp &u : got) {
+            if (!names.insert(u.name).second) {
+              s.diags.error(Code::OpNone, Loc(), f + ": a second operator named " + u.name + " in the library");
+              continue;
+            }
+            ops.push_back(userop_to_json(u));
+            if (!opt->json)
+              std::cout << u.name << ": operator, " << u.type << ", " << (u.commutative ? "commutative" : "noncommutative")
+                        << ", " << u.code.size() << " instructions\n";
+          }
+        }
+      }
       if (s.diags.has_errors()) {
         if (!opt->json) std::cerr << "cadc: " << opt->output << " not written\n";
         return report(s);
       }
       nlohmann::json doc = {{"cadlib", 1},           {"program_format", CAD_VERSION},
                             {"created_by", "cadc 0.1"}, {"algorithms", listed},
-                            {"sources", sources},     {"ops", nlohmann::json::array()},
+                            {"sources", sources},     {"ops", ops},
                             {"rules", rules}};
       doc["hash"] = library_hash(doc);
       std::ofstream out(opt->output);
       if (!(out << doc.dump(1) << "\n")) throw UsageError("cannot write " + opt->output);
-      if (!opt->json) std::cout << "wrote " << opt->output << ": " << listed.size() << " algorithms\n";
+      if (!opt->json)
+        std::cout << "wrote " << opt->output << ": " << listed.size() << " algorithms, " << ops.size() << " operators\n";
       return report(s, {{"library", opt->output}, {"algorithms", listed}});
     };
   });

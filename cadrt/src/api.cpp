@@ -45,10 +45,22 @@ int collective(const Call &c, cadrt_request *req) {
   if (!c.comm) return set_error(-EINVAL, fn + ": the communicator is NULL");
   const cad::CollectiveInfo &info = cad::collective_info(c.coll);
   const cadrt_comm_s &comm = *c.comm;
-  const int64_t esize = cad_dtype_size(c.dt);
-  if (c.coll != cad::Collective::Barrier && (c.dt < CADRT_BYTE || c.dt > CADRT_SHORT_INT || esize == 0))
+  // A user-defined op: its own element type, CADRT_USER.
+  std::shared_ptr<const cad::UserOp> uop;
+  if (info.reducing && c.op >= 256) {
+    if (static_cast<size_t>(c.op - 256) >= rt().user_ops.size())
+      return set_error(-EINVAL, fn + ": op " + std::to_string(c.op) + " is not an op cadrt_op_lookup gave");
+    uop = rt().user_ops[static_cast<size_t>(c.op - 256)];
+    if (c.dt != CADRT_USER)
+      return set_error(-EINVAL, fn + ": the user-defined op " + uop->name +
+                                    " takes CADRT_USER as its datatype (its own element type)");
+  } else if (c.dt == CADRT_USER && c.coll != cad::Collective::Barrier) {
+    return set_error(-EINVAL, fn + ": CADRT_USER is the datatype of user-defined ops only");
+  }
+  const int64_t esize = uop ? uop->elem_size : cad_dtype_size(c.dt);
+  if (c.coll != cad::Collective::Barrier && !uop && (c.dt < CADRT_BYTE || c.dt > CADRT_SHORT_INT || esize == 0))
     return set_error(-EINVAL, fn + ": datatype " + std::to_string(c.dt) + " is not a cadrt_datatype");
-  if (info.reducing && !cad_reduce_supported(static_cast<unsigned>(c.op), static_cast<unsigned>(c.dt)))
+  if (info.reducing && !uop && !cad_reduce_supported(static_cast<unsigned>(c.op), static_cast<unsigned>(c.dt)))
     return set_error(-EINVAL, fn + ": op " + std::to_string(c.op) + " (" + cad_op_name(static_cast<unsigned>(c.op)) +
                                   ") does not apply to " + cad_dtype_name(c.dt) + " (as in MPI)");
   if (info.rooted && (c.root < 0 || c.root >= comm.size))
@@ -73,6 +85,12 @@ int collective(const Call &c, cadrt_request *req) {
     spec.n = static_cast<int64_t>(c.count);
     spec.dtype = static_cast<unsigned>(c.dt);
     spec.op = static_cast<unsigned>(c.op);
+    if (uop) {
+      spec.dtype = CAD_DT_USER;
+      spec.op = CAD_OP_USER;
+      spec.user_op = uop;
+      spec.commutative = uop->commutative;
+    }
   } else {
     // Data is moved, not combined: bytes are bytes (one cached instance
     // serves every datatype of the same size).
@@ -114,6 +132,67 @@ int conclude(cadrt_request *req) {
 extern "C" {
 
 const char *cadrt_error_message(void) { return cadrt::error_message(); }
+
+int cadrt_op_lookup(const char *lib, const char *name, cadrt_op *op) {
+  Entered entered;
+  cadrt::clear_error();
+  if (!rt().initialised()) return not_initialised("cadrt_op_lookup");
+  if (!name || !op) return set_error(-EINVAL, "cadrt_op_lookup: name and op must not be NULL");
+  auto g = rt().guard();
+  std::shared_ptr<const cad::UserOp> found;
+  if (!lib) {
+    found = rt().lib.find_op(name);
+    if (!found) return set_error(-ENOENT, std::string("cadrt_op_lookup: the library has no operator ") + name);
+  } else {
+    std::string text, error;
+    std::vector<cad::UserOp> ops;
+    if (!cad::read_file(lib, cad::kMaxSourceBytes, &text, &error))
+      return set_error(-ENOENT, "cadrt_op_lookup: " + error);
+    const std::string path = lib;
+    if (path.size() > 6 && path.compare(path.size() - 6, 6, ".cadop") == 0) {
+      if (!cad::read_cadop(text, &ops, &error)) return set_error(-EINVAL, "cadrt_op_lookup: " + path + ": " + error);
+      for (cad::UserOp &u : ops)
+        if (u.name == name) found = std::make_shared<const cad::UserOp>(std::move(u));
+    } else {
+      cad::Library other;
+      cad::Diagnostics diags;
+      if (!cad::load_library_text(path, text, &other, &diags))
+        return set_error(-EINVAL, "cadrt_op_lookup: " + path + ": " +
+                                      (diags.empty() ? std::string("not a library") : diags.list()[0].message));
+      found = other.find_op(name);
+    }
+    if (!found) return set_error(-ENOENT, "cadrt_op_lookup: " + path + " has no operator " + name);
+  }
+  const std::string bytes = cad::userop_to_json(*found).dump();
+  auto &ops = rt().user_ops;
+  for (size_t i = 0; i < ops.size(); i++)
+    if (ops[i]->name == found->name) {
+      if (cad::userop_to_json(*ops[i]).dump() != bytes)
+        return set_error(-EEXIST, std::string("cadrt_op_lookup: another operator named ") + name + " is in use");
+      *op = static_cast<cadrt_op>(256 + i);
+      return 0;
+    }
+  if (ops.size() >= 1024) return set_error(-ENOSPC, "cadrt_op_lookup: 1024 operators at most");
+  ops.push_back(found);
+  *op = static_cast<cadrt_op>(256 + ops.size() - 1);
+  return 0;
+}
+
+int cadrt_op_info(cadrt_op op, size_t *elem_size, int *commutative) {
+  cadrt::clear_error();
+  if (op >= CADRT_SUM && op <= CADRT_MAXLOC) {
+    if (elem_size) *elem_size = 0;
+    if (commutative) *commutative = 1;
+    return 0;
+  }
+  auto g = rt().guard();
+  if (op < 256 || static_cast<size_t>(op - 256) >= rt().user_ops.size())
+    return set_error(-EINVAL, "cadrt_op_info: not an op");
+  const cad::UserOp &u = *rt().user_ops[static_cast<size_t>(op - 256)];
+  if (elem_size) *elem_size = u.elem_size;
+  if (commutative) *commutative = u.commutative;
+  return 0;
+}
 
 size_t cadrt_datatype_size(cadrt_datatype dt) {
   return dt >= CADRT_BYTE && dt <= CADRT_SHORT_INT ? cad_dtype_size(dt) : 0;

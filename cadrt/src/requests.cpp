@@ -60,8 +60,12 @@ std::string upper(std::string s) {
 
 std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Collective c, cad::InstanceSpec spec,
                                                   int *err) {
+  uint16_t op_id = static_cast<uint16_t>(spec.op);
+  if (spec.user_op)
+    for (size_t i = 0; i < user_ops.size(); i++)
+      if (user_ops[i] == spec.user_op) op_id = static_cast<uint16_t>(256 + i);
   const FastKey fk = {comm, spec.n, static_cast<int32_t>(spec.root), static_cast<uint8_t>(c), static_cast<uint8_t>(spec.dtype),
-                      static_cast<uint8_t>(spec.op), static_cast<uint8_t>(spec.inplace)};
+                      static_cast<uint8_t>(spec.inplace), op_id};
   if (auto it = fast_.find(fk); it != fast_.end()) return it->second;
   if (fast_.size() >= 4096) fast_.clear();  // a bound; the string-keyed cache stays
   const char *coll = cad::collective_info(c).name;
@@ -125,7 +129,8 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
     const cad::CollectiveInfo &info = cad::collective_info(c);
     inst->desc = alg->name + " (" + coll + " P=" + std::to_string(spec.P);
     if (info.reducing)
-      inst->desc += " count=" + std::to_string(spec.n) + " " + cad_dtype_name(spec.dtype) + " " + cad_op_name(spec.op);
+      inst->desc += " count=" + std::to_string(spec.n) + " " + cad_dtype_name(spec.dtype) + " " +
+                    (spec.user_op ? spec.user_op->name : std::string(cad_op_name(spec.op)));
     else if (c != cad::Collective::Barrier)
       inst->desc += " bytes=" + std::to_string(spec.n);
     if (info.rooted) inst->desc += " root=" + std::to_string(spec.root);
@@ -135,6 +140,9 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
   std::string agreed = alg->name + "|" + coll + "|P" + std::to_string(spec.P) + "|n" + std::to_string(spec.n) +
                        "|root" + std::to_string(cad::collective_info(c).rooted ? spec.root : 0) + "|dt" +
                        std::to_string(spec.dtype) + "|op" + std::to_string(spec.op);
+  // A user op by its name and bytecode: ranks that looked up different
+  // operators of one name do not run together.
+  if (spec.user_op) agreed += "|uop" + spec.user_op->name + cad::userop_to_json(*spec.user_op).dump();
   for (const auto &p : spec.params) agreed += "|" + p.first + "=" + std::to_string(p.second);
   inst->fp = fnv(0xcbf29ce484222325ull, agreed);
   cache_.emplace(key, inst);

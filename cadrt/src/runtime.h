@@ -161,6 +161,8 @@ class Runtime {
   bool initialised() const { return initialised_; }
 
   cad::Library lib;
+  // User-defined operators looked up so far: cadrt_op 256 + index.
+  std::vector<std::shared_ptr<const cad::UserOp>> user_ops;
   std::unique_ptr<cadrt_comm_s> world;
   Engine engine = Engine::Poll;
   bool verbose = false;
@@ -245,7 +247,8 @@ class Runtime {
     const cadrt_comm_s *comm;
     int64_t n;
     int32_t root;
-    uint8_t coll, dtype, op, inplace;
+    uint8_t coll, dtype, inplace;
+    uint16_t op;  // the call's cadrt_op: user ops are 256 and up
     bool operator==(const FastKey &o) const {
       return comm == o.comm && n == o.n && root == o.root && coll == o.coll && dtype == o.dtype && op == o.op &&
              inplace == o.inplace;
@@ -256,7 +259,7 @@ class Runtime {
       uint64_t h = reinterpret_cast<uintptr_t>(k.comm) * 0x9e3779b97f4a7c15ull;
       h ^= static_cast<uint64_t>(k.n) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
       h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.root)) << 32 | uint64_t{k.coll} << 24 |
-            uint64_t{k.dtype} << 16 | uint64_t{k.op} << 8 | k.inplace) + (h << 6) + (h >> 2);
+            uint64_t{k.dtype} << 16 | uint64_t{k.inplace} << 8 | uint64_t{k.op} << 40) + (h << 6) + (h >> 2);
       return static_cast<size_t>(h);
     }
   };

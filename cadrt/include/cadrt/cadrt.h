@@ -40,6 +40,9 @@ typedef enum cadrt_datatype {
 	/* { value; int32_t index; } pairs, as MPI_FLOAT_INT ... MPI_SHORT_INT */
 	CADRT_FLOAT_INT = 11, CADRT_DOUBLE_INT = 12, CADRT_INT_INT = 13,
 	CADRT_LONG_INT = 14, CADRT_SHORT_INT = 15,
+	/* The element type of a user-defined op (cadrt_op_lookup): with such an
+	 * op, counts are elements of the op's own type. */
+	CADRT_USER = 16,
 } cadrt_datatype;
 
 typedef enum cadrt_op {
@@ -47,6 +50,8 @@ typedef enum cadrt_op {
 	CADRT_BAND = 5, CADRT_BOR = 6, CADRT_BXOR = 7,
 	CADRT_LAND = 8, CADRT_LOR = 9, CADRT_LXOR = 10,
 	CADRT_MINLOC = 11, CADRT_MAXLOC = 12,
+	/* User-defined ops: the values cadrt_op_lookup gives, in this range. */
+	CADRT_USER_OP_FIRST = 256, CADRT_USER_OP_LAST = 256 + 1023,
 } cadrt_op;
 
 /* MPI_IN_PLACE: as the send buffer where MPI allows it. */
@@ -84,6 +89,24 @@ typedef int (*cadrt_allgather_fn)(void *ctx, const void *mine, void *all, size_t
 int cadrt_init_job(int rank, int size, cadrt_allgather_fn allgather, void *ctx);
 /* The engine in use: "poll", "thread" or "signal". */
 const char *cadrt_engine(void);
+
+/* ---- User-defined operators ------------------------------------------ */
+/*
+ * A user-defined reduction operator by name (C compiled by `cadc op` into
+ * verified VM bytecode; see algorithms/ops/cad_op.h): from the job's
+ * library when lib is NULL, else from a .cadlib or a .cadop file (verified
+ * again when read).  *op is usable in every reducing collective, blocking
+ * or persistent, on every engine (the kernel engine runs it in cad.ko),
+ * with CADRT_USER as the datatype; the order of contributions is MPI's
+ * (inout = in op inout, in from the lower ranks) and a non-commutative op
+ * is combined in rank order.  Every rank must look the op up.  After
+ * cadrt_init; the same name gives the same op; -ENOENT if there is none,
+ * -EEXIST if another op of that name was looked up before.
+ */
+int cadrt_op_lookup(const char *lib, const char *name, cadrt_op *op);
+/* Bytes per element of an op's type (0 for a built-in op: the datatype
+ * says) and whether it is commutative. */
+int cadrt_op_info(cadrt_op op, size_t *elem_size, int *commutative);
 
 /* ---- Communicators --------------------------------------------------- */
 

@@ -1,0 +1,69 @@
+"""User-defined operators inside the kernel (qemu): cad.ko runs the VM.
+
+- Differential: every operator of algorithms/ops/ and the generated ones of
+  test_ops.py, loaded into cad.ko as a one-rank program (kop_run.c) over
+  random elements biased to special values; the result must equal what the
+  same C compiled natively by gcc computed on the host.
+- End to end: uop_check under cadrun with CADRT_ENGINE=kernel for N in
+  {2, 3, 4, 8}: allreduce with complex multiply, affine composition (order
+  checked) and maxloc, reduce at every root, reduce_scatter_block,
+  persistent starts.
+- Afterwards the module's counters are zero, it unloads, and the kernel log
+  has no warning."""
+
+import re
+import subprocess
+from pathlib import Path
+
+from gen_ops import generate
+from test_ops import OPS, prepare
+from vm import COUNT_AND_UNLOAD, cad_vm, run_cases
+
+N_KERNEL = 1000
+
+
+def test_user_ops_in_the_kernel(build_dir, tmp_path):
+    vm = cad_vm(build_dir)
+    vm.add_program(build_dir / "bin" / "kop_run")
+    for program in ("cadrun", "uop_check"):
+        vm.add_program(build_dir / "bin" / program)
+    cases = {}
+    sources = [p for p in sorted(OPS.glob("*.c"))]
+    gen_dir = tmp_path / "gen"
+    gen_dir.mkdir()
+    for name, text in generate(seed=6, count=40):
+        (gen_dir / name).write_text(text)
+        sources.append(gen_dir / name)
+    import test_ops
+    test_ops.N = N_KERNEL
+    for src in sources:
+        work = tmp_path / src.stem
+        work.mkdir()
+        for op, cadop, files in prepare(build_dir, work, src, seed=7):
+            name = op["name"]
+            image = work / f"{name}.img"
+            subprocess.run([str(build_dir / "bin" / "op_tool"), "image", str(cadop), name, str(N_KERNEL), str(image)],
+                           check=True)
+            for kind, path in (("img", image), ("in", files["in"]), ("io", files["inout"]),
+                               ("exp", files["native"])):
+                vm.add_file(path, f"/ops/{name}.{kind}")
+            fields = ",".join(f"{off}:{kind}" for off, kind in op["fields"])
+            cases[f"kop_{name}"] = (f"kop_run /ops/{name}.img /ops/{name}.in /ops/{name}.io /ops/{name}.exp "
+                                    f"{op['elem_size']} {fields}")
+    for n in (2, 3, 4, 8):
+        cases[f"uop_{n}"] = f"CADRT_ENGINE=kernel cadrun -n {n} --timeout 200 uop_check"
+    run = run_cases(vm, cases, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=900)
+    assert run.exit_code == 0, run.console[-4000:]
+    for name, case in run.cases.items():
+        assert case.status == 0, f"{name}: {case.command}\n{case.output}"
+        if name.startswith("kop_"):
+            assert f"kop_run: ok {N_KERNEL} elements" in case.output, case.output
+        else:
+            assert "uop_check: ok" in case.output and "engine kernel" in case.output, case.output
+    kop = [c for n, c in run.cases.items() if n.startswith("kop_")]
+    print(f"{len(kop)} operators compared in the kernel, "
+          f"{sum(c.seconds for c in kop):.1f} s; uop_check: " +
+          ", ".join(f"{n} {c.seconds:.1f} s" for n, c in run.cases.items() if n.startswith("uop_")))
+    print(run.cases["kop_complex_mul"].output.strip(), "|", run.cases["uop_8"].output.strip())
+    assert "@@COUNTERS 0 0" in run.output and "@@UNLOADED 0" in run.output, run.output[-2000:]
+    assert not run.kernel_problems(), "\n".join(run.kernel_problems())
