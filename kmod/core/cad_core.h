@@ -167,9 +167,9 @@ int cad_exec_status(const struct cad_exec *ex);
 bool cad_reduce_supported(unsigned int op, unsigned int dtype);
 
 /* Elements per VM dispatch, and the interpreter's working memory: the
- * register lanes, then a 16-bit mask per instruction. */
+ * register lanes, then a 16-bit mask and a byte of flags per instruction. */
 #define CAD_VM_LANES        256
-#define CAD_VM_SCRATCH_SIZE (CAD_VM_NREGS * CAD_VM_LANES * 8 + CAD_VM_MAX_INSNS * 2)
+#define CAD_VM_SCRATCH_SIZE (CAD_VM_NREGS * CAD_VM_LANES * 8 + CAD_VM_MAX_INSNS * 3)
 
 /*
  * Perform a verified REDUCE node: dst and src point at the node's

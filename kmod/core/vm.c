@@ -24,6 +24,7 @@
 #include "cad_core.h"
 
 #define LANES CAD_VM_LANES
+#define NF_SKIP 0x1   /* per-pc flag: an identity here (narrow_plan) */
 
 typedef __s8  s8_u  CAD_UNALIGNED;
 typedef __s16 s16_u CAD_UNALIGNED;
@@ -145,12 +146,18 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 #define SEM_ZEXT8(a, b)  ((a) & 0xffull)
 #define SEM_ZEXT16(a, b) ((a) & 0xffffull)
 #define SEM_ZEXT32(a, b) ((a) & 0xffffffffull)
-#define SEM_EQ(a, b)     ((__u64)((a) == (b)))
-#define SEM_NE(a, b)     ((__u64)((a) != (b)))
-#define SEM_LT_S(a, b)   ((__u64)((__s64)(a) < (__s64)(b)))
-#define SEM_LE_S(a, b)   ((__u64)((__s64)(a) <= (__s64)(b)))
-#define SEM_LT_U(a, b)   ((__u64)((a) < (b)))
-#define SEM_LE_U(a, b)   ((__u64)((a) <= (b)))
+/* The integer compares as bit arithmetic (Hacker's Delight 2-12), which
+ * vectorises with SSE2 where a 64-bit compare does not. */
+#define NZ64(x)          (((x) | (0 - (x))) >> 63)          /* x != 0 */
+#define SEM_EQ(a, b)     (NZ64((a) ^ (b)) ^ 1)
+#define SEM_NE(a, b)     NZ64((a) ^ (b))
+#define SEM_LT_S(a, b)   ((((a) - (b)) ^ (((a) ^ (b)) & (((a) - (b)) ^ (a)))) >> 63)
+#define SEM_LE_S(a, b)   (SEM_LT_S(b, a) ^ 1)
+#define SEM_LT_U(a, b)   (((~(a) & (b)) | ((~((a) ^ (b))) & ((a) - (b)))) >> 63)
+#define SEM_LE_U(a, b)   (SEM_LT_U(b, a) ^ 1)
+#define INT_CMP(c)       ((c) >= CAD_VM_EQ && (c) <= CAD_VM_LE_U)
+/* t ? x : y for t = 0 or 1, as a blend with an all-ones or all-zero mask */
+#define BLEND64(t, x, y) ((((x) ^ (y)) & (0 - (t))) ^ (y))
 
 #define SEM_FADD(a, b)   bits64(f64(a) + f64(b))
 #define SEM_FSUB(a, b)   bits64(f64(a) - f64(b))
@@ -216,6 +223,7 @@ struct vm_env {
 	const __u8 *ip;     /* first in element of the block */
 	__u64 (*R)[LANES];  /* register lanes */
 	const __u16 *after; /* per pc: registers read after pc */
+	const __u8 *flags;  /* per pc: NF_* */
 };
 
 /* One lane, from pc to EXIT. */
@@ -282,43 +290,80 @@ static void reads_after(const struct cad_vm_insn *code, __u32 n, __u16 *after)
 	}
 }
 
+/* Register r read through a view: lane l of it. */
+#define AT(P, s, l) (*(const u64_u *)((P) + (__u64)(l) * (s)))
+
+/* The register state of a block in 64-bit lanes: where each register is
+ * read (its own lanes, stride 8, or a view of element memory, stride esz,
+ * at byte off of the element) and which registers are views. */
+struct regs {
+	const __u8 *p[CAD_VM_NREGS];
+	__u32 s[CAD_VM_NREGS];
+	__s32 off[CAD_VM_NREGS];
+	__u32 io_views, in_views;
+};
+
 /* Copy the views in mask into their registers' own lanes. */
-static void materialise(__u64 (*R)[LANES], const u64_u **Rp, __u32 *views, __u32 mask, __u32 n)
+static void materialise(__u64 (*R)[LANES], struct regs *g, __u32 *views, __u32 mask, __u32 n)
 {
 	__u32 r, l;
 
 	if (!(*views & mask))
 		return;
 	for (r = 0; r < CAD_VM_NREGS; r++) {
+		const __u8 *p = g->p[r];
+		const __u32 s = g->s[r];
+
 		if (!(*views & mask & (1u << r)))
 			continue;
-		for (l = 0; l < n; l++)
-			R[r][l] = Rp[r][l];
-		Rp[r] = R[r];
+		if (s == 16)
+			for (l = 0; l < n; l++)
+				R[r][l] = AT(p, 16, l);
+		else
+			for (l = 0; l < n; l++)
+				R[r][l] = AT(p, s, l);
+		g->p[r] = (const __u8 *)R[r];
+		g->s[r] = 8;
 		*views &= ~(1u << r);
 	}
+}
+
+/* The views among `views` that bytes [off, off + w) of the element overlap. */
+static __u32 overlapping(const struct regs *g, __u32 views, __s32 off, __u32 w)
+{
+	__u32 r, m = 0;
+
+	for (r = 0; views >> r; r++)
+		if ((views & (1u << r)) && g->off[r] < off + (__s32)w && off < g->off[r] + 8)
+			m |= 1u << r;
+	return m;
 }
 
 /*
  * n (1..LANES) elements from pc 0 to EXIT.
  *
- * Registers are read through Rp: normally their own lanes in R, but a
- * load of a whole 8-byte element from a contiguous array copies nothing
- * and makes the register a view of the element memory.  Results are
- * always written to the register's own lanes.  A view is materialised
- * before the memory under it may change: before a store into inout (and
- * into in, when the node reduces a range into itself) and before the
- * switch to lane-by-lane execution, which reads R only.
+ * Registers are read through g: normally their own lanes in R, but a load
+ * of an 8-byte field copies nothing and makes the register a view of the
+ * element memory, with the elements' stride.  Results are written to the
+ * register's own lanes, or, when the next instruction only stores them as
+ * an 8-byte field, straight into inout.  A view is materialised before
+ * the memory under it may change: before a store into the bytes it
+ * covers (of inout, and of in when the node reduces a range into itself)
+ * and before the switch to lane-by-lane execution, which reads R only.
  */
 static void run_block(const struct vm_env *e, __u32 n)
 {
 	__u64 (*R)[LANES] = e->R;
 	const __u32 esz = e->esz;
-	const u64_u *Rp[CAD_VM_NREGS];
-	__u32 io_views = 0, in_views = 0, pc, l, nz, r;
+	struct regs g;
+	__u32 pc, l, nz, r;
 
-	for (r = 0; r < CAD_VM_NREGS; r++)
-		Rp[r] = R[r];
+	for (r = 0; r < CAD_VM_NREGS; r++) {
+		g.p[r] = (const __u8 *)R[r];
+		g.s[r] = 8;
+		g.off[r] = 0;
+	}
+	g.io_views = g.in_views = 0;
 
 /* Strided element access; a separate loop when elements are exactly w
  * bytes, so that the compiler sees a constant stride and vectorises. */
@@ -326,30 +371,86 @@ static void run_block(const struct vm_env *e, __u32 n)
 		if (esz == (w)) { CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * (w); body; } } \
 		else { for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * esz; body; } } \
 	} while (0)
+/* A loop over operands read with strides sa, sb, sc and a destination
+ * written with stride sd: all 8 (own lanes) is the common, vectorised
+ * case; then any strides. */
+#define B_K(a, b, d, body)                                                 \
+		CAD_IVDEP for (l = 0; l < n; l++) {                        \
+			const __u64 ka_ = (a), kb_ = (b), kc_ = sc_, kd_ = (d); \
+			(void)ka_; (void)kb_; (void)kc_;                   \
+			body;                                              \
+		}
+#define B_OPLOOP(body) do {                                                \
+		if ((sa_ | sb_ | sc_ | sd_) == 8) {                        \
+			CAD_IVDEP for (l = 0; l < n; l++) {                \
+				const __u64 ka_ = 8, kb_ = 8, kc_ = 8, kd_ = 8; \
+				(void)ka_; (void)kb_; (void)kc_;           \
+				body;                                      \
+			}                                                  \
+		} else if (esz == 16 && sc_ == 8 && (sa_ | sb_ | sd_) <= 24) { \
+			switch ((sa_ >> 4) | (sb_ >> 4) << 1 | (sd_ >> 4) << 2) { \
+			case 0: B_K(8, 8, 8, body) break;                  \
+			case 1: B_K(16, 8, 8, body) break;                 \
+			case 2: B_K(8, 16, 8, body) break;                 \
+			case 3: B_K(16, 16, 8, body) break;                \
+			case 4: B_K(8, 8, 16, body) break;                 \
+			case 5: B_K(16, 8, 16, body) break;                \
+			case 6: B_K(8, 16, 16, body) break;                \
+			default: B_K(16, 16, 16, body) break;              \
+			}                                                  \
+		} else {                                                   \
+			B_K(sa_, sb_, sd_, body)                           \
+		}                                                          \
+	} while (0)
+#define OPA(l) AT(A, ka_, l)
+#define OPB(l) AT(B, kb_, l)
+#define OPC(l) AT(C, kc_, l)
+#define OUT(l) (*(u64_u *)(D + (__u64)(l) * kd_))
 /* The destination's own lanes; it stops being a view. */
-#define B_DEST(D) __u64 *D = R[in->dst]; \
-		Rp[in->dst] = D; io_views &= ~(1u << in->dst); in_views &= ~(1u << in->dst)
-/* The same, except that when the next instruction stores this result as a
- * whole 8-byte element of a contiguous inout and nothing reads it after,
- * the result goes straight to inout and the store is skipped. */
-#define B_DEST_FUSED(D) u64_u *D = R[in->dst];                             \
-		if (esz == 8 && in[1].code == CAD_VM_ST_64 && in[1].a == in->dst && \
+#define B_DEST() do {                                                      \
+		g.p[in->dst] = (const __u8 *)R[in->dst];                   \
+		g.s[in->dst] = 8;                                          \
+		g.io_views &= ~(1u << in->dst); g.in_views &= ~(1u << in->dst); \
+	} while (0)
+/* D and its stride: the destination's own lanes, or, when the next
+ * instruction stores this result as an 8-byte field of inout and nothing
+ * reads it after, inout itself (and the store is skipped). */
+#define B_DEST_FUSED() do {                                                \
+		D = (__u8 *)R[in->dst];                                    \
+		sd_ = 8;                                                   \
+		if (in[1].code == CAD_VM_ST_64 && in[1].a == in->dst &&    \
 		    !(e->after[pc + 1] & (1u << in->dst))) {               \
-			before_store(pc + 1);                              \
-			D = (u64_u *)e->io;                                \
+			before_store(pc + 1, in[1].imm, 8);                \
+			D = e->io + in[1].imm;                             \
+			sd_ = esz;                                         \
 			pc++;                                              \
 		}                                                          \
-		Rp[in->dst] = R[in->dst];                                  \
-		io_views &= ~(1u << in->dst); in_views &= ~(1u << in->dst)
+		B_DEST();                                                  \
+	} while (0)
+/* Before a store of w bytes at off at pc: the views it overwrites that
+ * are still read afterwards are copied, the others dropped. */
+#define before_store(pc_, off_, w_) do {                                   \
+		const __u32 live_ = e->after[pc_];                         \
+		__u32 hit_ = overlapping(&g, g.io_views, (off_), (w_));    \
+		materialise(R, &g, &g.io_views, hit_ & live_, n);          \
+		g.io_views &= ~hit_;                                       \
+		if (e->ip == e->io) {                                      \
+			hit_ = overlapping(&g, g.in_views, (off_), (w_));  \
+			materialise(R, &g, &g.in_views, hit_ & live_, n);  \
+			g.in_views &= ~hit_;                               \
+		}                                                          \
+	} while (0)
+#define B_VARS  const __u8 *A, *B, *C; __u8 *D; __u32 sa_, sb_, sc_, sd_
 #define B_EXIT(name, w)   return
 #define B_JA(name, w)     pc += in->imm
 #define B_JCOND(name, w)  do {                                             \
-		const u64_u *A = Rp[in->a];                                \
+		const __u8 *A = g.p[in->a];                                \
+		const __u32 sa = g.s[in->a];                               \
 		for (nz = 0, l = 0; l < n; l++)                            \
-			nz += A[l] != 0;                                   \
+			nz += AT(A, sa, l) != 0;                           \
 		if (nz != 0 && nz != n) {                                  \
-			materialise(R, Rp, &io_views, ~0u, n);             \
-			materialise(R, Rp, &in_views, ~0u, n);             \
+			materialise(R, &g, &g.io_views, ~0u, n);           \
+			materialise(R, &g, &g.in_views, ~0u, n);           \
 			for (l = 0; l < n; l++)                            \
 				run_lane(e, pc, l);                        \
 			return;                                            \
@@ -359,103 +460,115 @@ static void run_block(const struct vm_env *e, __u32 n)
 	} while (0)
 #define B_LD(name, w)     do {                                             \
 		const __u8 *p_ = (in->a ? e->io : e->ip) + in->imm;        \
-		if ((w) == 8 && esz == 8) {                                \
-			B_DEST(D_);                                        \
-			(void)D_;                                          \
-			Rp[in->dst] = (const u64_u *)p_;                   \
+		B_DEST();                                                  \
+		if ((w) == 8) {                                            \
+			g.p[in->dst] = p_;                                 \
+			g.s[in->dst] = esz;                                \
+			g.off[in->dst] = in->imm;                          \
 			if (in->a)                                         \
-				io_views |= 1u << in->dst;                 \
+				g.io_views |= 1u << in->dst;               \
 			else                                               \
-				in_views |= 1u << in->dst;                 \
+				g.in_views |= 1u << in->dst;               \
 		} else {                                                   \
-			B_DEST(D);                                         \
-			B_LOOP(w, D[l] = LOAD_##name(p_ + s_));            \
+			__u64 *D_ = R[in->dst];                            \
+			B_LOOP(w, D_[l] = LOAD_##name(p_ + s_));           \
 		}                                                          \
-	} while (0)
-/* Before the store at pc: keep the views it would overwrite that are
- * still read afterwards (the others are simply dropped). */
-#define before_store(pc_) do {                                             \
-		const __u32 live_ = e->after[pc_];                         \
-		materialise(R, Rp, &io_views, live_, n);                   \
-		if (e->ip == e->io)                                        \
-			materialise(R, Rp, &in_views, live_, n);           \
-		io_views &= live_;                                         \
-		if (e->ip == e->io)                                        \
-			in_views &= live_;                                 \
 	} while (0)
 #define B_ST(name, w)     do {                                             \
 		__u8 *p_ = e->io + in->imm;                                \
-		const u64_u *A;                                            \
+		const __u8 *A;                                             \
+		__u32 sa;                                                  \
 		/* the value stored must not be a view of what it overwrites */ \
-		materialise(R, Rp, &io_views, 1u << in->a, n);             \
+		materialise(R, &g, &g.io_views,                            \
+			    overlapping(&g, 1u << in->a, in->imm, w), n);  \
 		if (e->ip == e->io)                                        \
-			materialise(R, Rp, &in_views, 1u << in->a, n);     \
-		before_store(pc);                                          \
-		A = Rp[in->a];                                             \
-		B_LOOP(w, STORE_##name(p_ + s_, A[l]));                    \
+			materialise(R, &g, &g.in_views,                    \
+				    overlapping(&g, 1u << in->a, in->imm, w), n); \
+		before_store(pc, in->imm, w);                              \
+		A = g.p[in->a];                                            \
+		sa = g.s[in->a];                                           \
+		if (sa == 8)                                               \
+			B_LOOP(w, STORE_##name(p_ + s_, AT(A, 8, l)));     \
+		else                                                       \
+			B_LOOP(w, STORE_##name(p_ + s_, AT(A, sa, l)));    \
 	} while (0)
 #define B_MOVI(name, w)   do {                                             \
 		const __u64 v_ = (__u64)(__s64)in->imm;                    \
-		B_DEST(D);                                                 \
+		__u64 *D_ = R[in->dst];                                    \
+		B_DEST();                                                  \
 		for (l = 0; l < n; l++)                                    \
-			D[l] = v_;                                         \
+			D_[l] = v_;                                        \
 	} while (0)
 #define B_LDK(name, w)    do {                                             \
 		const __u64 v_ = e->consts[in->imm];                       \
-		B_DEST(D);                                                 \
+		__u64 *D_ = R[in->dst];                                    \
+		B_DEST();                                                  \
 		for (l = 0; l < n; l++)                                    \
-			D[l] = v_;                                         \
+			D_[l] = v_;                                        \
 	} while (0)
 #define B_UN(name, w)     do {                                             \
-		const u64_u *A = Rp[in->a];                                \
-		B_DEST_FUSED(D);                                           \
-		CAD_IVDEP for (l = 0; l < n; l++)                          \
-			D[l] = SEM_##name(A[l], 0);                        \
+		B_VARS;                                                    \
+		A = g.p[in->a]; sa_ = g.s[in->a];                          \
+		B = C = A; sb_ = sc_ = sa_;                                \
+		(void)B; (void)C;                                          \
+		B_DEST_FUSED();                                            \
+		B_OPLOOP(OUT(l) = SEM_##name(OPA(l), 0));                  \
 	} while (0)
 #define B_BIN(name, w)    do {                                             \
-		const u64_u *A = Rp[in->a], *B = Rp[in->b];                \
-		B_DEST_FUSED(D);                                           \
-		CAD_IVDEP for (l = 0; l < n; l++)                          \
-			D[l] = SEM_##name(A[l], B[l]);                     \
+		B_VARS;                                                    \
+		A = g.p[in->a]; sa_ = g.s[in->a];                          \
+		B = g.p[in->b]; sb_ = g.s[in->b];                          \
+		C = A; sc_ = sa_;                                          \
+		(void)C;                                                   \
+		B_DEST_FUSED();                                            \
+		B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l)));             \
 	} while (0)
 /* A compare whose result only the next SEL reads (as its condition) runs
  * with it as one loop, t = a op b; d = t ? x : y, which vectorises as a
- * compare and a blend (a SEL on its own does not: SSE2 has no 64-bit
- * compare).  The compare's register is then dead and never written. */
+ * compare and a blend.  The compare's register is then dead and never
+ * written.  A, B: the compare's operands; C, X: the SEL's. */
 #define B_CMP(name, w)    do {                                             \
-		const u64_u *A = Rp[in->a], *B = Rp[in->b];                \
+		B_VARS;                                                    \
 		const struct cad_vm_insn *sel_ = &in[1];                   \
+		A = g.p[in->a]; sa_ = g.s[in->a];                          \
+		B = g.p[in->b]; sb_ = g.s[in->b];                          \
 		if (sel_->code == CAD_VM_SEL && sel_->a == in->dst &&      \
 		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
+		    g.s[sel_->b] == 8 && g.s[sel_->imm] == 8 &&            \
 		    !(e->after[pc + 1] & (1u << in->dst))) {              \
-			const u64_u *X = Rp[sel_->b], *Y = Rp[sel_->imm];  \
-			{ B_DEST(T_); (void)T_; }                          \
+			const __u64 *X = (const __u64 *)g.p[sel_->b];      \
+			const __u64 *Y = (const __u64 *)g.p[sel_->imm];    \
+			B_DEST();                                          \
 			pc++;                                              \
 			in = sel_;                                         \
-			{                                                  \
-				B_DEST_FUSED(D);                           \
-				CAD_IVDEP for (l = 0; l < n; l++) {        \
-					const __u64 x_ = X[l], y_ = Y[l];  \
-					D[l] = SEM_##name(A[l], B[l]) ? x_ : y_; \
-				}                                          \
-			}                                                  \
+			C = A; sc_ = 8;                                    \
+			(void)C;                                           \
+			B_DEST_FUSED();                                    \
+			B_OPLOOP(const __u64 x_ = X[l]; const __u64 y_ = Y[l]; \
+				 OUT(l) = INT_CMP(CAD_VM_##name)           \
+				 ? BLEND64(SEM_##name(OPA(l), OPB(l)), x_, y_) \
+				 : SEM_##name(OPA(l), OPB(l)) ? x_ : y_);  \
 		} else {                                                   \
-			B_DEST_FUSED(D);                                   \
-			CAD_IVDEP for (l = 0; l < n; l++)                  \
-				D[l] = SEM_##name(A[l], B[l]);             \
+			C = A; sc_ = sa_;                                  \
+			(void)C;                                           \
+			B_DEST_FUSED();                                    \
+			B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l)));     \
 		}                                                          \
 	} while (0)
 #define B_SEL(name, w)    do {                                             \
-		const u64_u *C = Rp[in->a], *A = Rp[in->b], *B = Rp[in->imm]; \
-		B_DEST_FUSED(D);                                           \
-		CAD_IVDEP for (l = 0; l < n; l++) {                        \
-			const __u64 a_ = A[l], b_ = B[l];                  \
-			D[l] = C[l] ? a_ : b_;                             \
-		}                                                          \
+		B_VARS;                                                    \
+		C = g.p[in->a]; sc_ = g.s[in->a];                          \
+		A = g.p[in->b]; sa_ = g.s[in->b];                          \
+		B = g.p[(__u32)in->imm]; sb_ = g.s[(__u32)in->imm];        \
+		B_DEST_FUSED();                                            \
+		B_OPLOOP(const __u64 a_ = OPA(l); const __u64 b_ = OPB(l); \
+			 OUT(l) = BLEND64(NZ64(OPC(l)), a_, b_));          \
 	} while (0)
 	for (pc = 0;; pc++) {
 		const struct cad_vm_insn *in = &e->code[pc];
 
+		if (e->flags[pc] & NF_SKIP)
+			continue;
 		switch (in->code) {
 #define B_CASE(name, value, fmt, width, str) \
 		case CAD_VM_##name: B_##fmt(name, width); break;
@@ -463,6 +576,287 @@ static void run_block(const struct vm_env *e, __u32 n)
 #undef B_CASE
 		default:
 			return;  /* unreachable for verified code */
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/*
+ * Narrow mode: integer code whose values all fit in 32 bits runs on 32-bit
+ * lanes, four to a vector instead of two, where SSE2 has the signed
+ * compares that 64-bit lanes lack.  The plan tracks, for every register,
+ * a width w: its value, as the 64-bit VM sees it, is the sign extension of
+ * a w-bit value (w <= 32), so its low 32 bits say it all.  W_LOW marks a
+ * value of which only the low 32 bits are known (an int addition that may
+ * carry past bit 31, a zero-extended u32): only instructions whose result
+ * depends on the low 32 bits of their operands alone may read it (the
+ * ring operations, SEXT, ZEXT8/16, stores of at most 32 bits).  Code with
+ * jumps, floating point, divisions or another read of a W_LOW value runs
+ * in 64-bit lanes, as always.
+ */
+#define W_LOW 65
+
+static unsigned int width_of(__s64 v)
+{
+	unsigned int w = 1;
+
+	while (w < 64 && (v < -(1ll << (w - 1)) || v >= (1ll << (w - 1))))
+		w++;
+	return w;
+}
+
+static unsigned int wmax(unsigned int a, unsigned int b)
+{
+	return a > b ? a : b;
+}
+
+/* A result of width w: W_LOW past 32 bits (the caller checks the op may
+ * wrap) or when an operand is W_LOW. */
+static unsigned int wlow(unsigned int w)
+{
+	return w > 32 ? W_LOW : w;
+}
+
+/* The narrow plan of the code (flags per instruction); false: run wide.
+ * after: registers read after each pc, for the SEXT-before-store skip. */
+static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64 *consts,
+			const __u16 *after, __u8 *flags)
+{
+	__u8 w[CAD_VM_NREGS];
+	bool narrow = true;
+	__u32 pc;
+
+	cad_memset(w, 64, sizeof(w));
+	for (pc = 0; pc < count; pc++) {
+		const struct cad_vm_insn *in = &code[pc];
+		const unsigned int fmt = cad_vm_opcode_format(in->code);
+		unsigned int wa = 64, wb = 64, wr = 64;
+
+		flags[pc] = 0;
+		if (fmt == CAD_VMF_UN || fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP ||
+		    fmt == CAD_VMF_ST || fmt == CAD_VMF_SEL || fmt == CAD_VMF_JCOND)
+			wa = w[in->a];
+		if (fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP || fmt == CAD_VMF_SEL)
+			wb = w[in->b];
+		switch (in->code) {
+		case CAD_VM_EXIT:
+			continue;
+		case CAD_VM_JA: case CAD_VM_JZ: case CAD_VM_JNZ:
+			/* widths would have to merge at the targets: run wide, as written */
+			cad_memset(flags, 0, count);
+			return false;
+		case CAD_VM_LD_I8:  wr = 8;  break;
+		case CAD_VM_LD_U8:  wr = 9;  break;
+		case CAD_VM_LD_I16: wr = 16; break;
+		case CAD_VM_LD_U16: wr = 17; break;
+		case CAD_VM_LD_I32: wr = 32; break;
+		case CAD_VM_LD_U32: case CAD_VM_LD_64: case CAD_VM_ZEXT32:
+			wr = W_LOW;
+			break;
+		case CAD_VM_ST_8: case CAD_VM_ST_16: case CAD_VM_ST_32:
+			continue;
+		case CAD_VM_ST_64:
+			narrow &= wa <= 32;
+			continue;
+		case CAD_VM_MOVI:
+			wr = width_of(in->imm);
+			break;
+		case CAD_VM_LDK:
+			wr = wlow(width_of((__s64)consts[in->imm]));
+			break;
+		case CAD_VM_MOV: case CAD_VM_NOT:
+			wr = wa;
+			break;
+		case CAD_VM_NEG:
+			wr = wlow(wa + 1);
+			break;
+		case CAD_VM_ADD: case CAD_VM_SUB:
+			wr = wlow(wmax(wa, wb) + 1);
+			break;
+		case CAD_VM_MUL:
+			wr = wlow(wa + wb);
+			break;
+		case CAD_VM_AND: case CAD_VM_OR: case CAD_VM_XOR:
+			wr = wlow(wmax(wa, wb));
+			break;
+		case CAD_VM_SHL:
+			wr = W_LOW;
+			break;
+		case CAD_VM_SHR_S:
+			narrow &= wa <= 32;
+			wr = wa;
+			break;
+		case CAD_VM_SEXT8: case CAD_VM_SEXT16: case CAD_VM_SEXT32: {
+			const unsigned int k = in->code == CAD_VM_SEXT8 ? 8
+					     : in->code == CAD_VM_SEXT16 ? 16 : 32;
+
+			wr = wa <= k ? wa : k;
+			if (wa <= k && in->dst == in->a)
+				flags[pc] |= NF_SKIP;
+			/* extending what only a store of at most k bits reads next */
+			if (in->dst == in->a && pc + 1 < count &&
+			    cad_vm_opcode_format(code[pc + 1].code) == CAD_VMF_ST &&
+			    code[pc + 1].a == in->dst &&
+			    cad_vm_opcode_width(code[pc + 1].code) * 8 <= k &&
+			    !(after[pc + 1] & (1u << in->dst)))
+				flags[pc] |= NF_SKIP;
+			break;
+		}
+		case CAD_VM_ZEXT8:  wr = 9;  break;
+		case CAD_VM_ZEXT16: wr = 17; break;
+		case CAD_VM_EQ: case CAD_VM_NE: case CAD_VM_LT_S: case CAD_VM_LE_S:
+		case CAD_VM_LT_U: case CAD_VM_LE_U:
+			narrow &= wa <= 32 && wb <= 32;
+			wr = 2;
+			break;
+		case CAD_VM_SEL:
+			narrow &= wa <= 32;
+			wr = wmax(wb, w[in->imm]);
+			break;
+		default:
+			narrow = false;
+			break;
+		}
+		w[in->dst] = (__u8)wr;
+	}
+	return narrow;
+}
+
+/* Narrow semantics on the low 32 bits (operands as narrow_plan allows). */
+#define N_MOV(a, b)    (a)
+#define N_ADD(a, b)    ((a) + (b))
+#define N_SUB(a, b)    ((a) - (b))
+#define N_MUL(a, b)    ((a) * (b))
+#define N_AND(a, b)    ((a) & (b))
+#define N_OR(a, b)     ((a) | (b))
+#define N_XOR(a, b)    ((a) ^ (b))
+#define N_NOT(a, b)    (~(a))
+#define N_NEG(a, b)    (0u - (a))
+#define N_SHL(a, b)    (((b) & 63) < 32 ? (a) << ((b) & 31) : 0u)
+#define N_SHR_S(a, b)  ((__u32)((__s32)(a) >> (((b) & 63) > 31 ? 31 : ((b) & 63))))
+#define N_SEXT8(a, b)  ((__u32)(__s32)(__s8)(a))
+#define N_SEXT16(a, b) ((__u32)(__s32)(__s16)(a))
+#define N_SEXT32(a, b) (a)
+#define N_ZEXT8(a, b)  ((a) & 0xffu)
+#define N_ZEXT16(a, b) ((a) & 0xffffu)
+#define N_ZEXT32(a, b) (a)
+/* sign-extended values order as their low 32 bits do, signed or not */
+#define N_EQ(a, b)     ((__u32)((a) == (b)))
+#define N_NE(a, b)     ((__u32)((a) != (b)))
+#define N_LT_S(a, b)   ((__u32)((__s32)(a) < (__s32)(b)))
+#define N_LE_S(a, b)   ((__u32)((__s32)(a) <= (__s32)(b)))
+#define N_LT_U(a, b)   ((__u32)((a) < (b)))
+#define N_LE_U(a, b)   ((__u32)((a) <= (b)))
+
+#define NLOAD_LD_I8(p)  ((__u32)(__s32)*(const s8_u *)(p))
+#define NLOAD_LD_U8(p)  ((__u32)*(const u8_u *)(p))
+#define NLOAD_LD_I16(p) ((__u32)(__s32)*(const s16_u *)(p))
+#define NLOAD_LD_U16(p) ((__u32)*(const u16_u *)(p))
+#define NLOAD_LD_I32(p) (*(const u32_u *)(p))
+#define NLOAD_LD_U32(p) (*(const u32_u *)(p))
+#define NLOAD_LD_64(p)  ((__u32)*(const u64_u *)(p))
+#define NSTORE_ST_8(p, v)  (*(u8_u *)(p) = (__u8)(v))
+#define NSTORE_ST_16(p, v) (*(u16_u *)(p) = (__u16)(v))
+#define NSTORE_ST_32(p, v) (*(u32_u *)(p) = (v))
+#define NSTORE_ST_64(p, v) (*(u64_u *)(p) = (__u64)(__s64)(__s32)(v))
+
+/* n (1..LANES) elements of narrow code, from pc 0 to EXIT: the registers
+ * are 32-bit lanes in e->R, no views (every load copies). */
+static void run_block32(const struct vm_env *e, __u32 n)
+{
+	__u32 (*R)[LANES] = (__u32 (*)[LANES])e->R;
+	const __u32 esz = e->esz;
+	__u32 pc, l;
+
+/* Element access with a constant stride for the common element sizes. */
+#define N_LOOP(body) do {                                                  \
+		switch (esz) {                                             \
+		case 1: CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = l; body; } break; \
+		case 2: CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * 2; body; } break; \
+		case 4: CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * 4; body; } break; \
+		case 8: CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * 8; body; } break; \
+		default: for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * esz; body; } break; \
+		}                                                          \
+	} while (0)
+#define N_CASE_LD(name) case CAD_VM_##name: {                              \
+		const __u8 *p_ = (in->a ? e->io : e->ip) + in->imm;        \
+		__u32 *D = R[in->dst];                                     \
+		N_LOOP(D[l] = NLOAD_##name(p_ + s_));                      \
+		break;                                                     \
+	}
+#define N_CASE_ST(name) case CAD_VM_##name: {                              \
+		__u8 *p_ = e->io + in->imm;                                \
+		const __u32 *A = R[in->a];                                 \
+		N_LOOP(NSTORE_##name(p_ + s_, A[l]));                      \
+		break;                                                     \
+	}
+#define N_CASE_OP(name) case CAD_VM_##name: {                              \
+		const __u32 *A = R[in->a], *B = R[in->b];                  \
+		__u32 *D = R[in->dst];                                     \
+		(void)B;                                                   \
+		CAD_IVDEP for (l = 0; l < n; l++)                          \
+			D[l] = N_##name(A[l], B[l]);                       \
+		break;                                                     \
+	}
+/* As in 64-bit lanes, a compare only the next SEL reads runs with it. */
+#define N_CASE_CMP(name) case CAD_VM_##name: {                             \
+		const __u32 *A = R[in->a], *B = R[in->b];                  \
+		const struct cad_vm_insn *sel_ = &in[1];                   \
+		if (sel_->code == CAD_VM_SEL && sel_->a == in->dst &&      \
+		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
+		    !(e->after[pc + 1] & (1u << in->dst))) {              \
+			const __u32 *X = R[sel_->b], *Y = R[sel_->imm];    \
+			__u32 *D = R[sel_->dst];                           \
+			CAD_IVDEP for (l = 0; l < n; l++) {                \
+				const __u32 x_ = X[l], y_ = Y[l];          \
+				D[l] = N_##name(A[l], B[l]) ? x_ : y_;     \
+			}                                                  \
+			pc++;                                              \
+		} else {                                                   \
+			__u32 *D = R[in->dst];                             \
+			CAD_IVDEP for (l = 0; l < n; l++)                  \
+				D[l] = N_##name(A[l], B[l]);               \
+		}                                                          \
+		break;                                                     \
+	}
+	for (pc = 0;; pc++) {
+		const struct cad_vm_insn *in = &e->code[pc];
+
+		if (e->flags[pc] & NF_SKIP)
+			continue;
+		switch (in->code) {
+		N_CASE_LD(LD_I8) N_CASE_LD(LD_U8) N_CASE_LD(LD_I16) N_CASE_LD(LD_U16)
+		N_CASE_LD(LD_I32) N_CASE_LD(LD_U32) N_CASE_LD(LD_64)
+		N_CASE_ST(ST_8) N_CASE_ST(ST_16) N_CASE_ST(ST_32) N_CASE_ST(ST_64)
+		N_CASE_OP(MOV) N_CASE_OP(ADD) N_CASE_OP(SUB) N_CASE_OP(MUL)
+		N_CASE_OP(AND) N_CASE_OP(OR) N_CASE_OP(XOR) N_CASE_OP(NOT) N_CASE_OP(NEG)
+		N_CASE_OP(SHL) N_CASE_OP(SHR_S)
+		N_CASE_OP(SEXT8) N_CASE_OP(SEXT16) N_CASE_OP(SEXT32)
+		N_CASE_OP(ZEXT8) N_CASE_OP(ZEXT16) N_CASE_OP(ZEXT32)
+		N_CASE_CMP(EQ) N_CASE_CMP(NE) N_CASE_CMP(LT_S) N_CASE_CMP(LE_S)
+		N_CASE_CMP(LT_U) N_CASE_CMP(LE_U)
+		case CAD_VM_MOVI: case CAD_VM_LDK: {
+			const __u32 v_ = in->code == CAD_VM_MOVI ? (__u32)in->imm
+					 : (__u32)e->consts[in->imm];
+			__u32 *D = R[in->dst];
+
+			for (l = 0; l < n; l++)
+				D[l] = v_;
+			break;
+		}
+		case CAD_VM_SEL: {
+			const __u32 *C = R[in->a], *A = R[in->b], *B = R[in->imm];
+			__u32 *D = R[in->dst];
+
+			CAD_IVDEP for (l = 0; l < n; l++) {
+				const __u32 a_ = A[l], b_ = B[l];
+
+				D[l] = C[l] ? a_ : b_;
+			}
+			break;
+		}
+		default:  /* EXIT; nothing else passes narrow_plan */
+			return;
 		}
 	}
 }
@@ -479,14 +873,21 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		.ip = in,
 		.R = scratch,
 		.after = (const __u16 *)((__u8 *)scratch + sizeof(__u64[CAD_VM_NREGS][LANES])),
+		.flags = (const __u8 *)scratch + sizeof(__u64[CAD_VM_NREGS][LANES]) +
+			 CAD_VM_MAX_INSNS * sizeof(__u16),
 	};
 	const __u64 block = (__u64)LANES * op->elem_size;
+	bool narrow;
 
 	reads_after(e.code, op->code_count, (__u16 *)e.after);
+	narrow = narrow_plan(e.code, op->code_count, e.consts, e.after, (__u8 *)e.flags);
 	while (count) {
 		__u32 n = count < LANES ? (__u32)count : LANES;
 
-		run_block(&e, n);
+		if (narrow)
+			run_block32(&e, n);
+		else
+			run_block(&e, n);
 		e.io += block;
 		e.ip += block;
 		count -= n;

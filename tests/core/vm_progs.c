@@ -18,28 +18,47 @@ static const struct cad_vm_insn max_f64[] = {
 	I(ST_64, 0, 3, 0, 0), I(EXIT, 0, 0, 0, 0),
 };
 
+/*
+ * The operators on structs and small integers are written as the operator
+ * compiler emits them: branch-free (if/else as compare + SEL, && as AND of
+ * 0/1), each field loaded once before its first use, a store right after
+ * the value it stores, small integers kept extended (SEXT after arithmetic
+ * and before a narrowing store).
+ */
+
+/* o.re = a.re b.re - a.im b.im; o.im = a.re b.im + a.im b.re (a = in, b =
+ * io): o.re is stored while b.re, loaded before, is still to be read. */
 static const struct cad_vm_insn cmul[] = {
-	I(LD_64, 0, IN, 0, 0), I(LD_64, 1, IN, 0, 8), I(LD_64, 2, IO, 0, 0), I(LD_64, 3, IO, 0, 8),
-	I(FMUL, 4, 0, 2, 0), I(FMUL, 5, 1, 3, 0), I(FSUB, 6, 4, 5, 0),   /* re */
-	I(FMUL, 7, 0, 3, 0), I(FMUL, 8, 1, 2, 0), I(FADD, 9, 7, 8, 0),   /* im */
-	I(ST_64, 0, 6, 0, 0), I(ST_64, 0, 9, 0, 8), I(EXIT, 0, 0, 0, 0),
+	I(LD_64, 0, IN, 0, 0), I(LD_64, 1, IO, 0, 0), I(FMUL, 2, 0, 1, 0),
+	I(LD_64, 3, IN, 0, 8), I(LD_64, 4, IO, 0, 8), I(FMUL, 5, 3, 4, 0),
+	I(FSUB, 6, 2, 5, 0), I(ST_64, 0, 6, 0, 0),                        /* re */
+	I(FMUL, 7, 0, 4, 0), I(FMUL, 8, 3, 1, 0), I(FADD, 9, 7, 8, 0),
+	I(ST_64, 0, 9, 0, 8),                                              /* im */
+	I(EXIT, 0, 0, 0, 0),
 };
 
+/* if (a.v > b.v) { b.v = a.v; b.i = a.i; }
+ * else if (a.v == b.v && a.i < b.i) b.i = a.i; */
 static const struct cad_vm_insn maxloc[] = {
-	I(LD_64, 0, IN, 0, 0), I(LD_64, 1, IO, 0, 0),     /* values */
-	I(LD_I32, 2, IN, 0, 8), I(LD_I32, 3, IO, 0, 8),   /* indexes */
-	I(FLT, 4, 1, 0, 0),                               /* in.v > io.v */
-	I(FEQ, 5, 0, 1, 0), I(LT_S, 6, 2, 3, 0), I(AND, 7, 5, 6, 0),  /* tie, smaller index */
-	I(SEL, 8, 4, 0, 1), I(OR, 9, 4, 7, 0), I(SEL, 10, 9, 2, 3),
-	I(ST_64, 0, 8, 0, 0), I(ST_32, 0, 10, 0, 8), I(EXIT, 0, 0, 0, 0),
+	I(LD_64, 0, IN, 0, 0), I(LD_64, 1, IO, 0, 0),
+	I(FLT, 2, 1, 0, 0),                               /* a.v > b.v */
+	I(SEL, 3, 2, 0, 1), I(ST_64, 0, 3, 0, 0),          /* b.v */
+	I(FEQ, 4, 0, 1, 0),
+	I(LD_I32, 5, IN, 0, 8), I(LD_I32, 6, IO, 0, 8),
+	I(LT_S, 7, 5, 6, 0), I(AND, 8, 4, 7, 0),           /* tie, smaller index */
+	I(SEL, 9, 8, 5, 6), I(SEL, 10, 2, 5, 9),
+	I(ST_32, 0, 10, 0, 8),                             /* b.i */
+	I(EXIT, 0, 0, 0, 0),
 };
 
+/* int s = a + b; b = (short)(s > 32767 ? 32767 : s < -32768 ? -32768 : s) */
 static const struct cad_vm_insn satadd_i16[] = {
-	I(LD_I16, 0, IN, 0, 0), I(LD_I16, 1, IO, 0, 0), I(ADD, 2, 0, 1, 0),
-	I(MOVI, 3, 0, 0, 32767), I(MOVI, 4, 0, 0, -32768),
-	I(LT_S, 5, 3, 2, 0), I(SEL, 2, 5, 3, 2),
-	I(LT_S, 6, 2, 4, 0), I(SEL, 2, 6, 4, 2),
-	I(ST_16, 0, 2, 0, 0), I(EXIT, 0, 0, 0, 0),
+	I(LD_I16, 0, IN, 0, 0), I(LD_I16, 1, IO, 0, 0),
+	I(ADD, 2, 0, 1, 0), I(SEXT32, 2, 2, 0, 0),
+	I(MOVI, 3, 0, 0, 32767), I(LT_S, 4, 3, 2, 0), I(SEL, 2, 4, 3, 2),
+	I(MOVI, 5, 0, 0, -32768), I(LT_S, 6, 2, 5, 0), I(SEL, 2, 6, 5, 2),
+	I(SEXT16, 2, 2, 0, 0), I(ST_16, 0, 2, 0, 0),
+	I(EXIT, 0, 0, 0, 0),
 };
 
 static const struct cad_vm_insn vec3_sum[] = {
