@@ -92,6 +92,7 @@ bench: build
 	mkdir -p bench/results
 	$(BUILD)/bin/core_bench --json bench/results/core.json
 	$(BUILD)/bin/cadc_bench --json bench/results/cadc.json
+	$(BUILD)/bin/op_bench --json bench/results/ops.json
 	for e in poll thread signal; do \
 	  mpirun --allow-run-as-root --oversubscribe -n 2 -x LD_PRELOAD=$(abspath $(BUILD))/lib/libcadmpi.so \
 	    -x CADRT_ENGINE=$$e $(if $(BENCH_QUICK),-x BENCH_QUICK=$(BENCH_QUICK)) \
