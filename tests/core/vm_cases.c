@@ -7,7 +7,9 @@
  *   prog-*   the hand-written operators of vm_progs.c against plain C, at
  *            counts around the block size (1, 63, 64, 65, 1000), also in
  *            place (the node reduces a range into itself);
- *   uniform-branches  blocks whose lanes all take the same path.
+ *   uniform-branches  blocks whose lanes all take the same path;
+ *   narrow-*, wide-*  the 32-bit lane mode and programs just outside it,
+ *            against a one-element reference interpreter (see below).
  */
 #include "selftest.h"
 #include "ref_fpu.h"
@@ -305,9 +307,469 @@ static int run_uniform(struct cad_tctx *t)
 			  (const __u8 *)io);
 }
 
+/* ------------------------------------------------------------------ */
+/*
+ * narrow-*, wide-*: the 32-bit lane mode of vm.c (narrow_plan) through
+ * programs of the shapes it takes (no jumps, integer ops of its list, no
+ * value that may exceed 32 bits read by a 64-bit consumer), and programs
+ * just outside it (wide-*), which must keep the exact 64-bit semantics.
+ * Every program runs at its element size and 3 bytes more (the lane loop
+ * of an odd stride), at counts around the 256-lane block, apart and in
+ * place, against ref_vm_elem: one element at a time, from
+ * cad_ref_vm_op_fpu and the load, store, MOVI, LDK and SEL semantics of
+ * uapi/cad.h, never from vm.c.
+ */
+#define LD(c, d, buf, off) I(CAD_VM_##c, d, buf, 0, off)   /* buf 0: in, 1: inout */
+#define ST(c, r, off)      I(CAD_VM_##c, 0, r, 0, off)
+#define OP(c, d, a, b)     I(CAD_VM_##c, d, a, b, 0)
+#define UN(c, d, a)        I(CAD_VM_##c, d, a, 0, 0)
+#define MOVI(d, k)         I(CAD_VM_MOVI, d, 0, 0, k)
+#define LDK(d, k)          I(CAD_VM_LDK, d, 0, 0, k)
+#define SEL(d, c, x, y)    I(CAD_VM_SEL, d, c, x, y)
+#define EXIT               I(CAD_VM_EXIT, 0, 0, 0, 0)
+#define NMAX_CODE 24
+
+/* 32-bit halves of the elements: all pairs come in the first N32^2. */
+static const __u32 edges32[] = {
+	0, 1, 2, 31, 32, 33, 63, 64, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x10000,
+	0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 0xffff8000, 0xffffff80,
+	0x80008080, 0xffff7fff,
+};
+#define N32 CAD_ARRAY_SIZE(edges32)
+static const __u32 narrow_counts[] = { 1, 63, 255, 256, 257, 1000 };
+
+/* which 0 (in): element i has edges32[i % N32] in its low half; which 1
+ * (inout): edges32[i / N32 % N32]; the high halves and the later chunks
+ * of long elements cycle too; random values of any magnitude past N32^2. */
+static void fill_edges(__u8 *p, __u64 count, __u32 esz, unsigned int which, __u64 *rng)
+{
+	__u64 i, c, v;
+
+	for (i = 0; i < count; i++)
+		for (c = 0; c * 8 < esz; c++) {
+			if (i < N32 * N32) {
+				const __u64 lo = which ? i / N32 % N32 : i % N32;
+				const __u64 hi = which ? (i * 7 + c) % N32 : (i / N32 + 3 * c + 5) % N32;
+
+				v = edges32[(lo + c * 11) % N32] | (__u64)edges32[hi] << 32;
+			} else {
+				v = cad_trand(rng);
+				v = i & 1 ? (__u64)((__s64)v >> (v & 63)) : v >> (v & 63);
+			}
+			cad_memcpy(p + i * esz + c * 8, &v, esz - c * 8 < 8 ? esz - c * 8 : 8);
+		}
+}
+
+/* The operator on one element pair, as uapi/cad.h defines it. */
+static void ref_vm_elem(const struct cad_vm_insn *code, __u32 n, const __u64 *consts,
+			__u8 *io, const __u8 *in)
+{
+	__u64 r[CAD_VM_NREGS] = { 0 };
+	__u32 pc;
+
+	for (pc = 0; pc < n; pc++) {
+		const struct cad_vm_insn *x = &code[pc];
+		const __u8 *p = x->a ? io : in;  /* a load's element, at x->imm */
+		__u8 b8;
+		__u16 b16;
+		__u32 b32;
+		__u64 b64;
+
+		switch (x->code) {
+		case CAD_VM_EXIT:
+			return;
+		case CAD_VM_JA:
+			pc += (__u32)x->imm;
+			break;
+		case CAD_VM_JZ: case CAD_VM_JNZ:
+			if ((r[x->a] != 0) == (x->code == CAD_VM_JNZ))
+				pc += (__u32)x->imm;
+			break;
+		case CAD_VM_LD_I8:  cad_memcpy(&b8, p + x->imm, 1);  r[x->dst] = (__u64)(__s64)(__s8)b8; break;
+		case CAD_VM_LD_U8:  cad_memcpy(&b8, p + x->imm, 1);  r[x->dst] = b8; break;
+		case CAD_VM_LD_I16: cad_memcpy(&b16, p + x->imm, 2); r[x->dst] = (__u64)(__s64)(__s16)b16; break;
+		case CAD_VM_LD_U16: cad_memcpy(&b16, p + x->imm, 2); r[x->dst] = b16; break;
+		case CAD_VM_LD_I32: cad_memcpy(&b32, p + x->imm, 4); r[x->dst] = (__u64)(__s64)(__s32)b32; break;
+		case CAD_VM_LD_U32: cad_memcpy(&b32, p + x->imm, 4); r[x->dst] = b32; break;
+		case CAD_VM_LD_64:  cad_memcpy(&b64, p + x->imm, 8); r[x->dst] = b64; break;
+		case CAD_VM_ST_8:  b8 = (__u8)r[x->a];   cad_memcpy(io + x->imm, &b8, 1);  break;
+		case CAD_VM_ST_16: b16 = (__u16)r[x->a]; cad_memcpy(io + x->imm, &b16, 2); break;
+		case CAD_VM_ST_32: b32 = (__u32)r[x->a]; cad_memcpy(io + x->imm, &b32, 4); break;
+		case CAD_VM_ST_64: b64 = r[x->a];        cad_memcpy(io + x->imm, &b64, 8); break;
+		case CAD_VM_MOVI:
+			r[x->dst] = (__u64)(__s64)x->imm;
+			break;
+		case CAD_VM_LDK:
+			r[x->dst] = consts[x->imm];
+			break;
+		case CAD_VM_SEL:
+			r[x->dst] = r[x->a] ? r[x->b] : r[(__u32)x->imm];
+			break;
+		default:  /* UN, BIN, CMP */
+			r[x->dst] = cad_ref_vm_op_fpu(x->code, r[x->a], r[x->b]);
+			break;
+		}
+	}
+}
+
+/* The (up to) 8 bytes of an element's chunk at byte k of a buffer. */
+static __u64 chunk_at(const __u8 *p, __u64 elem_start, __u64 elem_end, __u64 k)
+{
+	__u64 v = 0, at = k - (k - elem_start) % 8;
+
+	cad_memcpy(&v, p + at, (size_t)(elem_end - at < 8 ? elem_end - at : 8));
+	return v;
+}
+
+/* One program at esz over count elements, apart or in place. */
+static int run_narrow_once(struct cad_tctx *t, const char *name, const struct cad_vm_insn *code,
+			   __u32 n, const __u64 *consts, __u32 n_consts, __u32 esz, __u64 count,
+			   bool in_place)
+{
+	const __u64 bytes = count * esz, mark = t->work_used;
+	__u8 *in = cad_talloc(t, bytes), *io = cad_talloc(t, bytes);
+	__u8 *orig = cad_talloc(t, bytes), *want = cad_talloc(t, bytes);
+	__u64 rng = 0x5eed + count * 131 + esz * 7 + in_place, i, k, s;
+	struct cad_prog prog;
+
+	T_CHECK(t, in && io && orig && want, "out of work memory");
+	if (build_node(t, code, n, consts, n_consts, esz, count, in_place, &prog))
+		return -1;
+	fill_edges(in, count, esz, 0, &rng);
+	fill_edges(io, count, esz, 1, &rng);
+	cad_memcpy(orig, io, (size_t)bytes);
+	cad_memcpy(want, io, (size_t)bytes);
+	cad_reduce(&prog, &prog.nodes[0], io, in_place ? io : in, t->vm_scratch);
+	cad_fpu_begin();  /* one section for the reference */
+	for (i = 0; i < count; i++)
+		ref_vm_elem(code, n, consts, want + i * esz, in_place ? want + i * esz : in + i * esz);
+	cad_fpu_end();
+	for (k = 0; k < bytes && io[k] == want[k]; k++)
+		;
+	if (k == bytes) {
+		t->work_used = mark;
+		return 0;
+	}
+	i = k / esz;
+	s = i * esz;
+	return T_FAIL(t, "%s, esz %u, %llu elements%s: element %llu, bytes from %llu: 0x%llx, "
+		      "expected 0x%llx (inout was 0x%llx, in 0x%llx)", name, esz,
+		      (unsigned long long)count, in_place ? " in place" : "",
+		      (unsigned long long)i, (unsigned long long)(k - (k - s) % 8 - s),
+		      (unsigned long long)chunk_at(io, s, s + esz, k),
+		      (unsigned long long)chunk_at(want, s, s + esz, k),
+		      (unsigned long long)chunk_at(orig, s, s + esz, k),
+		      (unsigned long long)chunk_at(in_place ? orig : in, s, s + esz, k));
+}
+
+/* At esz and esz + 3, all counts, apart and in place. */
+static int run_narrow_prog(struct cad_tctx *t, const char *name, const struct cad_vm_insn *code,
+			   __u32 n, const __u64 *consts, __u32 n_consts, __u32 esz)
+{
+	unsigned int e, c, p;
+
+	for (e = 0; e < 2; e++)
+		for (c = 0; c < CAD_ARRAY_SIZE(narrow_counts); c++)
+			for (p = 0; p < 2; p++)
+				if (run_narrow_once(t, name, code, n, consts, n_consts, esz + 3 * e,
+						    narrow_counts[c], p))
+					return -1;
+	return 0;
+}
+
+/* narrow-<op>: each op in three shapes:
+ *   esz 8: ld.i16 r0,[in+0]; ld.i32 r1,[inout+0]; op r2,r1,r0; sext32 r2
+ *          (when the op may carry past bit 31); st.64 [inout+0],r2
+ *   esz 4: ld.i16 r0,[in+2]; ld.i32 r1,[inout+0]; op r2,r1,r0; st.32 [inout+0],r2
+ *   esz 2: ld.i8 r0,[in+1]; ld.i16 r1,[inout+0]; op r2,r1,r0; st.16 [inout+0],r2
+ * A unary op takes both: op r2,r1; op r3,r0; sub r2,r2,r3 (then as above).
+ * A compare: at esz 8 the next SEL alone reads it (fused: op r4,r1,r0;
+ * sel r2,r4,r1,r0), at esz 2 a SEL and an add read it, at esz 4 the store. */
+static const __u8 narrow_ops[] = {
+	CAD_VM_ADD, CAD_VM_SUB, CAD_VM_MUL, CAD_VM_SHL, CAD_VM_SHR_S, CAD_VM_SHR_U,
+	CAD_VM_AND, CAD_VM_OR, CAD_VM_XOR,
+	CAD_VM_EQ, CAD_VM_NE, CAD_VM_LT_S, CAD_VM_LE_S, CAD_VM_LT_U, CAD_VM_LE_U,
+	CAD_VM_MOV, CAD_VM_NEG, CAD_VM_NOT, CAD_VM_SEXT8, CAD_VM_SEXT16, CAD_VM_SEXT32,
+	CAD_VM_ZEXT8, CAD_VM_ZEXT16, CAD_VM_ZEXT32,
+};
+#define N_NOPS CAD_ARRAY_SIZE(narrow_ops)
+
+static __u32 narrow_op_code(unsigned int op, __u32 esz, struct cad_vm_insn *c)
+{
+	const unsigned int fmt = cad_vm_opcode_format(op);
+	__u32 n = 0;
+
+	if (esz == 8) {
+		c[n++] = (struct cad_vm_insn)LD(LD_I16, 0, 0, 0);
+		c[n++] = (struct cad_vm_insn)LD(LD_I32, 1, 1, 0);
+	} else if (esz == 4) {
+		c[n++] = (struct cad_vm_insn)LD(LD_I16, 0, 0, 2);
+		c[n++] = (struct cad_vm_insn)LD(LD_I32, 1, 1, 0);
+	} else {
+		c[n++] = (struct cad_vm_insn)LD(LD_I8, 0, 0, 1);
+		c[n++] = (struct cad_vm_insn)LD(LD_I16, 1, 1, 0);
+	}
+	if (fmt == CAD_VMF_UN) {
+		c[n++] = (struct cad_vm_insn)I(op, 2, 1, 0, 0);
+		c[n++] = (struct cad_vm_insn)I(op, 3, 0, 0, 0);
+		c[n++] = (struct cad_vm_insn)OP(SUB, 2, 2, 3);
+	} else if (fmt == CAD_VMF_CMP && esz == 8) {
+		c[n++] = (struct cad_vm_insn)I(op, 4, 1, 0, 0);
+		c[n++] = (struct cad_vm_insn)SEL(2, 4, 1, 0);
+	} else {
+		c[n++] = (struct cad_vm_insn)I(op, 2, 1, 0, 0);
+	}
+	if (fmt == CAD_VMF_CMP && esz == 2) {
+		c[n++] = (struct cad_vm_insn)SEL(3, 2, 0, 1);
+		c[n++] = (struct cad_vm_insn)OP(ADD, 2, 3, 2);
+	}
+	if (esz == 8) {
+		/* a result of more than 32 bits: only its low half goes to st.64 */
+		if (fmt == CAD_VMF_UN || op == CAD_VM_ADD || op == CAD_VM_SUB ||
+		    op == CAD_VM_MUL || op == CAD_VM_SHL || op == CAD_VM_SHR_U)
+			c[n++] = (struct cad_vm_insn)UN(SEXT32, 2, 2);
+		c[n++] = (struct cad_vm_insn)ST(ST_64, 2, 0);
+	} else {
+		c[n++] = esz == 4 ? (struct cad_vm_insn)ST(ST_32, 2, 0)
+				  : (struct cad_vm_insn)ST(ST_16, 2, 0);
+	}
+	c[n++] = (struct cad_vm_insn)EXIT;
+	return n;
+}
+
+static int run_narrow_op(struct cad_tctx *t, unsigned int op)
+{
+	static const __u32 eszs[] = { 8, 4, 2 };
+	struct cad_vm_insn code[NMAX_CODE];
+	unsigned int k;
+	__u32 n;
+
+	for (k = 0; k < CAD_ARRAY_SIZE(eszs); k++) {
+		n = narrow_op_code(op, eszs[k], code);
+		if (run_narrow_prog(t, cad_vm_opcode_name(op), code, n, NULL, 0, eszs[k]))
+			return -1;
+	}
+	return 0;
+}
+
+/* narrow-ld.<w>, at esz 16: ld r0,[in+16-w]; ld r1,[inout+0]; add r2,r0,r1;
+ * sext32 r2; st.64 [inout+0],r2; then r0 itself (sext32 of it when it may
+ * exceed 32 bits) to st.64 [inout+8].  At esz w < 8: ld r0,[in+0];
+ * ld r1,[inout+0]; sub r2,r0,r1; a store of w bytes. */
+static const __u8 narrow_loads[] = {
+	CAD_VM_LD_I8, CAD_VM_LD_U8, CAD_VM_LD_I16, CAD_VM_LD_U16,
+	CAD_VM_LD_I32, CAD_VM_LD_U32, CAD_VM_LD_64,
+};
+#define N_NLD CAD_ARRAY_SIZE(narrow_loads)
+
+static int run_narrow_load(struct cad_tctx *t, unsigned int ld)
+{
+	const int w = (int)cad_vm_opcode_width(ld);
+	const bool low = ld == CAD_VM_LD_U32 || ld == CAD_VM_LD_64;
+	const __u8 st = w == 1 ? CAD_VM_ST_8 : w == 2 ? CAD_VM_ST_16 : CAD_VM_ST_32;
+	const struct cad_vm_insn wide[] = {
+		I(ld, 0, 0, 0, 16 - w), I(ld, 1, 1, 0, 0), OP(ADD, 2, 0, 1), UN(SEXT32, 2, 2),
+		ST(ST_64, 2, 0), UN(SEXT32, 3, 0), ST(ST_64, low ? 3 : 0, 8), EXIT,
+	};
+	const struct cad_vm_insn narrow[] = {
+		I(ld, 0, 0, 0, 0), I(ld, 1, 1, 0, 0), OP(SUB, 2, 0, 1), I(st, 0, 2, 0, 0), EXIT,
+	};
+
+	if (run_narrow_prog(t, cad_vm_opcode_name(ld), wide, CAD_ARRAY_SIZE(wide), NULL, 0, 16))
+		return -1;
+	if (w == 8)
+		return 0;
+	return run_narrow_prog(t, cad_vm_opcode_name(ld), narrow, CAD_ARRAY_SIZE(narrow),
+			       NULL, 0, (__u32)w);
+}
+
+/* narrow-st.<w>, at esz 8: ld.i32 r0,[in+4]; ld.i16 r1,[inout+0];
+ * sub r2,r0,r1; sext32 r2; st [inout+8-w],r2 (the other bytes stay).  At
+ * esz w < 8: loads of w bytes, mul r2,r0,r1 and the store alone. */
+static const __u8 narrow_stores[] = { CAD_VM_ST_8, CAD_VM_ST_16, CAD_VM_ST_32, CAD_VM_ST_64 };
+#define N_NST CAD_ARRAY_SIZE(narrow_stores)
+
+static int run_narrow_store(struct cad_tctx *t, unsigned int st)
+{
+	const int w = (int)cad_vm_opcode_width(st);
+	const __u8 ld = w == 1 ? CAD_VM_LD_I8 : w == 2 ? CAD_VM_LD_U16 : CAD_VM_LD_I32;
+	const struct cad_vm_insn at8[] = {
+		LD(LD_I32, 0, 0, 4), LD(LD_I16, 1, 1, 0), OP(SUB, 2, 0, 1), UN(SEXT32, 2, 2),
+		I(st, 0, 2, 0, 8 - w), EXIT,
+	};
+	const struct cad_vm_insn alone[] = {
+		I(ld, 0, 0, 0, 0), I(ld, 1, 1, 0, 0), OP(MUL, 2, 0, 1), I(st, 0, 2, 0, 0), EXIT,
+	};
+
+	if (run_narrow_prog(t, cad_vm_opcode_name(st), at8, CAD_ARRAY_SIZE(at8), NULL, 0, 8))
+		return -1;
+	if (w == 8)
+		return 0;
+	return run_narrow_prog(t, cad_vm_opcode_name(st), alone, CAD_ARRAY_SIZE(alone),
+			       NULL, 0, (__u32)w);
+}
+
+/* Whole programs, in and out of narrow mode. */
+struct narrow_prog {
+	const char *name;
+	__u32 elem_size;
+	__u32 n_code;
+	struct cad_vm_insn code[NMAX_CODE];
+	__u32 n_consts;
+	__u64 consts[4];
+};
+
+#define NPROG(nm, esz, ...) { .name = nm, .elem_size = esz, \
+	.n_code = CAD_ARRAY_SIZE(((const struct cad_vm_insn[]){ __VA_ARGS__ })), \
+	.code = { __VA_ARGS__ } }
+#define NPROGK(nm, esz, k0, k1, k2, k3, ...) { .name = nm, .elem_size = esz, \
+	.n_code = CAD_ARRAY_SIZE(((const struct cad_vm_insn[]){ __VA_ARGS__ })), \
+	.code = { __VA_ARGS__ }, .n_consts = 4, .consts = { k0, k1, k2, k3 } }
+
+static const struct narrow_prog narrow_progs[] = {
+	/* narrow: MOVI of the 32-bit edges, into every op kind */
+	NPROG("narrow-movi", 16,
+	      LD(LD_I16, 0, 0, 0), MOVI(1, -2147483647 - 1), MOVI(2, 2147483647), MOVI(3, -1),
+	      MOVI(4, 0xffff), MOVI(5, 0x8000), OP(ADD, 6, 0, 1), UN(SEXT32, 6, 6),
+	      ST(ST_64, 6, 0), OP(AND, 7, 0, 4), OP(XOR, 7, 7, 2), ST(ST_32, 7, 8),
+	      OP(MUL, 8, 0, 3), OP(LT_S, 9, 0, 5), OP(ADD, 8, 8, 9), ST(ST_16, 8, 12),
+	      OP(LE_U, 10, 0, 1), ST(ST_8, 10, 14), OP(SUB, 11, 2, 0), ST(ST_8, 11, 15), EXIT),
+	/* narrow: LDK of constants that fit 32 bits sign-extended */
+	NPROGK("narrow-ldk", 16, 0x7fffffff, 0xffffffff80000000ull, 0xffff, ~0ull,
+	       LD(LD_I32, 0, 0, 0), LD(LD_U16, 1, 1, 8), LDK(2, 0), LDK(3, 1), LDK(4, 2),
+	       LDK(5, 3), OP(LT_S, 6, 0, 2), SEL(7, 6, 3, 0), ST(ST_64, 7, 0),
+	       OP(XOR, 8, 1, 4), OP(MUL, 8, 8, 5), ST(ST_64, 8, 8), EXIT),
+	/* narrow: SEL on an unfused compare and on a plain value */
+	NPROG("narrow-sel", 16,
+	      LD(LD_I16, 0, 0, 0), LD(LD_I32, 1, 1, 0), LD(LD_U8, 2, 0, 9),
+	      OP(LT_U, 3, 1, 0), SEL(4, 3, 0, 1), OP(ADD, 5, 4, 3), UN(SEXT32, 5, 5),
+	      ST(ST_64, 5, 0),
+	      SEL(6, 0, 1, 2), ST(ST_64, 6, 8), EXIT),
+	/* narrow: a compare fused with the SEL that overwrites an operand */
+	NPROG("narrow-sel-fused-self", 8,
+	      LD(LD_I32, 0, 0, 4), LD(LD_I32, 1, 1, 0), OP(LE_S, 2, 0, 1), SEL(0, 2, 1, 0),
+	      ST(ST_64, 0, 0), EXIT),
+	/* narrow: SEXT before a store no wider than it is skipped... */
+	NPROG("narrow-sext-store", 8,
+	      LD(LD_I32, 0, 0, 0), LD(LD_U32, 1, 1, 4), OP(ADD, 2, 0, 1), UN(SEXT16, 2, 2),
+	      ST(ST_16, 2, 0), OP(MUL, 3, 0, 1), UN(SEXT8, 3, 3), ST(ST_8, 3, 2), EXIT),
+	/* ... but not when the register is read again or the store is wider */
+	NPROG("narrow-sext-reread", 8,
+	      LD(LD_I32, 0, 0, 0), LD(LD_U32, 1, 1, 4), OP(ADD, 2, 0, 1), UN(SEXT16, 2, 2),
+	      ST(ST_16, 2, 0), ST(ST_32, 2, 4), OP(SUB, 3, 0, 1), UN(SEXT8, 3, 3),
+	      ST(ST_16, 3, 2), EXIT),
+	/* narrow: SEXT and ZEXT of 64-bit loads, low halves only */
+	NPROG("narrow-ext-ld64", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 8), UN(SEXT32, 2, 0), UN(ZEXT16, 3, 1),
+	      OP(LT_S, 4, 2, 3), UN(SEXT8, 5, 1), OP(SHR_S, 6, 2, 1), OP(ADD, 6, 6, 4),
+	      OP(SUB, 6, 6, 5), UN(SEXT32, 6, 6), ST(ST_64, 6, 0), UN(ZEXT8, 7, 0),
+	      OP(SHL, 7, 7, 1),
+	      UN(SEXT32, 7, 7), ST(ST_64, 7, 8), EXIT),
+	/* narrow: SEXT of zero-extended values is no identity (0xffff, 0x80) */
+	NPROG("narrow-zext-sext", 16,
+	      LD(LD_I32, 1, 1, 0), UN(ZEXT16, 2, 1), UN(SEXT16, 2, 2), UN(ZEXT8, 3, 1),
+	      UN(SEXT8, 3, 3), OP(ADD, 2, 2, 3), ST(ST_64, 2, 0), LD(LD_U8, 4, 0, 0),
+	      UN(SEXT8, 4, 4), LD(LD_U16, 5, 0, 2), UN(SEXT16, 5, 5), OP(SUB, 4, 4, 5),
+	      ST(ST_64, 4, 8), EXIT),
+	/* narrow: a longer chain through every kind of op */
+	NPROG("narrow-chain", 8,
+	      LD(LD_U8, 0, 0, 0), LD(LD_I8, 1, 0, 1), LD(LD_U16, 2, 1, 0), LD(LD_I16, 3, 1, 2),
+	      OP(MUL, 4, 0, 1), OP(MUL, 5, 2, 3), OP(ADD, 5, 5, 4), UN(SEXT32, 5, 5),
+	      OP(XOR, 6, 5, 0), OP(SHR_S, 6, 6, 1), UN(NOT, 7, 6), OP(LE_S, 8, 7, 3),
+	      SEL(9, 8, 7, 2), UN(NEG, 10, 9), UN(SEXT32, 10, 10), OP(OR, 10, 10, 8),
+	      ST(ST_64, 10, 0), EXIT),
+	/* wide: values that may exceed 32 bits reach st.64, a compare, a
+	 * SEL condition or shr.s; or an op narrow mode lacks */
+	NPROG("wide-add-u32", 8,
+	      LD(LD_U32, 0, 0, 0), LD(LD_U32, 1, 1, 0), OP(ADD, 2, 0, 1), ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-add-i32", 8,
+	      LD(LD_I32, 0, 0, 0), LD(LD_I32, 1, 1, 0), OP(ADD, 2, 0, 1), ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-sub-i32", 8,
+	      LD(LD_I32, 0, 0, 4), LD(LD_I32, 1, 1, 0), OP(SUB, 2, 1, 0), ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-mul-i32", 8,
+	      LD(LD_I32, 0, 0, 0), LD(LD_I32, 1, 1, 0), OP(MUL, 2, 0, 1), ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-mul-i16-u16", 8,
+	      LD(LD_I16, 0, 0, 0), LD(LD_U16, 1, 1, 0), OP(MUL, 2, 0, 1), OP(MUL, 2, 2, 1),
+	      ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-neg-i32", 8,
+	      LD(LD_I32, 0, 1, 0), UN(NEG, 1, 0), ST(ST_64, 1, 0), EXIT),
+	NPROG("wide-zext32", 8,
+	      LD(LD_I32, 0, 1, 0), UN(ZEXT32, 1, 0), ST(ST_64, 1, 0), EXIT),
+	NPROG("wide-shl", 8,
+	      LD(LD_I16, 0, 0, 0), LD(LD_I32, 1, 1, 0), OP(SHL, 2, 1, 0), ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-movi-add", 8,
+	      LD(LD_I16, 0, 0, 0), MOVI(1, 2147483647), OP(ADD, 2, 0, 1), ST(ST_64, 2, 0), EXIT),
+	NPROGK("wide-ldk", 8, 0x100000001ull, 0x80000000, 0, 0,
+	       LD(LD_I16, 0, 0, 0), LDK(1, 0), LDK(2, 1), OP(ADD, 3, 0, 1), OP(XOR, 3, 3, 2),
+	       ST(ST_64, 3, 0), EXIT),
+	NPROG("wide-and-add", 8,
+	      LD(LD_I32, 0, 0, 0), LD(LD_I32, 1, 1, 0), OP(AND, 2, 0, 1), OP(ADD, 3, 2, 0),
+	      ST(ST_64, 3, 0), EXIT),
+	NPROG("wide-cmp-ld64", 8,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(LT_U, 2, 0, 1), OP(EQ, 3, 0, 1),
+	      OP(ADD, 2, 2, 3), OP(SHL, 2, 2, 3), ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-cmp-u32", 8,
+	      LD(LD_U32, 0, 0, 0), LD(LD_I32, 1, 1, 0), OP(LT_S, 2, 0, 1), SEL(3, 2, 0, 1),
+	      UN(SEXT32, 3, 3), ST(ST_64, 3, 0), EXIT),
+	NPROG("wide-sel-cond-ld64", 8,
+	      LD(LD_64, 0, 0, 0), LD(LD_I32, 1, 1, 0), MOVI(2, 7), SEL(3, 0, 1, 2),
+	      ST(ST_64, 3, 0), EXIT),
+	NPROG("wide-shr-s-u32", 8,
+	      LD(LD_U32, 0, 1, 0), LD(LD_I16, 1, 0, 0), OP(SHR_S, 2, 0, 1), UN(SEXT32, 2, 2),
+	      ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-shr-u", 8,
+	      LD(LD_I32, 0, 1, 0), LD(LD_I16, 1, 0, 0), OP(SHR_U, 2, 0, 1), ST(ST_64, 2, 0), EXIT),
+	NPROG("wide-div", 8,
+	      LD(LD_I16, 0, 0, 0), LD(LD_I32, 1, 1, 0), OP(DIV_S, 2, 1, 0), OP(MOD_U, 3, 1, 0),
+	      OP(ADD, 2, 2, 3), UN(SEXT32, 2, 2), ST(ST_64, 2, 0), EXIT),
+	/* wide (div.u) with the SEXTs narrow_plan marks as identities */
+	NPROG("wide-sext-skips", 8,
+	      LD(LD_I16, 0, 0, 0), LD(LD_I32, 1, 1, 0), OP(DIV_U, 2, 1, 0), UN(SEXT16, 0, 0),
+	      OP(ADD, 3, 2, 0), ST(ST_32, 3, 4), UN(SEXT8, 3, 3), ST(ST_8, 3, 0), EXIT),
+};
+#define N_NPROGS CAD_ARRAY_SIZE(narrow_progs)
+
+static int run_narrow_named(struct cad_tctx *t, unsigned int i)
+{
+	const struct narrow_prog *p = &narrow_progs[i];
+
+	return run_narrow_prog(t, p->name, p->code, p->n_code, p->n_consts ? p->consts : NULL,
+			       p->n_consts, p->elem_size);
+}
+
+#define N_NARROW (N_NOPS + N_NLD + N_NST + N_NPROGS)
+
+static void narrow_name(unsigned int i, char *buf, size_t size)
+{
+	const char *op;
+
+	if (i < N_NOPS)
+		op = cad_vm_opcode_name(narrow_ops[i]);
+	else if ((i -= N_NOPS) < N_NLD)
+		op = cad_vm_opcode_name(narrow_loads[i]);
+	else if ((i -= N_NLD) < N_NST)
+		op = cad_vm_opcode_name(narrow_stores[i]);
+	else {
+		cad_snprintf(buf, size, "%s", narrow_progs[i - N_NST].name);
+		return;
+	}
+	cad_snprintf(buf, size, "narrow-%s", op);
+}
+
+static int narrow_run(unsigned int i, struct cad_tctx *t)
+{
+	if (i < N_NOPS)
+		return run_narrow_op(t, narrow_ops[i]);
+	if ((i -= N_NOPS) < N_NLD)
+		return run_narrow_load(t, narrow_loads[i]);
+	if ((i -= N_NLD) < N_NST)
+		return run_narrow_store(t, narrow_stores[i]);
+	return run_narrow_named(t, i - N_NST);
+}
+
 static unsigned int vmcount(void)
 {
-	return N_UNBIN + N_LOAD + N_STORE + N_PROGS + 1;
+	return N_UNBIN + N_LOAD + N_STORE + N_PROGS + 1 + N_NARROW;
 }
 
 static void vmname(unsigned int i, char *buf, size_t size)
@@ -330,8 +792,11 @@ static void vmname(unsigned int i, char *buf, size_t size)
 			     prog_counts[i / 2 % CAD_ARRAY_SIZE(prog_counts)],
 			     i % 2 ? "-in-place" : "");
 		return;
-	} else {
+	} else if ((i -= N_PROGS) == 0) {
 		cad_snprintf(buf, size, "uniform-branches");
+		return;
+	} else {
+		narrow_name(i - 1, buf, size);
 		return;
 	}
 	cad_snprintf(buf, size, "%s-%s", kind, cad_vm_opcode_name((unsigned int)code));
@@ -348,7 +813,9 @@ static int vmrun(unsigned int i, struct cad_tctx *t)
 	if ((i -= N_STORE) < N_PROGS)
 		return run_prog(t, i / 2 / CAD_ARRAY_SIZE(prog_counts),
 				prog_counts[i / 2 % CAD_ARRAY_SIZE(prog_counts)], i % 2);
-	return run_uniform(t);
+	if ((i -= N_PROGS) == 0)
+		return run_uniform(t);
+	return narrow_run(i - 1, t);
 }
 
 const struct cad_tsuite cad_suite_vm = { "vm", vmcount, vmname, vmrun };
