@@ -566,22 +566,12 @@ bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram 
   cad_user_op uop{};
   if (spec.user_op) {
     const UserOp &u = *spec.user_op;
-    uop.name = str(u.name);
-    uop.elem_size = u.elem_size;
-    uop.code_count = static_cast<__u32>(u.code.size());
-    uop.const_count = static_cast<__u32>(u.consts.size());
-    uop.flags = u.commutative ? CAD_UOP_COMMUTATIVE : 0;
-    uop.line = CAD_NO_LINE;
+    uint32_t line = CAD_NO_LINE;
     if (u.line) {
       lines.push_back({str(u.file), u.line, u.col, 0});
-      uop.line = static_cast<__u32>(lines.size() - 1);
+      line = static_cast<__u32>(lines.size() - 1);
     }
-    d.ops = &uop;
-    d.n_ops = 1;
-    d.code = u.code.data();
-    d.n_code = uop.code_count;
-    d.consts = u.consts.empty() ? nullptr : reinterpret_cast<const __u64 *>(u.consts.data());
-    d.n_consts = uop.const_count;
+    userop_section(u, str(u.name), line, &uop, &d);
   }
   d.lines = lines.data();
   d.n_lines = static_cast<__u32>(lines.size());

@@ -34,12 +34,6 @@ struct OneNode {
     bufs[1].access = CAD_ACC_READ | CAD_ACC_WRITE;
     bufs[1].size = bytes;
     cad_user_op uop{};
-    uop.name = name_off;
-    uop.elem_size = op.elem_size;
-    uop.code_count = static_cast<uint32_t>(op.code.size());
-    uop.const_count = static_cast<uint32_t>(op.consts.size());
-    uop.flags = op.commutative ? CAD_UOP_COMMUTATIVE : 0;
-    uop.line = CAD_NO_LINE;
     cad_node node{};
     node.kind = CAD_NODE_REDUCE;
     node.op = CAD_OP_USER;
@@ -54,12 +48,7 @@ struct OneNode {
     d.n_buffers = 2;
     d.nodes = &node;
     d.n_nodes = 1;
-    d.ops = &uop;
-    d.n_ops = 1;
-    d.code = op.code.data();
-    d.n_code = uop.code_count;
-    d.consts = op.consts.empty() ? nullptr : reinterpret_cast<const __u64 *>(op.consts.data());
-    d.n_consts = uop.const_count;
+    userop_section(op, name_off, CAD_NO_LINE, &uop, &d);
     d.strings = strings.data();
     d.n_strings = static_cast<uint32_t>(strings.size());
     const uint64_t size = cad_image_size(&d);
@@ -90,6 +79,22 @@ std::string hex64(uint64_t v) {
 }
 
 }  // namespace
+
+void userop_section(const UserOp &op, uint32_t name, uint32_t line, cad_user_op *uop, cad_image_desc *d) {
+  *uop = cad_user_op{};
+  uop->name = name;
+  uop->elem_size = op.elem_size;
+  uop->code_count = static_cast<uint32_t>(op.code.size());
+  uop->const_count = static_cast<uint32_t>(op.consts.size());
+  uop->flags = op.commutative ? CAD_UOP_COMMUTATIVE : 0;
+  uop->line = line;
+  d->ops = uop;
+  d->n_ops = 1;
+  d->code = op.code.data();
+  d->n_code = uop->code_count;
+  d->consts = op.consts.empty() ? nullptr : reinterpret_cast<const __u64 *>(op.consts.data());
+  d->n_consts = uop->const_count;
+}
 
 nlohmann::json userop_to_json(const UserOp &op) {
   nlohmann::json code = nlohmann::json::array(), consts = nlohmann::json::array();

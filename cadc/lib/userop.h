@@ -23,6 +23,8 @@
 
 #include "../../kmod/uapi/cad.h"
 
+struct cad_image_desc;
+
 namespace cad {
 
 struct UserOp {
@@ -53,6 +55,11 @@ std::string userop_disasm(const UserOp &op);
 // Applies op to count elements (inout = in op inout) with the core's
 // interpreter, as the runtime does: for tests and cadc op run.
 void userop_apply(const UserOp &op, void *inout, const void *in, uint64_t count);
+
+// A program's only operator, op: fills *uop (its name and line are string
+// and LINES offsets, or CAD_NO_LINE) and points d's OPS, CODE and CONSTS
+// sections at uop and op, which must outlive d.
+void userop_section(const UserOp &op, uint32_t name, uint32_t line, cad_user_op *uop, cad_image_desc *d);
 
 // The image of a one-rank program that reduces buffer 0 (send, `bytes`)
 // into buffer 1 (recv) with op: verified; false with *error.

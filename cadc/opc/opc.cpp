@@ -715,7 +715,7 @@ class Lowering {
            "an assignment inside ?:, && or || is not supported: write it as a statement");
   }
 
-  int32_t arith(BinaryOperatorKind op, int32_t a, int32_t b, VK k, VK kb, SourceLocation where) {
+  int32_t arith(BinaryOperatorKind op, int32_t a, int32_t b, VK k, SourceLocation where) {
     if (is_float(k)) {
       const bool d = k == VK::F64;
       switch (op) {
@@ -728,7 +728,6 @@ class Lowering {
     }
     const bool s = is_signed(k);
     const uint64_t width_mask = bytes_of(k) == 8 ? 63 : 31;
-    (void)kb;
     switch (op) {
       case BO_Add: return normalize(node(CAD_VM_ADD, a, b), k);
       case BO_Sub: return normalize(node(CAD_VM_SUB, a, b), k);
@@ -924,8 +923,7 @@ class Lowering {
                rk = kind(ca->getComputationResultType(), where);
       const int32_t r = rv(b->getRHS());
       const int32_t l = convert(load(p, where, name_of(b->getLHS())), lk, ck);
-      const int32_t res = arith(BinaryOperator::getOpForCompoundAssignment(op), l, r, rk,
-                                kind(b->getRHS()->getType(), where), where);
+      const int32_t res = arith(BinaryOperator::getOpForCompoundAssignment(op), l, r, rk, where);
       const int32_t v = is_bool(p.type) ? truth(res, rk) : convert(res, rk, lk);
       store(p, v, where);
       return v;
@@ -943,7 +941,7 @@ class Lowering {
     const int32_t l = rv(b->getLHS()), r = rv(b->getRHS());
     const VK lk = kind(b->getLHS()->getType(), where);
     if (b->isComparisonOp()) return compare(op, l, r, lk);
-    return arith(op, l, r, kind(b->getType(), where), kind(b->getRHS()->getType(), where), where);
+    return arith(op, l, r, kind(b->getType(), where), where);
   }
 
   int32_t builtin(const CallExpr *call) {
@@ -1487,7 +1485,6 @@ struct Shared {
   Locations *locs;
   Diagnostics *diags;
   std::vector<UserOp> *out;
-  uint32_t file;
 };
 
 class OpConsumer : public ASTConsumer {
@@ -1631,7 +1628,7 @@ bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceMana
   for (const std::string &d : opts.defines) args.push_back("-D" + d);
   args.push_back(path);
   Collect collect(locs, diags);
-  Shared shared{&locs, diags, &ops, file};
+  Shared shared{&locs, diags, &ops};
   tooling::ToolInvocation inv(args, std::make_unique<OpAction>(shared), files.get());
   inv.setDiagnosticConsumer(&collect);
   const bool ran = inv.run();
