@@ -19,6 +19,9 @@
 
 namespace cad {
 
+struct UserOp;  // userop.h
+using UserOps = std::vector<std::shared_ptr<const UserOp>>;
+
 enum class Type { Unknown, Int, Bool, Level };
 
 enum class ExprKind {
@@ -82,7 +85,8 @@ struct Stmt {
   ExprPtr hi, step;   // For: hi (exclusive), step (null = 1)
   ExprPtr tag;        // Send, Recv: explicit tag, null = assigned by cadc
   std::string by;     // Send, Recv: "", "sender" or "receiver" (who copies)
-  std::string redop;  // Reduce: explicit built-in op, "" = the collective's op
+  std::string redop;  // Reduce: explicit op (built-in or user-defined), "" = the collective's op
+  std::shared_ptr<const UserOp> user_op;  // resolved: redop names a user-defined operator
   BufRef dst, src;    // Recv: dst; Send: src; Copy, Reduce: both
   std::vector<StmtPtr> body, orelse;  // For, If, Parallel body; If else
   std::string trailing;               // a comment after it on its last line
@@ -157,6 +161,11 @@ struct Algorithm {
   std::string inplace_trailing;
   // Resolved by check().
   std::vector<BufferInfo> buffers;
+  // The user-defined operator the algorithm names in its reductions (at
+  // most one; null: none): an algorithm written for that operator, so its
+  // instances, and the calls it is selected for, use it.
+  std::shared_ptr<const UserOp> user_op;
+  Loc user_op_loc;
   int nslots = 0;
   bool checked = false;
 };

@@ -8,6 +8,7 @@
 #include "../../kmod/core/cad_core.h"
 #include "eval.h"
 #include "parser.h"
+#include "userop.h"
 
 namespace cad {
 
@@ -36,7 +37,7 @@ const Builtin kNames[] = {
 
 class Checker {
  public:
-  Checker(Algorithm &a, Diagnostics *diags) : a_(a), diags_(diags) {}
+  Checker(Algorithm &a, Diagnostics *diags, const UserOps &ops) : a_(a), diags_(diags), ops_(ops) {}
 
   bool run() {
     const size_t errors = diags_->error_count();
@@ -273,10 +274,11 @@ class Checker {
         ref(s.dst);
         ref(s.src);
         if (s.kind == StmtKind::Reduce) {
+          s.user_op = nullptr;
           if (!s.redop.empty()) {
             bool known = false;
             for (unsigned op = CAD_OP_SUM; op < CAD_OP_USER; op++) known |= s.redop == cad_op_name(op);
-            if (!known) diags_->error(Code::UnknownName, s.loc, "unknown op '" + s.redop + "' (sum, prod, min, max, band, bor, bxor, land, lor, lxor, minloc, maxloc)");
+            if (!known) user_op(s);
           } else if (!collective_info(a_.collective).reducing) {
             diags_->error(Code::Type, s.loc, std::string("a ") + collective_info(a_.collective).name +
                           " has no op: name one with 'op' (reduce ... op sum)");
@@ -286,8 +288,32 @@ class Checker {
     }
   }
 
+  // `op NAME` where NAME is not a built-in: one of the user-defined
+  // operators; the algorithm names at most one of them.
+  void user_op(Stmt &s) {
+    for (const auto &u : ops_)
+      if (u->name == s.redop) s.user_op = u;
+    if (!s.user_op) {
+      std::string user;
+      for (const auto &u : ops_) user += (user.empty() ? "" : ", ") + u->name;
+      diags_->error(Code::UnknownName, s.loc, "unknown op '" + s.redop +
+                    "' (built-in: sum, prod, min, max, band, bor, bxor, land, lor, lxor, minloc, maxloc; user-defined: " +
+                    (user.empty() ? "none loaded (cadc ... --ops FILE)" : user) + ")");
+      return;
+    }
+    if (!a_.user_op) {
+      a_.user_op = s.user_op;
+      a_.user_op_loc = s.loc;
+    } else if (a_.user_op->name != s.redop) {
+      Diagnostic &d = diags_->error(Code::Type, s.loc, "a second user-defined operator, '" + s.redop + "': " + a_.name +
+                                    " already names '" + a_.user_op->name + "', and an algorithm is for one operator");
+      d.notes.push_back({a_.user_op_loc, "'" + a_.user_op->name + "' is named here"});
+    }
+  }
+
   Algorithm &a_;
   Diagnostics *diags_;
+  const UserOps &ops_;
   std::vector<std::unordered_map<std::string, Var>> scopes_;
   int next_slot_ = 0;
   int max_slot_ = 0;
@@ -346,16 +372,18 @@ void check_satisfiable(Algorithm &a, Diagnostics *diags) {
 
 }  // namespace
 
-bool check_algorithm(Algorithm &a, Diagnostics *diags) {
+bool check_algorithm(Algorithm &a, Diagnostics *diags, const UserOps &ops) {
   a.buffers.clear();
+  a.user_op = nullptr;
+  a.user_op_loc = Loc();
   const size_t errors = diags->error_count();
-  Checker c(a, diags);
+  Checker c(a, diags, ops);
   if (c.run()) check_satisfiable(a, diags);
   a.checked = diags->error_count() == errors;
   return a.checked;
 }
 
-bool check_module(Module &m, Diagnostics *diags) {
+bool check_module(Module &m, Diagnostics *diags, const UserOps &ops) {
   bool ok = true;
   std::map<std::string, const Algorithm *> names;
   for (Algorithm &a : m.algorithms) {
@@ -364,7 +392,7 @@ bool check_module(Module &m, Diagnostics *diags) {
       ok = false;
     }
     names[a.name] = &a;
-    ok = check_algorithm(a, diags) && ok;
+    ok = check_algorithm(a, diags, ops) && ok;
   }
   return ok;
 }

@@ -10,7 +10,9 @@
 
 namespace cad {
 
-bool check_algorithm(Algorithm &a, Diagnostics *diags);
-bool check_module(Module &m, Diagnostics *diags);
+// `reduce ... op NAME` resolves NAME among the built-in ops, then ops (the
+// user-defined operators of the library or of the command line).
+bool check_algorithm(Algorithm &a, Diagnostics *diags, const UserOps &ops = {});
+bool check_module(Module &m, Diagnostics *diags, const UserOps &ops = {});
 
 }  // namespace cad

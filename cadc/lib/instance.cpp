@@ -268,10 +268,19 @@ class Interp {
     op.len = d.len;
     if (s.kind == StmtKind::Reduce) {
       op.op = static_cast<uint8_t>(spec_.op);
-      if (!s.redop.empty())
+      op.uop = spec_.user_op.get();
+      if (s.user_op) {
+        op.op = CAD_OP_USER;
+        op.uop = s.user_op.get();
+        if (d.len % op.uop->elem_size)
+          eval_fail(f_, Code::LengthMismatch, s.loc, "op " + op.uop->name + " combines " + std::to_string(op.uop->elem_size) +
+                    "-byte elements, the range has " + std::to_string(d.len) + " bytes");
+      } else if (!s.redop.empty()) {
+        op.uop = nullptr;
         for (unsigned o = CAD_OP_SUM; o < CAD_OP_USER; o++)
           if (s.redop == cad_op_name(o)) op.op = static_cast<uint8_t>(o);
-      if (op.op == CAD_OP_USER ? !spec_.user_op : !cad_reduce_supported(op.op, spec_.dtype))
+      }
+      if (op.op == CAD_OP_USER ? !op.uop : !cad_reduce_supported(op.op, spec_.dtype))
         eval_fail(f_, Code::Type, s.loc, std::string("op ") + cad_op_name(op.op) + " does not apply to datatype " + cad_dtype_name(spec_.dtype));
     }
     op.stmt = &s;
@@ -510,6 +519,7 @@ bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram 
   std::vector<cad_line> lines;
   std::map<const Stmt *, uint32_t> line_of;
   std::vector<cad_node> nodes(rp.ops.size());
+  OpSection ops;  // the program's operators, in order of first use
   for (size_t i = 0; i < rp.ops.size(); i++) {
     const RankOp &op = rp.ops[i];
     cad_node &nd = nodes[i];
@@ -518,7 +528,20 @@ bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram 
     if (op.kind == CAD_NODE_REDUCE) {
       nd.dtype = static_cast<__u8>(op.op == CAD_OP_USER ? static_cast<unsigned>(CAD_DT_USER) : spec.dtype);
       nd.op = op.op;
-      nd.user_op = 0;  // the one operator of the program
+      if (op.uop) {
+        const UserOp &u = *op.uop;
+        const int at = ops.find(u);
+        if (at >= 0) {
+          nd.user_op = static_cast<__u32>(at);
+        } else {
+          uint32_t line = CAD_NO_LINE;  // where the operator is defined
+          if (u.line) {
+            lines.push_back({str(u.file), u.line, u.col, 0});
+            line = static_cast<__u32>(lines.size() - 1);
+          }
+          nd.user_op = ops.add(u, str(u.name), line);
+        }
+      }
     }
     if (op.kind == CAD_NODE_SEND || op.kind == CAD_NODE_RECV) {
       nd.flags = op.flags;
@@ -563,16 +586,7 @@ bool emit_image(const Algorithm &a, const InstanceSpec &spec, const RankProgram 
   d.n_nodes = static_cast<__u32>(nodes.size());
   d.edges = edges.data();
   d.n_edges = static_cast<__u32>(edges.size());
-  cad_user_op uop{};
-  if (spec.user_op) {
-    const UserOp &u = *spec.user_op;
-    uint32_t line = CAD_NO_LINE;
-    if (u.line) {
-      lines.push_back({str(u.file), u.line, u.col, 0});
-      line = static_cast<__u32>(lines.size() - 1);
-    }
-    userop_section(u, str(u.name), line, &uop, &d);
-  }
+  ops.fill(&d);
   d.lines = lines.data();
   d.n_lines = static_cast<__u32>(lines.size());
   d.strings = strings.data();

@@ -81,6 +81,7 @@ struct RankOp {
   uint8_t kind = 0;     // CAD_NODE_*
   uint8_t flags = 0;    // CAD_XFER_*
   uint8_t op = 0;       // REDUCE: CAD_OP_*
+  const UserOp *uop = nullptr;  // REDUCE with CAD_OP_USER: the operator
   bool fence = false;   // a NOP from `fence`
   uint32_t peer = 0, tag = 0;
   int32_t dst = -1, src = -1;  // ABI buffers

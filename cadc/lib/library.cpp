@@ -15,6 +15,19 @@
 
 namespace cad {
 
+namespace {
+// Written for one user-defined operator (only meaningful where there is an op).
+bool pinned(const Algorithm &a) { return a.user_op && collective_info(a.collective).reducing; }
+
+std::string op_name(const InstanceSpec &spec) {
+  return spec.user_op ? spec.user_op->name : std::string(cad_op_name(spec.op));
+}
+}  // namespace
+
+bool takes_op(const Algorithm &a, const InstanceSpec &spec) {
+  return !pinned(a) || (spec.user_op && spec.user_op->name == a.user_op->name);
+}
+
 const Algorithm *Library::find(const std::string &name) const {
   for (const Algorithm *a : algorithms)
     if (a->name == name) return a;
@@ -35,8 +48,8 @@ std::string library_hash(const nlohmann::json &doc) {
   return buf;
 }
 
-bool read_rules(const nlohmann::json &doc, const std::string &where,
-                const std::vector<const Algorithm *> &algs, std::vector<Rule> *out, Diagnostics *diags) {
+bool read_rules(const nlohmann::json &doc, const std::string &where, const std::vector<const Algorithm *> &algs,
+                const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags) {
   Loc loc;  // rules have no source file of their own: messages name the pointer
   auto fail = [&](const std::string &ptr, const std::string &msg) {
     diags->error(Code::Library, loc, where + ":" + ptr + ": " + msg);
@@ -63,6 +76,16 @@ bool read_rules(const nlohmann::json &doc, const std::string &where,
     if (r.contains("min_bytes")) rule.min_bytes = r["min_bytes"].get<int64_t>();
     if (r.contains("max_bytes")) rule.max_bytes = r["max_bytes"].get<int64_t>();
     if (r.contains("commutative")) rule.commutative = r["commutative"].get<bool>();
+    if (r.contains("op")) {
+      rule.op = r["op"].get<std::string>();
+      bool known = false;
+      for (unsigned k = CAD_OP_SUM; k < CAD_OP_USER; k++) known |= rule.op == cad_op_name(k);
+      for (const auto &u : ops) known |= rule.op == u->name;
+      if (!collective_info(rule.collective).reducing)
+        ok = fail(ptr + "/op", std::string("a ") + collective_info(rule.collective).name + " has no op");
+      else if (!known)
+        ok = fail(ptr + "/op", "'" + rule.op + "' is neither a built-in op nor an operator of the library");
+    }
     const Algorithm *a = nullptr;
     for (const Algorithm *x : algs)
       if (x->name == rule.use) a = x;
@@ -71,6 +94,8 @@ bool read_rules(const nlohmann::json &doc, const std::string &where,
     } else if (a->collective != rule.collective) {
       ok = fail(ptr + "/use", rule.use + " is a " + collective_info(a->collective).name + " algorithm, not " +
                                   collective_info(rule.collective).name);
+    } else if (pinned(*a) && !rule.op.empty() && rule.op != a->user_op->name) {
+      ok = fail(ptr + "/op", rule.use + " is written for the operator " + a->user_op->name + ", not " + rule.op);
     }
     if (r.contains("params"))
       for (auto it = r["params"].begin(); it != r["params"].end(); ++it) {
@@ -90,10 +115,17 @@ bool read_rules(const nlohmann::json &doc, const std::string &where,
     const Rule *last = nullptr;
     for (const Rule &r : *out)
       if (r.collective == coll) last = &r;
+    const Algorithm *last_alg = nullptr;
+    for (const Algorithm *a : algs)
+      if (last && a->name == last->use) last_alg = a;
     if (has_alg && (!last || !last->ranks.empty() || last->min_bytes || last->max_bytes != INT64_MAX ||
-                    last->commutative >= 0))
+                    last->commutative >= 0 || !last->op.empty()))
       ok = fail("/rules", std::string("the last rule for ") + collective_info(coll).name +
                               " must have no conditions, so that every call finds an algorithm");
+    else if (last_alg && pinned(*last_alg))
+      ok = fail("/rules", std::string("the last rule for ") + collective_info(coll).name + " uses " + last_alg->name +
+                              ", which is written for the operator " + last_alg->user_op->name +
+                              ": it must take every op, so that every call finds an algorithm");
   }
   return ok;
 }
@@ -128,22 +160,8 @@ bool load_library_text(const std::string &path, const std::string &text, Library
                 std::to_string(CAD_VERSION) + ": rebuild it with cadc build");
   if (library_hash(doc) != doc["hash"].get<std::string>())
     return fail("hash mismatch: the file was changed or damaged since cadc build wrote it");
-  const size_t before = diags->error_count();
-  for (const nlohmann::json &src : doc["sources"]) {
-    const std::string file = src["file"].get<std::string>();
-    const uint32_t id = lib->sm.add(file, src["text"].get<std::string>());
-    auto m = std::make_unique<Module>();
-    const bool parsed = lib->sm.file(id).json ? read_json_module(lib->sm, id, m.get(), diags)
-                                              : parse_dsl(lib->sm, id, m.get(), diags);
-    if (parsed && check_module(*m, diags))
-      for (const Algorithm &a : m->algorithms) lib->algorithms.push_back(&a);
-    lib->modules.push_back(std::move(m));
-  }
-  if (diags->error_count() != before) return false;
-  for (const nlohmann::json &a : doc["algorithms"])
-    if (!lib->find(a["name"].get<std::string>()))
-      return fail("lists algorithm " + a["name"].get<std::string>() + " but has no source for it");
-  // User-defined operators: bytecode, verified again here.
+  // User-defined operators first (algorithms name them): bytecode,
+  // verified again here.
   if (doc.contains("ops")) {
     for (size_t i = 0; i < doc["ops"].size(); i++) {
       UserOp op;
@@ -153,7 +171,22 @@ bool load_library_text(const std::string &path, const std::string &text, Library
       lib->ops.push_back(std::make_shared<const UserOp>(std::move(op)));
     }
   }
-  return read_rules(doc["rules"], path + "#rules", lib->algorithms, &lib->rules, diags);
+  const size_t before = diags->error_count();
+  for (const nlohmann::json &src : doc["sources"]) {
+    const std::string file = src["file"].get<std::string>();
+    const uint32_t id = lib->sm.add(file, src["text"].get<std::string>());
+    auto m = std::make_unique<Module>();
+    const bool parsed = lib->sm.file(id).json ? read_json_module(lib->sm, id, m.get(), diags)
+                                              : parse_dsl(lib->sm, id, m.get(), diags);
+    if (parsed && check_module(*m, diags, lib->ops))
+      for (const Algorithm &a : m->algorithms) lib->algorithms.push_back(&a);
+    lib->modules.push_back(std::move(m));
+  }
+  if (diags->error_count() != before) return false;
+  for (const nlohmann::json &a : doc["algorithms"])
+    if (!lib->find(a["name"].get<std::string>()))
+      return fail("lists algorithm " + a["name"].get<std::string>() + " but has no source for it");
+  return read_rules(doc["rules"], path + "#rules", lib->algorithms, lib->ops, &lib->rules, diags);
 }
 
 std::shared_ptr<const UserOp> Library::find_op(const std::string &name) const {
@@ -169,7 +202,9 @@ const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec
     if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), spec->P) == r.ranks.end()) continue;
     if (bytes < r.min_bytes || bytes > r.max_bytes) continue;
     if (r.commutative >= 0 && r.commutative != spec->commutative) continue;
+    if (!r.op.empty() && r.op != op_name(*spec)) continue;
     const Algorithm *a = lib.find(r.use);
+    if (!takes_op(*a, *spec)) continue;
     InstanceSpec s = *spec;
     s.params = r.params;
     Diagnostics quiet;

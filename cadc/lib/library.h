@@ -26,6 +26,7 @@ struct Rule {
   std::vector<int64_t> ranks;   // empty: any P
   int64_t min_bytes = 0, max_bytes = INT64_MAX;
   int commutative = -1;         // -1 any, 0 no, 1 yes
+  std::string op;               // "": any; else the op's name (built-in or user-defined)
   std::string use;
   std::vector<std::pair<std::string, int64_t>> params;
   std::string where;            // "rules.json:/rules/3", for messages
@@ -42,8 +43,8 @@ struct Library {
 };
 
 // Parses and checks a rules document against the algorithms.
-bool read_rules(const nlohmann::json &doc, const std::string &where,
-                const std::vector<const Algorithm *> &algs, std::vector<Rule> *out, Diagnostics *diags);
+bool read_rules(const nlohmann::json &doc, const std::string &where, const std::vector<const Algorithm *> &algs,
+                const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags);
 
 // Loads a .cadlib; false with diagnostics.
 bool load_library(const std::string &path, Library *lib, Diagnostics *diags);
@@ -52,9 +53,14 @@ bool load_library_text(const std::string &path, const std::string &text, Library
 
 // The algorithm for a call: the first rule of the collective whose
 // conditions hold and whose algorithm's requirements hold for spec (P,
-// n, root, in place, commutativity; spec.params are replaced by the
-// rule's).  null if none applies.
+// n, root, in place, commutativity, op; an algorithm written for a
+// user-defined operator only for calls with it; spec.params are replaced
+// by the rule's).  null if none applies.
 const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec);
+
+// Whether a can run a call with spec's op: an algorithm written for a
+// user-defined operator (it names one in a reduction) takes only that one.
+bool takes_op(const Algorithm &a, const InstanceSpec &spec);
 
 // The document's hash: FNV-1a 64 of its compact dump without "hash".
 std::string library_hash(const nlohmann::json &doc);

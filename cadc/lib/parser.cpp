@@ -353,7 +353,7 @@ class Parser {
       st->dst = bufref();
       expect("from", "and the source range");
       st->src = bufref();
-      if (st->kind == StmtKind::Reduce && accept("op")) st->redop = ident("a built-in op after 'op'");
+      if (st->kind == StmtKind::Reduce && accept("op")) st->redop = ident("an op name after 'op'");
     } else {
       error_at(t, "unknown statement '" + word +
                       "' (let, for, if, send, recv, copy, reduce, parallel, fence)");

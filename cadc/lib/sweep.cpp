@@ -127,7 +127,12 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
               s.op = st.op;
               // Non-commutative unless the algorithm needs a commutative op.
               s.commutative = !info.reducing;
-              if (!s.commutative) {
+              if (const auto &u = st.user_op ? st.user_op : info.reducing ? a.user_op : nullptr) {
+                s.dtype = CAD_DT_USER;
+                s.op = CAD_OP_USER;
+                s.user_op = u;
+                s.commutative = u->commutative;
+              } else if (!s.commutative) {
                 Diagnostics quiet;
                 Instantiator in(a, s, &quiet);
                 if (in.ok() && !in.applicable()) {

@@ -22,6 +22,10 @@ struct SweepSettings {
   std::string topology;              // a topology file
   bool inplace = false;              // also in place (always if the algorithm declares it)
   unsigned dtype = 3, op = 1;        // CAD_DT_INT32, CAD_OP_SUM
+  // A user-defined operator (op, dtype ignored): taken as commutative or
+  // not as it declares.  Without one, an algorithm that names a
+  // user-defined operator is verified with that operator.
+  std::shared_ptr<const UserOp> user_op;
 };
 
 // At most this many instances in one sweep.
@@ -30,7 +34,7 @@ constexpr size_t kMaxSweepInstances = size_t{1} << 22;
 // The instances to verify.  Without ranks the algorithm's sweep decides;
 // roots default to every root up to P = 17 and 0, 1, P/2, P-1 beyond;
 // reducing collectives get a non-commutative op unless the algorithm
-// requires a commutative one.  Topology files of the sweep are relative
+// requires a commutative one (a user-defined operator: as declared).  Topology files of the sweep are relative
 // to the algorithm's file.  False with *error set on bad settings.
 // Errors in the algorithm's own sweep (a topology file it names) are
 // reported as diagnostics at the sweep; bad settings set *error.  Either

@@ -33,7 +33,6 @@ struct OneNode {
     bufs[1].kind = CAD_BUF_RECV;
     bufs[1].access = CAD_ACC_READ | CAD_ACC_WRITE;
     bufs[1].size = bytes;
-    cad_user_op uop{};
     cad_node node{};
     node.kind = CAD_NODE_REDUCE;
     node.op = CAD_OP_USER;
@@ -48,7 +47,9 @@ struct OneNode {
     d.n_buffers = 2;
     d.nodes = &node;
     d.n_nodes = 1;
-    userop_section(op, name_off, CAD_NO_LINE, &uop, &d);
+    OpSection ops;
+    node.user_op = ops.add(op, name_off, CAD_NO_LINE);
+    ops.fill(&d);
     d.strings = strings.data();
     d.n_strings = static_cast<uint32_t>(strings.size());
     const uint64_t size = cad_image_size(&d);
@@ -80,20 +81,36 @@ std::string hex64(uint64_t v) {
 
 }  // namespace
 
-void userop_section(const UserOp &op, uint32_t name, uint32_t line, cad_user_op *uop, cad_image_desc *d) {
-  *uop = cad_user_op{};
-  uop->name = name;
-  uop->elem_size = op.elem_size;
-  uop->code_count = static_cast<uint32_t>(op.code.size());
-  uop->const_count = static_cast<uint32_t>(op.consts.size());
-  uop->flags = op.commutative ? CAD_UOP_COMMUTATIVE : 0;
-  uop->line = line;
-  d->ops = uop;
-  d->n_ops = 1;
-  d->code = op.code.data();
-  d->n_code = uop->code_count;
-  d->consts = op.consts.empty() ? nullptr : reinterpret_cast<const __u64 *>(op.consts.data());
-  d->n_consts = uop->const_count;
+int OpSection::find(const UserOp &op) const {
+  for (size_t i = 0; i < which_.size(); i++)
+    if (which_[i] == &op) return static_cast<int>(i);
+  return -1;
+}
+
+uint32_t OpSection::add(const UserOp &op, uint32_t name, uint32_t line) {
+  cad_user_op u{};
+  u.name = name;
+  u.elem_size = op.elem_size;
+  u.code_first = static_cast<uint32_t>(code_.size());
+  u.code_count = static_cast<uint32_t>(op.code.size());
+  u.const_first = static_cast<uint32_t>(consts_.size());
+  u.const_count = static_cast<uint32_t>(op.consts.size());
+  u.flags = op.commutative ? CAD_UOP_COMMUTATIVE : 0;
+  u.line = line;
+  which_.push_back(&op);
+  ops_.push_back(u);
+  code_.insert(code_.end(), op.code.begin(), op.code.end());
+  consts_.insert(consts_.end(), op.consts.begin(), op.consts.end());
+  return static_cast<uint32_t>(ops_.size() - 1);
+}
+
+void OpSection::fill(cad_image_desc *d) const {
+  d->ops = ops_.empty() ? nullptr : ops_.data();
+  d->n_ops = static_cast<uint32_t>(ops_.size());
+  d->code = code_.empty() ? nullptr : code_.data();
+  d->n_code = static_cast<uint32_t>(code_.size());
+  d->consts = consts_.empty() ? nullptr : reinterpret_cast<const __u64 *>(consts_.data());
+  d->n_consts = static_cast<uint32_t>(consts_.size());
 }
 
 nlohmann::json userop_to_json(const UserOp &op) {

@@ -56,10 +56,25 @@ std::string userop_disasm(const UserOp &op);
 // interpreter, as the runtime does: for tests and cadc op run.
 void userop_apply(const UserOp &op, void *inout, const void *in, uint64_t count);
 
-// A program's only operator, op: fills *uop (its name and line are string
-// and LINES offsets, or CAD_NO_LINE) and points d's OPS, CODE and CONSTS
-// sections at uop and op, which must outlive d.
-void userop_section(const UserOp &op, uint32_t name, uint32_t line, cad_user_op *uop, cad_image_desc *d);
+// The OPS, CODE and CONSTS sections of a program: its operators one after
+// the other (cad_node.user_op is an operator's index).
+class OpSection {
+ public:
+  // op's index, or -1 if it is not in the section.
+  int find(const UserOp &op) const;
+  // Adds op (name: a string offset; line: an index in LINES or
+  // CAD_NO_LINE) and returns its index.
+  uint32_t add(const UserOp &op, uint32_t name, uint32_t line);
+  bool empty() const { return ops_.empty(); }
+  // Points d's OPS, CODE and CONSTS at the section (it must outlive d).
+  void fill(cad_image_desc *d) const;
+
+ private:
+  std::vector<const UserOp *> which_;
+  std::vector<cad_user_op> ops_;
+  std::vector<cad_vm_insn> code_;
+  std::vector<uint64_t> consts_;
+};
 
 // The image of a one-rank program that reduces buffer 0 (send, `bytes`)
 // into buffer 1 (recv) with op: verified; false with *error.

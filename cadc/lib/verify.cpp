@@ -12,6 +12,19 @@ namespace cad {
 
 namespace {
 
+// Operators are the same when they have one name (names are unique in a
+// library and on a command line) and the same code.
+bool same_op(const UserOp *a, const UserOp *b) {
+  return a && b && a->name == b->name && a->elem_size == b->elem_size && a->code.size() == b->code.size() &&
+         std::equal(a->code.begin(), a->code.end(), b->code.begin(), [](const cad_vm_insn &x, const cad_vm_insn &y) {
+           return x.code == y.code && x.dst == y.dst && x.a == y.a && x.b == y.b && x.imm == y.imm;
+         }) && a->consts == b->consts;
+}
+
+std::string op_name(unsigned op, const UserOp *u) {
+  return op == CAD_OP_USER && u ? u->name : std::string(cad_op_name(op));
+}
+
 constexpr uint64_t kNone = Matching::kUnmatched;
 constexpr int kMaxReports = 8;  // diagnostics of one kind per instance
 
@@ -70,8 +83,8 @@ class Reach {
 
 // What an element holds, symbolically.
 struct Sym {
-  enum Kind : uint8_t { Old, Zero, Data, Garbage } kind = Old;
-  uint32_t who = 0;      // Old: the rank; Data: contribution list
+  enum Kind : uint8_t { Old, Zero, Data, Garbage, WrongOp } kind = Old;
+  uint32_t who = 0;      // Old: the rank; Data: contribution list; WrongOp: index in wrong_ops_
   int64_t index = 0;     // Data: logical index of the piece's first element
   const Stmt *by = nullptr;  // the operation that wrote it last
 };
@@ -438,6 +451,7 @@ class Verifier {
   std::map<uint32_t, std::unique_ptr<Reach>> reach_;
   std::vector<std::vector<SymBuffer>> state_;
   Lists lists_;
+  std::vector<const RankOp *> wrong_ops_;  // reductions with an op other than the call's
   VerifyStats stats_;
 };
 
@@ -461,6 +475,12 @@ std::string Verifier::sym_text(const Sym &s, uint64_t len) const {
     case Sym::Old: return "rank " + std::to_string(s.who) + "'s own data from before the call";
     case Sym::Zero: return "zeroes (scratch nobody wrote)";
     case Sym::Garbage: return "a reduction of elements that do not correspond";
+    case Sym::WrongOp: {
+      const RankOp &o = *wrong_ops_[s.who];
+      const Loc &l = o.stmt->loc;
+      return "a reduction with op " + op_name(o.op, o.uop) + " (" + sm_.path(l.file) + ":" + std::to_string(l.line) +
+             "), where the call's op is " + op_name(spec_.op, spec_.user_op.get());
+    }
     case Sym::Data: {
       const std::vector<uint32_t> &l = lists_.get(s.who);
       const std::string where = "[" + std::to_string(s.index) + ":" + std::to_string(s.index + static_cast<int64_t>(len)) + "]";
@@ -537,7 +557,10 @@ bool Verifier::postcondition() {
       for (Piece &pc : src) out.push_back({pc.lo - slo + dlo, pc.hi - slo + dlo, pc.sym});
     } else {
       // dst = src o dst, element by element: split both at each other's
-      // boundaries (positions relative to the range).
+      // boundaries (positions relative to the range).  In a reducing
+      // collective every reduction must use the call's op.
+      const bool right_op = !info_.reducing || (o.op == spec_.op && (o.op != CAD_OP_USER || same_op(o.uop, spec_.user_op.get())));
+      if (!right_op) wrong_ops_.push_back(&o);
       std::vector<Piece> dst = state_[r][o.dst].read(dlo, dlo + len);
       size_t i = 0, j = 0;
       uint64_t at = 0;
@@ -549,7 +572,12 @@ bool Verifier::postcondition() {
         const int64_t ia = a.index + static_cast<int64_t>(at - (src[i].lo - slo));
         const int64_t ib = b.index + static_cast<int64_t>(at - (dst[j].lo - dlo));
         Sym s;
-        if (a.kind == Sym::Data && b.kind == Sym::Data && ia == ib) {
+        if (!right_op) {
+          s.kind = Sym::WrongOp;
+          s.who = static_cast<uint32_t>(wrong_ops_.size() - 1);
+        } else if (a.kind == Sym::WrongOp || b.kind == Sym::WrongOp) {  // the first wrong op stays the witness
+          s = a.kind == Sym::WrongOp ? a : b;
+        } else if (a.kind == Sym::Data && b.kind == Sym::Data && ia == ib) {
           s.kind = Sym::Data;
           s.who = lists_.concat(a.who, b.who);
           s.index = ib;

@@ -49,11 +49,42 @@ void add_build(CLI::App &app, Runner *run) {
       }
       std::sort(files.begin(), files.end());
       if (files.empty()) throw UsageError(opt->dir + " holds no algorithm files");
+      // User-defined operators first (algorithms may name them): ops/*.c
+      // (C, through the LibTooling front end) and ops/*.cadop, packed as
+      // verified bytecode.
+      nlohmann::json ops = nlohmann::json::array();
+      UserOps user_ops;
+      const fs::path ops_dir = fs::path(opt->dir) / "ops";
+      if (fs::is_directory(ops_dir)) {
+        std::vector<std::string> op_files;
+        for (const auto &e : fs::directory_iterator(ops_dir))
+          if (e.is_regular_file() && (e.path().extension() == ".c" || e.path().extension() == ".cadop"))
+            op_files.push_back(e.path().string());
+        std::sort(op_files.begin(), op_files.end());
+        std::set<std::string> names;
+        OpcOptions oo;
+        oo.include_dirs.push_back(ops_dir.string());
+        for (const std::string &f : op_files) {
+          std::vector<UserOp> got;
+          if (!load_ops(s, f, oo, &got)) continue;
+          for (UserOp &u : got) {
+            if (!names.insert(u.name).second) {
+              s.diags.error(Code::OpNone, Loc(), f + ": a second operator named " + u.name + " in the library");
+              continue;
+            }
+            ops.push_back(userop_to_json(u));
+            if (!opt->json)
+              std::cout << u.name << ": operator, " << u.type << ", " << (u.commutative ? "commutative" : "noncommutative")
+                        << ", " << u.code.size() << " instructions\n";
+            user_ops.push_back(std::make_shared<const UserOp>(std::move(u)));
+          }
+        }
+      }
       std::vector<Module> modules(files.size());
       std::vector<const Algorithm *> algs;
       nlohmann::json listed = nlohmann::json::array(), sources = nlohmann::json::array();
       for (size_t i = 0; i < files.size(); i++) {
-        if (!load_module(s, files[i], &modules[i])) continue;
+        if (!load_module(s, files[i], &modules[i], true, user_ops)) continue;
         sources.push_back({{"file", fs::path(files[i]).filename().string()},
                            {"text", s.sm.file(modules[i].file).text}});
         for (const Algorithm &a : modules[i].algorithms) {
@@ -104,37 +135,9 @@ void add_build(CLI::App &app, Runner *run) {
         try {
           rules = nlohmann::json::parse(rules_text);
           std::vector<Rule> parsed;
-          read_rules(rules, rules_path.string(), algs, &parsed, &s.diags);
+          read_rules(rules, rules_path.string(), algs, user_ops, &parsed, &s.diags);
         } catch (const nlohmann::json::parse_error &e) {
           s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + e.what());
-        }
-      }
-      // User-defined operators: ops/*.c (C, through the LibTooling front
-      // end) and ops/*.cadop, packed as verified bytecode.
-      nlohmann::json ops = nlohmann::json::array();
-      const fs::path ops_dir = fs::path(opt->dir) / "ops";
-      if (fs::is_directory(ops_dir)) {
-        std::vector<std::string> op_files;
-        for (const auto &e : fs::directory_iterator(ops_dir))
-          if (e.is_regular_file() && (e.path().extension() == ".c" || e.path().extension() == ".cadop"))
-            op_files.push_back(e.path().string());
-        std::sort(op_files.begin(), op_files.end());
-        std::set<std::string> names;
-        OpcOptions oo;
-        oo.include_dirs.push_back(ops_dir.string());
-        for (const std::string &f : op_files) {
-          std::vector<UserOp> got;
-          if (!load_ops(s, f, oo, &got)) continue;
-          for (const UserOp &u : got) {
-            if (!names.insert(u.name).second) {
-              s.diags.error(Code::OpNone, Loc(), f + ": a second operator named " + u.name + " in the library");
-              continue;
-            }
-            ops.push_back(userop_to_json(u));
-            if (!opt->json)
-              std::cout << u.name << ": operator, " << u.type << ", " << (u.commutative ? "commutative" : "noncommutative")
-                        << ", " << u.code.size() << " instructions\n";
-          }
         }
       }
       if (s.diags.has_errors()) {

@@ -28,7 +28,7 @@ void add_compile(CLI::App &app, Runner *run) {
       Session s;
       s.json = opt->json;
       Module m;
-      if (!load_module(s, opt->file, &m)) return report(s);
+      if (!load_instance_ops(s, &opt->inst) || !load_module(s, opt->file, &m, true, opt->inst.ops)) return report(s);
       auto algs = select(m, opt->inst.algorithm);
       if (algs.size() > 1) throw UsageError(opt->file + " defines several algorithms: choose one with --algorithm");
       const Algorithm &a = *algs[0];

@@ -54,13 +54,12 @@ void add_verify(CLI::App &app, Runner *run) {
       s.json = opt->json;
       std::vector<Module> modules(opt->files.size());
       std::vector<std::pair<const Algorithm *, std::string>> algs;
+      if (!load_instance_ops(s, &opt->inst)) return report(s);
       for (size_t i = 0; i < opt->files.size(); i++) {
-        if (!load_module(s, opt->files[i], &modules[i])) continue;
+        if (!load_module(s, opt->files[i], &modules[i], true, opt->inst.ops)) continue;
         for (const Algorithm *a : select(modules[i], opt->inst.algorithm)) algs.emplace_back(a, opt->files[i]);
       }
       if (s.diags.has_errors()) return report(s);
-      InstanceSpec op;
-      parse_op(opt->inst, &op);
       SweepSettings st;
       st.ranks = opt->inst.ranks;
       st.sizes = opt->inst.sizes;
@@ -68,13 +67,16 @@ void add_verify(CLI::App &app, Runner *run) {
       st.params = opt->inst.params;
       st.topology = opt->inst.topology;
       st.inplace = opt->inst.inplace;
-      st.dtype = op.dtype;
-      st.op = op.op;
       const unsigned jobs = opt->jobs ? opt->jobs : std::max(1u, std::thread::hardware_concurrency());
       const bool tty = !opt->quiet && !opt->json && isatty(2);
       nlohmann::json results = nlohmann::json::array();
       for (const auto &[alg, file] : algs) {
         const Algorithm &a = *alg;
+        InstanceSpec op;  // the op, for this algorithm
+        parse_op(opt->inst, a, &op);
+        st.dtype = op.dtype;
+        st.op = op.op;
+        st.user_op = op.user_op;
         std::vector<InstanceSpec> plan;
         std::string error;
         if (!plan_sweep(a, file, st, &plan, &error, &s.diags)) {

@@ -11,14 +11,14 @@
 
 namespace cad::tool {
 
-bool load_module(Session &s, const std::string &path, Module *out, bool check) {
+bool load_module(Session &s, const std::string &path, Module *out, bool check, const UserOps &ops) {
   std::string error;
   const uint32_t file = s.sm.load(path, &error);
   if (!file) throw UsageError(error);
   const size_t before = s.diags.error_count();
   const bool parsed = s.sm.file(file).json ? read_json_module(s.sm, file, out, &s.diags)
                                            : parse_dsl(s.sm, file, out, &s.diags);
-  if (parsed && check) check_module(*out, &s.diags);
+  if (parsed && check) check_module(*out, &s.diags, ops);
   return s.diags.error_count() == before;
 }
 

@@ -34,9 +34,9 @@ struct Session {
 };
 
 // Loads and parses one file (.json: the JSON form, else the DSL) and
-// checks it; false if it has errors (reported into s.diags).  Throws
-// UsageError if the file cannot be read.
-bool load_module(Session &s, const std::string &path, Module *out, bool check = true);
+// checks it (`op NAME` may name one of ops); false if it has errors
+// (reported into s.diags).  Throws UsageError if the file cannot be read.
+bool load_module(Session &s, const std::string &path, Module *out, bool check = true, const UserOps &ops = {});
 
 // Prints the diagnostics (text on stderr, or JSON on stdout with the
 // extra fields given) and returns the exit code they call for.

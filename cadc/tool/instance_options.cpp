@@ -16,7 +16,8 @@ void add_instance_options(CLI::App *cmd, InstanceOptions *o, bool single) {
   cmd->add_option("--topology", o->topology, "Topology file (schemas/topology.schema.json)");
   cmd->add_option("--algorithm", o->algorithm, "Only this algorithm of the files");
   cmd->add_option("--dtype", o->dtype, "Datatype of the elements (i8..u64, f32, f64, ...)");
-  cmd->add_option("--op", o->op, "Reduction op of the instance (sum, max, ...)");
+  cmd->add_option("--op", o->op, "Reduction op of the instance (sum, max, ..., or a user-defined operator of --ops)");
+  cmd->add_option("--ops", o->op_files, "User-defined operators: C files (CAD_OP functions) or .cadop files");
   cmd->add_flag("--inplace", o->inplace, "MPI_IN_PLACE" + std::string(single ? "" : " (also checked when the algorithm declares it)"));
   if (single) cmd->add_flag("--noncommutative", o->noncommutative, "Treat the op as non-commutative");
 }
@@ -29,23 +30,57 @@ std::vector<const Algorithm *> select(const Module &m, const std::string &name) 
   return out;
 }
 
-void parse_op(const InstanceOptions &o, InstanceSpec *spec) {
+bool load_instance_ops(Session &s, InstanceOptions *o) {
+  const size_t before = s.diags.error_count();
+  for (const std::string &f : o->op_files) {
+    std::vector<UserOp> got;
+    if (!load_ops(s, f, OpcOptions(), &got)) continue;
+    for (UserOp &u : got) {
+      for (const auto &v : o->ops)
+        if (v->name == u.name) throw UsageError(f + ": a second operator named " + u.name + " (--ops)");
+      o->ops.push_back(std::make_shared<const UserOp>(std::move(u)));
+    }
+  }
+  return s.diags.error_count() == before;
+}
+
+void parse_op(const InstanceOptions &o, const Algorithm &a, InstanceSpec *spec) {
+  std::shared_ptr<const UserOp> user;
+  for (const auto &u : o.ops)
+    if (u->name == o.op) user = u;
+  if (o.op.empty() && collective_info(a.collective).reducing) user = a.user_op;
+  bool builtin = false;
+  for (unsigned k = CAD_OP_SUM; k < CAD_OP_USER; k++) builtin |= o.op == cad_op_name(k);
+  if (!user && !o.op.empty() && !builtin) {
+    std::string user_ops;
+    for (const auto &u : o.ops) user_ops += (user_ops.empty() ? "" : ", ") + u->name;
+    throw UsageError("unknown --op '" + o.op + "' (built-in: sum, prod, min, max, band, bor, bxor, land, lor, lxor, minloc, maxloc" +
+                     (user_ops.empty() ? std::string("; a user-defined one needs --ops FILE") : "; of --ops: " + user_ops) + ")");
+  }
+  if (a.user_op && collective_info(a.collective).reducing && (!user || user->name != a.user_op->name))
+    throw UsageError(a.name + " is written for the operator " + a.user_op->name + ": give --op " + a.user_op->name +
+                     " or no --op");
+  if (user) {
+    if (!o.dtype.empty()) throw UsageError("--dtype does not apply to " + user->name + ": its element type is " + user->type);
+    if (o.noncommutative) throw UsageError("--noncommutative does not apply to " + user->name + ": it declares whether it commutes");
+    spec->dtype = CAD_DT_USER;
+    spec->op = CAD_OP_USER;
+    spec->user_op = user;
+    spec->commutative = user->commutative;
+    return;
+  }
+  const std::string dtype = o.dtype.empty() ? "i32" : o.dtype, op = o.op.empty() ? "sum" : o.op;
   bool found = false;
   for (unsigned d = CAD_DT_INT8; d < CAD_DT_USER; d++)
-    if (o.dtype == cad_dtype_name(d)) {
+    if (dtype == cad_dtype_name(d)) {
       spec->dtype = d;
       found = true;
     }
-  if (!found) throw UsageError("unknown --dtype '" + o.dtype + "' (i8 .. u64, f32, f64, f64_i32, ...)");
-  found = false;
-  for (unsigned op = CAD_OP_SUM; op < CAD_OP_USER; op++)
-    if (o.op == cad_op_name(op)) {
-      spec->op = op;
-      found = true;
-    }
-  if (!found) throw UsageError("unknown --op '" + o.op + "'");
+  if (!found) throw UsageError("unknown --dtype '" + dtype + "' (i8 .. u64, f32, f64, f64_i32, ...)");
+  for (unsigned k = CAD_OP_SUM; k < CAD_OP_USER; k++)
+    if (op == cad_op_name(k)) spec->op = k;
   if (!cad_reduce_supported(spec->op, spec->dtype))
-    throw UsageError("op " + o.op + " does not apply to datatype " + o.dtype);
+    throw UsageError("op " + op + " does not apply to datatype " + dtype);
 }
 
 Machine load_topology_option(const std::string &path) {
@@ -77,7 +112,7 @@ InstanceSpec single_instance(const InstanceOptions &o, const Algorithm &a) {
   if (spec.root >= spec.P) throw UsageError("--root " + std::to_string(spec.root) + " is not below --ranks " + std::to_string(spec.P));
   spec.inplace = o.inplace;
   spec.commutative = !o.noncommutative;
-  parse_op(o, &spec);
+  parse_op(o, a, &spec);
   for (const std::string &p : o.params) {
     std::string name, error;
     std::vector<int64_t> values;
@@ -89,7 +124,6 @@ InstanceSpec single_instance(const InstanceOptions &o, const Algorithm &a) {
   std::shared_ptr<const Topology> topo;
   if (!Topology::make(load_topology_option(o.topology), spec.P, &topo, &error)) throw UsageError(error);
   spec.topo = topo;
-  (void)a;
   return spec;
 }
 

@@ -17,10 +17,16 @@ struct InstanceOptions {
   std::vector<std::string> params;   // name=SPEC
   std::string topology;              // a topology file
   std::string algorithm;             // which algorithm of a file
-  std::string dtype = "i32", op = "sum";
+  std::string dtype, op;             // "": i32, and sum (or the algorithm's user-defined operator)
   bool inplace = false;
   bool noncommutative = false;
+  std::vector<std::string> op_files; // --ops: .c or .cadop files
+  UserOps ops;                       // what they hold, loaded by load_instance_ops
 };
+
+// Loads the --ops files into o->ops (names must be unique); false with
+// diagnostics in s.
+bool load_instance_ops(Session &s, InstanceOptions *o);
 
 // single: --size/--root take one value (compile, dot); else lists (verify).
 void add_instance_options(CLI::App *cmd, InstanceOptions *o, bool single);
@@ -32,8 +38,11 @@ std::vector<const Algorithm *> select(const Module &m, const std::string &name);
 // One instance from single-valued options (compile, dot).
 InstanceSpec single_instance(const InstanceOptions &o, const Algorithm &a);
 
-// The op and datatype of --dtype, --op; throws UsageError.
-void parse_op(const InstanceOptions &o, InstanceSpec *spec);
+// The op and datatype of --dtype, --op for algorithm a: a built-in op, or
+// a user-defined operator of --ops (commutative or not as it declares);
+// without --op, the operator a names if it names one, else sum.  Throws
+// UsageError, e.g. when --op differs from the operator a is written for.
+void parse_op(const InstanceOptions &o, const Algorithm &a, InstanceSpec *spec);
 
 // The machine of --topology (flat if unset); throws UsageError.
 Machine load_topology_option(const std::string &path);

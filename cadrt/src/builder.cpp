@@ -23,6 +23,7 @@ struct cadrt_cad_s {
   std::vector<Buf> bufs;
   std::vector<cad_node> nodes;
   std::vector<std::pair<uint32_t, uint32_t>> edges;  // (from, to)
+  std::vector<std::shared_ptr<const cad::UserOp>> ops;  // user-defined operators, cad_node.user_op
 };
 
 namespace {
@@ -96,12 +97,29 @@ int cadrt_cad_copy(cadrt_cad cad, int dst_buf, size_t dst_offset, int src_buf, s
 
 int cadrt_cad_reduce(cadrt_cad cad, int dst_buf, size_t dst_offset, int src_buf, size_t src_offset, size_t count,
                      cadrt_datatype dt, cadrt_op op, int *node) {
-  const size_t esize = cadrt_datatype_size(dt);
-  if (!esize) return set_error(-EINVAL, "cadrt_cad_reduce: not a datatype");
+  if (!cad) return set_error(-EINVAL, "cadrt_cad_reduce: NULL CAD");
   cad_node n = {};
+  size_t esize = cadrt_datatype_size(dt);
+  if (op >= CADRT_USER_OP_FIRST) {  // a user-defined operator, over its own element type
+    const size_t k = static_cast<size_t>(op - CADRT_USER_OP_FIRST);
+    if (k >= rt().user_ops.size())
+      return set_error(-EINVAL, "cadrt_cad_reduce: op " + std::to_string(op) + " is not an op cadrt_op_lookup gave");
+    const std::shared_ptr<const cad::UserOp> &u = rt().user_ops[k];
+    if (dt != CADRT_USER)
+      return set_error(-EINVAL, "cadrt_cad_reduce: the user-defined op " + u->name + " takes CADRT_USER as its datatype");
+    auto at = std::find(cad->ops.begin(), cad->ops.end(), u);
+    n.user_op = static_cast<uint32_t>(at - cad->ops.begin());
+    if (at == cad->ops.end()) cad->ops.push_back(u);
+    esize = u->elem_size;
+    n.dtype = CAD_DT_USER;
+    n.op = CAD_OP_USER;
+  } else {
+    if (!esize) return set_error(-EINVAL, "cadrt_cad_reduce: not a datatype (CADRT_USER goes with a user-defined op)");
+    n.dtype = static_cast<uint8_t>(dt);
+    n.op = static_cast<uint8_t>(op);
+  }
+  if (count > UINT64_MAX / esize) return set_error(-EINVAL, "cadrt_cad_reduce: count * element size overflows");
   n.kind = CAD_NODE_REDUCE;
-  n.dtype = static_cast<uint8_t>(dt);
-  n.op = static_cast<uint8_t>(op);
   n.dst_buf = static_cast<uint32_t>(dst_buf);
   n.dst_off = dst_offset;
   n.src_buf = static_cast<uint32_t>(src_buf);
@@ -183,7 +201,7 @@ int cadrt_cad_issue(cadrt_cad cad, cadrt_request *req) {
     nodes[k].edge_count = static_cast<uint32_t>(to.size());
     for (uint32_t t : to) edges.push_back({t});
   }
-  static const char strings[] = "\0hand-built\0buffer";
+  std::string strings("\0hand-built\0buffer\0", 19);
   std::vector<cad_buffer> bufs;
   for (const auto &b : cad->bufs) {
     cad_buffer cb = {};
@@ -192,6 +210,12 @@ int cadrt_cad_issue(cadrt_cad cad, cadrt_request *req) {
     cb.size = b.size;
     cb.name = 12;
     bufs.push_back(cb);
+  }
+  cad::OpSection ops;
+  for (const auto &u : cad->ops) {
+    ops.add(*u, static_cast<uint32_t>(strings.size()), CAD_NO_LINE);
+    strings += u->name;
+    strings += '\0';
   }
   cad_image_desc d = {};
   d.rank = static_cast<uint32_t>(cad->comm->rank);
@@ -204,8 +228,9 @@ int cadrt_cad_issue(cadrt_cad cad, cadrt_request *req) {
   d.n_nodes = static_cast<uint32_t>(nodes.size());
   d.edges = edges.data();
   d.n_edges = static_cast<uint32_t>(edges.size());
-  d.strings = strings;
-  d.n_strings = sizeof strings;
+  ops.fill(&d);
+  d.strings = strings.data();
+  d.n_strings = static_cast<uint32_t>(strings.size());
   const uint64_t size = cad_image_size(&d);
   if (!size || size > cad_default_limits.max_image_size)
     return set_error(-E2BIG, "cadrt_cad_issue: the program is larger than the verifier's limit");

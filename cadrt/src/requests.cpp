@@ -78,6 +78,11 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
       *err = set_error(-EINVAL, var + "=" + forced + ": the library has no " + coll + " algorithm of that name");
       return nullptr;
     }
+    if (!cad::takes_op(*alg, spec)) {
+      *err = set_error(-EINVAL, var + "=" + forced + " is written for the operator " + alg->user_op->name +
+                                    ", not this call's op");
+      return nullptr;
+    }
     cad::Diagnostics quiet;
     cad::Instantiator probe(*alg, spec, &quiet);
     if (!probe.ok() || !probe.applicable()) {

@@ -8,6 +8,7 @@
  *     is associative and not commutative: a wrong order gives another map;
  *   - allreduce and reduce_scatter_block with maxloc, ties included;
  *   - a persistent allreduce started three times, and in place;
+ *   - a hand-built CAD (the builder API) with two user-defined operators;
  *   - counts 0, 1, 7 and 1000; the errors of misuse.
  * Prints "uop_check: ok (N checks, engine E)"; exit 1 on a failed check.
  */
@@ -187,6 +188,63 @@ int main(int argc, char **argv)
 			CHECK(cadrt_req_free(&req) == 0, "free persistent");
 		}
 		free(cs); free(cr); free(as); free(ar); free(ds); free(dr);
+	}
+
+	/* The builder: a hand-built CAD with two user-defined operators.  Each
+	 * rank sends its affine maps and (value, index) pairs to the next rank
+	 * and combines what the previous one sent into copies of its own. */
+	if (P >= 2) {
+		enum { N = 5 };
+		struct affine am[N], ain[N], aout[N];
+		struct dloc dm[N], din[N], dout[N];
+		const int next = (g_rank + 1) % P, prev = (g_rank + P - 1) % P;
+		int b_am, b_ain, b_aout, b_dm, b_din, b_dout, s1, r1, c1, x1, s2, r2, c2, x2, round;
+		cadrt_cad cad;
+		size_t k;
+
+		for (k = 0; k < N; k++) {
+			am[k] = affine_of(g_rank, k);
+			dm[k] = dloc_of(g_rank, k);
+		}
+		CHECK(cadrt_cad_new(w, &cad) == 0, "cadrt_cad_new");
+		CHECK(cadrt_cad_buffer(cad, am, sizeof am, 0, &b_am) == 0 && cadrt_cad_buffer(cad, ain, sizeof ain, 1, &b_ain) == 0 &&
+		      cadrt_cad_buffer(cad, aout, sizeof aout, 1, &b_aout) == 0 && cadrt_cad_buffer(cad, dm, sizeof dm, 0, &b_dm) == 0 &&
+		      cadrt_cad_buffer(cad, din, sizeof din, 1, &b_din) == 0 && cadrt_cad_buffer(cad, dout, sizeof dout, 1, &b_dout) == 0,
+		      "cadrt_cad_buffer");
+		CHECK(cadrt_cad_send(cad, b_am, 0, sizeof am, next, 0, &s1) == 0 &&
+		      cadrt_cad_recv(cad, b_ain, 0, sizeof ain, prev, 0, &r1) == 0 &&
+		      cadrt_cad_copy(cad, b_aout, 0, b_am, 0, sizeof am, &c1) == 0 &&
+		      cadrt_cad_reduce(cad, b_aout, 0, b_ain, 0, N, CADRT_USER, op_aff, &x1) == 0 &&
+		      cadrt_cad_send(cad, b_dm, 0, sizeof dm, next, 1, &s2) == 0 &&
+		      cadrt_cad_recv(cad, b_din, 0, sizeof din, prev, 1, &r2) == 0 &&
+		      cadrt_cad_copy(cad, b_dout, 0, b_dm, 0, sizeof dm, &c2) == 0 &&
+		      cadrt_cad_reduce(cad, b_dout, 0, b_din, 0, N, CADRT_USER, op_max, &x2) == 0, "builder nodes");
+		CHECK(cadrt_cad_connect(cad, r1, x1) == 0 && cadrt_cad_connect(cad, c1, x1) == 0 &&
+		      cadrt_cad_connect(cad, r2, x2) == 0 && cadrt_cad_connect(cad, c2, x2) == 0, "builder edges");
+		(void)s1;
+		(void)s2;
+		for (round = 0; round < 2; round++) {  /* issued twice */
+			CHECK(cadrt_cad_issue(cad, &req) == 0, "cadrt_cad_issue with user ops: %s", cadrt_error_message());
+			CHECK(cadrt_wait(&req) == 0, "wait the hand-built CAD");
+			for (k = 0; k < N; k++) {
+				struct affine x = affine_of(prev, k), e = affine_of(g_rank, k);
+				struct dloc y = dloc_of(prev, k), f = dloc_of(g_rank, k);
+				compose(&x, &e);
+				maxloc(&y, &f);
+				CHECK(aout[k].a == e.a && aout[k].b == e.b, "builder affine k=%zu", k);
+				CHECK(dout[k].v == f.v && dout[k].i == f.i, "builder maxloc k=%zu", k);
+			}
+		}
+		{
+			int bad;
+			CHECK(cadrt_cad_reduce(cad, b_aout, 0, b_ain, 0, N, CADRT_DOUBLE, op_aff, &bad) == -EINVAL &&
+			      strstr(cadrt_error_message(), "CADRT_USER"), "builder: a user op with a built-in datatype");
+			CHECK(cadrt_cad_reduce(cad, b_aout, 0, b_ain, 0, N, CADRT_USER, CADRT_SUM, &bad) == -EINVAL,
+			      "builder: CADRT_USER with SUM");
+			CHECK(cadrt_cad_reduce(cad, b_aout, 0, b_ain, 0, N, CADRT_USER, (cadrt_op)(CADRT_USER_OP_FIRST + 999), &bad) ==
+			      -EINVAL, "builder: an op nobody looked up");
+		}
+		CHECK(cadrt_cad_free(&cad) == 0, "cadrt_cad_free");
 	}
 
 	/* Misuse: clear errors, nothing started. */

@@ -220,7 +220,8 @@ int cadrt_cad_recv(cadrt_cad cad, int buf, size_t offset, size_t len, int peer, 
 		   int *node);
 int cadrt_cad_copy(cadrt_cad cad, int dst_buf, size_t dst_offset, int src_buf,
 		   size_t src_offset, size_t len, int *node);
-/* dst <- op(dst, src), count elements of dt. */
+/* dst <- op(dst, src), count elements of dt; with a user-defined op
+ * (cadrt_op_lookup), dt is CADRT_USER and count counts its elements. */
 int cadrt_cad_reduce(cadrt_cad cad, int dst_buf, size_t dst_offset, int src_buf,
 		     size_t src_offset, size_t count, cadrt_datatype dt, cadrt_op op,
 		     int *node);
