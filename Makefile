@@ -78,6 +78,9 @@ fuzz: build
 	for f in algorithms/*.cad; do \
 		$(BUILD)/bin/cadc fmt --to json $$f -o $(BUILD)/fuzz_cadc/seeds/$$(basename $$f .cad).json || exit 1; \
 	done
+	for f in algorithms/ops/*.c; do \
+		$(BUILD)/bin/cadc op compile $$f -o $(BUILD)/fuzz_cadc/seeds/$$(basename $$f .c).cadop || exit 1; \
+	done
 	$(BUILD)/bin/fuzz_cadc -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 -rss_limit_mb=4096 \
 		-dict=tests/fuzz/cadc.dict -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz_cadc/crashes/ \
 		$(BUILD)/fuzz_cadc/corpus $(BUILD)/fuzz_cadc/seeds

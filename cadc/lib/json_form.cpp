@@ -414,6 +414,17 @@ bool read_json_module(const SourceManager &sm, uint32_t file, Module *out, Diagn
     diags->error(Code::Schema, sm.at(file, std::min(at, sm.file(file).text.size())),
                  "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
     return false;
+  } catch (const json::exception &e) {
+    // out_of_range: a number that overflows ("number overflow parsing
+    // '1e999'"); located at the first occurrence of the quoted text.
+    const std::string what = e.what(), &text = sm.file(file).text;
+    const size_t q1 = what.find('\''), q2 = what.rfind('\'');
+    size_t at = q1 != std::string::npos && q2 > q1 ? text.find(what.substr(q1 + 1, q2 - q1 - 1)) : 0;
+    if (at == std::string::npos) at = 0;
+    const size_t bracket = what.find("] ");
+    diags->error(Code::Schema, sm.at(file, at),
+                 "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+    return false;
   }
   std::vector<SchemaError> errors;
   if (!Schema::builtin("algorithm.schema.json").validate(j, &errors)) {

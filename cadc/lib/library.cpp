@@ -148,7 +148,7 @@ bool load_library_text(const std::string &path, const std::string &text, Library
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error &e) {
+  } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
     return fail(std::string("not a library (invalid JSON): ") + e.what());
   }
   std::vector<SchemaError> errors;

@@ -77,7 +77,7 @@ bool load_machine(const std::string &path, Machine *out, std::string *error) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error &e) {
+  } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
     *error = path + ": invalid JSON: " + e.what();
     return false;
   }

@@ -224,8 +224,14 @@ nlohmann::json cadop_document(const std::string &file, const std::vector<UserOp>
 }
 
 bool read_cadop(const std::string &text, std::vector<UserOp> *ops, std::string *error) {
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  nlohmann::json doc;
+  try {  // not parse(text, nullptr, false): it still throws on a number out of range (found by fuzz_cadc)
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception &e) {
+    *error = std::string("not valid JSON: ") + e.what();
+    return false;
+  }
+  if (!doc.is_object()) {
     *error = "not a JSON object";
     return false;
   }

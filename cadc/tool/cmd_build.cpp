@@ -136,7 +136,7 @@ void add_build(CLI::App &app, Runner *run) {
           rules = nlohmann::json::parse(rules_text);
           std::vector<Rule> parsed;
           read_rules(rules, rules_path.string(), algs, user_ops, &parsed, &s.diags);
-        } catch (const nlohmann::json::parse_error &e) {
+        } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
           s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + e.what());
         }
       }

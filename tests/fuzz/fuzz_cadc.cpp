@@ -1,12 +1,17 @@
 // fuzz_cadc.cpp - libFuzzer target for everything cadc and the runtime read
-// from files they did not write: algorithm files in both forms and .cadlib
-// libraries.
+// from files they did not write: algorithm files in both forms, .cadlib
+// libraries and .cadop operator files.
 //
 // The input is taken as
 //   - a .cadlib if it is a JSON object with a "cadlib" key: its hash is
 //     recomputed first, so that mutations get past the integrity check to
-//     the schema, the sources and the rules; a library that loads then
-//     selects an algorithm for every collective;
+//     the schema, the sources, the operators and the rules; a library that
+//     loads then selects an algorithm for every collective and op (the
+//     built-ins and each of its operators);
+//   - a .cadop if it is a JSON object with a "cadop" key: every operator
+//     the verifier accepts is disassembled and run by the interpreter on
+//     elements taken from the input (block sizes 1, 7 and 64 + 3, in place
+//     and not), under the sanitizers;
 //   - the JSON form of an algorithm file if it starts with '{';
 //   - DSL text otherwise.
 // Whatever is read must either be rejected with diagnostics (all of them
@@ -32,6 +37,7 @@
 #include "library.h"
 #include "parser.h"
 #include "printer.h"
+#include "userop.h"
 #include "verify.h"
 
 namespace {
@@ -73,6 +79,39 @@ void library(const std::string &text) {
       spec.commutative = commutative;
       (void)cad::select_algorithm(lib, c, &spec);
     }
+    for (const auto &op : lib.ops) {
+      cad::InstanceSpec spec;
+      spec.P = 3;
+      spec.n = 5;
+      spec.dtype = CAD_DT_USER;
+      spec.op = CAD_OP_USER;
+      spec.user_op = op;
+      spec.commutative = op->commutative;
+      (void)cad::select_algorithm(lib, c, &spec);
+    }
+  }
+}
+
+// Verified operators must run on anything: elements made of the input's
+// bytes, blocks of several sizes, in == inout too.
+void operators(const std::string &text) {
+  std::vector<cad::UserOp> ops;
+  std::string error;
+  if (!cad::read_cadop(text, &ops, &error)) {
+    if (error.empty()) abort();
+    return;
+  }
+  for (const cad::UserOp &op : ops) {
+    if (!cad::userop_verify(op).empty() || cad::userop_disasm(op).empty()) abort();
+    for (uint64_t count : {1, 7, 67}) {
+      std::vector<unsigned char> in(count * op.elem_size), io(count * op.elem_size);
+      for (size_t i = 0; i < in.size(); i++) {
+        in[i] = static_cast<unsigned char>(text[(i * 7) % text.size()]);
+        io[i] = static_cast<unsigned char>(text[(i * 13 + 5) % text.size()]);
+      }
+      cad::userop_apply(op, io.data(), in.data(), count);
+      cad::userop_apply(op, io.data(), io.data(), count);
+    }
   }
 }
 
@@ -103,6 +142,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string text(reinterpret_cast<const char *>(data), size);
   if (text.find("\"cadlib\"") != std::string::npos && !text.empty() && text[0] == '{') {
     library(text);
+    return 0;
+  }
+  if (text.find("\"cadop\"") != std::string::npos && !text.empty() && text[0] == '{') {
+    operators(text);
     return 0;
   }
   const bool json = !text.empty() && text[0] == '{';

@@ -137,7 +137,8 @@ def test_missing_file_and_bad_cadop(build_dir, tmp_path):
         f.write_text(json.dumps(bad))
         r = subprocess.run([cadc, "op", "disasm", str(f)], capture_output=True, text=True)
         assert r.returncode == 1 and words in r.stderr and "CAD-E063" in r.stderr, (words, r.stderr)
-    for junk in (b"", b"\x00\xff" * 100, b"[1,2,3]", b'{"cadop": 1, "ops": [{}]}'):
+    for junk in (b"", b"\x00\xff" * 100, b"[1,2,3]", b'{"cadop": 1, "ops": [{}]}',
+                 b'{"cadop": 1, "ops": [{"code": [[1e99999]]}]}'):  # a number that overflows
         f = tmp_path / "junk.cadop"
         f.write_bytes(junk)
         r = subprocess.run([cadc, "op", "disasm", str(f)], capture_output=True, text=True)

@@ -111,9 +111,11 @@ def corrupt_variants(lib: bytes):
     doc2 = dict(doc)
     doc2["cadlib"] = 99
     yield "version", json.dumps(doc2).encode()
+    # A number JSON can write but a 64-bit double cannot hold.
+    yield "overflow", text.replace('"cadlib": 1', '"cadlib": 1e99999', 1).encode()
 
 
-@pytest.mark.parametrize("variant", ["empty", "garbage", "truncated", "tampered", "version", "missing"])
+@pytest.mark.parametrize("variant", ["empty", "garbage", "truncated", "tampered", "version", "overflow", "missing"])
 def test_corrupt_library_is_a_clear_error(build_dir, tmp_path, variant):
     lib = (build_dir / "lib" / "cad-std.cadlib").read_bytes()
     path = tmp_path / "bad.cadlib"
