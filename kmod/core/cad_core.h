@@ -166,10 +166,11 @@ int cad_exec_status(const struct cad_exec *ex);
 /* Whether a built-in op applies to a datatype, with MPI's rules. */
 bool cad_reduce_supported(unsigned int op, unsigned int dtype);
 
-/* Elements per VM dispatch, and the interpreter's working memory: the
- * register lanes, then a 16-bit mask and a byte of flags per instruction. */
+/* Elements per VM dispatch (of 64-bit lanes), and the interpreter's
+ * working memory: the register lanes, then per instruction a 16-bit mask,
+ * two 16-bit instruction indexes and a byte of flags (vm.c). */
 #define CAD_VM_LANES        256
-#define CAD_VM_SCRATCH_SIZE (CAD_VM_NREGS * CAD_VM_LANES * 8 + CAD_VM_MAX_INSNS * 3)
+#define CAD_VM_SCRATCH_SIZE (CAD_VM_NREGS * CAD_VM_LANES * 8 + CAD_VM_MAX_INSNS * 7)
 
 /*
  * Perform a verified REDUCE node: dst and src point at the node's

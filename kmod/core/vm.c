@@ -13,6 +13,9 @@
  * conditional jump that goes the same way for every lane of the block
  * stays in block mode; a divergent one finishes the block lane by lane
  * from that jump.  Both modes expand the same per-opcode semantics below.
+ * Integer code whose values fit 32 bits runs on 32-bit lanes in longer
+ * blocks (narrow mode); in 64-bit lanes, a * b +- c * d runs as one loop
+ * (dot2_plan).  Both plans are made once per call, from the code.
  *
  * The lane loops are marked CAD_IVDEP: register lanes are separate arrays,
  * a view starts at its block's first element with the lanes' stride, the
@@ -24,7 +27,9 @@
 #include "cad_core.h"
 
 #define LANES CAD_VM_LANES
-#define NF_SKIP 0x1   /* per-pc flag: an identity here (narrow_plan) */
+#define NF_SKIP 0x1   /* per-pc flag: nothing to do here (an identity, or
+		       * an FMUL that its NF_DOT2 reader computes) */
+#define NF_DOT2 0x2   /* per-pc flag: FADD/FSUB of two skipped FMULs */
 
 typedef __s8  s8_u  CAD_UNALIGNED;
 typedef __s16 s16_u CAD_UNALIGNED;
@@ -215,6 +220,18 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 
 /* ------------------------------------------------------------------ */
 
+/* The working memory of a call, in the caller's scratch: the register
+ * lanes, then the plan made once per call from the code. */
+struct vm_scratch {
+	__u64 R[CAD_VM_NREGS][LANES];
+	__u16 after[CAD_VM_MAX_INSNS];    /* per pc: registers read after pc */
+	__u16 prod[CAD_VM_MAX_INSNS][2];  /* NF_DOT2 at pc: its operands' FMULs */
+	__u8 flags[CAD_VM_MAX_INSNS];     /* per pc: NF_* */
+};
+
+_Static_assert(sizeof(struct vm_scratch) <= CAD_VM_SCRATCH_SIZE,
+	       "CAD_VM_SCRATCH_SIZE holds the interpreter's working memory");
+
 struct vm_env {
 	const struct cad_vm_insn *code;
 	const __u64 *consts;
@@ -223,7 +240,9 @@ struct vm_env {
 	const __u8 *ip;     /* first in element of the block */
 	__u64 (*R)[LANES];  /* register lanes */
 	const __u16 *after; /* per pc: registers read after pc */
+	const __u16 (*prod)[2]; /* per NF_DOT2 pc: its FMULs */
 	const __u8 *flags;  /* per pc: NF_* */
+	__u32 nl;           /* narrow mode: 32-bit lanes per register */
 };
 
 /* One lane, from pc to EXIT. */
@@ -287,6 +306,70 @@ static void reads_after(const struct cad_vm_insn *code, __u32 n, __u16 *after)
 	while (n--) {
 		after[n] = (__u16)mask;
 		mask |= reads(&code[n]);
+	}
+}
+
+/* Writes a register (dst): every format with one. */
+static bool writes(const struct cad_vm_insn *in)
+{
+	switch (cad_vm_opcode_format(in->code)) {
+	case CAD_VMF_LD: case CAD_VMF_MOVI: case CAD_VMF_LDK: case CAD_VMF_UN:
+	case CAD_VMF_BIN: case CAD_VMF_CMP: case CAD_VMF_SEL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+#define NO_PC 0xffffu
+
+/*
+ * The wide plan's products: an FADD or FSUB whose operands are both
+ * results of FMULs read by nothing else runs as one loop, (a * b) op
+ * (c * d), with the products in CPU registers instead of lanes: the FMULs
+ * are skipped (NF_SKIP), the sum (NF_DOT2) reads their operands.  Each
+ * operation is still rounded on its own (the core is built with
+ * -ffp-contract=off).  An FMUL at p is deferred to its reader q when
+ * between them nothing reads its result or writes its operands or its
+ * result and nothing is stored (an operand may be a view of element
+ * memory), and its result is dead after q unless q overwrites it.  Code
+ * with jumps is left alone: a deferred FMUL must run exactly when its
+ * reader does.  One pass in program order over the pending FMULs, by the
+ * register of their result.
+ */
+static void dot2_plan(const struct cad_vm_insn *code, __u32 count, const __u16 *after,
+		      __u8 *flags, __u16 (*prod)[2])
+{
+	__u16 pend[CAD_VM_NREGS];
+	__u32 pc, r;
+
+	for (pc = 0; pc < count; pc++)
+		if (code[pc].code == CAD_VM_JA || code[pc].code == CAD_VM_JZ ||
+		    code[pc].code == CAD_VM_JNZ)
+			return;
+	for (r = 0; r < CAD_VM_NREGS; r++)
+		pend[r] = NO_PC;
+	for (pc = 0; pc < count; pc++) {
+		const struct cad_vm_insn *in = &code[pc];
+		const __u32 rd = reads(in);
+
+		if ((in->code == CAD_VM_FADD || in->code == CAD_VM_FSUB) && in->a != in->b &&
+		    pend[in->a] != NO_PC && pend[in->b] != NO_PC &&
+		    (!(after[pc] & (1u << in->a)) || in->dst == in->a) &&
+		    (!(after[pc] & (1u << in->b)) || in->dst == in->b)) {
+			flags[pend[in->a]] |= NF_SKIP;
+			flags[pend[in->b]] |= NF_SKIP;
+			flags[pc] |= NF_DOT2;
+			prod[pc][0] = pend[in->a];
+			prod[pc][1] = pend[in->b];
+		}
+		for (r = 0; r < CAD_VM_NREGS; r++)
+			if (pend[r] != NO_PC &&
+			    ((rd & (1u << r)) || cad_vm_opcode_format(in->code) == CAD_VMF_ST ||
+			     (writes(in) && (reads(&code[pend[r]]) & (1u << in->dst)))))
+				pend[r] = NO_PC;
+		if (writes(in))
+			pend[in->dst] = in->code == CAD_VM_FMUL ? (__u16)pc : NO_PC;
 	}
 }
 
@@ -515,6 +598,11 @@ static void run_block(const struct vm_env *e, __u32 n)
 		B_OPLOOP(OUT(l) = SEM_##name(OPA(l), 0));                  \
 	} while (0)
 #define B_BIN(name, w)    do {                                             \
+		if ((CAD_VM_##name == CAD_VM_FADD || CAD_VM_##name == CAD_VM_FSUB) && \
+		    (e->flags[pc] & NF_DOT2)) {                            \
+			B_DOT2(name);                                      \
+			break;                                             \
+		}                                                          \
 		B_VARS;                                                    \
 		A = g.p[in->a]; sa_ = g.s[in->a];                          \
 		B = g.p[in->b]; sb_ = g.s[in->b];                          \
@@ -523,6 +611,28 @@ static void run_block(const struct vm_env *e, __u32 n)
 		B_DEST_FUSED();                                            \
 		B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l)));             \
 	} while (0)
+/* (a * b) op (c * d) of the two skipped FMULs prod names (dot2_plan).
+ * Their operands are read as they are now: nothing wrote them since. */
+#define B_DOT2(name)      do {                                             \
+		const struct cad_vm_insn *m0_ = &e->code[e->prod[pc][0]];  \
+		const struct cad_vm_insn *m1_ = &e->code[e->prod[pc][1]];  \
+		const __u8 *P0 = g.p[m0_->a], *P1 = g.p[m0_->b];           \
+		const __u8 *P2 = g.p[m1_->a], *P3 = g.p[m1_->b];           \
+		const __u32 s0_ = g.s[m0_->a], s1_ = g.s[m0_->b];          \
+		const __u32 s2_ = g.s[m1_->a], s3_ = g.s[m1_->b];          \
+		__u8 *D;                                                   \
+		__u32 sd_;                                                 \
+		B_DEST_FUSED();                                            \
+		if ((s0_ | s1_ | s2_ | s3_ | sd_) == 8)                    \
+			B_DOT2_LOOP(name, 8, 8, 8, 8, 8);                  \
+		else                                                       \
+			B_DOT2_LOOP(name, s0_, s1_, s2_, s3_, sd_);        \
+	} while (0)
+#define B_DOT2_LOOP(name, k0, k1, k2, k3, kd)                              \
+		CAD_IVDEP for (l = 0; l < n; l++)                          \
+			*(u64_u *)(D + (__u64)l * (kd)) = SEM_##name(      \
+				SEM_FMUL(AT(P0, k0, l), AT(P1, k1, l)),    \
+				SEM_FMUL(AT(P2, k2, l), AT(P3, k3, l)))
 /* A compare whose result only the next SEL reads (as its condition) runs
  * with it as one loop, t = a op b; d = t ? x : y, which vectorises as a
  * compare and a blend.  The compare's register is then dead and never
@@ -618,9 +728,10 @@ static unsigned int wlow(unsigned int w)
 }
 
 /* The narrow plan of the code (flags per instruction); false: run wide.
- * after: registers read after each pc, for the SEXT-before-store skip. */
+ * after: registers read after each pc, for the SEXT-before-store skip;
+ * *nregs: the registers written are r0 .. r(*nregs - 1) at most. */
 static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64 *consts,
-			const __u16 *after, __u8 *flags)
+			const __u16 *after, __u8 *flags, __u32 *nregs)
 {
 	__u8 w[CAD_VM_NREGS];
 	bool narrow = true;
@@ -718,6 +829,7 @@ static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64
 			break;
 		}
 		w[in->dst] = (__u8)wr;
+		*nregs = wmax(*nregs, in->dst + 1u);
 	}
 	return narrow;
 }
@@ -760,13 +872,17 @@ static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64
 #define NSTORE_ST_32(p, v) (*(u32_u *)(p) = (v))
 #define NSTORE_ST_64(p, v) (*(u64_u *)(p) = (__u64)(__s64)(__s32)(v))
 
-/* n (1..LANES) elements of narrow code, from pc 0 to EXIT: the registers
- * are 32-bit lanes in e->R, no views (every load copies). */
-static void run_block32(const struct vm_env *e, __u32 n)
+/* n (1..e->nl) elements of narrow code, from pc 0 to EXIT: the registers
+ * are rows of e->nl 32-bit lanes in e->R, no views (every load copies).
+ * Not inlined into its caller, whose frame (the plans) would then add to
+ * this one's on the kernel stack. */
+static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __u32 n)
 {
-	__u32 (*R)[LANES] = (__u32 (*)[LANES])e->R;
-	const __u32 esz = e->esz;
+	__u32 *const R0 = (__u32 *)e->R;
+	const __u32 esz = e->esz, nl = e->nl;
 	__u32 pc, l;
+
+#define R(r) (R0 + (__u64)(r) * nl)
 
 /* Element access with a constant stride for the common element sizes. */
 #define N_LOOP(body) do {                                                  \
@@ -780,19 +896,19 @@ static void run_block32(const struct vm_env *e, __u32 n)
 	} while (0)
 #define N_CASE_LD(name) case CAD_VM_##name: {                              \
 		const __u8 *p_ = (in->a ? e->io : e->ip) + in->imm;        \
-		__u32 *D = R[in->dst];                                     \
+		__u32 *D = R(in->dst);                                     \
 		N_LOOP(D[l] = NLOAD_##name(p_ + s_));                      \
 		break;                                                     \
 	}
 #define N_CASE_ST(name) case CAD_VM_##name: {                              \
 		__u8 *p_ = e->io + in->imm;                                \
-		const __u32 *A = R[in->a];                                 \
+		const __u32 *A = R(in->a);                                 \
 		N_LOOP(NSTORE_##name(p_ + s_, A[l]));                      \
 		break;                                                     \
 	}
 #define N_CASE_OP(name) case CAD_VM_##name: {                              \
-		const __u32 *A = R[in->a], *B = R[in->b];                  \
-		__u32 *D = R[in->dst];                                     \
+		const __u32 *A = R(in->a), *B = R(in->b);                  \
+		__u32 *D = R(in->dst);                                     \
 		(void)B;                                                   \
 		CAD_IVDEP for (l = 0; l < n; l++)                          \
 			D[l] = N_##name(A[l], B[l]);                       \
@@ -800,20 +916,20 @@ static void run_block32(const struct vm_env *e, __u32 n)
 	}
 /* As in 64-bit lanes, a compare only the next SEL reads runs with it. */
 #define N_CASE_CMP(name) case CAD_VM_##name: {                             \
-		const __u32 *A = R[in->a], *B = R[in->b];                  \
+		const __u32 *A = R(in->a), *B = R(in->b);                  \
 		const struct cad_vm_insn *sel_ = &in[1];                   \
 		if (sel_->code == CAD_VM_SEL && sel_->a == in->dst &&      \
 		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
 		    !(e->after[pc + 1] & (1u << in->dst))) {              \
-			const __u32 *X = R[sel_->b], *Y = R[sel_->imm];    \
-			__u32 *D = R[sel_->dst];                           \
+			const __u32 *X = R(sel_->b), *Y = R(sel_->imm);    \
+			__u32 *D = R(sel_->dst);                           \
 			CAD_IVDEP for (l = 0; l < n; l++) {                \
 				const __u32 x_ = X[l], y_ = Y[l];          \
 				D[l] = N_##name(A[l], B[l]) ? x_ : y_;     \
 			}                                                  \
 			pc++;                                              \
 		} else {                                                   \
-			__u32 *D = R[in->dst];                             \
+			__u32 *D = R(in->dst);                             \
 			CAD_IVDEP for (l = 0; l < n; l++)                  \
 				D[l] = N_##name(A[l], B[l]);               \
 		}                                                          \
@@ -838,15 +954,15 @@ static void run_block32(const struct vm_env *e, __u32 n)
 		case CAD_VM_MOVI: case CAD_VM_LDK: {
 			const __u32 v_ = in->code == CAD_VM_MOVI ? (__u32)in->imm
 					 : (__u32)e->consts[in->imm];
-			__u32 *D = R[in->dst];
+			__u32 *D = R(in->dst);
 
 			for (l = 0; l < n; l++)
 				D[l] = v_;
 			break;
 		}
 		case CAD_VM_SEL: {
-			const __u32 *C = R[in->a], *A = R[in->b], *B = R[in->imm];
-			__u32 *D = R[in->dst];
+			const __u32 *C = R(in->a), *A = R(in->b), *B = R(in->imm);
+			__u32 *D = R(in->dst);
 
 			CAD_IVDEP for (l = 0; l < n; l++) {
 				const __u32 a_ = A[l], b_ = B[l];
@@ -859,11 +975,27 @@ static void run_block32(const struct vm_env *e, __u32 n)
 			return;
 		}
 	}
+#undef R
+}
+
+/* Narrow mode's lanes per register: the register memory shared by the
+ * registers the code uses (nregs, maybe 0), at most NARROW_LANES, a
+ * multiple of 16 lanes (64 bytes).  Each instruction is a pass over the block, whose
+ * fixed cost (dispatch, the loop's mispredicted exit) the longer rows
+ * spread over more elements; the rows stay within L1 (32 KiB in all). */
+#define NARROW_LANES 2048u
+
+static __u32 narrow_lanes(__u32 nregs)
+{
+	const __u32 nl = (__u32)(sizeof(__u64[CAD_VM_NREGS][LANES]) / 4) / (nregs ? nregs : 1);
+
+	return nl < NARROW_LANES ? nl & ~15u : NARROW_LANES;
 }
 
 void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		    void *inout, const void *in, __u64 count, void *scratch)
 {
+	struct vm_scratch *w = scratch;
 	struct vm_env e = {
 		.code = prog->code + op->code_first,
 		/* no constants section: NULL, never NULL + 0 */
@@ -871,25 +1003,30 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		.esz = op->elem_size,
 		.io = inout,
 		.ip = in,
-		.R = scratch,
-		.after = (const __u16 *)((__u8 *)scratch + sizeof(__u64[CAD_VM_NREGS][LANES])),
-		.flags = (const __u8 *)scratch + sizeof(__u64[CAD_VM_NREGS][LANES]) +
-			 CAD_VM_MAX_INSNS * sizeof(__u16),
+		.R = w->R,
+		.after = w->after,
+		.prod = (const __u16 (*)[2])w->prod,
+		.flags = w->flags,
 	};
-	const __u64 block = (__u64)LANES * op->elem_size;
+	__u32 nregs = 0;
 	bool narrow;
 
-	reads_after(e.code, op->code_count, (__u16 *)e.after);
-	narrow = narrow_plan(e.code, op->code_count, e.consts, e.after, (__u8 *)e.flags);
+	reads_after(e.code, op->code_count, w->after);
+	narrow = narrow_plan(e.code, op->code_count, e.consts, w->after, w->flags, &nregs);
+	if (narrow)
+		e.nl = narrow_lanes(nregs);
+	else
+		dot2_plan(e.code, op->code_count, w->after, w->flags, w->prod);
 	while (count) {
-		__u32 n = count < LANES ? (__u32)count : LANES;
+		const __u32 max = narrow ? e.nl : LANES;
+		const __u32 n = count < max ? (__u32)count : max;
 
 		if (narrow)
 			run_block32(&e, n);
 		else
 			run_block(&e, n);
-		e.io += block;
-		e.ip += block;
+		e.io += (__u64)n * e.esz;
+		e.ip += (__u64)n * e.esz;
 		count -= n;
 	}
 }
