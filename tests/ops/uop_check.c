@@ -20,50 +20,10 @@
 
 #include <cadrt/cadrt.h>
 
-struct cplx { double re, im; };
-struct affine { int64_t a, b; };
-struct dloc { double v; int i; };
+#include "uop_common.h"
 
-static int g_checks, g_rank;
-
-#define CHECK(cond, ...) do {                                                   \
-		g_checks++;                                                     \
-		if (!(cond)) {                                                  \
-			fprintf(stderr, "uop_check: rank %d: line %d: ", g_rank, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fprintf(stderr, " (%s)\n", cadrt_error_message());      \
-			exit(1);                                                \
-		}                                                               \
-	} while (0)
-
-/* The operators as C, inout = in op inout (algorithms/ops/). */
-static void cmul(const struct cplx *in, struct cplx *io)
-{
-	double re = in->re * io->re - in->im * io->im, im = in->re * io->im + in->im * io->re;
-	io->re = re;
-	io->im = im;
-}
-
-static void compose(const struct affine *in, struct affine *io)
-{
-	uint64_t a = (uint64_t)in->a * (uint64_t)io->a, b = (uint64_t)in->a * (uint64_t)io->b + (uint64_t)in->b;
-	io->a = (int64_t)a;
-	io->b = (int64_t)b;
-}
-
-static void maxloc(const struct dloc *in, struct dloc *io)
-{
-	if (in->v > io->v) {
-		io->v = in->v;
-		io->i = in->i;
-	} else if (in->v == io->v && in->i < io->i) {
-		io->i = in->i;
-	}
-}
-
-static struct cplx cplx_of(int r, size_t k) { return (struct cplx){ (double)((int)((r + k) % 3) - 1), (double)((r * 7 + k) % 3) }; }
-static struct affine affine_of(int r, size_t k) { return (struct affine){ (int64_t)(2 * r + 3 + k), (int64_t)(r * 7919 + k) - 5 }; }
-static struct dloc dloc_of(int r, size_t k) { return (struct dloc){ (double)((r * 5 + k) % 4), r }; }
+int g_checks, g_rank;
+const char *g_prog = "uop_check";
 
 static int wait_ok(cadrt_request *req) { return cadrt_wait(req); }
 

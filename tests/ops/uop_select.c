@@ -17,36 +17,10 @@
 
 #include <cadrt/cadrt.h>
 
-struct cplx { double re, im; };
-struct affine { int64_t a, b; };
+#include "uop_common.h"
 
-static int g_checks, g_rank;
-
-#define CHECK(cond, ...) do {                                                   \
-		g_checks++;                                                     \
-		if (!(cond)) {                                                  \
-			fprintf(stderr, "uop_select: rank %d: line %d: ", g_rank, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fprintf(stderr, " (%s)\n", cadrt_error_message());      \
-			exit(1);                                                \
-		}                                                               \
-	} while (0)
-
-static void cmul(const struct cplx *in, struct cplx *io)
-{
-	const double re = in->re * io->re - in->im * io->im, im = in->re * io->im + in->im * io->re;
-	io->re = re;
-	io->im = im;
-}
-
-static void compose(const struct affine *in, struct affine *io)
-{
-	io->b = in->a * io->b + in->b;
-	io->a = in->a * io->a;
-}
-
-static struct cplx cplx_of(int r, size_t k) { return (struct cplx){ (double)((int)((r + k) % 3) - 1), (double)((r * 7 + k) % 3) }; }
-static struct affine affine_of(int r, size_t k) { return (struct affine){ (int64_t)(2 * r + 3 + k), (int64_t)(r * 7919 + k) - 5 }; }
+int g_checks, g_rank;
+const char *g_prog = "uop_select";
 
 int main(void)
 {
