@@ -189,6 +189,11 @@ class Reader {
     if (j.is_number_integer()) {
       e->kind = ExprKind::Int;
       e->value = j.get<int64_t>();
+      // What the DSL can write: a literal is at most INT64_MAX, and a minus
+      // in front of one is an operator (so -2^63 has no DSL text; found by
+      // fuzz_cadc as a round trip that did not parse back).
+      if ((j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) || e->value == INT64_MIN)
+        diags_->error(Code::Schema, e->loc, "integer " + j.dump() + " does not fit: literals are -(2^63 - 1) .. 2^63 - 1");
     } else if (j.is_boolean()) {
       e->kind = ExprKind::Bool;
       e->value = j.get<bool>();
