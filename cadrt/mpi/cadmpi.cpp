@@ -6,8 +6,9 @@
 // blocking forms, on intracommunicators, with predefined datatypes whose
 // extent is their size, predefined ops (MIN/MAXLOC on the pair types),
 // MPI_IN_PLACE where MPI has it.  Everything else (derived datatypes,
-// user ops, intercommunicators, MPI_THREAD_MULTIPLE programs, jobs that
-// span nodes) falls through to the MPI library unchanged.  The decision
+// user ops, intercommunicators, MPI_THREAD_MULTIPLE programs) falls
+// through to the MPI library unchanged.  (Ranks on other nodes are reached
+// by MPI point-to-point inside cadrt: cadrt_net.h.)  The decision
 // is made from the call's own arguments, so every rank of a correct
 // program makes the same one -- except a program that describes the same
 // data with a predefined type on one rank and a derived type on another,
@@ -216,7 +217,7 @@ void start() {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (!g_on && v && strcmp(v, "0") != 0 && rank == 0)
     fprintf(stderr, "cadmpi: collectives are left to MPI: %s\n",
-            err == -ENOTSUP ? "the job spans more than one machine" : cadrt_error_message());
+            *cadrt_error_message() ? cadrt_error_message() : strerror(-err));
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <vector>
+
+#include "cadrt/cadrt_net.h"
 
 namespace {
 
@@ -17,6 +20,50 @@ unsigned long long g_last_id = 0;  // the highest communicator id this process a
 int allgather(void *ctx, const void *mine, void *all, size_t bytes) {
   MPI_Comm comm = *static_cast<MPI_Comm *>(ctx);
   return PMPI_Allgather(mine, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE, comm);
+}
+
+// The network transport for ranks on other nodes: MPI point-to-point on
+// g_world (a dup: our tags never meet the application's), ranks of the
+// job being ranks of g_world.
+static_assert(sizeof(MPI_Request) <= sizeof(void *), "an MPI_Request fits in a handle");
+
+void *handle_of(MPI_Request q) {
+  void *h = nullptr;
+  memcpy(&h, &q, sizeof q);
+  return h;
+}
+
+MPI_Request request_of(void *h) {
+  MPI_Request q;
+  memcpy(&q, &h, sizeof q);
+  return q;
+}
+
+int net_isend(void *, int peer, int tag, const void *buf, size_t len, void **handle) {
+  if (len > static_cast<size_t>(INT32_MAX)) return -EMSGSIZE;
+  MPI_Request q;
+  if (PMPI_Isend(buf, static_cast<int>(len), MPI_BYTE, peer, tag, g_world, &q) != MPI_SUCCESS) return -EIO;
+  *handle = handle_of(q);
+  return 0;
+}
+
+int net_irecv(void *, int peer, int tag, void *buf, size_t len, void **handle) {
+  if (len > static_cast<size_t>(INT32_MAX)) return -EMSGSIZE;
+  MPI_Request q;
+  if (PMPI_Irecv(buf, static_cast<int>(len), MPI_BYTE, peer, tag, g_world, &q) != MPI_SUCCESS) return -EIO;
+  *handle = handle_of(q);
+  return 0;
+}
+
+int net_test(void *, void *handle, int *done) {
+  MPI_Request q = request_of(handle);
+  if (PMPI_Test(&q, done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -EIO;
+  return 0;
+}
+
+int net_cancel(void *, void *handle) {
+  MPI_Request q = request_of(handle);
+  return PMPI_Cancel(&q) == MPI_SUCCESS ? 0 : -EIO;
 }
 
 int free_attr(MPI_Comm, int, void *value, void *) {
@@ -37,16 +84,21 @@ int cadrt_init_mpi(MPI_Comm world) {
   if (inter) return -EINVAL;
   PMPI_Comm_rank(world, &rank);
   PMPI_Comm_size(world, &size);
-  // All on one machine?  The same answer everywhere: every rank's node
-  // group is the whole world, or none's is.
-  MPI_Comm node;
-  PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int node_size = 0;
-  PMPI_Comm_size(node, &node_size);
-  PMPI_Comm_free(&node);
-  if (node_size != size) return -ENOTSUP;
   PMPI_Comm_dup(world, &g_world);
-  int err = cadrt_init_job(rank, size, allgather, &g_world);
+  // Errors come back to the transport, which fails the collective.
+  PMPI_Comm_set_errhandler(g_world, MPI_ERRORS_RETURN);
+  // Ranks on other nodes (cadrt finds them) are reached by MPI
+  // point-to-point on g_world.
+  cadrt_net net = {};
+  void *ub = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+  net.tag_ub = found && ub ? *static_cast<int *>(ub) : 32767;
+  net.isend = net_isend;
+  net.irecv = net_irecv;
+  net.test = net_test;
+  net.cancel = net_cancel;
+  int err = cadrt_init_job_net(rank, size, allgather, &g_world, &net);
   // The same result on every rank (a local failure, such as memory, is
   // everyone's).
   int worst = err;

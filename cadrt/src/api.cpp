@@ -205,17 +205,28 @@ int cadrt_init(void) {
 }
 
 int cadrt_init_job(int rank, int size, cadrt_allgather_fn allgather, void *ctx) {
+  return cadrt_init_job_net(rank, size, allgather, ctx, nullptr);
+}
+
+int cadrt_init_job_net(int rank, int size, cadrt_allgather_fn allgather, void *ctx, const struct cadrt_net *net) {
   Entered entered;
   cadrt::clear_error();
-  if (!allgather) return set_error(-EINVAL, "cadrt_init_job: no allgather function");
+  const char *fn = net ? "cadrt_init_job_net" : "cadrt_init_job";
+  if (!allgather) return set_error(-EINVAL, std::string(fn) + ": no allgather function");
   if (size < 1 || size > (1 << 20) || rank < 0 || rank >= size)
-    return set_error(-EINVAL, "cadrt_init_job: rank " + std::to_string(rank) + " of " + std::to_string(size) +
+    return set_error(-EINVAL, std::string(fn) + ": rank " + std::to_string(rank) + " of " + std::to_string(size) +
                                   " is not a rank of a job");
+  if (net && (!net->isend || !net->irecv || !net->test || !net->cancel || net->tag_ub < 2))
+    return set_error(-EINVAL, "cadrt_init_job_net: the transport lacks a function or tags (tag_ub < 2)");
   cadrt::Runtime::Bootstrap b;
   b.rank = rank;
   b.size = size;
   b.allgather = allgather;
   b.ctx = ctx;
+  if (net) {
+    b.net = *net;
+    b.has_net = true;
+  }
   return rt().init_job(b);
 }
 

@@ -26,12 +26,12 @@
 
 namespace cadrt {
 
+thread_local bool t_in_handler = false;
+
 namespace {
 
 // Enough entries for one step of progress (a message stored, a reply).
 constexpr size_t kReserve = 8;
-
-thread_local bool t_in_handler = false;
 
 bool is_recv_side(uint32_t kind) { return kind == kEager || kind == kRts || kind == kFrag; }
 
@@ -124,6 +124,18 @@ bool Runtime::room() {
 // would send it, and a peer would wait for ever.  So a request completes
 // only once everything it sends is in the peers' rings.
 void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n, cadrt_request_s *owner) {
+  if (remote(ep)) {  // sent by net_progress()
+    Entry *e = pool_.get();
+    e->ep = ep;
+    e->owner = owner;
+    e->net = nullptr;
+    if (owner) owner->unsent++;
+    e->slot.h = h;
+    e->slot.h.frag = n;
+    if (n) memcpy(e->slot.payload, payload, n);
+    netq_.push(e);
+    return;
+  }
   Ring &q = seg.ring(me, ep);
   if (pending_[ep].empty()) {
     const uint64_t tail = q.tail.load(std::memory_order_relaxed);
@@ -257,14 +269,38 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
   }
 }
 
+static bool is_answer(uint32_t kind) {
+  return kind == kFinSend || kind == kFinRecv || kind == kRelSend || kind == kRelRecv;
+}
+
 void Runtime::dispatch(uint32_t ep, const Slot &s) {
   const MsgHeader &h = s.h;
-  if (recently_failed(h.ctx, h.seq)) return;
-  cadrt_request_s *r;
+  cadrt_request_s *r = find_active(h.ctx, h.seq);
+  if (r && r->draining) {
+    if (is_answer(h.kind)) answered(r, ep, h);
+    else release(ep, h);
+    return;
+  }
+  if (recently_failed(h.ctx, h.seq)) {
+    release(ep, h);
+    return;
+  }
   const int64_t node = target(h, ep, &r);
   if (r && h.kind == kAbort) {
     fail(r, -ECANCELED, std::string(reinterpret_cast<const char *>(s.payload), std::min<uint32_t>(h.frag, kPayload)),
          false);
+    return;
+  }
+  if (h.kind == kRelSend || h.kind == kRelRecv) {
+    // The peer failed this collective (its ABORT, with the reason, did
+    // not get through); nothing to answer if it is not running here.
+    if (r) {
+      fail(r, -ECANCELED,
+           "rank " + std::to_string(r->comm->rank_of_ep[ep]) + " gave up collective #" + std::to_string(h.seq) +
+               " of the communicator",
+           true);
+      settle(r, ep, h);
+    }
     return;
   }
   if (r && !r->from_cad && h.fp != r->inst->fp) {
@@ -274,6 +310,7 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
              std::to_string(r->comm->rank) + " runs " + r->inst->desc + ", rank " +
              std::to_string(r->comm->rank_of_ep[ep]) + " another",
          true);
+    settle(r, ep, h);
     return;
   }
   if (node >= 0) {
@@ -370,6 +407,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
          "rank " + std::to_string(r->comm->rank) + " receives " + std::to_string(n.len) + " bytes from rank " +
              std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which sends " + std::to_string(h.len),
          true);
+    release(ep, h);
     return;
   }
   int err = 0;
@@ -387,15 +425,31 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
       if (!cma_copy(true, ep, at(r, n.dst_buf, n.dst_off), h.addr, h.len, &err)) {
         fail(r, -EPIPE, "reading " + std::to_string(h.len) + " bytes from rank " + std::to_string(peer) +
                             " failed: " + cma_why(err), true);
+        release(ep, h);
         return;
       }
       push(ep, header(r, node, kFinSend), nullptr, 0, r);
       complete(r, node);
       break;
     case kCts:
+      if (remote(ep)) {
+        if (h.len != n.len) {
+          fail(r, -EMSGSIZE,
+               "rank " + std::to_string(r->comm->rank) + " sends " + std::to_string(n.len) + " bytes to rank " +
+                   std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which receives " + std::to_string(h.len),
+               true);
+          release(ep, h);
+          return;
+        }
+        r->xfer[node].token = h.addr;  // the receiver's tag
+        r->xfer[node].state = kNetSend;
+        r->netwait.push_back(node);
+        break;
+      }
       if (!cma_copy(false, ep, at(r, n.src_buf, n.src_off), h.addr, h.len, &err)) {
         fail(r, -EPIPE, "writing " + std::to_string(h.len) + " bytes to rank " + std::to_string(peer) +
                             " failed: " + cma_why(err), true);
+        release(ep, h);
         return;
       }
       push(ep, header(r, node, kFinRecv), nullptr, 0, r);
@@ -449,10 +503,14 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
   Xfer &x = r->xfer[node];
   x.done = 0;
   const bool eager = n.len <= kPayload;
+  const bool far = remote(ep);
   if (n.kind == CAD_NODE_SEND) {
     if (eager) {
       push(ep, header(r, node, kEager), at(r, n.src_buf, n.src_off), static_cast<uint32_t>(n.len), r);
       complete(r, node);
+    } else if (far) {
+      x.state = kWaitCts;  // the receiver posts, then says where
+      drain_unexpected(r, ep);
     } else if (!cma) {
       x.state = kFragOut;
       r->outgoing.push_back(node);
@@ -467,6 +525,11 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
       x.state = kWaitFin;
       push(ep, h, nullptr, 0, r);
     }
+    return;
+  }
+  if (!eager && far) {
+    x.state = kNetRecv;
+    r->netwait.push_back(node);
     return;
   }
   if (!eager && cma && (n.flags & CAD_XFER_SENDER_WRITES)) {
@@ -484,7 +547,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
 bool Runtime::issue(cadrt_request_s *r) {
   bool moved = false;
   uint32_t i;
-  while (!r->done && room() && cad_exec_next(&r->ex, &i)) {
+  while (!r->done && !r->draining && room() && cad_exec_next(&r->ex, &i)) {
     const cad_node &n = r->inst->prog.nodes[i];
     moved = true;
     switch (n.kind) {
@@ -505,8 +568,12 @@ bool Runtime::issue(cadrt_request_s *r) {
   return moved;
 }
 
+// A failed request tells its peers (ABORT, best effort: it needs room),
+// answers what it holds of theirs, and completes -- unless a peer may still
+// copy from or into its buffers, see draining.  Leaves at least kReserve - 1
+// free entries, enough for a release by the caller.
 void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tell_peers) {
-  if (r->done) return;
+  if (r->done || r->draining) return;
   if (r->error.empty()) r->error = why;
   cad_exec_abort(&r->ex, err);
   if (tell_peers && room()) {
@@ -520,7 +587,73 @@ void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tel
   }
   failed_[failed_next_++ % failed_.size()] = {r->comm->ctx, r->seq};
   r->result = err;
+  if (!release_failed()) release_later_ = true;
+  if (exposed(r)) {
+    r->draining = true;
+    return;
+  }
   finish(r);
+}
+
+void Runtime::settle(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
+  if (!is_answer(h.kind)) release(ep, h);
+  else if (r->draining) answered(r, ep, h);
+}
+
+void Runtime::release(uint32_t ep, const MsgHeader &h) {
+  if (h.kind != kRts && h.kind != kCts) return;
+  MsgHeader a = h;
+  a.kind = h.kind == kRts ? kRelSend : kRelRecv;
+  a.addr = 0;
+  push(ep, a, nullptr, 0, nullptr);
+}
+
+bool Runtime::release_failed() {
+  for (uint32_t ep = 0; ep < nep; ep++) {
+    Queue &uq = unexpected_[ep];
+    Queue keep;
+    bool ok = true;
+    while (Entry *e = uq.pop()) {
+      if (!ok || !recently_failed(e->slot.h.ctx, e->slot.h.seq)) {
+        keep.push(e);
+        continue;
+      }
+      if ((e->slot.h.kind == kRts || e->slot.h.kind == kCts) && !room()) {
+        ok = false;
+        keep.push(e);
+        continue;
+      }
+      release(ep, e->slot.h);
+      pool_.put(e);
+    }
+    uq = keep;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool Runtime::exposed(const cadrt_request_s *r) const {
+  const cad_prog &p = r->inst->prog;
+  for (uint32_t i = 0; i < p.n_nodes; i++) {
+    if (r->xfer[i].state == kNetSend || r->xfer[i].state == kNetWait) return true;
+    if (r->xfer[i].state != kWaitFin) continue;
+    const uint32_t ep = r->comm->ep[p.nodes[i].peer];
+    if (seg.rank(ep).state.load(std::memory_order_acquire) < kExited) return true;
+  }
+  return false;
+}
+
+void Runtime::answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
+  const int32_t peer = ep < r->comm->rank_of_ep.size() ? r->comm->rank_of_ep[ep] : -1;
+  if (peer >= 0) {
+    const uint8_t kind = h.kind == kFinSend || h.kind == kRelSend ? CAD_NODE_SEND : CAD_NODE_RECV;
+    const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
+    if (node >= 0 && r->xfer[node].state == kWaitFin) r->xfer[node].state = kIdle;
+    // A receive from another node whose sender will not send: cancelled
+    // (done when the transport says so).
+    if (node >= 0 && r->xfer[node].state == kNetWait && h.kind == kRelRecv) net_.cancel(net_.ctx, r->xfer[node].net);
+  }
+  if (!exposed(r)) finish(r);
 }
 
 void Runtime::unlink_active(cadrt_request_s *r) {
@@ -541,9 +674,12 @@ void Runtime::finish(cadrt_request_s *r) {
     for (uint32_t ep = 0; ep < nep; ep++)
       for (Entry *e = pending_[ep].head; e; e = e->next)
         if (e->owner == r) e->owner = nullptr;
+    for (Entry *e = netq_.head; e; e = e->next)
+      if (e->owner == r) e->owner = nullptr;
     r->unsent = 0;
   }
   if (!r->result) r->result = cad_exec_status(&r->ex);
+  r->draining = false;
   unlink_active(r);
   waiting_output.fetch_sub(static_cast<int>(r->outgoing.size()), std::memory_order_relaxed);
   r->outgoing.clear();
@@ -582,17 +718,29 @@ void Runtime::activate(cadrt_request_s *r) {
         break;
       }
   }
-  if (!r->done) {
+  if (!r->done && !r->draining) {
     issue(r);
-    if (complete_now(r)) finish(r);
+    if (!r->draining && complete_now(r)) finish(r);
   }
 }
 
 bool Runtime::progress() {
+  const bool net = net_here();
   bool moved = flush_pending();
   moved |= poll_incoming();
+  if (net) moved |= net_progress();
+  if (release_later_ && room()) release_later_ = !release_failed();
   for (cadrt_request_s *r = active_, *next; r; r = next) {
     next = r->next;
+    if (net && !r->netwait.empty()) moved |= net_request(r);
+    if (r->done) continue;
+    if (r->draining) {
+      if (!exposed(r)) {  // the peer it waited for has exited
+        finish(r);
+        moved = true;
+      }
+      continue;
+    }
     if (r->redrain && room()) {
       r->redrain = false;
       for (uint32_t ep = 0; ep < nep; ep++) drain_unexpected(r, ep);
@@ -605,11 +753,12 @@ bool Runtime::progress() {
       if (r->outgoing.size() == before) k++;
     }
     moved |= issue(r);
-    if (!r->done && complete_now(r)) {
+    if (!r->done && !r->draining && complete_now(r)) {
       finish(r);
       moved = true;
     }
   }
+  if (net && !netq_.empty()) moved |= net_progress();  // what this pass said to other nodes
   return moved;
 }
 
@@ -631,12 +780,28 @@ void Runtime::sleep_until_message(int timeout_ms, bool progress_thread) {
   if (!progress_thread) mine.polling.store(polling, std::memory_order_relaxed);
 }
 
-// A peer that cadrun saw die: every active request fails.
+// A peer that cadrun saw die: every active request fails.  While a failed
+// request waits for a peer's answer, that peer is also looked for by its
+// pid (without cadrun, as under mpirun, nobody else marks it dead).
 bool Runtime::check_peers() {
+  bool draining = false;
+  for (const cadrt_request_s *r = active_; r; r = r->next) draining |= r->draining;
   for (uint32_t ep = 0; ep < nep; ep++) {
-    if (seg.rank(ep).state.load(std::memory_order_acquire) != kDead) continue;
+    RankInfo &ri = seg.rank(ep);
+    if (draining && ep != me && ri.state.load(std::memory_order_acquire) == kAlive) {
+      const pid_t pid = ri.pid.load(std::memory_order_relaxed);
+      if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) ri.state.store(kDead, std::memory_order_release);
+    }
+    if (ri.state.load(std::memory_order_acquire) != kDead) continue;
     const std::string why = "rank " + std::to_string(ep) + " of the job died";
-    while (active_) fail(active_, -EPIPE, why, false);
+    for (cadrt_request_s *r = active_, *next; r; r = next) {
+      next = r->next;
+      if (r->draining) {
+        if (!exposed(r)) finish(r);
+      } else {
+        fail(r, -EPIPE, why, false);
+      }
+    }
     return true;
   }
   return false;

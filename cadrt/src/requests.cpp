@@ -176,7 +176,7 @@ void Runtime::recycle(cadrt_request_s *r) {
   // A fresh request but for the vectors' capacity.
   r->comm = nullptr;
   r->inst.reset();
-  r->persistent = r->active = r->done = r->redrain = r->from_cad = false;
+  r->persistent = r->active = r->done = r->redrain = r->draining = r->from_cad = false;
   r->result = 0;
   r->error.clear();
   r->seq = 0;
@@ -225,6 +225,8 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
     return set_error(-EINVAL, "the send and receive buffers overlap: use CADRT_IN_PLACE");
   r->exec_mem.assign((cad_exec_mem_size(&p) + 3) / 4, 0);
   r->xfer.assign(p.n_nodes, Xfer());
+  r->netwait.clear();
+  r->netwait.reserve(p.n_nodes);  // progress() must not allocate
   cad_exec_init(&r->ex, &p, r->exec_mem.data());
   return 0;
 }
@@ -234,7 +236,9 @@ int Runtime::start(cadrt_request_s *r) {
   for (auto &s : r->scratch) std::fill(s.begin(), s.end(), 0);
   for (Xfer &x : r->xfer) x = Xfer();
   r->outgoing.clear();
+  r->netwait.clear();
   r->redrain = false;
+  r->draining = false;
   r->unsent = 0;
   r->seq = r->comm->next_seq++;
   cad_exec_start(&r->ex);
@@ -283,7 +287,8 @@ int Runtime::wait(cadrt_request_s *r) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     const int64_t t = ts.tv_sec * 1000000000ll + ts.tv_nsec;
     if (idle_since < 0) idle_since = t;
-    if (t - idle_since > kSpinNs) sleep_until_message(10);
+    // (Messages from other nodes ring no bell: with those, keep polling.)
+    if (t - idle_since > kSpinNs && nlocal == nep) sleep_until_message(10);
     else if (idle % 16 == 0) sched_yield();
   }
   return r->result;

@@ -190,19 +190,68 @@ std::unique_lock<std::mutex> Runtime::guard() {
 
 // ---------------------------------------------------------------- world
 
-// Under a bootstrap: rank 0 creates the segment; the others open it
-// through /proc/<pid>/fd/<fd> (as the same user, this needs no more
-// rights than reading the file).
+// Which node this process is on: the kernel instance (boot id) and host
+// name; with a network transport, CADRT_RANKS_PER_NODE=k makes ranks
+// 0..k-1 one node, k..2k-1 the next, ... (one machine as several nodes).
+static uint64_t node_key(int rank, bool has_net) {
+  long k;
+  if (has_net && env_long("CADRT_RANKS_PER_NODE", &k) && k > 0) return 0x8000000000000000ull | (rank / k);
+  std::string id;
+  if (FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char buf[64] = {};
+    if (fgets(buf, sizeof buf, f)) id = buf;
+    fclose(f);
+  }
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  id += host;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+  return h & 0x7fffffffffffffffull;
+}
+
+// Under a bootstrap: the first rank of each node creates that node's
+// segment; the others open it through /proc/<pid>/fd/<fd> (as the same
+// user, this needs no more rights than reading the file).  A segment has
+// the slots of every rank of the job; only its node's are used.
 int Runtime::join_bootstrap() {
   const uint32_t n = static_cast<uint32_t>(boot_.size);
+  const uint32_t rank = static_cast<uint32_t>(boot_.rank);
+  struct Who {
+    uint64_t node;
+    int32_t pid, pad;
+  };
+  std::vector<Who> who(n);
+  const Who mine_who = {node_key(boot_.rank, boot_.has_net), getpid(), 0};
+  if (boot_.allgather(boot_.ctx, &mine_who, who.data(), sizeof mine_who))
+    return set_error(-EIO, "joining the job: the allgather failed");
+  uint32_t leader = rank, nodes = 0;
+  nlocal = 0;
+  remote_.assign(n, 0);
+  for (uint32_t q = 0; q < n; q++) {
+    bool first = true;
+    for (uint32_t p = 0; p < q && first; p++) first = who[p].node != who[q].node;
+    if (first && who[q].node == who[rank].node) node_index_ = nodes;
+    nodes += first;
+    if (who[q].node == who[rank].node) {
+      leader = std::min(leader, q);
+      nlocal++;
+    } else {
+      remote_[q] = 1;
+    }
+  }
+  if (nodes > 1 && !boot_.has_net)
+    return set_error(-ENOTSUP, "joining the job: its ranks are on " + std::to_string(nodes) +
+                                   " nodes; cadrt_init_job runs a job on one machine (across nodes: "
+                                   "cadrt_init_job_net, or cadrt_init_mpi under MPI)");
   struct Where {
-    int32_t pid, fd, ok, err;
+    int32_t fd, ok, err, pad;
   };
   std::vector<Where> all(n);
   std::string error;
   int fd = -1;
-  Where mine = {getpid(), -1, 1, 0};
-  if (boot_.rank == 0) {
+  Where mine = {-1, 1, 0, 0};
+  if (rank == leader) {
     fd = memfd_create("cadrt-job", MFD_CLOEXEC);
     if (fd < 0 || !seg.map(fd, true, n, &error)) {
       mine.ok = 0;
@@ -212,15 +261,19 @@ int Runtime::join_bootstrap() {
   }
   if (boot_.allgather(boot_.ctx, &mine, all.data(), sizeof mine))
     return set_error(-EIO, "joining the job: the allgather failed");
-  if (!all[0].ok) {
+  bool all_ok = true;
+  for (uint32_t q = 0; q < n; q++) all_ok &= all[q].ok != 0;
+  if (!all_ok) {
     if (fd >= 0) close(fd);
     seg.unmap();
-    return set_error(-ENOMEM, "joining the job: rank 0 could not create the shared segment: " +
-                                  (error.empty() ? std::string(strerror(all[0].err)) : error));
+    for (uint32_t q = 0; q < n; q++)
+      if (!all[q].ok)
+        return set_error(-ENOMEM, "joining the job: rank " + std::to_string(q) +
+                                      " could not create its node's shared segment: " +
+                                      (q == rank && !error.empty() ? error : std::string(strerror(all[q].err))));
   }
-  mine.ok = 1;
-  if (boot_.rank != 0) {
-    const std::string path = "/proc/" + std::to_string(all[0].pid) + "/fd/" + std::to_string(all[0].fd);
+  if (rank != leader) {
+    const std::string path = "/proc/" + std::to_string(who[leader].pid) + "/fd/" + std::to_string(all[leader].fd);
     const int own = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (own < 0 || !seg.map(own, false, n, &error)) {
       mine.ok = 0;
@@ -229,7 +282,7 @@ int Runtime::join_bootstrap() {
     }
     if (own >= 0) close(own);
   }
-  // Everyone mapped (or says why not) before rank 0 lets go of the file.
+  // Everyone mapped (or says why not) before the leaders let go of the file.
   if (boot_.allgather(boot_.ctx, &mine, all.data(), sizeof mine))
     return set_error(-EIO, "joining the job: the allgather failed");
   if (fd >= 0) close(fd);
@@ -237,9 +290,11 @@ int Runtime::join_bootstrap() {
     if (!all[r].ok) {
       seg.unmap();
       return set_error(-EACCES, "joining the job: rank " + std::to_string(r) +
-                                    " could not open the shared segment" + (error.empty() ? "" : ": " + error) +
-                                    " (are all ranks on one machine?)");
+                                    " could not open its node's shared segment" +
+                                    (r == rank && !error.empty() ? ": " + error : std::string()) +
+                                    " (are the ranks of a node in one kernel and as one user?)");
     }
+  seg.set_members(nlocal);
   return 0;
 }
 
@@ -268,13 +323,29 @@ int Runtime::setup_world() {
   }
   me = static_cast<uint32_t>(rank);
   nep = static_cast<uint32_t>(size);
+  if (!booted_) {
+    nlocal = nep;
+    remote_.clear();
+    node_index_ = 0;
+  }
   RankInfo &mine = seg.rank(me);
   mine.pid.store(getpid(), std::memory_order_relaxed);
   mine.tid.store(static_cast<int32_t>(gettid()), std::memory_order_relaxed);
   mine.probe_addr = reinterpret_cast<uint64_t>(&g_probe_word);
   my_place(mine.place);
+  mine.place[0] = static_cast<int32_t>(node_index_);
   mine.state.store(kAlive, std::memory_order_release);
   seg.barrier();
+  places_.assign(nep, {0, -1, -1, -1});
+  if (nlocal < nep) {
+    // Ranks of other nodes are not in the segment: gather.
+    std::array<int32_t, 4> p = {mine.place[0], mine.place[1], mine.place[2], mine.place[3]};
+    if (boot_.allgather(boot_.ctx, p.data(), places_.data(), sizeof p))
+      return set_error(-EIO, "joining the job: the allgather failed");
+  } else {
+    for (uint32_t i = 0; i < nep; i++)
+      for (int k = 0; k < 4; k++) places_[i][static_cast<size_t>(k)] = seg.rank(i).place[k];
+  }
   return 0;
 }
 
@@ -282,7 +353,7 @@ int Runtime::setup_world() {
 // a word of the next rank; one failure turns it off for all.
 int Runtime::probe_cma() {
   cma = false;
-  if (nep == 1) return 0;
+  if (nlocal == 1) return 0;
   const char *want = env("CADRT_CMA");
   if (want && strcmp(want, "0") == 0) {
     seg.header().cma_denied.store(1);
@@ -290,7 +361,8 @@ int Runtime::probe_cma() {
     // Yama's ptrace_scope 1 lets only ancestors attach: allow the job.
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     seg.barrier();
-    const uint32_t peer = (me + 1) % nep;
+    uint32_t peer = (me + 1) % nep;
+    while (remote(peer)) peer = (peer + 1) % nep;  // the next rank of this node
     uint64_t word = 0;
     struct iovec l = {&word, sizeof word};
     struct iovec r = {reinterpret_cast<void *>(seg.rank(peer).probe_addr), sizeof word};
@@ -383,7 +455,7 @@ int Runtime::start_engine() {
     // core for it; else the signal engine, whose helper only sleeps.
     // (Every rank of a node sees the same /dev/cad and the same cores, so
     // all choose alike.)
-    if (access("/dev/cad", R_OK | W_OK) == 0) {
+    if (nlocal == nep && access("/dev/cad", R_OK | W_OK) == 0) {
       engine = Engine::Kernel;
       if (kernel_open() == 0) return 0;
       kernel_close();
@@ -393,7 +465,7 @@ int Runtime::start_engine() {
     }
     cpu_set_t set;
     const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-    name = cpus >= 2 * static_cast<long>(nep) ? "thread" : "signal";
+    name = cpus >= 2 * static_cast<long>(nlocal) ? "thread" : "signal";
   }
   if (name == "poll") {
     engine = Engine::Poll;
@@ -410,6 +482,9 @@ int Runtime::start_engine() {
     main_thread_ = pthread_self();
     helper_ = std::thread([this] { signal_helper_main(); });
   } else if (name == "kernel") {
+    if (nlocal < nep)
+      return set_error(-ENOTSUP, "CADRT_ENGINE=kernel: the kernel engine runs jobs on one node, and ranks of this "
+                                 "one are on other nodes");
     engine = Engine::Kernel;
     return kernel_open();
   } else {
@@ -463,12 +538,17 @@ int Runtime::init() {
   for (uint32_t i = 0; i < nep; i++) world->ep.push_back(i);
   world->rank_of_ep.assign(world->ep.begin(), world->ep.end());
   std::vector<std::vector<int64_t>> places;
-  for (uint32_t i = 0; i < nep; i++) {
-    const RankInfo &ri = seg.rank(i);
-    places.push_back({ri.place[0], ri.place[1], ri.place[2], ri.place[3]});
-  }
+  for (uint32_t i = 0; i < nep; i++) places.push_back({places_[i][0], places_[i][1], places_[i][2], places_[i][3]});
   if (int err = make_topology(world.get(), places)) return err;
   if (int err = start_engine()) return err;
+  has_net_ = nlocal < nep;  // (only a bootstrap with a transport gets here)
+  if (has_net_) {
+    net_ = boot_.net;
+    if (int err = net_start()) return err;
+    if (verbose)
+      fprintf(stderr, "cadrt: rank %u: %u of the %u ranks are on this node; the others through the network transport\n",
+              me, nlocal, nep);
+  }
   initialised_ = true;
   return 0;
 }
@@ -526,6 +606,7 @@ int Runtime::finalize() {
     if (!output_deliverable()) break;
     sleep_until_message(10);
   }
+  if (has_net_) net_stop();
   stop_helper();
   kernel_close();
   if (verbose && engine == Engine::Signal)

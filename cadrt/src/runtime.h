@@ -26,6 +26,7 @@
 
 #include "../../kmod/core/cad_core.h"
 #include "cadrt/cadrt.h"
+#include "cadrt/cadrt_net.h"
 #include "library.h"
 #include "shm.h"
 
@@ -37,6 +38,7 @@ struct Entry {
   Entry *next;
   uint32_t ep;  // the peer endpoint it came from or goes to
   ::cadrt_request_s *owner;  // output: the request that waits for it to leave, or null
+  void *net;                 // sent over the network transport: its handle
   Slot slot;
 };
 
@@ -92,11 +94,17 @@ enum XferState : uint8_t {
   kWaitCts,     // sender-writes: the receiver's address is to come
   kWaitData,    // a receive waiting for EAGER, RTS or FRAGs
   kFragOut,     // sending FRAGs as the ring has room
+  // With a rank on another node (the network transport):
+  kNetRecv,     // a large receive to post, then say CTS with its tag
+  kNetSend,     // the CTS came: send to its tag
+  kNetWait,     // posted: the transport's handle in net
 };
 
 struct Xfer {
   uint8_t state = kIdle;
   uint64_t done = 0;  // bytes
+  uint64_t token = 0; // kNetSend, kNetWait: the tag's token
+  void *net = nullptr;
 };
 
 }  // namespace cadrt
@@ -128,7 +136,13 @@ struct cadrt_request_s {
   std::vector<std::vector<unsigned char>> scratch;
   std::vector<cadrt::Xfer> xfer;          // per node
   std::vector<uint32_t> outgoing;         // nodes in kFragOut
+  std::vector<uint32_t> netwait;          // nodes in kNetRecv, kNetSend, kNetWait (capacity: every node)
   bool redrain = false;                   // unexpected messages left for later
+  // Failed, but a peer may still read or write its buffers (an RTS or CTS
+  // of it is unanswered): it completes once each is answered (FIN or
+  // RELEASE) or its peer has exited, so that the application cannot free
+  // or reuse memory another process is copying.
+  bool draining = false;
   uint32_t unsent = 0;                    // its messages still in our pending queue
   cadrt_request_s *prev = nullptr, *next = nullptr;  // the active list
   bool from_cad = false;                  // issued from a hand-built CAD
@@ -155,6 +169,8 @@ class Runtime {
     int rank = 0, size = 1;
     cadrt_allgather_fn allgather = nullptr;
     void *ctx = nullptr;
+    cadrt_net net{};
+    bool has_net = false;
   };
   int init_job(const Bootstrap &b);
   int finalize();
@@ -214,6 +230,10 @@ class Runtime {
   // Endpoint of this process and the segment.
   uint32_t me = 0;
   uint32_t nep = 1;
+  // Ranks on this node (they share the segment); the others are reached
+  // through the network transport (remote_[ep]).
+  uint32_t nlocal = 1;
+  bool remote(uint32_t ep) const { return !remote_.empty() && remote_[ep]; }
   Segment seg;
   bool cma = false;
 
@@ -234,6 +254,25 @@ class Runtime {
 
  private:
   bool initialised_ = false;
+  // The network transport (cadrt_net.h), for ranks on other nodes.
+  bool has_net_ = false;
+  cadrt_net net_{};
+  std::vector<uint8_t> remote_;
+  std::vector<std::array<int32_t, 4>> places_;  // of every rank: node, package, NUMA domain, L3
+  std::vector<Slot> ctl_in_;   // per remote rank: its next control message
+  std::vector<void *> ctl_h_;  // and the receive's handle
+  Queue netq_;                 // control messages to send
+  Queue netout_;               // sent, not completed yet
+  uint64_t next_token_ = 0;
+  pthread_t net_thread_{};
+  // The transport may be called here (the initialising thread, not in the
+  // signal handler).
+  bool net_here() const;
+  bool net_progress();
+  bool net_request(cadrt_request_s *r);
+  int net_tag(uint64_t token) const { return 1 + static_cast<int>(token % static_cast<uint64_t>(net_.tag_ub - 1)); }
+  int net_start();
+  void net_stop();
   Pool pool_;
   std::vector<Queue> unexpected_;  // per endpoint
   std::vector<Queue> pending_;     // per endpoint: output waiting for room
@@ -293,6 +332,18 @@ class Runtime {
   bool frag_out(cadrt_request_s *r, uint32_t node);
   cadrt_request_s *find_active(uint64_t ctx, uint64_t seq);
   bool recently_failed(uint64_t ctx, uint64_t seq) const;
+  // Tells ep that the RTS or CTS h will not be answered by a copy.
+  void release(uint32_t ep, const MsgHeader &h);
+  // Releases and drops the unexpected messages of failed collectives;
+  // false if it ran out of room (release_later_ is then set).
+  bool release_failed();
+  bool release_later_ = false;
+  // A failed request's buffers may still be read or written by a peer.
+  bool exposed(const cadrt_request_s *r) const;
+  // A FIN or RELEASE for a draining request.
+  void answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
+  // r has just failed on message h: h is answered or released.
+  void settle(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   bool cma_copy(bool read, uint32_t ep, void *local, uint64_t remote, uint64_t len, int *err);
   std::array<std::pair<uint64_t, uint64_t>, 16> failed_{};  // (ctx, seq) that failed lately
   size_t failed_next_ = 0;
@@ -335,6 +386,7 @@ class Runtime {
   void signal_helper_main();
   int setup_world();
   int join_bootstrap();
+  uint32_t node_index_ = 0;
   Bootstrap boot_;
   bool booted_ = false;
   int probe_cma();
@@ -343,6 +395,8 @@ class Runtime {
 };
 
 Runtime &rt();
+// The signal engine's handler is running progress() on this thread.
+extern thread_local bool t_in_handler;
 // The signal the signal engine progresses in (SIGRTMIN + 5).
 int kick_signal();
 

@@ -92,7 +92,7 @@ Ring &Segment::ring(uint32_t from, uint32_t to) const {
 void Segment::barrier() {
   Header &h = header();
   const uint32_t gen = h.barrier_gen.load(std::memory_order_acquire);
-  if (h.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
+  if (h.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == (members_ ? members_ : n_)) {
     h.barrier_count.store(0, std::memory_order_relaxed);
     h.barrier_gen.fetch_add(1, std::memory_order_release);
     futex_wake(&h.barrier_gen);

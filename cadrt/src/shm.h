@@ -43,6 +43,8 @@ enum MsgKind : uint32_t {
   kFinRecv,    // the sender wrote the data: the receive is done
   kFrag,       // part of a message copied through the segment, at off
   kAbort,      // the collective (ctx, seq) failed; payload: why
+  kRelSend,    // answers an RTS of a failed collective: the receiver will not read
+  kRelRecv,    // answers a CTS of a failed collective: the sender will not write
 };
 
 struct MsgHeader {
@@ -122,11 +124,15 @@ class Segment {
 
   // All ranks of the segment meet (spinning briefly, then on a futex).
   void barrier();
+  // How many ranks use the segment (its slots are for all ranks of the
+  // job; under a network transport only this node's are used).
+  void set_members(uint32_t k) { members_ = k; }
 
  private:
   unsigned char *base_ = nullptr;
   uint64_t size_ = 0;
   uint32_t n_ = 0;
+  uint32_t members_ = 0;
 };
 
 // futex on a shared word; wait returns on a wake, a change, a signal or

@@ -15,6 +15,14 @@
  *                collective matched may complete, but then with the right
  *                result (as in MPI, where such a program is erroneous and
  *                only the ranks that meet the mismatch can notice it)
+ * --late R       with --mismatch: rank R is a reader that comes late.  It
+ *                progresses (a barrier on a copy of the world, tested)
+ *                for 100 ms, so that rank 0's message telling where to
+ *                read is taken in; then it stops calling cadrt for 200 ms,
+ *                while rank 1 (which starts at 150 ms) fails rank 0; then
+ *                it starts the collective.  A rank that fails overwrites
+ *                its buffers, which are its own again, before freeing them,
+ *                so a peer that read them after that would see it
  * --split        also run everything on the halves of the world
  * --die R        rank R starts an allreduce and kills itself: the others
  *                must not hang (cadrun ends the job)
@@ -28,11 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cadrt/cadrt.h"
 
 static int g_rank, g_size, g_failures, g_checks;
-static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1;
+static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1, g_late = -1;
 
 #define FAIL(...)                                                              \
 	do {                                                                   \
@@ -330,7 +339,8 @@ static int mismatch(const char *only)
 {
 	enum coll c = BCAST;
 	struct call k;
-	cadrt_request req;
+	cadrt_request req, breq = NULL;
+	cadrt_comm dup = NULL;
 	int err;
 
 	for (int i = 0; i < NCOLL; i++)
@@ -338,6 +348,23 @@ static int mismatch(const char *only)
 			c = (enum coll)i;
 	k = (struct call){ .c = c, .n = g_rank == 1 ? 3000 : 2000, .root = 0, .dt = CADRT_INT32, .op = CADRT_SUM };
 	setup(&k, 0);
+	if (g_late >= 0) {
+		/* A barrier that completes after the collective (see --late). */
+		if (cadrt_comm_split(cadrt_comm_world(), 0, g_rank, &dup) || cadrt_ibarrier(dup, &breq)) {
+			FAIL("split or barrier: %s", cadrt_error_message());
+			return 1;
+		}
+		if (g_rank == 1)
+			usleep(150000);
+		if (g_rank == g_late) {
+			int flag = 0;
+			for (int i = 0; i < 100; i++) {
+				cadrt_test(&breq, &flag);
+				usleep(1000);
+			}
+			usleep(200000);
+		}
+	}
 	err = start(&k, cadrt_comm_world(), &req);
 	if (!err)
 		err = cadrt_wait(&req);
@@ -347,6 +374,20 @@ static int mismatch(const char *only)
 		check(&k, 0);
 	else
 		printf("rt_check: rank %d: error as expected: %s\n", g_rank, cadrt_error_message());
+	if (err) {
+		/* The request is over: its buffers are the application's again. */
+		const size_t es = cadrt_datatype_size(k.dt);
+		memset(k.send, 0xEE, (k.send_elems ? k.send_elems : 1) * es);
+		memset(k.recv, 0xEE, (k.recv_elems ? k.recv_elems : 1) * es);
+	}
+	/* The communicator is still usable after a failed collective (and no
+	 * rank leaves while a peer may still read its memory). */
+	if ((err = cadrt_ibarrier(cadrt_comm_world(), &req)) || (err = cadrt_wait(&req)))
+		FAIL("a barrier after the failed %s: %s", names[c], cadrt_error_message());
+	if (breq && cadrt_wait(&breq))
+		FAIL("the barrier on the copy of the world: %s", cadrt_error_message());
+	if (dup)
+		cadrt_comm_free(&dup);
 	free(k.send);
 	free(k.recv);
 	return g_failures ? 1 : 0;
@@ -389,6 +430,8 @@ int main(int argc, char **argv)
 			want_mismatch = 1;
 		else if (!strcmp(argv[i], "--split"))
 			want_split = 1;
+		else if (!strcmp(argv[i], "--late") && i + 1 < argc)
+			g_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--die") && i + 1 < argc)
 			die = atoi(argv[++i]);
 		else {

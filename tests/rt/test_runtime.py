@@ -83,6 +83,24 @@ def test_mismatched_count_is_an_error(build_dir, engine, coll):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("coll", ["bcast", "alltoall"])
+def test_failed_rank_keeps_its_buffers_until_peers_are_done(build_dir, engine, coll):
+    """Rank 1's mismatch fails rank 0, which has already told rank 2 where
+    to read its data (8 KB: a single copy by the reader).  Rank 2 comes
+    300 ms late.  Rank 0's request must not complete (and hand its buffers
+    back, which the test then overwrites) until rank 2 has read them or
+    given up: rank 2 ends with the right data or an error, never with
+    rank 0's overwritten bytes.  (Under the poll engine this failed every
+    time before rank 0 waited for the reader.)"""
+    env = {"CADRT_ENGINE": engine, "CADRT_ALGORITHM_BCAST": "bcast_binomial",
+           "CADRT_ALGORITHM_ALLTOALL": "alltoall_rotated"}
+    r = run(build_dir, 3, "rt_check", "--mismatch", "--late", "2", "--coll", coll, env=env, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 1: error as expected" in r.stdout, r.stdout
+    assert "rank 0: error as expected" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_killed_rank_ends_the_job(build_dir, engine):
     r = run(build_dir, 4, "rt_check", "--die", "2", env={"CADRT_ENGINE": engine}, timeout=60)
     assert r.returncode == 128 + 9, r.stdout + r.stderr

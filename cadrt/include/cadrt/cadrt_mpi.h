@@ -3,11 +3,11 @@
  * cadrt_mpi.h - cadrt under MPI (libcadrt_mpi.so; libcadrt itself does
  * not need MPI).  Call after MPI_Init.
  *
- * The ranks of the MPI job must share one machine: they talk through the
- * same shared-memory segment and single-copy transfers as under cadrun.
- * A job that spans nodes gets -ENOTSUP from cadrt_init_mpi (the MPI
- * point-to-point transport for remote peers is not built yet), and
- * libcadmpi.so then leaves every collective to MPI.
+ * Ranks on one node talk through a shared-memory segment and single-copy
+ * transfers, as under cadrun; ranks on other nodes through MPI
+ * point-to-point on a duplicate of the world (cadrt_net.h says how, and
+ * that those transfers progress while the application is inside cadrt).
+ * CADRT_RANKS_PER_NODE=k makes one machine look like nodes of k ranks.
  */
 #ifndef CADRT_MPI_H
 #define CADRT_MPI_H
