@@ -25,7 +25,7 @@ DEBIAN_PACKAGES := \
 	linux-image-amd64 linux-headers-amd64 kmod \
 	qemu-system-x86 busybox-static \
 	openmpi-bin libopenmpi-dev \
-	python3 python3-pytest python3-jsonschema
+	python3 python3-pytest python3-jsonschema python3-matplotlib
 
 .PHONY: all deps build test test-unit test-fuzz test-py test-kmod demo bench fuzz clean
 
@@ -102,6 +102,7 @@ bench: build
 	    $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
 	done
 	$(PYTHON) bench/kernel_vm.py $(BUILD) --json bench/results/kernel-vm.json
+	$(PYTHON) bench/report.py --readme README.md
 
 clean:
 	rm -rf $(BUILD)

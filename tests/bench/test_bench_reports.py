@@ -136,3 +136,36 @@ def test_kernel_vm_report_follows_the_schema(build_dir, tmp_path):
     for r in report["results"]:
         assert r["min"] <= r["median"] <= r["max"], r
         assert r["name"] in run.stdout
+
+
+def test_report_from_the_committed_results(tmp_path):
+    """bench/report.py turns the results in bench/results into a report with
+    every target and its plots, and rewrites the README's targets block."""
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- bench:targets:begin -->\nstale\n<!-- bench:targets:end -->\nrest\n")
+    out = tmp_path / "report.md"
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "report.py"), "--out", str(out),
+                          "--readme", str(readme)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    text = out.read_text()
+    targets = 0
+    for path in sorted((ROOT / "bench" / "results").glob("*.json")):
+        for r in json.loads(path.read_text())["results"]:
+            assert f"| {r['name']} |" in text, r["name"]
+            targets += "target" in r
+    assert text.count("**met**") + text.count("not met") >= 2 * targets  # the targets table and the listing
+    pngs = sorted(p.name for p in (tmp_path / "report").glob("*.png"))
+    assert "overlap-ibcast.png" in pngs and "vm-cpu-loss.png" in pngs and "interpreter.png" in pngs, pngs
+    for p in pngs:
+        assert (tmp_path / "report" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    new = readme.read_text()
+    assert "stale" not in new and new.startswith("intro\n") and new.endswith("rest\n")
+    assert new.count("| ") > targets
+
+
+def test_report_rejects_a_malformed_result(tmp_path):
+    (tmp_path / "bad.json").write_text(json.dumps({"benchmark": "x", "results": []}))
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "report.py"), "--results", str(tmp_path),
+                          "--out", str(tmp_path / "r.md")], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "bad.json: not a benchmark result" in run.stderr
