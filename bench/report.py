@@ -106,10 +106,15 @@ def plot(name, title, xlabel, ylabel, lines, out_dir, logx=True, hline=None):
         ax.axhline(hline[0], color="grey", linestyle="--", linewidth=1, label=hline[1])
     if logx:
         ax.set_xscale("log", base=2)
-    ax.set_title(title)
     ax.set_xlabel(xlabel)
+    return save(fig, ax, name, title, ylabel, out_dir)
+
+
+def save(fig, ax, name, title, ylabel, out_dir, grid_axis="both"):
+    import matplotlib.pyplot as plt
+    ax.set_title(title)
     ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
+    ax.grid(True, axis=grid_axis, alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -144,16 +149,7 @@ def bars(name, title, ylabel, groups, out_dir, hline=None):
         ax.axhline(hline[0], color="grey", linestyle="--", linewidth=1, label=hline[1])
     ax.set_xticks([j + width * (len(labels) - 1) / 2 for j in range(len(gnames))])
     ax.set_xticklabels(gnames, fontsize="small")
-    ax.set_title(title)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.png"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, ax, name, title, ylabel, out_dir, grid_axis="y")
 
 
 def figures(runs, out_dir):

@@ -124,7 +124,9 @@ bool Runtime::room() {
 // would send it, and a peer would wait for ever.  So a request completes
 // only once everything it sends is in the peers' rings.
 void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n, cadrt_request_s *owner) {
-  if (remote(ep)) {  // sent by net_progress()
+  // Held here until it can go: in netq_ for a rank on another node (sent by
+  // net_progress()), in pending_ while the ring is full.
+  auto hold = [&](Queue &q) {
     Entry *e = pool_.get();
     e->ep = ep;
     e->owner = owner;
@@ -133,7 +135,10 @@ void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_
     e->slot.h = h;
     e->slot.h.frag = n;
     if (n) memcpy(e->slot.payload, payload, n);
-    netq_.push(e);
+    q.push(e);
+  };
+  if (remote(ep)) {
+    hold(netq_);
     return;
   }
   Ring &q = seg.ring(me, ep);
@@ -149,14 +154,7 @@ void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_
       return;
     }
   }
-  Entry *e = pool_.get();
-  e->ep = ep;
-  e->owner = owner;
-  if (owner) owner->unsent++;
-  e->slot.h = h;
-  e->slot.h.frag = n;
-  if (n) memcpy(e->slot.payload, payload, n);
-  pending_[ep].push(e);
+  hold(pending_[ep]);
   waiting_output.fetch_add(1, std::memory_order_relaxed);
   q.want_space.store(1, std::memory_order_seq_cst);
 }
