@@ -293,22 +293,18 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
     // The peer failed this collective (its ABORT, with the reason, did
     // not get through); nothing to answer if it is not running here.
     if (r) {
-      fail(r, -ECANCELED,
+      give_up(r, ep, h, -ECANCELED,
            "rank " + std::to_string(r->comm->rank_of_ep[ep]) + " gave up collective #" + std::to_string(h.seq) +
-               " of the communicator",
-           true);
-      settle(r, ep, h);
+               " of the communicator");
     }
     return;
   }
   if (r && !r->from_cad && h.fp != r->inst->fp) {
-    fail(r, -EINVAL,
+    give_up(r, ep, h, -EINVAL,
          "ranks disagree on collective #" + std::to_string(h.seq) +
              " of their communicator (count, root, datatype, op or algorithm): rank " +
              std::to_string(r->comm->rank) + " runs " + r->inst->desc + ", rank " +
-             std::to_string(r->comm->rank_of_ep[ep]) + " another",
-         true);
-    settle(r, ep, h);
+             std::to_string(r->comm->rank_of_ep[ep]) + " another");
     return;
   }
   if (node >= 0) {
@@ -401,11 +397,9 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
   const MsgHeader &h = s.h;
   const int peer = r->comm->rank_of_ep[ep];
   if (is_recv_side(h.kind) && h.len != n.len) {
-    fail(r, -EMSGSIZE,
+    give_up(r, ep, h, -EMSGSIZE,
          "rank " + std::to_string(r->comm->rank) + " receives " + std::to_string(n.len) + " bytes from rank " +
-             std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which sends " + std::to_string(h.len),
-         true);
-    release(ep, h);
+             std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which sends " + std::to_string(h.len));
     return;
   }
   int err = 0;
@@ -421,9 +415,8 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
       break;
     case kRts:
       if (!cma_copy(true, ep, at(r, n.dst_buf, n.dst_off), h.addr, h.len, &err)) {
-        fail(r, -EPIPE, "reading " + std::to_string(h.len) + " bytes from rank " + std::to_string(peer) +
-                            " failed: " + cma_why(err), true);
-        release(ep, h);
+        give_up(r, ep, h, -EPIPE, "reading " + std::to_string(h.len) + " bytes from rank " + std::to_string(peer) +
+                            " failed: " + cma_why(err));
         return;
       }
       push(ep, header(r, node, kFinSend), nullptr, 0, r);
@@ -432,11 +425,9 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
     case kCts:
       if (remote(ep)) {
         if (h.len != n.len) {
-          fail(r, -EMSGSIZE,
+          give_up(r, ep, h, -EMSGSIZE,
                "rank " + std::to_string(r->comm->rank) + " sends " + std::to_string(n.len) + " bytes to rank " +
-                   std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which receives " + std::to_string(h.len),
-               true);
-          release(ep, h);
+                   std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which receives " + std::to_string(h.len));
           return;
         }
         r->xfer[node].token = h.addr;  // the receiver's tag
@@ -445,9 +436,8 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
         break;
       }
       if (!cma_copy(false, ep, at(r, n.src_buf, n.src_off), h.addr, h.len, &err)) {
-        fail(r, -EPIPE, "writing " + std::to_string(h.len) + " bytes to rank " + std::to_string(peer) +
-                            " failed: " + cma_why(err), true);
-        release(ep, h);
+        give_up(r, ep, h, -EPIPE, "writing " + std::to_string(h.len) + " bytes to rank " + std::to_string(peer) +
+                            " failed: " + cma_why(err));
         return;
       }
       push(ep, header(r, node, kFinRecv), nullptr, 0, r);
@@ -591,6 +581,11 @@ void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tel
     return;
   }
   finish(r);
+}
+
+void Runtime::give_up(cadrt_request_s *r, uint32_t ep, const MsgHeader &h, int err, const std::string &why) {
+  fail(r, err, why, true);
+  settle(r, ep, h);
 }
 
 void Runtime::settle(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {

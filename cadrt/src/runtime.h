@@ -344,6 +344,8 @@ class Runtime {
   void answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   // r has just failed on message h: h is answered or released.
   void settle(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
+  // r fails on message h from ep: its peers are told, h is settled.
+  void give_up(cadrt_request_s *r, uint32_t ep, const MsgHeader &h, int err, const std::string &why);
   bool cma_copy(bool read, uint32_t ep, void *local, uint64_t remote, uint64_t len, int *err);
   std::array<std::pair<uint64_t, uint64_t>, 16> failed_{};  // (ctx, seq) that failed lately
   size_t failed_next_ = 0;

@@ -55,7 +55,6 @@ int main(int argc, char **argv)
 		struct affine *as = calloc(n + 1, sizeof(*as)), *ar = calloc(n + 1, sizeof(*ar));
 		struct dloc *ds = calloc(n * P + 1, sizeof(*ds)), *dr = calloc(n * P + 1, sizeof(*dr));
 		size_t k;
-		int q;
 
 		for (k = 0; k < n; k++) {
 			cs[k] = cplx_of(g_rank, k);
@@ -68,11 +67,7 @@ int main(int argc, char **argv)
 		CHECK(cadrt_iallreduce(cs, cr, n, CADRT_USER, op_cmul, w, &req) == 0, "iallreduce complex_mul n=%zu", n);
 		CHECK(wait_ok(&req) == 0, "wait complex_mul n=%zu", n);
 		for (k = 0; k < n; k++) {
-			struct cplx e = cplx_of(P - 1, k);
-			for (q = P - 2; q >= 0; q--) {
-				struct cplx x = cplx_of(q, k);
-				cmul(&x, &e);
-			}
+			struct cplx e = cplx_fold(P, k);
 			CHECK(cr[k].re == e.re && cr[k].im == e.im, "complex_mul n=%zu k=%zu: (%g,%g) expected (%g,%g)",
 			      n, k, cr[k].re, cr[k].im, e.re, e.im);
 		}
@@ -81,11 +76,7 @@ int main(int argc, char **argv)
 		CHECK(cadrt_iallreduce(as, ar, n, CADRT_USER, op_aff, w, &req) == 0, "iallreduce affine n=%zu", n);
 		CHECK(wait_ok(&req) == 0, "wait affine n=%zu", n);
 		for (k = 0; k < n; k++) {
-			struct affine e = affine_of(P - 1, k);
-			for (q = P - 2; q >= 0; q--) {
-				struct affine x = affine_of(q, k);
-				compose(&x, &e);
-			}
+			struct affine e = affine_fold(P, k);
 			CHECK(ar[k].a == e.a && ar[k].b == e.b, "allreduce affine n=%zu k=%zu: wrong map (order?)", n, k);
 		}
 		for (root = 0; root < P; root++) {
@@ -94,11 +85,7 @@ int main(int argc, char **argv)
 			CHECK(wait_ok(&req) == 0, "wait reduce affine root %d", root);
 			if (g_rank == root)
 				for (k = 0; k < n; k++) {
-					struct affine e = affine_of(P - 1, k);
-					for (q = P - 2; q >= 0; q--) {
-						struct affine x = affine_of(q, k);
-						compose(&x, &e);
-					}
+					struct affine e = affine_fold(P, k);
 					CHECK(ar[k].a == e.a && ar[k].b == e.b, "reduce affine root %d n=%zu k=%zu", root, n, k);
 				}
 		}
@@ -107,11 +94,7 @@ int main(int argc, char **argv)
 		CHECK(cadrt_iallreduce(ds, dr, n, CADRT_USER, op_max, w, &req) == 0, "iallreduce maxloc");
 		CHECK(wait_ok(&req) == 0, "wait maxloc");
 		for (k = 0; k < n; k++) {
-			struct dloc e = dloc_of(P - 1, k);
-			for (q = P - 2; q >= 0; q--) {
-				struct dloc x = dloc_of(q, k);
-				maxloc(&x, &e);
-			}
+			struct dloc e = dloc_fold(P, k);
 			CHECK(dr[k].v == e.v && dr[k].i == e.i, "maxloc n=%zu k=%zu: (%g,%d) expected (%g,%d)", n, k,
 			      dr[k].v, dr[k].i, e.v, e.i);
 		}
@@ -119,11 +102,7 @@ int main(int argc, char **argv)
 		CHECK(wait_ok(&req) == 0, "wait reduce_scatter maxloc");
 		for (k = 0; k < n; k++) {
 			const size_t at = (size_t)g_rank * n + k;
-			struct dloc e = dloc_of(P - 1, at);
-			for (q = P - 2; q >= 0; q--) {
-				struct dloc x = dloc_of(q, at);
-				maxloc(&x, &e);
-			}
+			struct dloc e = dloc_fold(P, at);
 			CHECK(dr[k].v == e.v && dr[k].i == e.i, "reduce_scatter maxloc n=%zu k=%zu", n, k);
 		}
 
@@ -137,11 +116,7 @@ int main(int argc, char **argv)
 				CHECK(cadrt_start(&req) == 0, "start");
 				CHECK(cadrt_wait(&req) == 0, "wait persistent");
 				for (k = 0; k < n; k++) {
-					struct affine e = affine_of(P - 1, k);
-					for (q = P - 2; q >= 0; q--) {
-						struct affine x = affine_of(q, k);
-						compose(&x, &e);
-					}
+					struct affine e = affine_fold(P, k);
 					CHECK(ar[k].a == e.a && ar[k].b == e.b, "persistent affine start %d k=%zu", s, k);
 				}
 			}

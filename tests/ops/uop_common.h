@@ -59,4 +59,20 @@ static inline struct cplx cplx_of(int r, size_t k) { return (struct cplx){ (doub
 static inline struct affine affine_of(int r, size_t k) { return (struct affine){ (int64_t)(2 * r + 3 + k), (int64_t)(r * 7919 + k) - 5 }; }
 static inline struct dloc dloc_of(int r, size_t k) { return (struct dloc){ (double)((r * 5 + k) % 4), r }; }
 
+/* What a reduction of every rank's k-th element must give, in MPI's order:
+ * x_0 op (x_1 op (... op x_{P-1})). */
+#define UOP_FOLD(T, OF, OP)                                                    \
+	static inline struct T T##_fold(int P, size_t k)                        \
+	{                                                                      \
+		struct T e = OF(P - 1, k);                                     \
+		for (int q = P - 2; q >= 0; q--) {                             \
+			struct T x = OF(q, k);                                 \
+			OP(&x, &e);                                            \
+		}                                                              \
+		return e;                                                      \
+	}
+UOP_FOLD(cplx, cplx_of, cmul)
+UOP_FOLD(affine, affine_of, compose)
+UOP_FOLD(dloc, dloc_of, maxloc)
+
 #endif

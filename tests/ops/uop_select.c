@@ -31,7 +31,7 @@ int main(void)
 	cadrt_comm w;
 	cadrt_op op_cmul, op_aff;
 	cadrt_request req;
-	int P, q;
+	int P;
 	size_t k;
 
 	CHECK(cadrt_init() == 0, "cadrt_init");
@@ -51,11 +51,7 @@ int main(void)
 	      cadrt_request_algorithm(req));
 	CHECK(cadrt_wait(&req) == 0, "wait complex_mul");
 	for (k = 0; k < N; k++) {
-		struct cplx e = cplx_of(P - 1, k);
-		for (q = P - 2; q >= 0; q--) {
-			struct cplx c = cplx_of(q, k);
-			cmul(&c, &e);
-		}
+		struct cplx e = cplx_fold(P, k);
 		CHECK(cr[k].re == e.re && cr[k].im == e.im, "complex_mul k=%zu", k);
 	}
 
@@ -64,11 +60,7 @@ int main(void)
 	      cadrt_request_algorithm(req));
 	CHECK(cadrt_wait(&req) == 0, "wait affine");
 	for (k = 0; k < N; k++) {
-		struct affine e = affine_of(P - 1, k);
-		for (q = P - 2; q >= 0; q--) {
-			struct affine a = affine_of(q, k);
-			compose(&a, &e);
-		}
+		struct affine e = affine_fold(P, k);
 		CHECK(ar[k].a == e.a && ar[k].b == e.b, "affine k=%zu", k);
 	}
 
