@@ -302,7 +302,7 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
   if (r && !r->from_cad && h.fp != r->inst->fp) {
     give_up(r, ep, h, -EINVAL,
          "ranks disagree on collective #" + std::to_string(h.seq) +
-             " of their communicator (count, root, datatype, op or algorithm): rank " +
+             " of their communicator (count, root, datatype, op, algorithm or its parameters): rank " +
              std::to_string(r->comm->rank) + " runs " + r->inst->desc + ", rank " +
              std::to_string(r->comm->rank_of_ep[ep]) + " another");
     return;

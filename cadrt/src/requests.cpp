@@ -1,7 +1,7 @@
 // requests.cpp - from a call to a running request: select the algorithm
-// (the library's rules, or CADRT_ALGORITHM_<COLL>), instantiate this
-// rank's program (cached per instance), verify it with the core verifier,
-// bind the caller's buffers, run; and waiting for it.
+// (the library's rules, or CADRT_ALGORITHM_<COLL>=name[:param=value,...]),
+// instantiate this rank's program (cached per instance), verify it with
+// the core verifier, bind the caller's buffers, run; and waiting for it.
 #include <sched.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include <ctime>
 
+#include "printer.h"
 #include "runtime.h"
 
 namespace cadrt {
@@ -56,6 +57,60 @@ std::string upper(std::string s) {
   return s;
 }
 
+// The settings of CADRT_ALGORITHM_<COLL>=name:a=1,b=-2 (the text after the
+// colon) for algorithm a: each a parameter of a, set once, to a decimal
+// integer.  They come out in a's declaration order, so that one setting
+// written in two orders is one instance and one fingerprint.  false with
+// *why.
+bool parse_settings(const cad::Algorithm &a, const std::string &text, std::vector<std::pair<std::string, int64_t>> *out,
+                    std::string *why) {
+  std::vector<std::pair<std::string, int64_t>> got;
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      *why = "'" + item + "' is not param=value (the form is NAME:param=value,param=value)";
+      return false;
+    }
+    const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    bool known = false;
+    for (const cad::Param &p : a.params) known |= p.name == name;
+    if (!known) {
+      std::string list;
+      for (const cad::Param &p : a.params) list += (list.empty() ? "" : ", ") + p.name;
+      *why = "'" + name + "' is not a parameter of " + a.name +
+             (list.empty() ? std::string(" (it has none)") : " (its parameters: " + list + ")");
+      return false;
+    }
+    for (const auto &g : got)
+      if (g.first == name) {
+        *why = "'" + name + "' is set twice";
+        return false;
+      }
+    // strtoll alone would take leading blanks, "0x10" as 0 and trailing junk.
+    const size_t digits = value[0] == '-' || value[0] == '+' ? 1 : 0;
+    char *end = nullptr;
+    errno = 0;
+    const long long v = value.size() > digits && isdigit(static_cast<unsigned char>(value[digits]))
+                            ? strtoll(value.c_str(), &end, 10)
+                            : 0;
+    if (!end || *end || errno == ERANGE) {
+      *why = "the value of " + name + ", '" + value + "', is not an integer";
+      return false;
+    }
+    got.emplace_back(name, static_cast<int64_t>(v));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  out->clear();
+  for (const cad::Param &p : a.params)
+    for (const auto &g : got)
+      if (g.first == p.name) out->push_back(g);
+  return true;
+}
+
 }  // namespace
 
 std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Collective c, cad::InstanceSpec spec,
@@ -73,10 +128,19 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
   const cad::Algorithm *alg = nullptr;
   const std::string var = "CADRT_ALGORITHM_" + upper(coll);
   if (const char *forced = getenv(var.c_str()); forced && *forced) {
-    alg = lib.find(forced);
+    // NAME, or NAME:param=value,... (the parameters' values for this call).
+    const std::string text = forced, name = text.substr(0, text.find(':'));
+    alg = lib.find(name);
     if (!alg || alg->collective != c) {
-      *err = set_error(-EINVAL, var + "=" + forced + ": the library has no " + coll + " algorithm of that name");
+      *err = set_error(-EINVAL, var + "=" + forced + ": the library has no " + coll + " algorithm named " + name);
       return nullptr;
+    }
+    if (name.size() < text.size()) {
+      std::string why;
+      if (!parse_settings(*alg, text.substr(name.size() + 1), &spec.params, &why)) {
+        *err = set_error(-EINVAL, var + "=" + forced + ": " + why);
+        return nullptr;
+      }
     }
     if (!cad::takes_op(*alg, spec)) {
       *err = set_error(-EINVAL, var + "=" + forced + " is written for the operator " + alg->user_op->name +
@@ -86,9 +150,13 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
     cad::Diagnostics quiet;
     cad::Instantiator probe(*alg, spec, &quiet);
     if (!probe.ok() || !probe.applicable()) {
+      std::string why;
+      if (probe.failed_requirement())
+        why = ": the requirement " + cad::print_expr(*probe.failed_requirement()->cond) + " does not hold";
+      else if (!quiet.empty())
+        why = ": " + quiet.list()[0].message;
       *err = set_error(-EINVAL, var + "=" + forced + " does not apply to " + coll + " P=" + std::to_string(spec.P) +
-                                    " n=" + std::to_string(spec.n) +
-                                    (probe.failed_requirement() ? ": a requirement does not hold" : ""));
+                                    " n=" + std::to_string(spec.n) + why);
       return nullptr;
     }
   } else {
@@ -132,7 +200,9 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
   inst->index();
   {
     const cad::CollectiveInfo &info = cad::collective_info(c);
-    inst->desc = alg->name + " (" + coll + " P=" + std::to_string(spec.P);
+    inst->desc = alg->name;
+    for (const auto &p : spec.params) inst->desc += " " + p.first + "=" + std::to_string(p.second);
+    inst->desc += std::string(" (") + coll + " P=" + std::to_string(spec.P);
     if (info.reducing)
       inst->desc += " count=" + std::to_string(spec.n) + " " + cad_dtype_name(spec.dtype) + " " +
                     (spec.user_op ? spec.user_op->name : std::string(cad_op_name(spec.op)));

@@ -71,7 +71,7 @@ struct Comm;
 struct Instance {
   const cad::Algorithm *alg = nullptr;  // null for a hand-built CAD
   std::shared_ptr<const cad::Topology> topo;  // kept alive: part of the cache key
-  std::string desc;                     // "bcast_binomial P=4 n=80 root=0"
+  std::string desc;                     // "bcast_chain_pipeline seg=8192 (bcast P=4 bytes=80 root=0)"
   uint64_t fp = 0;                      // fingerprint of the call
   std::vector<uint64_t> image;
   cad_prog prog{};
@@ -280,8 +280,11 @@ class Runtime {
   std::vector<unsigned char> vm_scratch_;
   std::map<std::string, std::shared_ptr<const Instance>> cache_;
   // The last answers of instance() by the call's own arguments: a repeated
-  // call skips selection and the key string.  (CADRT_ALGORITHM_* is thus
-  // read at the first call with given arguments.)
+  // call skips selection and the key string.  (CADRT_ALGORITHM_*, with its
+  // parameters, is thus read at the first call with given arguments on a
+  // communicator; a new communicator reads it again.  cache_'s key holds
+  // the algorithm and spec.describe(), parameters included, so instances
+  // of two settings are never shared.)
   struct FastKey {
     const cadrt_comm_s *comm;
     int64_t n;

@@ -175,6 +175,139 @@ def test_bad_settings_are_clear_errors(build_dir, setting, message):
     assert message in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("setting,sizes", [
+    ("bcast_chain_pipeline:seg=3", "0,1,7,1000"),
+    ("bcast_chain_pipeline:seg=4096", "0,1000,100000"),
+    ("bcast_hier_pipeline:seg=5", "0,1,7,1000"),
+])
+def test_algorithm_parameters_in_the_setting(build_dir, engine, setting, sizes):
+    """CADRT_ALGORITHM_BCAST=name:param=value: the instances of that
+    setting give the right results, on the world and on split halves
+    (new communicators read the setting again)."""
+    for p in (2, 3, 5):
+        r = run(build_dir, p, "rt_check", "--coll", "bcast", "--sizes", sizes, "--split",
+                env={"CADRT_ENGINE": engine, "CADRT_ALGORITHM_BCAST": setting})
+        assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
+
+
+# A broadcast with two parameters, for name:a=1,b=2 (the standard library's
+# algorithms have one at most): the first `head` elements travel as one
+# segment, the rest in segments of `seg`.
+CHAIN_HEAD = """\
+algorithm bcast_chain_head : bcast
+  param seg = 64
+  param head = 1
+  requires seg >= 1
+  requires head >= 1
+  sweep ranks 1..5 sizes 0, 1, 7, 100 roots all with seg = 1, 3 with head = 1, 5
+{
+  let vr = (rank - root) % P
+  let h = min(n, head)
+  if h > 0 {
+    if vr != 0 {
+      recv buf[0:h] from (rank - 1) % P
+    }
+    if vr != P - 1 {
+      send buf[0:h] to (rank + 1) % P
+    }
+  }
+  for s in 0 .. ceil_div(n - h, seg) {
+    let lo = h + s * seg
+    let hi = min(n, lo + seg)
+    if vr != 0 {
+      recv buf[lo:hi] from (rank - 1) % P
+    }
+    if vr != P - 1 {
+      send buf[lo:hi] to (rank + 1) % P
+    }
+  }
+}
+"""
+
+
+def test_several_algorithm_parameters(build_dir, tmp_path):
+    """name:a=1,b=2 sets both, in either order; each must be known."""
+    d = tmp_path / "lib"
+    d.mkdir()
+    (d / "bcast_chain_head.cad").write_text(CHAIN_HEAD)
+    for f in ("bcast_binomial.cad", "allgather_ring.cad"):  # the rules' own; splits allgather
+        (d / f).write_text((ROOT / "algorithms" / f).read_text())
+    (d / "rules.json").write_text(json.dumps({"rules": [{"collective": "bcast", "use": "bcast_binomial"},
+                                                        {"collective": "allgather", "use": "allgather_ring"}]}))
+    lib = tmp_path / "t.cadlib"
+    r = subprocess.run([str(build_dir / "bin" / "cadc"), "build", str(d), "-o", str(lib)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for setting in ("bcast_chain_head:seg=3,head=5", "bcast_chain_head:head=5,seg=3", "bcast_chain_head:head=2"):
+        for p in (2, 3):
+            r = run(build_dir, p, "rt_check", "--coll", "bcast", "--sizes", "0,1,7,1000,10000", "--split",
+                    env={"CADRT_LIBRARY": str(lib), "CADRT_ALGORITHM_BCAST": setting})
+            assert r.returncode == 0, f"{setting} P={p}: {r.stdout}{r.stderr}"
+    for setting, message in [
+        ("bcast_chain_head:seg=3,hed=5", "'hed' is not a parameter of bcast_chain_head (its parameters: seg, head)"),
+        ("bcast_chain_head:seg=3,seg=4", "'seg' is set twice"),
+        ("bcast_chain_head:seg=3,,head=5", "'' is not param=value"),
+    ]:
+        r = run(build_dir, 2, "rt_check", "--coll", "bcast", env={"CADRT_LIBRARY": str(lib),
+                                                                   "CADRT_ALGORITHM_BCAST": setting}, timeout=60)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"CADRT_ALGORITHM_BCAST={setting}: {message}" in r.stderr, r.stderr
+    r = run(build_dir, 2, "rt_check", "--coll", "bcast", timeout=60,
+            env={"CADRT_LIBRARY": str(lib), "CADRT_ALGORITHM_BCAST": "bcast_chain_head:seg=3,head=0",
+                 "CADRT_VERBOSE": "1"})
+    assert r.returncode == 77, r.stdout + r.stderr
+    assert "the requirement head >= 1 does not hold" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("setting,message", [
+    ("bcast_chain_pipeline:sge=8192", "'sge' is not a parameter of bcast_chain_pipeline (its parameters: seg)"),
+    ("bcast_binomial:seg=8192", "'seg' is not a parameter of bcast_binomial (it has none)"),
+    ("bcast_chain_pipeline:seg=8k", "the value of seg, '8k', is not an integer"),
+    ("bcast_chain_pipeline:seg=", "the value of seg, '', is not an integer"),
+    ("bcast_chain_pipeline:seg=0x10", "the value of seg, '0x10', is not an integer"),
+    ("bcast_chain_pipeline:seg=99999999999999999999", "the value of seg, '99999999999999999999', is not an integer"),
+    ("bcast_chain_pipeline:seg", "'seg' is not param=value"),
+    ("bcast_chain_pipeline:", "'' is not param=value"),
+    ("no_such_algorithm:seg=1", "the library has no bcast algorithm named no_such_algorithm"),
+])
+def test_bad_algorithm_parameters_are_clear_errors(build_dir, setting, message):
+    """The call fails with -EINVAL and a line naming the variable, the
+    setting and what is wrong with it."""
+    r = run(build_dir, 2, "rt_check", "--coll", "bcast", env={"CADRT_ALGORITHM_BCAST": setting}, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"CADRT_ALGORITHM_BCAST={setting}: {message}" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("setting", ["bcast_chain_pipeline:seg=0", "bcast_chain_pipeline:seg=-4"])
+def test_algorithm_parameter_failing_a_requirement(build_dir, setting):
+    """A setting the algorithm's requires rejects does not apply (-EINVAL;
+    rt_check exits 77 on that, as for an algorithm forced on a P it does
+    not take); the message names the requirement."""
+    r = run(build_dir, 2, "rt_check", "--coll", "bcast", timeout=60,
+            env={"CADRT_ALGORITHM_BCAST": setting, "CADRT_VERBOSE": "1"})
+    assert r.returncode == 77, r.stdout + r.stderr
+    assert (f"cadrt: CADRT_ALGORITHM_BCAST={setting} does not apply to bcast P=2 n=0: "
+            "the requirement seg >= 1 does not hold") in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_ranks_disagreeing_on_a_parameter(build_dir, tmp_path, engine):
+    """Rank 1 runs another segment size: the parameters are part of what
+    ranks must agree on, and the error says which setting a rank ran."""
+    script = tmp_path / "rank1_seg5.sh"
+    script.write_text('#!/bin/sh\n[ "$CADRT_RANK" = 1 ] && export CADRT_ALGORITHM_BCAST=bcast_chain_pipeline:seg=5\n'
+                      f'exec {build_dir / "bin" / "rt_check"} "$@"\n')
+    script.chmod(0o755)
+    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "2", "--timeout", "40", str(script), "--coll",
+                        "bcast", "--sizes", "1000"], capture_output=True, text=True, timeout=60,
+                       env={**{k: v for k, v in os.environ.items() if not k.startswith("CADRT_")},
+                            "CADRT_ENGINE": engine, "CADRT_ALGORITHM_BCAST": "bcast_chain_pipeline:seg=3"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "ranks disagree on collective #0" in r.stderr, r.stderr
+    assert re.search(r"runs bcast_chain_pipeline seg=[35] \(bcast P=2 bytes=4000 root=0\)", r.stderr), r.stderr
+
+
 def test_topology_file_feeds_hierarchical_algorithms(build_dir):
     """Hand-written topologies (two nodes; two sockets) drive the
     hierarchical broadcast instead of hwloc's view; results stay right."""

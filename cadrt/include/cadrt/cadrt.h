@@ -13,8 +13,11 @@
  * Environment:
  *   CADRT_LIBRARY=FILE          the .cadlib to load (default: the standard
  *                               library beside libcadrt.so)
- *   CADRT_ALGORITHM_<COLL>=NAME force an algorithm (CADRT_ALGORITHM_BCAST=
- *                               bcast_chain_pipeline), overriding the rules
+ *   CADRT_ALGORITHM_<COLL>=NAME[:PARAM=INT,...]  force an algorithm and
+ *                               maybe its parameters (CADRT_ALGORITHM_BCAST=
+ *                               bcast_chain_pipeline:seg=8192), overriding
+ *                               the rules; read at a communicator's first
+ *                               call with given arguments
  *   CADRT_ENGINE=poll|thread|signal|auto   see README.md, "Engines"
  *   CADRT_THREAD_SPIN=1         the progress thread spins instead of sleeping
  *   CADRT_THREAD_CPU=N          pin the progress thread to CPU N
