@@ -91,16 +91,21 @@ demo:
 	@$(MAKE) --no-print-directory build
 	demo/demo.sh $(BUILD)
 
+# The whole suite in one run; BENCH_QUICK=1 for a short one. Each program
+# writes bench/results/<name>.json; report.py validates them, writes
+# bench/report.md with its plots and the README's generated tables.
+MPIRUN_BENCH = mpirun --allow-run-as-root --oversubscribe -n 2 --bind-to core \
+	-x LD_PRELOAD=$(abspath $(BUILD))/lib/libcadmpi.so $(if $(BENCH_QUICK),-x BENCH_QUICK=$(BENCH_QUICK))
 bench: build
 	mkdir -p bench/results
 	$(BUILD)/bin/core_bench --json bench/results/core.json
 	$(BUILD)/bin/cadc_bench --json bench/results/cadc.json
 	$(BUILD)/bin/op_bench --json bench/results/ops.json
 	for e in poll thread signal; do \
-	  mpirun --allow-run-as-root --oversubscribe -n 2 -x LD_PRELOAD=$(abspath $(BUILD))/lib/libcadmpi.so \
-	    -x CADRT_ENGINE=$$e $(if $(BENCH_QUICK),-x BENCH_QUICK=$(BENCH_QUICK)) \
-	    $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
+	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
+	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_codelets --json bench/results/codelets-$$e.json || exit 1; \
 	done
+	$(BUILD)/bin/cadrun -n 3 --bind core $(BUILD)/bin/seg_bench --json bench/results/segments.json
 	$(PYTHON) bench/kernel_vm.py $(BUILD) --json bench/results/kernel-vm.json
 	$(PYTHON) bench/report.py --readme README.md
 

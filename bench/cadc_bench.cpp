@@ -6,7 +6,10 @@
 //     runtime does for its own rank), with emission through the core
 //     verifier
 // Besides seconds, each reports its cost per message or per operation,
-// the figure that does not depend on the instance's size.
+// the figure that does not depend on the instance's size.  Then the
+// verifier's time against P, as curves: the rotated alltoall at P = 16 ..
+// 512 and the binomial broadcast at P = 2^4 .. 2^15 (seconds, params P and
+// messages; quick: up to 256 and 4096).
 // `cadc_bench --json FILE` writes every repetition
 // (schemas/bench-result.schema.json); BENCH_QUICK=1 runs fewer.
 #include <sys/utsname.h>
@@ -50,10 +53,12 @@ struct Figure {
 
 std::vector<Figure> figures;
 
-void report(Figure f) {
+// digits: significant digits instead of 3 decimals (the curves' small times).
+void report(Figure f, bool digits = false) {
   std::vector<double> s = f.reps;
   std::sort(s.begin(), s.end());
-  std::printf("%-44s %10.3f %-10s (min %.3f, max %.3f)", f.name.c_str(), f.median(), f.unit.c_str(), s.front(), s.back());
+  std::printf(digits ? "%-44s %10.4g %-10s (min %.4g, max %.4g)" : "%-44s %10.3f %-10s (min %.3f, max %.3f)",
+              f.name.c_str(), f.median(), f.unit.c_str(), s.front(), s.back());
   if (!f.target.empty())
     std::printf("  target %s: %s", f.target.c_str(),
                 (f.higher_better ? f.median() >= f.target_value : f.median() <= f.target_value) ? "met" : "NOT met");
@@ -103,6 +108,34 @@ void verify_figure(const char *name, const std::string &file, int64_t P, int rep
   }
   report(secs);
   report(per);
+}
+
+// The verifier's time against P: one figure "verify <alg> P=<P>" per P.
+// The first run sets the repetitions, about 2 s worth (3 to 21):
+// the time grows with the messages, P (P - 1) for the alltoall and P - 1
+// for the broadcast.  Quick: one run each, P up to quick_max.
+void verify_curve(const std::string &alg, const std::string &file, const std::vector<int64_t> &Ps, int64_t quick_max,
+                  bool quick) {
+  Loaded l;
+  load(file, &l);
+  for (const int64_t P : Ps) {
+    if (quick && P > quick_max) continue;
+    Figure secs{"verify " + alg + " P=" + std::to_string(P), "s", "", 0, false, {}, {{"P", P}, {"n", 1}}};
+    for (int r = 0, reps = 1; r < reps; r++) {
+      cad::Diagnostics d;
+      const double t0 = now();
+      cad::InstanceResult res = cad::verify_instance(l.m.algorithms[0], spec(P, 1), l.sm, &d);
+      const double t = now() - t0;
+      if (res.outcome != cad::Outcome::Verified) {
+        std::fprintf(stderr, "cadc_bench: %s did not verify\n", secs.name.c_str());
+        std::exit(2);
+      }
+      if (r == 0 && !quick) reps = static_cast<int>(std::clamp(2.0 / t, 3.0, 21.0));
+      secs.reps.push_back(t);
+      secs.params["messages"] = res.stats.messages;
+    }
+    report(secs, true);
+  }
 }
 
 // The "model name" line of /proc/cpuinfo, as core_bench reports it.
@@ -188,6 +221,12 @@ int main(int argc, char **argv) {
   }
   report(one);
   report(per);
+
+  // The curves: the verifier's time against P (P=1024 and 65536 above).
+  verify_curve("alltoall_rotated", dir + "alltoall_rotated.cad", {16, 32, 64, 128, 256, 512}, 256, quick);
+  std::vector<int64_t> pow2;
+  for (int k = 4; k <= 15; k++) pow2.push_back(int64_t{1} << k);
+  verify_curve("bcast_binomial", dir + "bcast_binomial.cad", pow2, 4096, quick);
   if (json) write_json(json);
   return 0;
 }

@@ -68,30 +68,23 @@ def met(r):
     return "**met**" if ok else "not met"
 
 
-def targets_table(runs, prefix):
-    """prefix: the path from the document to bench/results/."""
-    lines = ["| Benchmark | Figure | Target | Measured: median (min–max) | |", "|---|---|---|---|---|"]
-    for path, doc in runs:
-        for r in doc["results"]:
-            if "target" in r:
-                t = r["target"].replace("<=", "≤").replace(">=", "≥")
-                lines.append(f"| [{path.stem}]({prefix}{path.name}) | {r['name']} | {t} | {fmt(r)} | {met(r)} |")
-    return "\n".join(lines)
+COLORS = {"kernel": "tab:red", "poll": "tab:blue", "thread": "tab:green", "signal": "tab:orange",
+          "Open MPI": "black"}
 
 
-def series(runs, pick):
-    """{line label: [(x, median, min, max)]} from pick(doc, result) ->
-    (label, x) or None."""
-    out = defaultdict(list)
-    for _, doc in runs:
-        for r in doc["results"]:
-            k = pick(doc, r)
-            if k:
-                out[k[0]].append((k[1], r["median"], r["min"], r["max"]))
-    return {k: sorted(v) for k, v in out.items()}
+def style(label, styles):
+    """The label's keywords, with the same colour for an engine in every plot."""
+    st = dict((styles or {}).get(label, {}))
+    if "color" not in st:
+        for key, c in COLORS.items():
+            if key in label:
+                st["color"] = c
+                break
+    return st
 
 
-def plot(name, title, xlabel, ylabel, lines, out_dir, logx=True, hline=None):
+def plot(name, title, xlabel, ylabel, lines, out_dir, logx=True, hline=None, styles=None, logy=False):
+    """lines: {label: [(x, median, min, max)]}; styles: {label: matplotlib keywords}."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -99,13 +92,15 @@ def plot(name, title, xlabel, ylabel, lines, out_dir, logx=True, hline=None):
         return None
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=90)
     for label, pts in sorted(lines.items()):
-        xs = [p[0] for p in pts]
+        xs = [max(p[0], 0.5) for p in pts]
         ax.errorbar(xs, [p[1] for p in pts], yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
-                    marker="o", capsize=3, label=label)
+                    marker="o", markersize=4, capsize=3, label=label, **style(label, styles))
     if hline is not None:
         ax.axhline(hline[0], color="grey", linestyle="--", linewidth=1, label=hline[1])
     if logx:
         ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     return save(fig, ax, name, title, ylabel, out_dir)
 
@@ -124,7 +119,7 @@ def save(fig, ax, name, title, ylabel, out_dir, grid_axis="both"):
     return path
 
 
-def bars(name, title, ylabel, groups, out_dir, hline=None):
+def bars(name, title, ylabel, groups, out_dir, hline=None, logy=False):
     """groups: {group: {bar label: (median, min, max)}}"""
     import matplotlib
     matplotlib.use("Agg")
@@ -144,36 +139,208 @@ def bars(name, title, ylabel, groups, out_dir, hline=None):
                 ys.append(m)
                 lo.append(m - mn)
                 hi.append(mx - m)
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=b)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=b, **style(b, {}))
     if hline is not None:
         ax.axhline(hline[0], color="grey", linestyle="--", linewidth=1, label=hline[1])
+    if logy:
+        ax.set_yscale("log")
     ax.set_xticks([j + width * (len(labels) - 1) / 2 for j in range(len(gnames))])
     ax.set_xticklabels(gnames, fontsize="small")
     return save(fig, ax, name, title, ylabel, out_dir, grid_axis="y")
 
 
-def figures(runs, out_dir):
-    made = []
-    rt = [(p, d) for p, d in runs if d["benchmark"] == "rt"]
-    for coll in ("ibcast", "iallreduce", "ialltoall"):
-        def overlap(doc, r, coll=coll):
-            p = r["params"]
-            if r["name"].startswith("overlap ") and p.get("collective") == coll:
-                return ("Open MPI" if p["of"] == "openmpi" else f"cadrt {doc['engine']}"), p["bytes"]
-            return None
-        lines = series(rt, overlap)
-        # Open MPI's own figure is measured in every engine's run: one line.
-        lines = {k: v for k, v in lines.items()}
-        made.append(plot(f"overlap-{coll}", f"{coll}: overlap (OSU, no test calls), 2 ranks",
-                         "bytes", "overlap %", lines, out_dir, hline=(40, "target ≥ 40 % (≥ 64 KiB)")))
+ENGINES = ("kernel", "poll", "thread", "signal")
+RT_COLLS = ("ibcast", "ireduce", "iallreduce", "igather", "iscatter", "iallgather", "ialltoall",
+            "ireduce_scatter_block", "ibarrier")
 
-        def latency(doc, r, coll=coll):
+
+def triple(r):
+    return (r["median"], r["min"], r["max"])
+
+
+def engine_key(e):
+    return (ENGINES.index(e) if e in ENGINES else len(ENGINES), e)
+
+
+def by_benchmark(runs, name):
+    """The runs of one benchmark, ordered by engine."""
+    out = [(p, d) for p, d in runs if d["benchmark"] == name]
+    return sorted(out, key=lambda pd: engine_key(pd[1]["engine"]))
+
+
+def grid(name, title, panels, out_dir, ylabel, logy=False, hline=None):
+    """panels: [(panel title, {label: [(x, med, lo, hi)]}, {label: style})] on a grid of log2 x axes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = [p for p in panels if p[1]]
+    if not panels:
+        return None
+    cols = 3
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 3.2 * rows), dpi=80, squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, (ptitle, lines, styles) in zip(axes.flat, panels):
+        for label, pts in sorted(lines.items()):
+            xs = [max(p[0], 0.5) for p in pts]
+            ax.errorbar(xs, [p[1] for p in pts], yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
+                        marker="o", markersize=3, capsize=2, label=label, **style(label, styles))
+        if hline is not None:
+            ax.axhline(hline, color="grey", linestyle="--", linewidth=1)
+        ax.set_xscale("log", base=2)
+        if logy:
+            ax.set_yscale("log")
+        ax.set_title(ptitle, fontsize="medium")
+        ax.grid(True, alpha=0.3)
+    axes.flat[0].set_ylabel(ylabel)
+    axes.flat[0].legend(fontsize="x-small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def rt_figures(runs, out_dir):
+    rt = by_benchmark(runs, "rt")
+    made = []
+    if not rt:
+        return made
+    ref = rt[0][1]  # Open MPI is measured in every engine's run: its curves from one of them
+    for coll in ("ibcast", "iallreduce", "ialltoall", "igather"):
+        lines, styles = defaultdict(list), {}
+        for _, doc in rt:
+            for r in doc["results"]:
+                p = r["params"]
+                if not r["name"].startswith("overlap ") or p.get("collective") != coll:
+                    continue
+                if p["of"] == "openmpi" and doc is not ref:
+                    continue
+                who = "Open MPI" if p["of"] == "openmpi" else f"cadrt {doc['engine']}"
+                label = who + (f", {p['tests']} tests" if p.get("tests") else "")
+                lines[label].append((p["bytes"], *triple(r)))
+                styles[label] = {"linestyle": "--" if p.get("tests") else "-"}
+                if who == "Open MPI":
+                    styles[label]["color"] = "black"
+        lines = {k: sorted(v) for k, v in lines.items()}
+        made.append(plot(f"overlap-{coll}", f"{coll}: overlap (OSU; solid: no test calls, dashed: 8), "
+                         f"{ref['results'][0]['params'].get('ranks', 2)} ranks", "bytes", "overlap %", lines,
+                         out_dir, hline=(40, "target ≥ 40 % (≥ 64 KiB)"), styles=styles))
+    ratio, bw = [], []
+    for coll in RT_COLLS:
+        lat, bwl, styles = defaultdict(list), defaultdict(list), {}
+        for _, doc in rt:
+            for r in doc["results"]:
+                p = r["params"]
+                if p.get("collective") != coll:
+                    continue
+                if r["name"].startswith("latency ratio ") and p["of"] == "cadrt/openmpi":
+                    lat[f"cadrt {doc['engine']}"].append((p["bytes"], *triple(r)))
+                elif r["name"].startswith("latency ") and r["unit"] == "us" and p["bytes"] > 0:
+                    if p["of"] != "cadrt" and doc is not ref:
+                        continue
+                    label = f"cadrt {doc['engine']}" if p["of"] == "cadrt" else \
+                        {"openmpi": "Open MPI I*", "openmpi-blocking": "Open MPI blocking"}[p["of"]]
+                    # MB/s = bytes / µs; min and max swap
+                    bwl[label].append((p["bytes"], p["bytes"] / r["median"], p["bytes"] / r["max"],
+                                       p["bytes"] / r["min"]))
+                    if p["of"] != "cadrt":
+                        styles[label] = {"color": "black", "linestyle": "-" if p["of"] == "openmpi" else ":"}
+        ratio.append((coll, {k: sorted(v) for k, v in lat.items()}, {}))
+        bw.append((coll, {k: sorted(v) for k, v in bwl.items()}, styles))
+    made.append(grid("latency-ratio", "latency (call + wait), cadrt / Open MPI's MPI_I* (lower is better)", ratio,
+                     out_dir, "ratio", hline=1.0))
+    made.append(grid("bandwidth", "bandwidth: bytes / latency, MB/s (higher is better)", bw, out_dir, "MB/s",
+                     logy=True))
+    return made
+
+
+def codelet_figures(runs, out_dir):
+    cl = by_benchmark(runs, "codelets")
+    made = []
+    if not cl:
+        return made
+    ref = cl[0][1]
+    kinds = {"availability": ("availability", "availability (SMB method), 2 ranks", "available %", None),
+             "cpu loss": ("cpu-loss", "CPU time loss (KACC codelet), 2 ranks on the host", "CPU lost %", None),
+             "matvec overlap": ("matvec", "ialltoall overlapped with a matrix-vector product", "overlap %", None),
+             "rendezvous root ratio": ("rendezvous", "root's time in ibcast while the other computes 50 ms "
+                                       "(PIOMan test), ÷ pure latency", "× pure latency (log)", True)}
+    for prefix, (name, title, ylabel, logy) in kinds.items():
+        groups = defaultdict(dict)
+        for _, doc in cl:
+            for r in doc["results"]:
+                p = r["params"]
+                if not r["name"].startswith(prefix + " "):
+                    continue
+                if p.get("of") == "openmpi" and doc is not ref:
+                    continue
+                who = "Open MPI" if p.get("of") == "openmpi" else doc["engine"]
+                group = " ".join(w for w in r["name"][len(prefix) + 1:].split()
+                                 if w not in ("cadrt", "openmpi"))
+                groups[group][who] = triple(r)
+        made.append(bars(name, title, ylabel, dict(groups), out_dir, logy=logy))
+    return made
+
+
+def segment_figures(runs, out_dir):
+    """seg_bench: the measured curve and the LogGP model's per message size,
+    the model's optimum as a vertical line."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    made = []
+    for _, doc in by_benchmark(runs, "segments"):
+        curves, optimum = defaultdict(list), {}
+        for r in doc["results"]:
             p = r["params"]
-            if r["name"].startswith("latency ratio ") and p.get("collective") == coll:
-                return f"cadrt {doc['engine']}", p["bytes"]
-            return None
-        made.append(plot(f"latency-{coll}", f"{coll}: latency, cadrt / Open MPI, 2 ranks", "bytes",
-                         "ratio (lower is better)", series(rt, latency), out_dir, hline=(1.0, "Open MPI")))
+            if r["name"].startswith("model optimum "):
+                optimum[p["bytes"]] = r["median"]
+            if not isinstance(p.get("seg"), int) or r["unit"] != "us" or r["name"].startswith("pingpong "):
+                continue
+            ranks = p.get("ranks", "")
+            kind = "LogGP model" if r["name"].startswith("model ") else "measured"
+            curves[(p["bytes"], kind)].append((p["seg"], *triple(r)))
+        if not curves:
+            continue
+        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=90)
+        colors = {}
+        for (n, kind), pts in sorted(curves.items()):
+            pts.sort()
+            c = colors.setdefault(n, f"C{len(colors)}")
+            ax.errorbar([q[0] for q in pts], [q[1] for q in pts],
+                        yerr=[[q[1] - q[2] for q in pts], [q[3] - q[1] for q in pts]], marker="o", markersize=4,
+                        capsize=3, color=c, linestyle="--" if kind != "measured" else "-",
+                        label=f"{kind}, {n // 1024} KiB")
+            if kind == "measured" and n in optimum:
+                ax.axvline(optimum[n], color=c, linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("segment bytes (dotted: the model's optimum)")
+        made.append(save(fig, ax, f"segments-{doc['engine']}",
+                         f"chain pipeline broadcast, {ranks} ranks, {doc['engine']} engine", "µs", out_dir))
+    return made
+
+
+def verifier_figure(runs, out_dir):
+    lines = defaultdict(list)
+    for _, doc in by_benchmark(runs, "cadc"):
+        for r in doc["results"]:
+            name = r["name"]
+            if name.startswith("verify ") and r["unit"] == "s" and "P" in r["params"]:
+                lines[name.split()[1]].append((r["params"]["P"], *triple(r)))
+    if not lines:
+        return []
+    return [plot("verifier", "cadc verify: time against P", "P (ranks)", "seconds",
+                 {k: sorted(v) for k, v in lines.items()}, out_dir, logy=True)]
+
+
+def figures(runs, out_dir):
+    made = rt_figures(runs, out_dir)
+    made += codelet_figures(runs, out_dir)
     kv = [(p, d) for p, d in runs if d["benchmark"] == "kernel-vm"]
     if kv:
         ov, loss = defaultdict(dict), defaultdict(dict)
@@ -181,18 +348,19 @@ def figures(runs, out_dir):
             for r in doc["results"]:
                 p = r["params"]
                 if " overlap " in r["name"] and "of cap" not in r["name"]:
-                    ov[f"{p['collective']} {p['bytes'] // 1024} KiB"][p["engine"]] = (r["median"], r["min"], r["max"])
+                    ov[f"{p['collective']} {p['bytes'] // 1024} KiB"][p["engine"]] = triple(r)
                 if " cpu loss " in r["name"] and " floor " not in r["name"]:
-                    loss[f"{p['bytes'] / 1000:g} kB {p['matrix']}×{p['matrix']}"][p["engine"]] = (
-                        r["median"], r["min"], r["max"])
+                    loss[f"{p['bytes'] / 1000:g} kB {p['matrix']}×{p['matrix']}"][p["engine"]] = triple(r)
         made.append(bars("vm-overlap", "overlap per engine in qemu (OSU, no test calls)", "overlap %", ov, out_dir))
         made.append(bars("vm-cpu-loss", "CPU time loss (KACC codelet) per engine in qemu", "CPU lost %", loss,
                          out_dir, hline=(10, "kernel target ≤ 10 %")))
+    made += segment_figures(runs, out_dir)
+    made += verifier_figure(runs, out_dir)
     vm = defaultdict(dict)
     for _, doc in runs:
         for r in doc["results"]:
             if r["unit"] == "x native":
-                vm[r["name"].split(" (")[0].replace(" vs native", "")][doc["benchmark"]] = (r["median"], r["min"], r["max"])
+                vm[r["name"].split(" (")[0].replace(" vs native", "")][doc["benchmark"]] = triple(r)
     made.append(bars("interpreter", "reductions against native C (1 MiB)", "× native (higher is better)",
                      dict(sorted(vm.items())), out_dir, hline=(0.5, "VM target ≥ 0.5×")))
     return [m for m in made if m]
@@ -202,7 +370,8 @@ def report(runs, out: Path, plots):
     lines = ["# Benchmark report", "",
              "Generated by `bench/report.py` from `bench/results/*.json` (run `make bench`; "
              "`BENCH_QUICK=1 make bench` for a short run). Every figure is a ratio or a percentage against a "
-             "reference measured in the same run; medians of the repetitions, with min–max.", "",
+             "reference measured in the same run, or a time whose reference is in the same file; medians of "
+             "the repetitions, with min–max.", "",
              "## Targets", "", targets_table(runs, "results/"), "", "## Plots", ""]
     for p in plots:
         lines += [f"![{p.stem}](report/{p.name})", ""]
@@ -220,13 +389,94 @@ def report(runs, out: Path, plots):
     out.write_text("\n".join(lines))
 
 
+def pivot(runs, benchmark, keep, prefix, label=lambda name: name, colname=lambda doc, r: doc["engine"]):
+    """A table of one benchmark's figures: a row per figure (keep(r) true),
+    a column per engine (or what colname says), median (min–max), the
+    target in its own column and met / not met per cell."""
+    rows, cols, files = {}, [], {}
+    for path, doc in by_benchmark(runs, benchmark):
+        for r in doc["results"]:
+            if not keep(r):
+                continue
+            c = colname(doc, r)
+            if c not in cols:
+                cols.append(c)
+                files[c] = path.name
+            row = rows.setdefault(label(r["name"]), {"target": r.get("target", "")})
+            row[c] = fmt(r) + (f" {met(r)}" if "target" in r else "")
+    if not rows:
+        return "(no results yet: run `make bench`)"
+    head = "| Figure | Target | " + " | ".join(f"[{c}]({prefix}{files[c]})" for c in cols) + " |"
+    out = [head, "|---|---|" + "---|" * len(cols)]
+    for name, row in rows.items():
+        t = row["target"].replace("<=", "≤").replace(">=", "≥")
+        out.append(f"| {name} | {t} | " + " | ".join(row.get(c, "") for c in cols) + " |")
+    return "\n".join(out)
+
+
+def strip_engine(name):
+    for e in ENGINES:
+        if name.startswith(e + " ") or name.startswith(e + "/"):
+            return name[len(e):].lstrip(" ")
+    return name
+
+
+def blocks(runs, prefix):
+    """The README's generated blocks, by name."""
+    def rt_keep(r):
+        p = r["params"]
+        if r["name"].startswith("latency ratio ") and p["of"] == "cadrt/openmpi":
+            return p["collective"] in ("ibcast", "iallreduce", "ialltoall") or p["bytes"] in (8, 1 << 20, 0)
+        if r["name"].startswith("overlap ") and p["of"] == "cadrt":
+            return p["bytes"] >= 65536
+        return False
+
+    def ompi_col(doc, r):
+        return "Open MPI" if r["params"].get("of") == "openmpi" else doc["engine"]
+
+    def cl_keep(r):
+        return not r["name"].endswith(" openmpi") or True
+    return {
+        "targets": targets_table(runs, prefix),
+        "rt": pivot(runs, "rt", rt_keep, prefix, label=lambda n: n.replace(" cadrt", "")),
+        "codelets": pivot(runs, "codelets", cl_keep, prefix,
+                          label=lambda n: n.replace(" cadrt", "").replace(" openmpi", ""), colname=ompi_col),
+        "kernel-vm": pivot(runs, "kernel-vm", lambda r: True, prefix, label=strip_engine,
+                           colname=lambda doc, r: r["params"].get("engine", doc["engine"])),
+        "segments": pivot(runs, "segments", lambda r: not isinstance(r["params"].get("seg"), int)
+                          and not r["name"].startswith("pingpong "), prefix),
+        "compiler": pivot(runs, "cadc", lambda r: True, prefix),
+        "core": pivot(runs, "core", lambda r: True, prefix),
+        "ops": pivot(runs, "ops", lambda r: True, prefix),
+    }
+
+
+def targets_table(runs, prefix):
+    """Every figure with a target; rt_bench's per engine side by side."""
+    lines = ["| Benchmark | Figure | Target | Measured: median (min–max) | |", "|---|---|---|---|---|"]
+    for path, doc in runs:
+        if doc["benchmark"] == "rt":
+            continue
+        for r in doc["results"]:
+            if "target" in r:
+                t = r["target"].replace("<=", "≤").replace(">=", "≥")
+                lines.append(f"| [{path.stem}]({prefix}{path.name}) | {r['name']} | {t} | {fmt(r)} | {met(r)} |")
+    rt = pivot(runs, "rt", lambda r: "target" in r, prefix, label=lambda n: n.replace(" cadrt", ""))
+    return "\n".join(lines) + "\n\nThe runtime against Open MPI (`rt_bench`), per engine:\n\n" + rt
+
+
 def update_readme(readme: Path, runs):
     text = readme.read_text()
     if BEGIN not in text or END not in text:
         raise SystemExit(f"report.py: {readme} has no {BEGIN} ... {END} block")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(head + BEGIN + "\n" + targets_table(runs, "bench/results/") + "\n" + END + tail)
+    for name, body in blocks(runs, "bench/results/").items():
+        b, e = f"<!-- bench:{name}:begin -->", f"<!-- bench:{name}:end -->"
+        if b not in text or e not in text:
+            continue
+        head, rest = text.split(b, 1)
+        _, tail = rest.split(e, 1)
+        text = head + b + "\n" + body + "\n" + e + tail
+    readme.write_text(text)
 
 
 def main():

@@ -1,155 +1,194 @@
-/* rt_bench - cadrt against Open MPI's own non-blocking collectives, in the
- * same processes: run it under mpirun with LD_PRELOAD=libcadmpi.so, and
- * MPI_I* go through cadrt while PMPI_I* are Open MPI's, interleaved
- * repetition by repetition.
+/* rt_bench - cadrt against Open MPI's own collectives, in the same
+ * processes: run it under mpirun with LD_PRELOAD=libcadmpi.so, and MPI_I*
+ * go through cadrt while PMPI_I* and the blocking PMPI_* are Open MPI's,
+ * interleaved repetition by repetition.
  *
  *   mpirun -n 2 -x LD_PRELOAD=build/lib/libcadmpi.so -x CADRT_ENGINE=signal \
  *       rt_bench --json bench/results/rt-signal.json
  *
- * Figures (the OSU method):
- *   latency ratio  cadrt's (call + wait) / Open MPI's, per collective and size
- *   overlap        compute as long as the pure latency between the call and
- *                  the wait, no test calls; 100 - 100 (overall - compute) / pure
- * Each iteration starts after a barrier (not timed), so that every rank
- * posts together and a rank late from the previous iteration does not hide
- * the overlap of the others; latencies are OSU's: the mean over ranks of
- * the mean over iterations.
- * BENCH_QUICK=1: fewer repetitions and iterations.
+ * Sizes: "bytes" is the size of the largest buffer argument of one rank:
+ * the broadcast or reduced vector; alltoall's send buffer (bytes / P to each
+ * peer); gather's and allgather's receive buffer and scatter's send buffer
+ * (bytes / P from or to each rank); reduce_scatter_block's send buffer.
+ * Reductions are MPI_SUM on doubles, the rest MPI_BYTE; a count that would
+ * be 0 is 1.
+ *
+ * Figures, for every collective and size 1 B - 4 MiB:
+ *   latency <coll> <size> <of>    microseconds per call + wait (OSU: the
+ *                                 mean over ranks of the mean over
+ *                                 iterations), of = cadrt (MPI_I*),
+ *                                 openmpi (PMPI_I*) and openmpi-blocking
+ *                                 (PMPI_Bcast, ...)
+ *   latency ratio <coll> <size>   cadrt / openmpi, the same repetition
+ *   latency ratio blocking ...    cadrt / openmpi-blocking
+ * and for ibcast, iallreduce, ialltoall and igather:
+ *   overlap <coll> <size> <of>    the OSU overlap: compute for the pure
+ *                                 latency of the same implementation
+ *                                 between the call and the wait, no test
+ *                                 calls; 100 - 100 (overall - compute) /
+ *                                 pure, clamped to 0..100
+ *   overlap ... <of> 8 tests      the same with the computation cut in 8
+ *                                 pieces and a test call after each (OSU's
+ *                                 -t), which lets a progress-in-calls
+ *                                 implementation move
+ * Each iteration starts after an untimed barrier, so that every rank posts
+ * together and a rank late from the previous iteration does not hide the
+ * overlap of the others. Iteration counts are calibrated once per
+ * collective and size (about 10 ms of work per measurement, 3 - 500).
+ * BENCH_QUICK=1: 3 repetitions instead of 7, fewer sizes.
  */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <time.h>
-#include <unistd.h>
 
-enum coll { IBCAST, IALLREDUCE, IALLTOALL };
-static const char *cname[] = { "ibcast", "iallreduce", "ialltoall" };
+#include "bench_out.h"
+
+enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, BARRIER, NCOLL };
+static const char *cname[] = { "ibcast",    "ireduce",   "iallreduce", "igather", "iscatter",
+			       "iallgather", "ialltoall", "ireduce_scatter_block", "ibarrier" };
+enum impl { CADRT, OMPI, OMPI_BLOCKING };
+static const char *iname[] = { "cadrt", "openmpi", "openmpi-blocking" };
 static int g_rank, g_size;
 static char *g_send, *g_recv;
+#define MAXB (4u << 20)
 
-static void start(enum coll c, size_t bytes, int ours, MPI_Request *r)
+static int cnt(size_t bytes, size_t elem, int split)
 {
-	const int n = (int)bytes, d = (int)(bytes / 8);
+	size_t n = bytes / elem / (split ? (size_t)g_size : 1);
+	return n ? (int)n : 1;
+}
+
+/* Posts (or, blocking, runs) one collective. */
+static void start(enum coll c, size_t bytes, enum impl im, MPI_Request *r)
+{
+	const MPI_Comm w = MPI_COMM_WORLD;
+	const int b = cnt(bytes, 1, 0), d = cnt(bytes, 8, 0), bp = cnt(bytes, 1, 1), dp = cnt(bytes, 8, 1);
+	const int ours = im == CADRT, blk = im == OMPI_BLOCKING;
+
+	*r = MPI_REQUEST_NULL;
 	switch (c) {
-	case IBCAST:
-		(ours ? MPI_Ibcast : PMPI_Ibcast)(g_recv, n, MPI_BYTE, 0, MPI_COMM_WORLD, r);
+	case BCAST:
+		blk ? PMPI_Bcast(g_recv, b, MPI_BYTE, 0, w)
+		    : (ours ? MPI_Ibcast : PMPI_Ibcast)(g_recv, b, MPI_BYTE, 0, w, r);
 		break;
-	case IALLREDUCE:
-		(ours ? MPI_Iallreduce : PMPI_Iallreduce)(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, r);
+	case REDUCE:
+		blk ? PMPI_Reduce(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, 0, w)
+		    : (ours ? MPI_Ireduce : PMPI_Ireduce)(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, 0, w, r);
+		break;
+	case ALLREDUCE:
+		blk ? PMPI_Allreduce(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, w)
+		    : (ours ? MPI_Iallreduce : PMPI_Iallreduce)(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, w, r);
+		break;
+	case GATHER:
+		blk ? PMPI_Gather(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w)
+		    : (ours ? MPI_Igather : PMPI_Igather)(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w, r);
+		break;
+	case SCATTER:
+		blk ? PMPI_Scatter(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w)
+		    : (ours ? MPI_Iscatter : PMPI_Iscatter)(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w, r);
+		break;
+	case ALLGATHER:
+		blk ? PMPI_Allgather(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w)
+		    : (ours ? MPI_Iallgather : PMPI_Iallgather)(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w, r);
+		break;
+	case ALLTOALL:
+		blk ? PMPI_Alltoall(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w)
+		    : (ours ? MPI_Ialltoall : PMPI_Ialltoall)(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w, r);
+		break;
+	case REDUCE_SCATTER:
+		blk ? PMPI_Reduce_scatter_block(g_send, g_recv, dp, MPI_DOUBLE, MPI_SUM, w)
+		    : (ours ? MPI_Ireduce_scatter_block
+			    : PMPI_Ireduce_scatter_block)(g_send, g_recv, dp, MPI_DOUBLE, MPI_SUM, w, r);
 		break;
 	default:
-		(ours ? MPI_Ialltoall : PMPI_Ialltoall)(g_send, n / g_size, MPI_BYTE, g_recv, n / g_size, MPI_BYTE,
-							MPI_COMM_WORLD, r);
+		blk ? PMPI_Barrier(w) : (ours ? MPI_Ibarrier : PMPI_Ibarrier)(w, r);
 		break;
 	}
 }
 
-static void finish(int ours, MPI_Request *r)
+static void finish(enum impl im, MPI_Request *r)
 {
-	(ours ? MPI_Wait : PMPI_Wait)(r, MPI_STATUS_IGNORE);
+	if (im != OMPI_BLOCKING)
+		(im == CADRT ? MPI_Wait : PMPI_Wait)(r, MPI_STATUS_IGNORE);
 }
 
-static void compute(double seconds)
+/* Computes for seconds, with tests test calls spread over it. */
+static void compute(double seconds, int tests, enum impl im, MPI_Request *r)
 {
-	const double end = MPI_Wtime() + seconds;
+	const double t0 = MPI_Wtime();
 	volatile double x = 1;
-	while (MPI_Wtime() < end)
-		for (int i = 0; i < 100; i++)
-			x = x * 1.0000001 + 1e-9;
+
+	for (int k = 1; k <= (tests ? tests : 1); k++) {
+		const double end = t0 + seconds * k / (tests ? tests : 1);
+		int flag;
+
+		while (MPI_Wtime() < end)
+			for (int i = 0; i < 100; i++)
+				x = x * 1.0000001 + 1e-9;
+		if (tests && *r != MPI_REQUEST_NULL)
+			(im == CADRT ? MPI_Test : PMPI_Test)(r, &flag, MPI_STATUS_IGNORE);
+	}
 }
 
-/* Mean seconds per collective, the slowest rank's; with compute seconds
- * of work between call and wait when compute_s > 0. */
-static double measure(enum coll c, size_t bytes, int ours, int iters, double compute_s)
+static double mean_over_ranks(double t)
 {
-	MPI_Request r;
-	for (int i = 0; i < 2; i++) { /* warm: instances cached, pages touched */
-		start(c, bytes, ours, &r);
-		finish(ours, &r);
-	}
-	double t = 0;
-	for (int i = 0; i < iters; i++) {
-		PMPI_Barrier(MPI_COMM_WORLD);
-		const double t0 = MPI_Wtime();
-		start(c, bytes, ours, &r);
-		if (compute_s > 0)
-			compute(compute_s);
-		finish(ours, &r);
-		t += MPI_Wtime() - t0;
-	}
-	t /= iters;
 	double sum;
+
 	PMPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	return sum / g_size;
 }
 
-static int cmp(const void *a, const void *b)
+/* Mean seconds per collective over ranks, with compute_s of work (and
+ * tests test calls) between call and wait when compute_s > 0. */
+static double measure(enum coll c, size_t bytes, enum impl im, int iters, double compute_s, int tests)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
+	MPI_Request r;
+	double t = 0;
+
+	for (int i = 0; i < 2; i++) { /* warm: instances cached, pages touched */
+		start(c, bytes, im, &r);
+		finish(im, &r);
+	}
+	for (int i = 0; i < iters; i++) {
+		PMPI_Barrier(MPI_COMM_WORLD);
+		const double t0 = MPI_Wtime();
+		start(c, bytes, im, &r);
+		if (compute_s > 0)
+			compute(compute_s, tests, im, &r);
+		finish(im, &r);
+		t += MPI_Wtime() - t0;
+	}
+	return mean_over_ranks(t / iters);
 }
 
-struct result {
-	char name[96], unit[8], target[16];
-	double reps[32];
-	int nreps;
-	size_t bytes;
-	const char *coll, *impl;
-	int met_known;
-};
-
-static struct result g_res[64];
-static int g_nres;
-
-static struct result *add(const char *name, const char *unit, const char *target, const char *coll, size_t bytes,
-			  const char *impl)
+/* About budget seconds of iterations of the slower implementation, the
+ * same count on every rank. */
+static int calibrate(enum coll c, size_t bytes, double budget)
 {
-	struct result *r = &g_res[g_nres++];
-	snprintf(r->name, sizeof r->name, "%s", name);
-	snprintf(r->unit, sizeof r->unit, "%s", unit);
-	snprintf(r->target, sizeof r->target, "%s", target ? target : "");
-	r->coll = coll;
-	r->bytes = bytes;
-	r->impl = impl;
-	return r;
+	double t = measure(c, bytes, CADRT, 3, 0, 0), u = measure(c, bytes, OMPI, 3, 0, 0), m;
+
+	t = t > u ? t : u;
+	PMPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	const double n = budget / (m + 5e-6);
+	return n < 3 ? 3 : n > 500 ? 500 : (int)n;
 }
 
-static double median(struct result *r, double *lo, double *hi)
+static double overlap(double overall, double pure)
 {
-	double v[32];
-	memcpy(v, r->reps, sizeof(double) * (size_t)r->nreps);
-	qsort(v, (size_t)r->nreps, sizeof v[0], cmp);
-	*lo = v[0];
-	*hi = v[r->nreps - 1];
-	return r->nreps % 2 ? v[r->nreps / 2] : (v[r->nreps / 2 - 1] + v[r->nreps / 2]) / 2;
-}
-
-static int met(const char *target, double v)
-{
-	double t = atof(target + 3);
-	return target[0] == '<' ? v <= t : v >= t;
-}
-
-static void size_name(size_t b, char *out, size_t n)
-{
-	if (b >= 1 << 20)
-		snprintf(out, n, "%zuMiB", b >> 20);
-	else if (b >= 1024)
-		snprintf(out, n, "%zuKiB", b >> 10);
-	else
-		snprintf(out, n, "%zuB", b);
+	const double o = 100 - 100 * (overall - pure) / pure;
+	return o < 0 ? 0 : o > 100 ? 100 : o;
 }
 
 int main(int argc, char **argv)
 {
 	const char *json = NULL;
+
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json") && i + 1 < argc)
+		if (!strcmp(argv[i], "--json") && i + 1 < argc) {
 			json = argv[++i];
-		else {
+		} else {
 			fprintf(stderr, "usage: rt_bench [--json FILE]\n");
 			return 2;
 		}
@@ -166,100 +205,104 @@ int main(int argc, char **argv)
 	}
 	const int quick = getenv("BENCH_QUICK") && strcmp(getenv("BENCH_QUICK"), "0");
 	const int reps = quick ? 3 : 7;
-	const size_t sizes[] = { 8, 1024, 65536, 262144, 1 << 20 };
-	const int nsizes = 5;
-	g_send = calloc(1 << 20, 1);
-	g_recv = calloc(1 << 20, 1);
-	memset(g_send, 1, 1 << 20);
+	const size_t all_sizes[] = { 1, 8, 64, 1024, 16384, 65536, 262144, 1 << 20, 4 << 20 };
+	const size_t quick_sizes[] = { 8, 1024, 65536, 262144, 1 << 20 };
+	const size_t *sizes = quick ? quick_sizes : all_sizes;
+	const int nsizes = quick ? 5 : 9;
+	const double budget = quick ? 0.004 : 0.01;
+	g_send = aligned_alloc(4096, MAXB);
+	g_recv = aligned_alloc(4096, MAXB);
+	memset(g_send, 1, MAXB);
+	memset(g_recv, 0, MAXB);
 
-	for (int c = 0; c < 3; c++)
+	struct cell {
+		struct bench_fig *lat[3], *ratio, *ratio_blk, *ov[2][2]; /* [impl][tests?] */
+		int iters;
+	} cells[NCOLL][9];
+	memset(cells, 0, sizeof cells);
+	for (int c = 0; c < NCOLL; c++)
 		for (int s = 0; s < nsizes; s++) {
-			const size_t b = sizes[s];
-			char sz[32], name[96];
-			size_name(b, sz, sizeof sz);
-			const char *lt = b <= 1024 ? "<= 1.5" : b >= 262144 ? "<= 1.0" : NULL;
+			struct cell *e = &cells[c][s];
+			const size_t b = c == BARRIER ? 0 : sizes[s];
+			const int targeted = c == BCAST || c == ALLREDUCE || c == ALLTOALL;
+			char sz[32], name[112];
+
+			if (c == BARRIER && s)
+				continue;
+			bench_size(b, sz, sizeof sz);
+			for (int im = 0; im < 3; im++) {
+				snprintf(name, sizeof name, "latency %s %s %s", cname[c], sz, iname[im]);
+				e->lat[im] = bench_add(name, "us", NULL,
+						       "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"of\": \"%s\"",
+						       cname[c], b, g_size, iname[im]);
+			}
 			snprintf(name, sizeof name, "latency ratio %s %s", cname[c], sz);
-			struct result *lat = add(name, "x", lt, cname[c], b, "cadrt/openmpi");
-			struct result *ov = NULL, *ovr = NULL;
-			if (c == IBCAST || b >= 65536) {
-				snprintf(name, sizeof name, "overlap %s %s cadrt", cname[c], sz);
-				ov = add(name, "%", b >= 65536 ? ">= 40" : NULL, cname[c], b, "cadrt");
-				snprintf(name, sizeof name, "overlap %s %s openmpi", cname[c], sz);
-				ovr = add(name, "%", NULL, cname[c], b, "openmpi");
-			}
-			const int iters = (b >= 262144 ? 20 : b >= 65536 ? 100 : 1000) / (quick ? 4 : 1);
-			for (int k = 0; k < reps; k++) {
-				const double mine = measure((enum coll)c, b, 1, iters, 0);
-				const double ref = measure((enum coll)c, b, 0, iters, 0);
-				lat->reps[lat->nreps++] = mine / ref;
-				if (ov) {
-					const int oi = iters / 2 > 5 ? iters / 2 : 5;
-					double all = measure((enum coll)c, b, 1, oi, mine);
-					double o = 100 - 100 * (all - mine) / mine;
-					ov->reps[ov->nreps++] = o < 0 ? 0 : o > 100 ? 100 : o;
-					all = measure((enum coll)c, b, 0, oi, ref);
-					o = 100 - 100 * (all - ref) / ref;
-					ovr->reps[ovr->nreps++] = o < 0 ? 0 : o > 100 ? 100 : o;
-				}
-			}
+			e->ratio = bench_add(name, "x", !targeted ? NULL : b <= 1024 ? "<= 1.5" : b >= 262144 ? "<= 1.0" : NULL,
+					     "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"of\": \"cadrt/openmpi\"",
+					     cname[c], b, g_size);
+			snprintf(name, sizeof name, "latency ratio blocking %s %s", cname[c], sz);
+			e->ratio_blk = bench_add(name, "x", NULL,
+						 "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, "
+						 "\"of\": \"cadrt/openmpi-blocking\"",
+						 cname[c], b, g_size);
+			if (c == BCAST || c == ALLREDUCE || c == ALLTOALL || c == GATHER)
+				for (int im = 0; im < 2; im++)
+					for (int t = 0; t < 2; t++) {
+						snprintf(name, sizeof name, "overlap %s %s %s%s", cname[c], sz, iname[im],
+							 t ? " 8 tests" : "");
+						e->ov[im][t] = bench_add(
+							name, "%", im == CADRT && !t && targeted && b >= 65536 ? ">= 40" : NULL,
+							"\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"of\": \"%s\", "
+							"\"tests\": %d",
+							cname[c], b, g_size, iname[im], t ? 8 : 0);
+					}
 		}
+
+	for (int k = 0; k < reps; k++)
+		for (int c = 0; c < NCOLL; c++)
+			for (int s = 0; s < nsizes; s++) {
+				struct cell *e = &cells[c][s];
+				const size_t b = c == BARRIER ? 0 : sizes[s];
+				double pure[3];
+
+				if (!e->lat[0])
+					continue;
+				if (!e->iters)
+					e->iters = calibrate((enum coll)c, b, budget);
+				for (int im = 0; im < 3; im++) {
+					pure[im] = measure((enum coll)c, b, (enum impl)im, e->iters, 0, 0);
+					bench_push(e->lat[im], pure[im] * 1e6);
+				}
+				bench_push(e->ratio, pure[CADRT] / pure[OMPI]);
+				bench_push(e->ratio_blk, pure[CADRT] / pure[OMPI_BLOCKING]);
+				for (int im = 0; im < 2; im++)
+					for (int t = 0; t < 2; t++)
+						if (e->ov[im][t]) {
+							const int oi = e->iters / 2 > 3 ? e->iters / 2 : 3;
+							const double all = measure((enum coll)c, b, (enum impl)im, oi,
+										   pure[im], t ? 8 : 0);
+							bench_push(e->ov[im][t], overlap(all, pure[im]));
+						}
+			}
 
 	if (g_rank == 0) {
-		printf("rt_bench: %d ranks, engine %s, cadrt (libcadmpi) against Open MPI in the same processes\n", g_size,
-		       engine_fn());
-		printf("%-36s %9s %9s %9s  %s\n", "figure", "median", "min", "max", "target");
-		for (int i = 0; i < g_nres; i++) {
-			double lo, hi, m = median(&g_res[i], &lo, &hi);
-			printf("%-36s %9.3f %9.3f %9.3f  %s%s\n", g_res[i].name, m, lo, hi, g_res[i].target,
-			       g_res[i].target[0] ? (met(g_res[i].target, m) ? " met" : " NOT met") : "");
-		}
-		if (json) {
-			FILE *f = fopen(json, "w");
-			if (!f) {
-				perror(json);
-				MPI_Abort(MPI_COMM_WORLD, 1);
-			}
-			struct utsname u;
-			uname(&u);
-			char cpu[256] = "unknown", line[256];
-			FILE *ci = fopen("/proc/cpuinfo", "r");
-			while (ci && fgets(line, sizeof line, ci))
-				if (!strncmp(line, "model name", 10)) {
-					char *p = strchr(line, ':');
-					snprintf(cpu, sizeof cpu, "%s", p ? p + 2 : line);
-					cpu[strcspn(cpu, "\n")] = 0;
-					break;
-				}
-			if (ci)
-				fclose(ci);
-			char date[32];
-			time_t now = time(NULL);
-			strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-			fprintf(f, "{\n \"benchmark\": \"rt\",\n \"date\": \"%s\",\n", date);
-			fprintf(f, " \"machine\": {\"cpu\": \"%s\", \"cores\": %ld, \"kernel\": \"%s\"},\n", cpu,
-				sysconf(_SC_NPROCESSORS_ONLN), u.release);
-			fprintf(f, " \"engine\": \"%s\",\n", engine_fn());
-			fprintf(f, " \"method\": \"%d ranks under mpirun; cadrt through libcadmpi (MPI_I*) against Open MPI "
-				   "(PMPI_I*) interleaved in the same processes; each iteration after an untimed barrier; latency: the mean over ranks of the mean call+wait; "
-				   "overlap (OSU): compute for the pure latency between call and wait, no tests, "
-				   "100-100*(overall-compute)/pure\",\n", g_size);
-			fprintf(f, " \"results\": [\n");
-			for (int i = 0; i < g_nres; i++) {
-				struct result *r = &g_res[i];
-				double lo, hi, m = median(r, &lo, &hi);
-				fprintf(f, "  {\"name\": \"%s\", \"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, \"max\": %.6g, "
-					   "\"params\": {\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"of\": \"%s\"}, ",
-					r->name, r->unit, m, lo, hi, r->coll, r->bytes, g_size, r->impl);
-				if (r->target[0])
-					fprintf(f, "\"target\": \"%s\", \"met\": %s, ", r->target, met(r->target, m) ? "true" : "false");
-				fprintf(f, "\"repetitions\": [");
-				for (int k = 0; k < r->nreps; k++)
-					fprintf(f, "%s%.6g", k ? ", " : "", r->reps[k]);
-				fprintf(f, "]}%s\n", i + 1 < g_nres ? "," : "");
-			}
-			fprintf(f, " ]\n}\n");
-			fclose(f);
-		}
+		char title[160];
+
+		snprintf(title, sizeof title,
+			 "rt_bench: %d ranks, engine %s, cadrt (libcadmpi) against Open MPI in the same processes", g_size,
+			 engine_fn());
+		bench_print(title);
+		char method[1024];
+		snprintf(method, sizeof method,
+			 "%d ranks under mpirun; cadrt through libcadmpi (MPI_I*) against Open MPI's MPI_I* (PMPI_I*) "
+			 "and blocking collectives (PMPI_*), interleaved in the same processes; bytes = the largest "
+			 "buffer argument of a rank (alltoall, gather, scatter, allgather: bytes/P per peer); each "
+			 "iteration after an untimed barrier, about 10 ms of iterations per measurement; latency: the "
+			 "mean over ranks of the mean call+wait; overlap (OSU): compute for the pure latency between "
+			 "call and wait, with no test calls or 8 spread over it, 100-100*(overall-compute)/pure",
+			 g_size);
+		if (json && bench_write_json(json, "rt", engine_fn(), method))
+			MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	free(g_send);
 	free(g_recv);

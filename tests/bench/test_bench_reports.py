@@ -96,6 +96,16 @@ def test_rt_bench_report_follows_the_schema(build_dir, tmp_path):
     for name, target in RT_TARGETS.items():
         assert by_name[name]["target"] == target, name
     assert "overlap ibcast 1MiB openmpi" in by_name
+    for coll in ("ibcast", "ireduce", "iallreduce", "igather", "iscatter", "iallgather", "ialltoall",
+                 "ireduce_scatter_block"):
+        for of in ("cadrt", "openmpi", "openmpi-blocking"):
+            assert f"latency {coll} 8B {of}" in by_name, (coll, of)
+        assert f"latency ratio blocking {coll} 1MiB" in by_name, coll
+    assert "latency ratio ibarrier 0B" in by_name
+    for coll in ("ibcast", "iallreduce", "ialltoall", "igather"):
+        for of in ("cadrt", "openmpi"):
+            assert by_name[f"overlap {coll} 64KiB {of} 8 tests"]["params"]["tests"] == 8
+            assert by_name[f"overlap {coll} 64KiB {of}"]["params"]["tests"] == 0
     for r in report["results"]:
         assert r["min"] <= r["median"] <= r["max"], r
         assert r["name"] in run.stdout
@@ -106,6 +116,54 @@ def test_rt_bench_needs_libcadmpi(build_dir):
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "LD_PRELOAD=libcadmpi.so" in run.stderr
+
+
+def validated(path):
+    report = json.loads(path.read_text())
+    jsonschema.validate(report, json.loads((ROOT / "schemas" / "bench-result.schema.json").read_text()))
+    for r in report["results"]:
+        assert r["min"] <= r["median"] <= r["max"], r
+    return report, {r["name"]: r for r in report["results"]}
+
+
+def test_rt_codelets_report_follows_the_schema(build_dir, tmp_path):
+    """The overlap codelets (SMB availability, KACC CPU loss, matrix-vector
+    overlap, PIOMan rendezvous), each for cadrt and for Open MPI."""
+    out = tmp_path / "codelets.json"
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}", "-x", "BENCH_QUICK=1", "-x", "CADRT_ENGINE=thread",
+           str(build_dir / "bin" / "rt_codelets"), "--json", str(out)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report, by_name = validated(out)
+    assert report["benchmark"] == "codelets" and report["engine"] == "thread"
+    for of in ("cadrt", "openmpi"):
+        for name in ("availability ibcast 64KiB", "availability ialltoall 1MiB", "cpu loss 12500 4x4",
+                     "cpu loss 1250000 40x40", "matvec overlap ialltoall 1MiB", "rendezvous root time ibcast 1MiB",
+                     "rendezvous root ratio ibcast 4MiB"):
+            assert f"{name} {of}" in by_name, (name, of)
+            assert by_name[f"{name} {of}"]["params"]["of"] == of
+            assert f"{name} {of}" in run.stdout
+
+
+def test_seg_bench_report_follows_the_schema(build_dir, tmp_path):
+    """The pipelined broadcast against its segment size beside the LogGP
+    model fitted from a ping-pong in the same run (3 ranks under cadrun)."""
+    out = tmp_path / "segments.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    env["BENCH_QUICK"] = "1"
+    run = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "3", "--bind", "core",
+                          str(build_dir / "bin" / "seg_bench"), "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report, by_name = validated(out)
+    assert report["benchmark"] == "segments"
+    for name in ("alpha", "beta", "model optimum 1MiB", "best measured 4MiB", "at model optimum / best 1MiB",
+                 "bcast 1MiB seg 4KiB", "model 1MiB seg 4KiB", "bcast 4MiB seg 4MiB / best"):
+        assert name in by_name, name
+    assert by_name["bcast 1MiB seg 64KiB"]["params"]["seg"] == 65536
+    assert by_name["bcast 1MiB seg 64KiB"]["params"]["ranks"] == 3
 
 
 KERNEL_TARGETS = {
@@ -142,7 +200,8 @@ def test_report_from_the_committed_results(tmp_path):
     """bench/report.py turns the results in bench/results into a report with
     every target and its plots, and rewrites the README's targets block."""
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- bench:targets:begin -->\nstale\n<!-- bench:targets:end -->\nrest\n")
+    readme.write_text("intro\n<!-- bench:targets:begin -->\nstale\n<!-- bench:targets:end -->\nmiddle\n"
+                      "<!-- bench:rt:begin -->\nold\n<!-- bench:rt:end -->\nrest\n")
     out = tmp_path / "report.md"
     run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "report.py"), "--out", str(out),
                           "--readme", str(readme)], capture_output=True, text=True, timeout=300)
@@ -155,11 +214,14 @@ def test_report_from_the_committed_results(tmp_path):
             targets += "target" in r
     assert text.count("**met**") + text.count("not met") >= 2 * targets  # the targets table and the listing
     pngs = sorted(p.name for p in (tmp_path / "report").glob("*.png"))
-    assert "overlap-ibcast.png" in pngs and "vm-cpu-loss.png" in pngs and "interpreter.png" in pngs, pngs
+    for png in ("overlap-ibcast.png", "overlap-igather.png", "latency-ratio.png", "bandwidth.png", "vm-cpu-loss.png",
+                "interpreter.png", "verifier.png"):
+        assert png in pngs, (png, pngs)
     for p in pngs:
         assert (tmp_path / "report" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     new = readme.read_text()
-    assert "stale" not in new and new.startswith("intro\n") and new.endswith("rest\n")
+    assert "stale" not in new and "old" not in new and new.startswith("intro\n") and new.endswith("rest\n")
+    assert "\nmiddle\n" in new and "| latency ratio ibcast 1MiB |" in new
     assert new.count("| ") > targets
 
 

@@ -1,0 +1,190 @@
+/* bench_out.h - the figures of a C benchmark program and their JSON file
+ * (schemas/bench-result.schema.json): a table of named figures, each with
+ * its unit, optional target ("<= 1.5", ">= 40"), parameters and every
+ * repetition; the median, min and max are computed when written.
+ * Header-only, no MPI: the MPI programs and the cadrun ones share it. */
+#ifndef CAD_BENCH_OUT_H
+#define CAD_BENCH_OUT_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BENCH_MAX_REPS 64
+#define BENCH_MAX_FIGS 1024
+
+struct bench_fig {
+	char name[112], unit[8], target[16];
+	char params[256]; /* the inside of a JSON object: "\"bytes\": 8, ..." */
+	double reps[BENCH_MAX_REPS];
+	int nreps;
+};
+
+static struct bench_fig bench_figs[BENCH_MAX_FIGS];
+static int bench_nfigs;
+
+/* A new figure; params is printf-style JSON members (may be ""). */
+static struct bench_fig *bench_add(const char *name, const char *unit, const char *target, const char *params, ...)
+	__attribute__((format(printf, 4, 5), unused));
+static struct bench_fig *bench_add(const char *name, const char *unit, const char *target, const char *params, ...)
+{
+	if (bench_nfigs == BENCH_MAX_FIGS) {
+		fprintf(stderr, "bench: more than %d figures\n", BENCH_MAX_FIGS);
+		exit(2);
+	}
+	struct bench_fig *f = &bench_figs[bench_nfigs++];
+	va_list ap;
+
+	memset(f, 0, sizeof *f);
+	snprintf(f->name, sizeof f->name, "%s", name);
+	snprintf(f->unit, sizeof f->unit, "%s", unit);
+	snprintf(f->target, sizeof f->target, "%s", target ? target : "");
+	va_start(ap, params);
+	vsnprintf(f->params, sizeof f->params, params, ap);
+	va_end(ap);
+	return f;
+}
+
+static inline void bench_push(struct bench_fig *f, double v)
+{
+	if (f && f->nreps < BENCH_MAX_REPS)
+		f->reps[f->nreps++] = v;
+}
+
+static int bench_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static inline double bench_median(const struct bench_fig *f, double *lo, double *hi)
+{
+	double v[BENCH_MAX_REPS];
+
+	if (!f->nreps) {
+		*lo = *hi = 0;
+		return 0;
+	}
+	memcpy(v, f->reps, sizeof(double) * (size_t)f->nreps);
+	qsort(v, (size_t)f->nreps, sizeof v[0], bench_cmp);
+	*lo = v[0];
+	*hi = v[f->nreps - 1];
+	return f->nreps % 2 ? v[f->nreps / 2] : (v[f->nreps / 2 - 1] + v[f->nreps / 2]) / 2;
+}
+
+static inline int bench_met(const char *target, double v)
+{
+	double t = atof(target + 3);
+	return target[0] == '<' ? v <= t : v >= t;
+}
+
+/* "8B", "64KiB", "4MiB". */
+static inline const char *bench_size(size_t b, char *out, size_t n)
+{
+	if (b >= 1 << 20 && b % (1 << 20) == 0)
+		snprintf(out, n, "%zuMiB", b >> 20);
+	else if (b >= 1024 && b % 1024 == 0)
+		snprintf(out, n, "%zuKiB", b >> 10);
+	else
+		snprintf(out, n, "%zuB", b);
+	return out;
+}
+
+/* Median, min, max and the target of every figure, on stdout. */
+static inline void bench_print(const char *title)
+{
+	printf("%s\n%-44s %10s %10s %10s  %s\n", title, "figure", "median", "min", "max", "target");
+	for (int i = 0; i < bench_nfigs; i++) {
+		const struct bench_fig *f = &bench_figs[i];
+		double lo, hi, m = bench_median(f, &lo, &hi);
+
+		if (!f->nreps)
+			continue;
+		printf("%-44s %10.4g %10.4g %10.4g  %s%s\n", f->name, m, lo, hi, f->target,
+		       f->target[0] ? (bench_met(f->target, m) ? " met" : " NOT met") : "");
+	}
+}
+
+static inline void bench_json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Writes the result file; figures without repetitions are left out.
+ * Returns 0, or -1 with a message on stderr. */
+static inline int bench_write_json(const char *path, const char *benchmark, const char *engine, const char *method)
+{
+	FILE *f = fopen(path, "w");
+	struct utsname u;
+	char cpu[256] = "unknown", line[256], date[32];
+	FILE *ci = fopen("/proc/cpuinfo", "r");
+	time_t now = time(NULL);
+	int first = 1;
+
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	uname(&u);
+	while (ci && fgets(line, sizeof line, ci))
+		if (!strncmp(line, "model name", 10)) {
+			char *p = strchr(line, ':');
+			snprintf(cpu, sizeof cpu, "%s", p ? p + 2 : line);
+			cpu[strcspn(cpu, "\n")] = 0;
+			break;
+		}
+	if (ci)
+		fclose(ci);
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	fprintf(f, "{\n \"benchmark\": ");
+	bench_json_string(f, benchmark);
+	fprintf(f, ",\n \"date\": \"%s\",\n \"machine\": {\"cpu\": ", date);
+	bench_json_string(f, cpu);
+	fprintf(f, ", \"cores\": %ld, \"kernel\": ", sysconf(_SC_NPROCESSORS_ONLN));
+	bench_json_string(f, u.release);
+	fprintf(f, "},\n \"engine\": ");
+	bench_json_string(f, engine);
+	fprintf(f, ",\n \"method\": ");
+	bench_json_string(f, method);
+	fprintf(f, ",\n \"results\": [\n");
+	for (int i = 0; i < bench_nfigs; i++) {
+		const struct bench_fig *r = &bench_figs[i];
+		double lo, hi, m = bench_median(r, &lo, &hi);
+
+		if (!r->nreps)
+			continue;
+		fprintf(f, "%s  {\"name\": ", first ? "" : ",\n");
+		first = 0;
+		bench_json_string(f, r->name);
+		fprintf(f, ", \"unit\": ");
+		bench_json_string(f, r->unit);
+		fprintf(f, ", \"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"params\": {%s}, ", m, lo, hi, r->params);
+		if (r->target[0])
+			fprintf(f, "\"target\": \"%s\", \"met\": %s, ", r->target, bench_met(r->target, m) ? "true" : "false");
+		fprintf(f, "\"repetitions\": [");
+		for (int k = 0; k < r->nreps; k++)
+			fprintf(f, "%s%.6g", k ? ", " : "", r->reps[k]);
+		fprintf(f, "]}");
+	}
+	fprintf(f, "\n ]\n}\n");
+	if (fclose(f)) {
+		perror(path);
+		return -1;
+	}
+	return 0;
+}
+
+#endif
