@@ -389,7 +389,8 @@ def report(runs, out: Path, plots):
     out.write_text("\n".join(lines))
 
 
-def pivot(runs, benchmark, keep, prefix, label=lambda name: name, colname=lambda doc, r: doc["engine"]):
+def pivot(runs, benchmark, keep, prefix, label=lambda name: name,
+          colname=lambda doc, r: "measured" if doc["engine"] == "none" else doc["engine"]):
     """A table of one benchmark's figures: a row per figure (keep(r) true),
     a column per engine (or what colname says), median (min–max), the
     target in its own column and met / not met per cell."""
@@ -406,6 +407,7 @@ def pivot(runs, benchmark, keep, prefix, label=lambda name: name, colname=lambda
             row[c] = fmt(r) + (f" {met(r)}" if "target" in r else "")
     if not rows:
         return "(no results yet: run `make bench`)"
+    cols.sort(key=lambda c: (c == "Open MPI", engine_key(c)))
     head = "| Figure | Target | " + " | ".join(f"[{c}]({prefix}{files[c]})" for c in cols) + " |"
     out = [head, "|---|---|" + "---|" * len(cols)]
     for name, row in rows.items():
@@ -416,8 +418,10 @@ def pivot(runs, benchmark, keep, prefix, label=lambda name: name, colname=lambda
 
 def strip_engine(name):
     for e in ENGINES:
-        if name.startswith(e + " ") or name.startswith(e + "/"):
-            return name[len(e):].lstrip(" ")
+        if name.startswith(e + "/"):
+            return "÷ " + name[len(e) + 1:].replace(" ", ": ", 1)
+        if name.startswith(e + " "):
+            return name[len(e) + 1:]
     return name
 
 
@@ -487,6 +491,8 @@ def main():
     a = ap.parse_args()
     runs = load(a.results)
     plots = figures(runs, a.out.parent / "report")
+    for stale in set((a.out.parent / "report").glob("*.png")) - set(plots):
+        stale.unlink()  # a plot no figure makes any more
     report(runs, a.out, plots)
     if a.readme:
         update_readme(a.readme, runs)
