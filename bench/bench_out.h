@@ -14,6 +14,46 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Seconds on the monotonic clock. */
+static inline double bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The command line of every program here: [--json FILE]; anything else
+ * prints usage and exits 2.  Returns FILE or NULL. */
+static inline const char *bench_json_arg(int argc, char **argv, const char *usage)
+{
+	const char *json = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+			json = argv[++i];
+		} else {
+			fprintf(stderr, "usage: %s [--json FILE]\n", usage);
+			exit(2);
+		}
+	}
+	return json;
+}
+
+/* c = a b, m x m doubles: the KACC codelet's unit of computation. */
+static inline void bench_matmul(int m, const double *a, const double *b, double *c)
+{
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < m; j++) {
+			double s = 0;
+
+			for (int k = 0; k < m; k++)
+				s += a[i * m + k] * b[k * m + j];
+			c[i * m + j] = s;
+		}
+	__asm__ volatile("" ::"r"(c) : "memory");
+}
+
 #define BENCH_MAX_REPS 64
 #define BENCH_MAX_FIGS 1024
 

@@ -30,19 +30,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_out.h"
 #include "cadrt/cadrt.h"
 
 static int g_rank, g_size, g_quick;
 static char *g_send, *g_recv;
 static cadrt_comm g_world;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what)
 {
@@ -82,10 +75,10 @@ static void start(enum coll c, size_t bytes, cadrt_request *r)
 
 static void compute(double seconds)
 {
-	const double end = now() + seconds;
+	const double end = bench_now() + seconds;
 	volatile double x = 1;
 
-	while (now() < end)
+	while (bench_now() < end)
 		for (int i = 0; i < 100; i++)
 			x = x * 1.0000001 + 1e-9;
 }
@@ -105,13 +98,13 @@ static double measure(enum coll c, size_t bytes, int iters, double compute_s)
 		double t0;
 
 		barrier();
-		t0 = now();
+		t0 = bench_now();
 		start(c, bytes, &r);
 		if (compute_s > 0)
 			compute(compute_s);
 		if (cadrt_wait(&r))
 			die("wait");
-		t += now() - t0;
+		t += bench_now() - t0;
 	}
 	return mean(t / iters);
 }
@@ -125,29 +118,16 @@ static double copy_time(size_t bytes)
 	memset(a, 1, bytes + 1);
 	memset(b, 2, bytes + 1);
 	for (int i = 0; i < 5; i++) {
-		double t0 = now();
+		double t0 = bench_now();
 
 		memcpy(b, a, bytes);
 		__asm__ volatile("" ::"r"(b) : "memory");
-		if (now() - t0 < best)
-			best = now() - t0;
+		if (bench_now() - t0 < best)
+			best = bench_now() - t0;
 	}
 	free(a);
 	free(b);
 	return best;
-}
-
-static void matmul(int m, const double *a, const double *b, double *c)
-{
-	for (int i = 0; i < m; i++)
-		for (int j = 0; j < m; j++) {
-			double s = 0;
-
-			for (int k = 0; k < m; k++)
-				s += a[i * m + k] * b[k * m + j];
-			c[i * m + j] = s;
-		}
-	__asm__ volatile("" ::"r"(c) : "memory");
 }
 
 static double g_a[40 * 40], g_b[40 * 40], g_c[40 * 40];
@@ -160,12 +140,12 @@ static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor
 	cadrt_request r;
 
 	/* products per second without communication */
-	t0 = now();
-	while (now() - t0 < (g_quick ? 0.05 : 0.2)) {
-		matmul(m, g_a, g_b, g_c);
+	t0 = bench_now();
+	while (bench_now() - t0 < (g_quick ? 0.05 : 0.2)) {
+		bench_matmul(m, g_a, g_b, g_c);
 		n++;
 	}
-	rate = n / (now() - t0);
+	rate = n / (bench_now() - t0);
 	start(IBCAST, bytes, &r);
 	if (cadrt_wait(&r))
 		die("wait");
@@ -174,15 +154,15 @@ static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor
 		long done = 0;
 
 		barrier();
-		t0 = now();
+		t0 = bench_now();
 		start(IBCAST, bytes, &r);
 		while (!flag) {
-			matmul(m, g_a, g_b, g_c);
+			bench_matmul(m, g_a, g_b, g_c);
 			done++;
 			if (cadrt_test(&r, &flag))
 				die("test");
 		}
-		e_sum += now() - t0;
+		e_sum += bench_now() - t0;
 		done_sum += (double)done;
 	}
 	*loss = mean(100.0 * (1.0 - done_sum / (e_sum * rate)));

@@ -106,12 +106,16 @@ def plot(name, title, xlabel, ylabel, lines, out_dir, logx=True, hline=None, sty
 
 
 def save(fig, ax, name, title, ylabel, out_dir, grid_axis="both"):
-    import matplotlib.pyplot as plt
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.grid(True, axis=grid_axis, alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
+    return write_png(fig, name, out_dir)
+
+
+def write_png(fig, name, out_dir):
+    import matplotlib.pyplot as plt
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.png"
     fig.savefig(path)
@@ -197,11 +201,7 @@ def grid(name, title, panels, out_dir, ylabel, logy=False, hline=None):
     axes.flat[0].legend(fontsize="x-small")
     fig.suptitle(title)
     fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.png"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return write_png(fig, name, out_dir)
 
 
 def rt_figures(runs, out_dir):

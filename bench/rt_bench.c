@@ -37,12 +37,12 @@
  * collective and size (about 10 ms of work per measurement, 3 - 500).
  * BENCH_QUICK=1: 3 repetitions instead of 7, fewer sizes.
  */
-#include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_mpi.h"
 #include "bench_out.h"
 
 enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, BARRIER, NCOLL };
@@ -183,26 +183,8 @@ static double overlap(double overall, double pure)
 
 int main(int argc, char **argv)
 {
-	const char *json = NULL;
-
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json") && i + 1 < argc) {
-			json = argv[++i];
-		} else {
-			fprintf(stderr, "usage: rt_bench [--json FILE]\n");
-			return 2;
-		}
-	}
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-	const char *(*engine_fn)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "cadrt_engine");
-	if (!engine_fn) {
-		if (g_rank == 0)
-			fprintf(stderr, "rt_bench: run it with LD_PRELOAD=libcadmpi.so (cadrt is not loaded)\n");
-		MPI_Finalize();
-		return 2;
-	}
+	const char *json = bench_json_arg(argc, argv, "rt_bench");
+	const char *(*engine_fn)(void) = bench_mpi_init(&argc, &argv, "rt_bench", &g_rank, &g_size);
 	const int quick = getenv("BENCH_QUICK") && strcmp(getenv("BENCH_QUICK"), "0");
 	const int reps = quick ? 3 : 7;
 	const size_t all_sizes[] = { 1, 8, 64, 1024, 16384, 65536, 262144, 1 << 20, 4 << 20 };

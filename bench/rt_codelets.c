@@ -54,12 +54,12 @@
  * instances cached, pages touched).  5 repetitions; the figure is their
  * median.  BENCH_QUICK=1: 3 repetitions and fewer iterations.
  */
-#include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_mpi.h"
 #include "bench_out.h"
 
 enum coll { IBCAST, IALLTOALL };
@@ -183,8 +183,11 @@ static void work(long units)
 			x = x * 1.0000001 + 1e-9;
 }
 
-/* Post, work, wait (or the work alone when comm is 0): mean seconds. */
-static double post_work_wait(enum coll c, size_t bytes, int ours, int iters, long units, int comm)
+/* Post, body(x, y), wait (the body alone when comm is 0): the mean over
+ * ranks of the mean seconds over iters; SMB's work and the matrix-vector
+ * products are bodies. */
+static double post_body_wait(enum coll c, size_t bytes, int ours, int iters, int comm, void (*body)(long, long),
+			     long x, long y)
 {
 	MPI_Request r;
 	double t = 0;
@@ -194,12 +197,18 @@ static double post_work_wait(enum coll c, size_t bytes, int ours, int iters, lon
 		const double t0 = MPI_Wtime();
 		if (comm)
 			post(c, bytes, ours, &r);
-		work(units);
+		body(x, y);
 		if (comm)
 			finish(ours, &r);
 		t += MPI_Wtime() - t0;
 	}
 	return mean(t / iters);
+}
+
+static void work_body(long units, long unused)
+{
+	(void)unused;
+	work(units);
 }
 
 static double availability(enum coll c, size_t bytes, int ours, int iters)
@@ -209,31 +218,18 @@ static double availability(enum coll c, size_t bytes, int ours, int iters)
 	double loop;
 
 	for (;;) {
-		loop = post_work_wait(c, bytes, ours, iters, w, 1);
+		loop = post_body_wait(c, bytes, ours, iters, 1, work_body, w, 0);
 		if (any(loop > SMB_FACTOR * transfer || w >= SMB_WMAX))
 			break;
 		w *= 2;
 	}
-	const double alone = post_work_wait(c, bytes, ours, iters, w, 0);
+	const double alone = post_body_wait(c, bytes, ours, iters, 0, work_body, w, 0);
 	const double a = 100 * (1 - (loop - alone) / transfer);
 
 	return a < 0 ? 0 : a > 100 ? 100 : a;
 }
 
 /* ---------------------------------------------------------------- KACC */
-
-static void matmul(int m, const double *a, const double *b, double *c)
-{
-	for (int i = 0; i < m; i++)
-		for (int j = 0; j < m; j++) {
-			double s = 0;
-
-			for (int k = 0; k < m; k++)
-				s += a[i * m + k] * b[k * m + j];
-			c[i * m + j] = s;
-		}
-	__asm__ volatile("" ::"r"(c) : "memory");
-}
 
 /* m x m products per second on this rank, no communication: the best of
  * batches of about 100 us over the given time.  The best, not the mean:
@@ -250,7 +246,7 @@ static double product_rate(int m, double seconds)
 		const double t0 = MPI_Wtime();
 
 		for (long i = 0; i < batch; i++)
-			matmul(m, g_a, g_b, g_c);
+			bench_matmul(m, g_a, g_b, g_c);
 		const double t = MPI_Wtime() - t0;
 		if (t < 1e-4) {
 			batch *= 2;
@@ -276,7 +272,7 @@ static double cpu_loss(size_t bytes, int m, int ours, int iters, double rate)
 		const double t0 = MPI_Wtime();
 		post(IBCAST, bytes, ours, &r);
 		do {
-			matmul(m, g_a, g_b, g_c);
+			bench_matmul(m, g_a, g_b, g_c);
 			n++;
 		} while (!done(ours, &r));
 		elapsed += MPI_Wtime() - t0;
@@ -348,23 +344,9 @@ static void size_matvec(double target, int *n, int *k)
 	}
 }
 
-/* Post, products, wait (or the products alone): mean seconds. */
-static double matvec_loop(size_t bytes, int ours, int iters, int n, int k, int comm)
+static void matvec_body(long n, long k)
 {
-	MPI_Request r;
-	double t = 0;
-
-	for (int i = 0; i < iters; i++) {
-		barrier();
-		const double t0 = MPI_Wtime();
-		if (comm)
-			post(IALLTOALL, bytes, ours, &r);
-		matvec(n, k);
-		if (comm)
-			finish(ours, &r);
-		t += MPI_Wtime() - t0;
-	}
-	return mean(t / iters);
+	matvec((int)n, (int)k);
 }
 
 static double matvec_overlap(size_t bytes, int ours, int iters)
@@ -373,8 +355,8 @@ static double matvec_overlap(size_t bytes, int ours, int iters)
 	int n, k;
 
 	size_matvec(pure, &n, &k);
-	const double comp = matvec_loop(bytes, ours, iters, n, k, 0);
-	const double overall = matvec_loop(bytes, ours, iters, n, k, 1);
+	const double comp = post_body_wait(IALLTOALL, bytes, ours, iters, 0, matvec_body, n, k);
+	const double overall = post_body_wait(IALLTOALL, bytes, ours, iters, 1, matvec_body, n, k);
 	const double o = 100 - 100 * (overall - comp) / pure;
 
 	return o < 0 ? 0 : o > 100 ? 100 : o;
@@ -438,26 +420,8 @@ static const char method[] =
 
 int main(int argc, char **argv)
 {
-	const char *json = NULL;
-
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json") && i + 1 < argc) {
-			json = argv[++i];
-		} else {
-			fprintf(stderr, "usage: rt_codelets [--json FILE]\n");
-			return 2;
-		}
-	}
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-	const char *(*engine)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "cadrt_engine");
-	if (!engine) {
-		if (g_rank == 0)
-			fprintf(stderr, "rt_codelets: run it with LD_PRELOAD=libcadmpi.so (cadrt is not loaded)\n");
-		MPI_Finalize();
-		return 2;
-	}
+	const char *json = bench_json_arg(argc, argv, "rt_codelets");
+	const char *(*engine)(void) = bench_mpi_init(&argc, &argv, "rt_codelets", &g_rank, &g_size);
 	g_quick = getenv("BENCH_QUICK") && strcmp(getenv("BENCH_QUICK"), "0");
 	const int reps = g_quick ? 3 : 5;
 	const size_t av_sizes[] = { 65536, 1 << 20 };

@@ -92,14 +92,6 @@ static int g_rank, g_size;
 static char *g_buf;
 static cadrt_comm g_world;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void die(const char *what)
 {
 	fprintf(stderr, "seg_bench: rank %d: %s: %s\n", g_rank, what, cadrt_error_message());
@@ -175,9 +167,9 @@ static double time_bcast(cadrt_comm c, size_t n, int iters)
 		double t0;
 
 		barrier();
-		t0 = now();
+		t0 = bench_now();
 		bcast(c, n, 0);
-		t[i] = now() - t0;
+		t[i] = bench_now() - t0;
 	}
 	qsort(t, (size_t)iters, sizeof t[0], cmp_double);
 	return allreduce(iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2, CADRT_MAX);
@@ -192,12 +184,12 @@ static double pingpong(cadrt_comm pair, size_t m, int iters)
 	if (pair) {
 		bcast(pair, m, 0);
 		bcast(pair, m, 1);
-		const double t0 = now();
+		const double t0 = bench_now();
 		for (int i = 0; i < iters; i++) {
 			bcast(pair, m, 0);
 			bcast(pair, m, 1);
 		}
-		t = (now() - t0) / (2.0 * iters);
+		t = (bench_now() - t0) / (2.0 * iters);
 	}
 	return allreduce(g_rank == 0 ? t : 0, CADRT_SUM);
 }
@@ -227,16 +219,7 @@ static double model(double alpha, double beta, size_t n, size_t s)
 
 int main(int argc, char **argv)
 {
-	const char *json = NULL;
-
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json") && i + 1 < argc) {
-			json = argv[++i];
-		} else {
-			fprintf(stderr, "usage: cadrun -n 3 --bind core seg_bench [--json FILE]\n");
-			return 2;
-		}
-	}
+	const char *json = bench_json_arg(argc, argv, "cadrun -n 3 --bind core seg_bench");
 	const int quick = getenv("BENCH_QUICK") && atoi(getenv("BENCH_QUICK"));
 	const int reps = quick ? 5 : 15;
 	setenv("CADRT_ENGINE", "thread", 0);
@@ -252,7 +235,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *engine = cadrt_engine();
-	const double t_start = now();
+	const double t_start = bench_now();
 	g_buf = aligned_alloc(4096, NMAX);
 	memset(g_buf, g_rank + 1, NMAX);
 
@@ -359,7 +342,7 @@ int main(int argc, char **argv)
 		snprintf(title, sizeof title,
 			 "seg_bench: bcast_chain_pipeline, %d ranks, engine %s, against its segment size; %s mode, "
 			 "%d repetitions, %.1f s",
-			 g_size, engine, quick ? "quick" : "full", reps, now() - t_start);
+			 g_size, engine, quick ? "quick" : "full", reps, bench_now() - t_start);
 		bench_print(title);
 		snprintf(method, sizeof method,
 			 "%d ranks under cadrun; CADRT_ALGORITHM_BCAST=bcast_chain_pipeline:seg=S on a copy of the world "
