@@ -227,6 +227,12 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
 
 void Runtime::forget_comm(const cadrt_comm_s *comm) {
   for (auto it = fast_.begin(); it != fast_.end();) it = it->first.comm == comm ? fast_.erase(it) : std::next(it);
+  // cache_'s key holds the communicator's topology, which each communicator
+  // has its own of: nobody finds these instances again, and a program that
+  // splits and frees communicators would grow by each one's instances.
+  // (Requests still running hold their instance.)
+  for (auto it = cache_.begin(); it != cache_.end();)
+    it = it->second->topo == comm->topo ? cache_.erase(it) : std::next(it);
 }
 
 cadrt_request_s *Runtime::new_request() {

@@ -5,7 +5,7 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--inplace] [--mismatch]
- *          [--split] [--iters N]
+ *          [--split] [--iters N] [--churn N]
  *
  * --persistent   the _init forms, started --iters times
  * --outstanding  K collectives in flight at once, then waitall
@@ -24,6 +24,9 @@
  *                its buffers, which are its own again, before freeing them,
  *                so a peer that read them after that would see it
  * --split        also run everything on the halves of the world
+ * --churn N      then N times: split a copy of the world, run everything
+ *                on it, free it; the heap (mallinfo2) must not grow with
+ *                N: what cadrt keeps for a communicator goes with it
  * --die R        rank R starts an allreduce and kills itself: the others
  *                must not hang (cadrun ends the job)
  * Prints one line per failure and "rt_check: ok (N checks)" at rank 0.
@@ -31,6 +34,7 @@
  * forced algorithm (CADRT_ALGORITHM_*) does not apply to this P.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -411,7 +415,7 @@ int main(int argc, char **argv)
 {
 	const char *only = "all";
 	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
-	int nsizes = 5, want_mismatch = 0, want_split = 0, die = -1, err;
+	int nsizes = 5, want_mismatch = 0, want_split = 0, die = -1, churn = 0, err;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--coll") && i + 1 < argc)
@@ -434,6 +438,8 @@ int main(int argc, char **argv)
 			g_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--die") && i + 1 < argc)
 			die = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--churn") && i + 1 < argc)
+			churn = atoi(argv[++i]);
 		else {
 			fprintf(stderr, "rt_check: unknown argument %s\n", argv[i]);
 			return 2;
@@ -489,6 +495,30 @@ int main(int argc, char **argv)
 			g_rank = world_rank;
 			g_size = world_size;
 		}
+	}
+	if (churn > 0) {
+		/* The heap after a quarter of the cycles (caches warm, free
+		 * lists grown) against after all of them. */
+		size_t warm = 0;
+
+		for (int i = 0; i < churn; i++) {
+			cadrt_comm c;
+
+			if (i == churn / 4)
+				warm = mallinfo2().uordblks;
+			if ((err = cadrt_comm_split(cadrt_comm_world(), 0, g_rank, &c))) {
+				FAIL("cadrt_comm_split: %s", cadrt_error_message());
+				break;
+			}
+			run_all(only, sizes, nsizes, c);
+			if ((err = cadrt_comm_free(&c)))
+				FAIL("cadrt_comm_free: %s", cadrt_error_message());
+		}
+		const double grew = ((double)mallinfo2().uordblks - (double)warm) / (churn - churn / 4);
+		if (grew > 64)
+			FAIL("the heap grew by %.0f bytes per communicator split, used and freed", grew);
+		else if (g_rank == 0)
+			printf("rt_check: %.0f bytes of heap per communicator split, used and freed\n", grew);
 	}
 	if ((err = cadrt_finalize()))
 		FAIL("cadrt_finalize: %s", cadrt_error_message());
