@@ -172,11 +172,29 @@ void Runtime::leave() {
     // Stop polling; what came while we did (and woke nobody) is taken in
     // the handler now, as is a signal deferred after the check above.
     RankInfo &mine = seg.rank(me);
+    auto work = [&] {
+      return deferred.exchange(0) || (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
+             waiting_output.load(std::memory_order_relaxed) > 0;
+    };
     mine.polling.store(0, std::memory_order_relaxed);
     arm();
-    const bool work = deferred.exchange(0) || (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
-                      waiting_output.load(std::memory_order_relaxed) > 0;
-    if (work) pthread_kill(pthread_self(), kSignal);
+    if (!work()) return;
+    // Take it in with one more pass here, as the handler would, rather
+    // than by signalling ourselves (a system call and a signal frame,
+    // microseconds in a virtual machine): back in the library, polling.
+    in_library.store(1, std::memory_order_relaxed);
+    mine.armed.store(0, std::memory_order_relaxed);
+    mine.polling.store(1, std::memory_order_relaxed);
+    mine.kicked.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    progress();
+    mine.polling.store(0, std::memory_order_relaxed);
+    arm();
+    in_library.store(0, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    // What came during that pass (it woke nobody) or a signal it deferred:
+    // the handler, as before.
+    if (work()) pthread_kill(pthread_self(), kSignal);
   }
 }
 
