@@ -24,10 +24,9 @@
  *       125000 and 1250000 bytes overlapped with m x m double matrix
  *       products (m = 4, 40), MPI_Test / PMPI_Test after each product;
  *       100 (1 - products done / products possible in that elapsed time
- *       without communication), the rate timed on each rank just before
- *       (for cadrt and Open MPI alike) as the best of 100 us batches
- *       (a long window on a shared machine counts time the rank did not
- *       run); not clamped: a slightly negative value is noise.
+ *       without communication), the possible ones counted in a loop of
+ *       the same length right after each iteration, after a barrier (see
+ *       cpu_loss()); not clamped: a slightly negative value is noise.
  *   matvec overlap ialltoall <size>  %   the adaptive-selection experiment:
  *       ialltoall (64 KiB and 1 MiB send buffer, bytes / P to each peer)
  *       overlapped with y = A x, A dense n x n doubles; each rank sizes n
@@ -231,54 +230,44 @@ static double availability(enum coll c, size_t bytes, int ours, int iters)
 
 /* ---------------------------------------------------------------- KACC */
 
-/* m x m products per second on this rank, no communication: the best of
- * batches of about 100 us over the given time.  The best, not the mean:
- * on a shared machine a long window is also time the rank was not
- * running, while the codelet's short timed intervals follow a barrier,
- * when both ranks have just run. */
-static double product_rate(int m, double seconds)
-{
-	const double end = MPI_Wtime() + seconds;
-	double best = 0;
-	long batch = 1;
-
-	for (;;) {
-		const double t0 = MPI_Wtime();
-
-		for (long i = 0; i < batch; i++)
-			bench_matmul(m, g_a, g_b, g_c);
-		const double t = MPI_Wtime() - t0;
-		if (t < 1e-4) {
-			batch *= 2;
-			continue;
-		}
-		if (batch / t > best)
-			best = batch / t;
-		if (MPI_Wtime() > end)
-			return best;
-	}
-}
-
-static double cpu_loss(size_t bytes, int m, int ours, int iters, double rate)
+/* The KACC codelet, one figure: each iteration posts the broadcast and
+ * computes products, testing after each, until it completes; then, after
+ * a barrier, the same rank computes products without communication for
+ * the same elapsed time.  Loss = 1 - products done / products possible,
+ * the possible ones at the rate of the reference loops: the reference runs under the same conditions (the other
+ * rank computing too, the same caches, the same moment of a shared
+ * machine), which a rate timed once beforehand did not (it gave losses of
+ * -35 % one run and +20 % the next). */
+static double cpu_loss(size_t bytes, int m, int ours, int iters)
 {
 	MPI_Request r;
-	double elapsed = 0, products = 0;
+	double products = 0, reference = 0;
 
 	warm(IBCAST, bytes, ours);
 	for (int i = 0; i < iters; i++) {
-		long n = 0;
+		long n = 0, ref = 0;
 
 		barrier();
-		const double t0 = MPI_Wtime();
+		double t0 = MPI_Wtime();
 		post(IBCAST, bytes, ours, &r);
 		do {
 			bench_matmul(m, g_a, g_b, g_c);
 			n++;
 		} while (!done(ours, &r));
-		elapsed += MPI_Wtime() - t0;
+		const double elapsed = MPI_Wtime() - t0;
+
+		barrier();
+		t0 = MPI_Wtime();
+		do {
+			bench_matmul(m, g_a, g_b, g_c);
+			ref++;
+		} while (MPI_Wtime() - t0 < elapsed);
 		products += (double)n;
+		/* the loop's rate over the elapsed time: its last product
+		 * overshoots, by most of a product when there are few */
+		reference += (double)ref * elapsed / (MPI_Wtime() - t0);
 	}
-	return mean(100 * (1 - products / (elapsed * rate)));
+	return mean(100 * (1 - products / reference));
 }
 
 /* ---------------------------------------------------------------- matvec */
@@ -409,8 +398,8 @@ static const char method[] =
 	"availability (SMB, Lawry et al.): post, W units of work, wait, W doubled from 1 until that loop exceeds 1.5x "
 	"the transfer time (post+wait alone), then 100*(1-(loop-W units alone)/transfer) clamped to 0-100; "
 	"cpu loss (KACC): ibcast overlapped with m x m double matrix products with a test after each, "
-	"100*(1-products done/products the rank does in that time without communication at its best rate over "
-	"100 us batches); "
+	"100*(1-products done/products done in a loop without communication of the same length right after, "
+	"after a barrier); "
 	"matvec overlap (adaptive selection): ialltoall overlapped with a dense n x n double matrix-vector product "
 	"sized on each rank to take the pure latency (n <= 2048, then k products), OSU's "
 	"100-100*(overall-compute)/pure clamped to 0-100; "
@@ -492,10 +481,8 @@ int main(int argc, char **argv)
 			}
 		for (int s = 0; s < 3; s++)
 			for (int k = 0; k < 2; k++) {
-				const double rate = product_rate(ms[k], g_quick ? 0.05 : 0.1);
-
 				for (int o = 1; o >= 0; o--)
-					bench_push(loss[s][k][o], cpu_loss(loss_sizes[s], ms[k], o, iters_of(100, 20), rate));
+					bench_push(loss[s][k][o], cpu_loss(loss_sizes[s], ms[k], o, iters_of(100, 20)));
 			}
 		for (int s = 0; s < 2; s++) {
 			const int n = av_sizes[s] >= 1 << 20 ? iters_of(100, 30) : iters_of(400, 100);
