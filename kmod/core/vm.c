@@ -646,8 +646,8 @@ static void run_block(const struct vm_env *e, __u32 n)
 		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
 		    g.s[sel_->b] == 8 && g.s[sel_->imm] == 8 &&            \
 		    !(e->after[pc + 1] & (1u << in->dst))) {              \
-			const __u64 *X = (const __u64 *)g.p[sel_->b];      \
-			const __u64 *Y = (const __u64 *)g.p[sel_->imm];    \
+			const u64_u *X = (const u64_u *)g.p[sel_->b];      \
+			const u64_u *Y = (const u64_u *)g.p[sel_->imm];    \
 			B_DEST();                                          \
 			pc++;                                              \
 			in = sel_;                                         \
