@@ -10,9 +10,10 @@
  *              running from a start until every node is done or it fails
  *
  * Lock order: cad_groups_lock (the list of groups, joins, leaving), then a
- * group's lock.  Everything below runs in process context (ioctl, release)
- * and may sleep, so a transfer of megabytes holds the group lock but gives
- * the CPU back between chunks.
+ * group's lock.  Everything below runs in process context (ioctl, read,
+ * release, and the group's work item for deferred transfers) and may
+ * sleep, so a transfer of megabytes holds the group lock but gives the CPU
+ * back between chunks.
  */
 #ifndef CAD_PRIV_H
 #define CAD_PRIV_H
@@ -20,6 +21,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/uidgid.h>
 #include <linux/mm_types.h>
 #include <linux/mmu_notifier.h>
@@ -48,6 +50,9 @@ struct cad_group {
 	struct cad_tomb tombs[CAD_TOMBS];
 	u32 tomb_next;
 	void *vm_scratch;               /* CAD_VM_SCRATCH_SIZE, for user ops */
+	struct list_head deferred;      /* cad_xfer: matched, not copied yet */
+	u32 ndeferred;
+	struct work_struct defer_work;  /* runs them on another CPU (defer=2) */
 };
 
 struct cad_file {
@@ -59,6 +64,8 @@ struct cad_file {
 	struct list_head running;       /* runs started and not finished */
 	wait_queue_head_t wq;
 	atomic_t events;                /* completions since the last read() */
+	int cpu;                        /* where the process last entered the module */
+	bool waiting;                   /* asleep in read(): group lock */
 };
 
 /* A buffer of a run: its first byte in the kernel's address space.  A
@@ -119,12 +126,18 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
  * that still need it fail with -EPIPE.  Group lock held. */
 void cad_group_leave_locked(struct cad_group *g, struct cad_file *f);
 void cad_run_destroy(struct cad_run *r);
+/* read(): waits for completions (and does deferred transfers meanwhile). */
+int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n);
+void cad_group_init_defer(struct cad_group *g);
 
 /* cad_main.c: counters (module parameters, read only) */
 extern atomic64_t cad_pinned_pages;
 extern atomic64_t cad_live_objects;
+extern atomic64_t cad_deferred;
 extern unsigned int cad_max_pinned_mb;
 extern unsigned int cad_max_programs;
 extern unsigned int cad_max_image_kb;
+extern unsigned int cad_defer;
+extern unsigned int cad_defer_min;
 
 #endif /* CAD_PRIV_H */

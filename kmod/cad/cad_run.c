@@ -12,10 +12,10 @@
  * whole pipeline advances inside one process's start ioctl while the other
  * processes compute: progress without threads, as in the KACC paper.
  *
- * Who copies: whichever process posts second.  The other one is, by then,
- * outside the module (computing), so there is no choice to make; the
- * program's direction hint (CAD_XFER_*) matters for cadrt's user-space
- * engines, where both sides run code.
+ * Who copies: by default (module parameter defer=2) a work item on the
+ * CPU of the side the program's direction hint (CAD_XFER_*) names, the
+ * receiver if it names none; or whichever process posts second, in that
+ * call (see "Deferred transfers" below).
  *
  * Failures are per collective: a run that fails (a peer left, a cancel, a
  * mismatch between the ranks' programs) fails every run of its (ctx, seq)
@@ -381,10 +381,13 @@ static void publish(struct cad_run *r)
 	WRITE_ONCE(st->result, r->result);
 }
 
+static void drop_deferred(struct cad_group *g, struct cad_run *r);
+
 static void finish(struct cad_run *r, int result)
 {
 	struct cad_file *f = r->file;
 
+	drop_deferred(f->group, r);
 	r->running = false;
 	r->result = result;
 	list_del_init(&r->run_link);
@@ -461,6 +464,192 @@ static u8 *at(const struct cad_run *r, u32 buf, u64 off)
 	return r->bufs[buf].kaddr + off;
 }
 
+static void transfer(struct cad_group *g, struct cad_run *sr, const struct cad_node *sn,
+		     struct cad_run *rr, const struct cad_node *rn)
+{
+	if (sn->len)
+		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off), sn->len);
+}
+
+/* ------------------------------------------------------------------ */
+/* Deferred transfers                                                  */
+/*
+ * By default the process whose call completes a match copies the data in
+ * that call, on its own CPU, before it returns to computing.  The KACC
+ * paper moves such work to another CPU; the module parameter defer does
+ * that in two ways, both without a thread of our own:
+ *
+ *   1  a member of the group asleep in read() -- waiting for its own
+ *      collectives, so its CPU is otherwise idle -- is woken and copies
+ *      (cad_wait_events); nobody asleep: copy at once, as with 0.
+ *   2  the receiver's CPU (where its process last entered the module),
+ *      or the sender's if the program's direction hint says the sender
+ *      writes: the group's work item is queued there, on the
+ *      high-priority system workqueue, and runs every deferred transfer
+ *      of the group; the receiver's cache gets the data it is about to
+ *      read.  Mode 1 prefers the side the hint names too.
+ *
+ * A deferred transfer keeps both nodes ISSUED until it is done.  It is
+ * on the group's list, under the group's lock; whoever takes it off does
+ * the copy and the completions, and any member entering read() drains the
+ * list too, so a transfer is never left behind.  A run that finishes
+ * (cancel, a peer gone, a mismatch) takes its transfers off unrun.
+ */
+struct cad_xfer {
+	struct list_head link;          /* in group->deferred */
+	struct cad_run *sr, *rr;
+	u32 snode, rnode;
+};
+
+static void drop_deferred(struct cad_group *g, struct cad_run *r)
+{
+	struct cad_xfer *x, *tmp;
+
+	if (!g || list_empty(&g->deferred))
+		return;
+	list_for_each_entry_safe(x, tmp, &g->deferred, link)
+		if (x->sr == r || x->rr == r) {
+			list_del(&x->link);
+			g->ndeferred--;
+			kfree(x);
+			atomic64_dec(&cad_live_objects);
+		}
+}
+
+static bool is_current(const struct cad_file *f)
+{
+	return f->mm == current->mm;
+}
+
+/* The side whose CPU should copy: the program's direction hint, else the
+ * receiver (its cache gets the data it is about to read). */
+static struct cad_file *copier(const struct cad_run *sr, const struct cad_run *rr, u8 flags)
+{
+	return flags == CAD_XFER_SENDER_WRITES ? sr->file : rr->file;
+}
+
+/* The member of the group to wake for a deferred transfer: one asleep in
+ * read(), the two sides first. */
+static struct cad_file *idle_member(struct cad_group *g, struct cad_file *first, struct cad_file *second)
+{
+	u32 i;
+
+	if (first->waiting && !is_current(first))
+		return first;
+	if (second->waiting && !is_current(second))
+		return second;
+	for (i = 0; i < g->nranks; i++) {
+		struct cad_file *o = g->members[i];
+
+		if (o && o->waiting && !is_current(o))
+			return o;
+	}
+	return NULL;
+}
+
+/* Whether the transfer was deferred (else the caller copies now). */
+static bool defer(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode)
+{
+	const struct cad_node *sn = &sr->prog.nodes[snode], *rn = &rr->prog.nodes[rnode];
+	const unsigned int mode = READ_ONCE(cad_defer);
+	struct cad_file *wake = NULL, *owner;
+	struct cad_xfer *x;
+	int cpu = -1;
+
+	if (!mode || sn->len < READ_ONCE(cad_defer_min))
+		return false;
+	owner = copier(sr, rr, sn->flags | rn->flags);
+	if (mode == 1) {
+		wake = idle_member(g, owner, owner == rr->file ? sr->file : rr->file);
+		if (!wake)
+			return false;
+	} else {
+		cpu = READ_ONCE(owner->cpu);
+		if (is_current(owner) || cpu == raw_smp_processor_id() || !cpu_online(cpu))
+			return false;
+	}
+	x = kmalloc(sizeof(*x), GFP_KERNEL);
+	if (!x)
+		return false;
+	atomic64_inc(&cad_live_objects);
+	*x = (struct cad_xfer){ .sr = sr, .rr = rr, .snode = snode, .rnode = rnode };
+	list_add_tail(&x->link, &g->deferred);
+	g->ndeferred++;
+	atomic64_inc(&cad_deferred);
+	if (wake)
+		wake_up_interruptible(&wake->wq);
+	else
+		queue_work_on(cpu, system_highpri_wq, &g->defer_work);
+	return true;
+}
+
+static void progress(struct cad_group *g);
+
+/* Does the group's deferred transfers, and what they make ready. */
+static void run_deferred(struct cad_group *g)
+{
+	struct cad_xfer *x;
+
+	while ((x = list_first_entry_or_null(&g->deferred, struct cad_xfer, link))) {
+		list_del(&x->link);
+		g->ndeferred--;
+		transfer(g, x->sr, &x->sr->prog.nodes[x->snode], x->rr, &x->rr->prog.nodes[x->rnode]);
+		cad_exec_complete(&x->sr->ex, x->snode);
+		cad_exec_complete(&x->rr->ex, x->rnode);
+		queue_work_run(g, x->sr);
+		queue_work_run(g, x->rr);
+		kfree(x);
+		atomic64_dec(&cad_live_objects);
+		progress(g);
+	}
+}
+
+static void defer_worker(struct work_struct *w)
+{
+	struct cad_group *g = container_of(w, struct cad_group, defer_work);
+
+	mutex_lock(&g->lock);
+	run_deferred(g);
+	mutex_unlock(&g->lock);
+}
+
+void cad_group_init_defer(struct cad_group *g)
+{
+	INIT_LIST_HEAD(&g->deferred);
+	INIT_WORK(&g->defer_work, defer_worker);
+}
+
+int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
+{
+	struct cad_group *g = smp_load_acquire(&f->group);
+	int err = 0;
+
+	for (;;) {
+		*n = (u64)atomic_xchg(&f->events, 0);
+		if (*n)
+			return 0;
+		if (nonblock)
+			return -EAGAIN;
+		if (g) {
+			mutex_lock(&g->lock);
+			run_deferred(g);
+			f->waiting = true;
+			mutex_unlock(&g->lock);
+		}
+		err = wait_event_interruptible(f->wq, atomic_read(&f->events) || (g && READ_ONCE(g->ndeferred)));
+		if (g) {
+			/* Whatever was handed to this process while it slept is
+			 * done here, even when a signal ends the wait. */
+			mutex_lock(&g->lock);
+			f->waiting = false;
+			run_deferred(g);
+			mutex_unlock(&g->lock);
+		}
+		if (err)
+			return -ERESTARTSYS;
+	}
+}
+
 /* r's SEND or RECV node was posted: transfer now if its partner is
  * posted too. */
 static void match(struct cad_group *g, struct cad_run *r, u32 node)
@@ -503,8 +692,9 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node)
 	} else {
 		sr = p, sn = pn, rr = r, rn = nd;
 	}
-	if (nd->len)
-		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off), nd->len);
+	if (defer(g, sr, sr == r ? node : (u32)m, rr, rr == r ? node : (u32)m))
+		return;
+	transfer(g, sr, sn, rr, rn);
 	cad_exec_complete(&r->ex, node);
 	cad_exec_complete(&p->ex, (u32)m);
 	queue_work_run(g, p);

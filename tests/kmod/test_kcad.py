@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from vm import COUNT_AND_UNLOAD, cad_vm, run_cases
+from vm import COUNT_AND_UNLOAD, cad_vm, run_cases, with_defer
 
 CASES = {
     "reject": "kcad_check reject",
@@ -22,6 +22,13 @@ CASES = {
     "cancel": "kcad_check cancel",
     "cycles": "kcad_check cycles 10000",
 }
+# The same with each setting of the module parameter defer (the default is
+# 2): copies by the caller, by a member asleep in read(), on the
+# receiver's CPU -- every transfer, whatever its size.
+for _mode in (0, 1, 2):
+    for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "cancel"):
+        CASES[f"{_case}-defer{_mode}"] = with_defer(_mode, CASES[_case])
+    CASES[f"cycles-defer{_mode}"] = with_defer(_mode, "kcad_check cycles 2000")
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +47,24 @@ def test_case(vm_run, case):
     assert m and int(m.group(1)) >= 1, c.output
 
 
+def deferred(case):
+    m = re.search(r"@@DEFERRED (\d+)", case.output)
+    assert m, case.output
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("mode", (0, 1, 2))
+def test_deferred_modes_did_defer(vm_run, mode):
+    counts = {name: deferred(c) for name, c in vm_run.cases.items() if name.endswith(f"-defer{mode}")}
+    print(counts)
+    if mode == 0:
+        assert sum(counts.values()) == 0, counts
+        return
+    assert sum(counts.values()) > 0, counts
+    if mode == 2:  # every receiver spins on its own CPU while rank 0 posts
+        assert counts["pipeline-4-defer2"] > 0, counts
+
+
 def test_the_rejection_table_is_complete(vm_run):
     passed = re.findall(r"KCAD PASS (\S+)", vm_run.cases["reject"].output)
     assert len(passed) >= 50, passed
@@ -49,7 +74,7 @@ def test_the_rejection_table_is_complete(vm_run):
 
 
 def test_killed_rank_fails_every_peer_within_a_second(vm_run):
-    for case, n in (("kill-4", 3), ("kill-8", 7)):
+    for case, n in [(f"kill-{p}{d}", p - 1) for p in (4, 8) for d in ("", "-defer0", "-defer1", "-defer2")]:
         out = vm_run.cases[case].output
         killed = float(re.search(r"KCAD killing rank 1 at (\S+)", out).group(1))
         ended = re.findall(r"KCAD rank (\d+) ended with (-?\d+) at (\S+)", out)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vm import COUNT_AND_UNLOAD, cad_vm, run_cases
+from vm import COUNT_AND_UNLOAD, cad_vm, run_cases, with_defer
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGORITHMS = sorted(ROOT.glob("algorithms/*.cad"))
@@ -45,6 +45,11 @@ def cases():
         for p in (2, 3, 5):
             out[f"mode-{name}-{p}"] = (
                 f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000 {args}")
+    for mode in (0, 1, 2):  # each setting of the module parameter defer
+        for p in (2, 3, 5):
+            out[f"defer{mode}-{p}"] = with_defer(
+                mode, f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000,300000 "
+                      "--persistent --outstanding 3")
     for p in (2, 3, 5):
         out[f"cad-{p}"] = f"cadrun -n {p} --timeout 60 rt_cad"
     for coll in MISMATCH:
@@ -80,6 +85,17 @@ def test_modes_through_the_kernel_engine(vm_run, mode):
     for p in (2, 3, 5):
         c = vm_run.cases[f"mode-{mode}-{p}"]
         assert c.status == 0 and "engine kernel" in c.output, f"{c.command}\n{c.output}"
+
+
+@pytest.mark.parametrize("mode", (0, 1, 2))
+def test_deferred_copies_through_the_kernel_engine(vm_run, mode):
+    for p in (2, 3, 5):
+        c = vm_run.cases[f"defer{mode}-{p}"]
+        assert c.status == 0 and "engine kernel" in c.output, f"{c.command}\n{c.output}"
+    counts = [int(re.search(r"@@DEFERRED (\d+)", vm_run.cases[f"defer{mode}-{p}"].output).group(1))
+              for p in (2, 3, 5)]
+    print(f"deferred transfers, P = 2, 3, 5: {counts}")
+    assert sum(counts) > 0 if mode else sum(counts) == 0
 
 
 def test_hand_built_cads_through_the_kernel_engine(vm_run):

@@ -368,6 +368,17 @@ echo "@@UNLOADED $(grep -c '^cad ' /proc/modules)"
 """
 
 
+def with_defer(mode: int, cmd: str) -> str:
+    """cmd with cad.ko's defer parameter set to mode (and defer_min to 0, so
+    that every transfer goes that way), both restored after; prints
+    "@@DEFERRED n", the transfers the module deferred meanwhile."""
+    par = "/sys/module/cad/parameters"
+    return (f"d0=$(cat {par}/deferred); m0=$(cat {par}/defer); n0=$(cat {par}/defer_min); "
+            f"echo {mode} > {par}/defer && echo 0 > {par}/defer_min && {{ {cmd}; }}; "
+            f"s=$?; echo $m0 > {par}/defer; echo $n0 > {par}/defer_min; "
+            f'echo "@@DEFERRED $(( $(cat {par}/deferred) - d0 ))"; exit $s')
+
+
 def run_cases(vm: VM, cases: dict[str, str], before: str = "", after: str = "",
               timeout: float = 600) -> CaseRun:
     """Runs many shell commands in one boot, each with its status, output and
