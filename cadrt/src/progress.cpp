@@ -144,7 +144,9 @@ void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_
   Ring &q = seg.ring(me, ep);
   if (pending_[ep].empty()) {
     const uint64_t tail = q.tail.load(std::memory_order_relaxed);
-    if (tail - q.head.load(std::memory_order_acquire) < kSlots) {
+    uint64_t &head = head_seen_[ep];
+    if (tail - head >= kSlots) head = q.head.load(std::memory_order_acquire);
+    if (tail - head < kSlots) {
       Slot &s = q.slots[tail % kSlots];
       s.h = h;
       s.h.frag = n;
@@ -166,7 +168,7 @@ bool Runtime::flush_pending() {
     if (pq.empty()) continue;
     Ring &q = seg.ring(me, ep);
     uint64_t tail = q.tail.load(std::memory_order_relaxed);
-    const uint64_t head = q.head.load(std::memory_order_acquire);
+    const uint64_t head = head_seen_[ep] = q.head.load(std::memory_order_acquire);
     bool pushed = false;
     while (!pq.empty() && tail - head < kSlots) {
       Entry *e = pq.pop();

@@ -545,6 +545,7 @@ int Runtime::init() {
   if (int err = probe_cma()) return err;
   unexpected_.assign(nep, Queue());
   pending_.assign(nep, Queue());
+  head_seen_.assign(nep, 0);
   pool_.grow(256);
   vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
 

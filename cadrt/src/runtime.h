@@ -276,6 +276,11 @@ class Runtime {
   Pool pool_;
   std::vector<Queue> unexpected_;  // per endpoint
   std::vector<Queue> pending_;     // per endpoint: output waiting for room
+  // Per endpoint: the consumer's head of our ring to it as last read.  It
+  // only grows, so a push checks room against it and reads the real head
+  // (a cache line the consumer writes on every message) only when the
+  // cached one says full.
+  std::vector<uint64_t> head_seen_;
   cadrt_request_s *active_ = nullptr;
   std::vector<unsigned char> vm_scratch_;
   std::map<std::string, std::shared_ptr<const Instance>> cache_;
