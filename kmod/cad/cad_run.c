@@ -464,8 +464,7 @@ static u8 *at(const struct cad_run *r, u32 buf, u64 off)
 	return r->bufs[buf].kaddr + off;
 }
 
-static void transfer(struct cad_group *g, struct cad_run *sr, const struct cad_node *sn,
-		     struct cad_run *rr, const struct cad_node *rn)
+static void transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr, const struct cad_node *rn)
 {
 	if (sn->len)
 		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off), sn->len);
@@ -474,10 +473,10 @@ static void transfer(struct cad_group *g, struct cad_run *sr, const struct cad_n
 /* ------------------------------------------------------------------ */
 /* Deferred transfers                                                  */
 /*
- * By default the process whose call completes a match copies the data in
- * that call, on its own CPU, before it returns to computing.  The KACC
- * paper moves such work to another CPU; the module parameter defer does
- * that in two ways, both without a thread of our own:
+ * With defer=0 the process whose call completes a match copies the data
+ * in that call, on its own CPU, before it returns to computing.  The KACC
+ * paper moves such work to another CPU; the other settings do that in two
+ * ways, both without a thread of our own:
  *
  *   1  a member of the group asleep in read() -- waiting for its own
  *      collectives, so its CPU is otherwise idle -- is woken and copies
@@ -593,7 +592,7 @@ static void run_deferred(struct cad_group *g)
 	while ((x = list_first_entry_or_null(&g->deferred, struct cad_xfer, link))) {
 		list_del(&x->link);
 		g->ndeferred--;
-		transfer(g, x->sr, &x->sr->prog.nodes[x->snode], x->rr, &x->rr->prog.nodes[x->rnode]);
+		transfer(x->sr, &x->sr->prog.nodes[x->snode], x->rr, &x->rr->prog.nodes[x->rnode]);
 		cad_exec_complete(&x->sr->ex, x->snode);
 		cad_exec_complete(&x->rr->ex, x->rnode);
 		queue_work_run(g, x->sr);
@@ -694,7 +693,7 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node)
 	}
 	if (defer(g, sr, sr == r ? node : (u32)m, rr, rr == r ? node : (u32)m))
 		return;
-	transfer(g, sr, sn, rr, rn);
+	transfer(sr, sn, rr, rn);
 	cad_exec_complete(&r->ex, node);
 	cad_exec_complete(&p->ex, (u32)m);
 	queue_work_run(g, p);
