@@ -27,15 +27,7 @@ MODULE_PARM_DESC(max_pinned_mb, "Memory a process may have pinned by the module,
 unsigned int cad_max_programs = CAD_MAX_PROGRAMS;
 static int set_max_programs(const char *val, const struct kernel_param *kp)
 {
-	unsigned int v;
-	int err = kstrtouint(val, 0, &v);
-
-	if (err)
-		return err;
-	if (v < 1 || v > CAD_MAX_PROGRAMS)
-		return -EINVAL;
-	cad_max_programs = v;
-	return 0;
+	return param_set_uint_minmax(val, kp, 1, CAD_MAX_PROGRAMS);
 }
 static const struct kernel_param_ops max_programs_ops = {
 	.set = set_max_programs,
@@ -65,15 +57,7 @@ MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB");
 unsigned int cad_defer = 2;
 static int set_defer(const char *val, const struct kernel_param *kp)
 {
-	unsigned int v;
-	int err = kstrtouint(val, 0, &v);
-
-	if (err)
-		return err;
-	if (v > 2)
-		return -EINVAL;
-	WRITE_ONCE(cad_defer, v);
-	return 0;
+	return param_set_uint_minmax(val, kp, 0, 2);
 }
 static const struct kernel_param_ops defer_ops = {
 	.set = set_defer,

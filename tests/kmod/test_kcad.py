@@ -21,6 +21,11 @@ CASES = {
     "kill-8": "kcad_check kill 8 1000000 8",
     "cancel": "kcad_check cancel",
     "cycles": "kcad_check cycles 10000",
+    # Parameters out of their range are refused and leave the value as it was.
+    "param-bounds": "P=/sys/module/cad/parameters; ! echo 3 > $P/defer && ! echo 0 > $P/max_programs && "
+                    "! echo 513 > $P/max_programs && echo 1 > $P/defer && test $(cat $P/defer) = 1 && "
+                    "echo 2 > $P/defer && test $(cat $P/defer) = 2 && test $(cat $P/max_programs) = 512 && "
+                    "echo 'KCAD PASS param-bounds' && echo 'KCAD SUMMARY passed=1 failed=0'",
 }
 # The same with each setting of the module parameter defer (the default is
 # 2): copies by the caller, by a member asleep in read(), on the
