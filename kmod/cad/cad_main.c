@@ -50,9 +50,9 @@ MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB");
  * with two ranks on two busy CPUs it overlaps ialltoall of 64 KiB about
  * 50 % against about 0 % (each CPU copies what it receives instead of the
  * last poster copying both ways) and 1 MiB broadcasts and alltoalls about
- * 55 % against 30-40 %, at the same CPU loss; what it costs is a wake-up
+ * 50 % against 30-40 %, at the same CPU loss; what it costs is a wake-up
  * on the other CPU: ialltoall of 64 KiB waited for without computing
- * takes 2.2x the poll engine's time against 0.8x with 0.
+ * takes about 2x the poll engine's time against 0.8-0.9x with 0.
  */
 unsigned int cad_defer = 2;
 static int set_defer(const char *val, const struct kernel_param *kp)
