@@ -24,14 +24,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "kmod"))
 from vm import cad_vm, kernel_version  # noqa: E402
 
-# kernel-deferN: the kernel engine with cad.ko's parameter defer=N (0: the
-# process whose call completes a match copies; 1: a member asleep in
-# read() does); plain "kernel" is the default setting, 2 (a work item on
-# the receiver's CPU copies).
-ENGINES = ["kernel", "kernel-defer0", "kernel-defer1", "poll", "thread", "signal"]
-DEFER = {"kernel-defer0": 0, "kernel-defer1": 1}
+# The kernel engine under cad.ko's parameters: plain "kernel" is the
+# default (defer=2: work items copy on the CPU the direction hint names,
+# unhinted transfers from split_min bytes half on each side's CPU);
+# kernel-nosplit is defer=2 with split_min=0 (the receiver's CPU copies
+# all); kernel-deferN is defer=N (0: the process whose call completes a
+# match copies; 1: a member asleep in read() does).
+ENGINES = ["kernel", "kernel-nosplit", "kernel-defer0", "kernel-defer1", "poll", "thread", "signal"]
+PARAMS = {"kernel-nosplit": {"split_min": 0}, "kernel-defer0": {"defer": 0}, "kernel-defer1": {"defer": 1}}
 METHOD = ("bench/kbench.c under cadrun -n 2 --bind core in qemu (TCG, 2 vCPUs), engines interleaved per "
-          "repetition; kernel is the kernel engine with cad.ko's default defer=2, kernel-deferN with defer=N. Overlap: OSU, no test calls, "
+          "repetition; kernel is the kernel engine with cad.ko's default defer=2, kernel-nosplit with split_min=0, "
+          "kernel-deferN with defer=N. Overlap: OSU, no test calls, "
           "compute = pure latency; cap = 100 - 100 x (memcpy of the bytes each CPU must copy) / pure; CPU loss: "
           "KACC codelet (ibcast overlapped with m x m products, test after each), 1 - done / possible, possible "
           "= the rate of a loop without communication run for the same time after each iteration; "
@@ -49,9 +52,11 @@ def run_vm(build: Path, reps: int, quick: bool):
         order = ENGINES[rep % len(ENGINES):] + ENGINES[:rep % len(ENGINES)]
         for e in order:
             run = f"cadrun -n 2 --bind core --timeout 600 kbench || echo KBENCH-FAILED {e}"
-            if e in DEFER:
-                par = "/sys/module/cad/parameters/defer"
-                lines.append(f"echo {DEFER[e]} > {par}; KBENCH_LABEL={e} CADRT_ENGINE=kernel {run}; echo 2 > {par}")
+            if e in PARAMS:
+                par = "/sys/module/cad/parameters"
+                save = "; ".join(f"o_{k}=$(cat {par}/{k}); echo {v} > {par}/{k}" for k, v in PARAMS[e].items())
+                restore = "; ".join(f"echo $o_{k} > {par}/{k}" for k in PARAMS[e])
+                lines.append(f"{save}; KBENCH_LABEL={e} CADRT_ENGINE=kernel {run}; {restore}")
             else:
                 lines.append(f"CADRT_ENGINE={e} {run}")
     lines.append("rmmod cad")

@@ -68,7 +68,7 @@ def met(r):
     return "**met**" if ok else "not met"
 
 
-COLORS = {"kernel-defer0": "tab:brown", "kernel-defer1": "tab:purple", "kernel": "tab:red", "poll": "tab:blue", "thread": "tab:green", "signal": "tab:orange",
+COLORS = {"kernel-nosplit": "tab:pink", "kernel-defer0": "tab:brown", "kernel-defer1": "tab:purple", "kernel": "tab:red", "poll": "tab:blue", "thread": "tab:green", "signal": "tab:orange",
           "Open MPI": "black"}
 
 
@@ -153,7 +153,7 @@ def bars(name, title, ylabel, groups, out_dir, hline=None, logy=False):
     return save(fig, ax, name, title, ylabel, out_dir, grid_axis="y")
 
 
-ENGINES = ("kernel", "kernel-defer0", "kernel-defer1", "poll", "thread", "signal")
+ENGINES = ("kernel", "kernel-nosplit", "kernel-defer0", "kernel-defer1", "poll", "thread", "signal")
 RT_COLLS = ("ibcast", "ireduce", "iallreduce", "igather", "iscatter", "iallgather", "ialltoall",
             "ireduce_scatter_block", "ibarrier")
 

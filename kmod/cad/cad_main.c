@@ -70,6 +70,13 @@ unsigned int cad_defer_min = 4096;
 module_param_named(defer_min, cad_defer_min, uint, 0644);
 MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never deferred");
 
+/* With defer=2, a transfer with no direction hint of at least split_min
+ * bytes is copied half by the receiver's CPU and half by the sender's, at
+ * the same time; 0 never splits. */
+unsigned int cad_split_min = 16384;
+module_param_named(split_min, cad_split_min, uint, 0644);
+MODULE_PARM_DESC(split_min, "With defer=2, unhinted transfers from this size (bytes) are copied half by each side's CPU; 0: never");
+
 static unsigned int cad_max_ranks = 4096;
 module_param_named(max_ranks, cad_max_ranks, uint, 0644);
 MODULE_PARM_DESC(max_ranks, "Ranks of one group");
@@ -77,6 +84,7 @@ MODULE_PARM_DESC(max_ranks, "Ranks of one group");
 atomic64_t cad_pinned_pages = ATOMIC64_INIT(0);
 atomic64_t cad_live_objects = ATOMIC64_INIT(0);
 atomic64_t cad_deferred = ATOMIC64_INIT(0);
+atomic64_t cad_split = ATOMIC64_INIT(0);
 
 static int get_counter(char *buf, const struct kernel_param *kp)
 {
@@ -84,13 +92,15 @@ static int get_counter(char *buf, const struct kernel_param *kp)
 }
 static const struct kernel_param_ops counter_ops = { .get = get_counter };
 /* Read only: pages pinned now, groups, files and programs alive, and
- * transfers deferred so far. */
+ * transfers deferred (and split) so far. */
 module_param_cb(pinned_pages, &counter_ops, &cad_pinned_pages, 0444);
 MODULE_PARM_DESC(pinned_pages, "Pages pinned now (read only)");
 module_param_cb(live_objects, &counter_ops, &cad_live_objects, 0444);
 MODULE_PARM_DESC(live_objects, "Groups, open files and programs alive now (read only)");
 module_param_cb(deferred, &counter_ops, &cad_deferred, 0444);
 MODULE_PARM_DESC(deferred, "Transfers deferred to another CPU since the module was loaded (read only)");
+module_param_cb(split, &counter_ops, &cad_split, 0444);
+MODULE_PARM_DESC(split, "Deferred transfers split between the two sides' CPUs since the module was loaded (read only)");
 
 /* ------------------------------------------------------------------ */
 /* Groups                                                              */
@@ -100,9 +110,6 @@ static DEFINE_MUTEX(cad_groups_lock);
 
 static void group_free(struct cad_group *g)
 {
-	/* Nobody queues it any more (no member is left); a run of it that
-	 * is under way finds the deferred list empty. */
-	cancel_work_sync(&g->defer_work);
 	kvfree(g->vm_scratch);
 	kvfree(g->members);
 	kvfree(g->gone);
@@ -190,6 +197,7 @@ static int cad_open(struct inode *inode, struct file *file)
 	mmgrab(f->mm);
 	INIT_LIST_HEAD(&f->running);
 	init_waitqueue_head(&f->wq);
+	cad_file_init_defer(f);
 	atomic64_inc(&cad_live_objects);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
@@ -212,6 +220,13 @@ static int cad_release(struct inode *inode, struct file *file)
 			list_del(&g->link);
 		mutex_unlock(&g->lock);
 		mutex_unlock(&cad_groups_lock);
+		/* Nobody hands f's work item anything now (f's runs ended and
+		 * f is no member); copies still in flight into or out of f's
+		 * runs, by it or by other members, end before they go. */
+		cancel_work_sync(&f->defer_work);
+		for (h = 0; h < CAD_MAX_PROGRAMS; h++)
+			if (f->runs[h])
+				cad_run_wait_idle(g, f->runs[h]);
 		if (last)
 			group_free(g);
 	}

@@ -11,9 +11,12 @@
  *
  * Lock order: cad_groups_lock (the list of groups, joins, leaving), then a
  * group's lock.  Everything below runs in process context (ioctl, read,
- * release, and the group's work item for deferred transfers) and may
- * sleep, so a transfer of megabytes holds the group lock but gives the CPU
- * back between chunks.
+ * release, and the members' work items for deferred transfers) and may
+ * sleep.  A transfer copied at once holds the group lock (giving the CPU
+ * back between chunks); a deferred one is copied without it, so that two
+ * CPUs can copy for one group at the same time: its runs count it in
+ * `inflight`, and nothing frees them or tells their owners they ended
+ * while that is not 0.
  */
 #ifndef CAD_PRIV_H
 #define CAD_PRIV_H
@@ -52,7 +55,8 @@ struct cad_group {
 	void *vm_scratch;               /* CAD_VM_SCRATCH_SIZE, for user ops */
 	struct list_head deferred;      /* cad_xfer: matched, not copied yet */
 	u32 ndeferred;
-	struct work_struct defer_work;  /* runs them on another CPU (defer=2) */
+	struct list_head inflight;      /* cad_xfer: being copied, lock dropped */
+	wait_queue_head_t idle;         /* woken when a copy in flight ends */
 };
 
 struct cad_file {
@@ -66,6 +70,7 @@ struct cad_file {
 	atomic_t events;                /* completions since the last read() */
 	int cpu;                        /* where the process last entered the module */
 	bool waiting;                   /* asleep in read(): group lock */
+	struct work_struct defer_work;  /* copies the transfers handed to its CPU */
 };
 
 /* A buffer of a run: its first byte in the kernel's address space.  A
@@ -114,6 +119,8 @@ struct cad_run {
 	atomic_t stale;                 /* a watched mapping changed */
 	int result;
 	u32 gen;
+	u32 inflight;                   /* parts of its transfers being copied */
+	bool publish_pending;           /* ended while inflight: tell when 0 */
 	struct list_head run_link;      /* in file->running */
 	struct list_head work_link;     /* in group->work */
 };
@@ -129,15 +136,20 @@ void cad_run_destroy(struct cad_run *r);
 /* read(): waits for completions (and does deferred transfers meanwhile). */
 int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n);
 void cad_group_init_defer(struct cad_group *g);
+void cad_file_init_defer(struct cad_file *f);
+/* Waits until no copy into or out of r is in flight (no lock held). */
+void cad_run_wait_idle(struct cad_group *g, struct cad_run *r);
 
 /* cad_main.c: counters (module parameters, read only) */
 extern atomic64_t cad_pinned_pages;
 extern atomic64_t cad_live_objects;
 extern atomic64_t cad_deferred;
+extern atomic64_t cad_split;
 extern unsigned int cad_max_pinned_mb;
 extern unsigned int cad_max_programs;
 extern unsigned int cad_max_image_kb;
 extern unsigned int cad_defer;
 extern unsigned int cad_defer_min;
+extern unsigned int cad_split_min;
 
 #endif /* CAD_PRIV_H */

@@ -383,18 +383,30 @@ static void publish(struct cad_run *r)
 
 static void drop_deferred(struct cad_group *g, struct cad_run *r);
 
-static void finish(struct cad_run *r, int result)
+/* Tells r's owner that r ended: the status page, poll() and read(). */
+static void tell(struct cad_run *r)
 {
 	struct cad_file *f = r->file;
 
-	drop_deferred(f->group, r);
+	publish(r);
+	atomic_inc(&f->events);
+	wake_up_interruptible(&f->wq);
+}
+
+/* r ends with result.  While a copy into or out of its buffers is still
+ * in flight (it failed meanwhile), its owner is told only when that copy
+ * is done: the process must not reuse memory the module is copying. */
+static void finish(struct cad_run *r, int result)
+{
+	drop_deferred(r->file->group, r);
 	r->running = false;
 	r->result = result;
 	list_del_init(&r->run_link);
 	list_del_init(&r->work_link);
-	publish(r);
-	atomic_inc(&f->events);
-	wake_up_interruptible(&f->wq);
+	if (r->inflight)
+		r->publish_pending = true;
+	else
+		tell(r);
 }
 
 static struct cad_run *find_running(struct cad_file *f, u64 ctx, u64 seq)
@@ -474,44 +486,73 @@ static void transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_r
 /* Deferred transfers                                                  */
 /*
  * With defer=0 the process whose call completes a match copies the data
- * in that call, on its own CPU, before it returns to computing.  The KACC
- * paper moves such work to another CPU; the other settings do that in two
- * ways, both without a thread of our own:
+ * in that call, on its own CPU, under the group lock, before it returns
+ * to computing.  The KACC paper moves such work to another CPU; the other
+ * settings do that in two ways, both without a thread of our own:
  *
  *   1  a member of the group asleep in read() -- waiting for its own
  *      collectives, so its CPU is otherwise idle -- is woken and copies
  *      (cad_wait_events); nobody asleep: copy at once, as with 0.
- *   2  the receiver's CPU (where its process last entered the module),
- *      or the sender's if the program's direction hint says the sender
- *      writes: the group's work item is queued there, on the
- *      high-priority system workqueue, and runs every deferred transfer
- *      of the group; the receiver's cache gets the data it is about to
- *      read.  Mode 1 prefers the side the hint names too.
+ *   2  the CPU of the side the program's direction hint names (where that
+ *      process last entered the module): that member's work item is
+ *      queued there, on the high-priority system workqueue.  With no hint
+ *      a transfer of at least split_min bytes is split in two halves, the
+ *      receiver's CPU copying one and the sender's the other at the same
+ *      time (two busy CPUs share the copy, as the overlap's physical cap
+ *      assumes); shorter ones go to the receiver (its cache gets the data
+ *      it is about to read).
  *
- * A deferred transfer keeps both nodes ISSUED until it is done.  It is
- * on the group's list, under the group's lock; whoever takes it off does
- * the copy and the completions, and any member entering read() drains the
- * list too, so a transfer is never left behind.  A run that finishes
- * (cancel, a peer gone, a mismatch) takes its transfers off unrun.
+ * A deferred transfer is a cad_match of one or two parts (cad_xfer).  Its
+ * nodes stay ISSUED until every part is copied.  A queued part is on the
+ * group's deferred list; whoever takes it off moves it to the inflight
+ * list, counts it in both runs' inflight, and copies without the group
+ * lock (the pages are pinned and mapped until the runs are destroyed,
+ * which waits for inflight to be 0).  The last part done completes the
+ * nodes.  A run that ends meanwhile (cancel, a peer gone, a mismatch)
+ * takes its queued parts off unrun and marks the match dead; its owner
+ * is told it ended once no part of it is in flight any more.  Any member
+ * entering read() drains the queue too, so nothing is left behind.
  */
+struct cad_match;
+
 struct cad_xfer {
-	struct list_head link;          /* in group->deferred */
+	struct list_head link;          /* in group->deferred or group->inflight */
+	struct cad_match *m;
+	struct cad_file *owner;         /* whose work item copies it; NULL: read() */
+	u64 off, len;                   /* the part of the transfer */
+};
+
+struct cad_match {
 	struct cad_run *sr, *rr;
 	u32 snode, rnode;
+	u32 parts;                      /* parts not copied yet */
+	bool dead;                      /* a run of it ended: complete nothing */
+	struct cad_xfer part[2];
 };
+
+static void put_part(struct cad_match *m)
+{
+	if (--m->parts)
+		return;
+	kfree(m);
+	atomic64_dec(&cad_live_objects);
+}
 
 static void drop_deferred(struct cad_group *g, struct cad_run *r)
 {
 	struct cad_xfer *x, *tmp;
 
-	if (!g || list_empty(&g->deferred))
+	if (!g)
 		return;
+	list_for_each_entry(x, &g->inflight, link)
+		if (x->m->sr == r || x->m->rr == r)
+			x->m->dead = true;
 	list_for_each_entry_safe(x, tmp, &g->deferred, link)
-		if (x->sr == r || x->rr == r) {
+		if (x->m->sr == r || x->m->rr == r) {
 			list_del(&x->link);
 			g->ndeferred--;
-			kfree(x);
-			atomic64_dec(&cad_live_objects);
+			x->m->dead = true;
+			put_part(x->m);
 		}
 }
 
@@ -546,76 +587,169 @@ static struct cad_file *idle_member(struct cad_group *g, struct cad_file *first,
 	return NULL;
 }
 
+static bool usable_cpu(int cpu)
+{
+	return cpu >= 0 && cpu < nr_cpu_ids && cpu_online(cpu);
+}
+
+static void queue_part(struct cad_group *g, struct cad_match *m, struct cad_file *owner, u64 off, u64 len)
+{
+	struct cad_xfer *x = &m->part[m->parts++];
+
+	*x = (struct cad_xfer){ .m = m, .owner = owner, .off = off, .len = len };
+	list_add_tail(&x->link, &g->deferred);
+	g->ndeferred++;
+}
+
 /* Whether the transfer was deferred (else the caller copies now). */
 static bool defer(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode)
 {
 	const struct cad_node *sn = &sr->prog.nodes[snode], *rn = &rr->prog.nodes[rnode];
-	const unsigned int mode = READ_ONCE(cad_defer);
-	struct cad_file *wake = NULL, *owner;
-	struct cad_xfer *x;
-	int cpu = -1;
+	const unsigned int mode = READ_ONCE(cad_defer), split_min = READ_ONCE(cad_split_min);
+	const u8 hint = sn->flags | rn->flags;
+	struct cad_file *wake = NULL, *owner = copier(sr, rr, hint);
+	int cpu = -1, scpu = -1;
+	struct cad_match *m;
+	u64 half = 0;
 
 	if (!mode || sn->len < READ_ONCE(cad_defer_min))
 		return false;
-	owner = copier(sr, rr, sn->flags | rn->flags);
 	if (mode == 1) {
 		wake = idle_member(g, owner, owner == rr->file ? sr->file : rr->file);
 		if (!wake)
 			return false;
 	} else {
-		cpu = READ_ONCE(owner->cpu);
-		if (is_current(owner) || cpu == raw_smp_processor_id() || !cpu_online(cpu))
-			return false;
+		cpu = READ_ONCE(rr->file->cpu);
+		scpu = READ_ONCE(sr->file->cpu);
+		if (!hint && split_min && sn->len >= max_t(u64, split_min, 128) && cpu != scpu &&
+		    usable_cpu(cpu) && usable_cpu(scpu)) {
+			half = round_up(sn->len / 2, 64);
+		} else {
+			cpu = READ_ONCE(owner->cpu);
+			if (is_current(owner) || cpu == raw_smp_processor_id() || !usable_cpu(cpu))
+				return false;
+		}
 	}
-	x = kmalloc(sizeof(*x), GFP_KERNEL);
-	if (!x)
+	m = kmalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
 		return false;
 	atomic64_inc(&cad_live_objects);
-	*x = (struct cad_xfer){ .sr = sr, .rr = rr, .snode = snode, .rnode = rnode };
-	list_add_tail(&x->link, &g->deferred);
-	g->ndeferred++;
+	*m = (struct cad_match){ .sr = sr, .rr = rr, .snode = snode, .rnode = rnode };
 	atomic64_inc(&cad_deferred);
-	if (wake)
+	if (half) {
+		/* The receiver's half first: its work item may start at once. */
+		queue_part(g, m, rr->file, 0, half);
+		queue_part(g, m, sr->file, half, sn->len - half);
+		atomic64_inc(&cad_split);
+		queue_work_on(cpu, system_highpri_wq, &rr->file->defer_work);
+		queue_work_on(scpu, system_highpri_wq, &sr->file->defer_work);
+	} else if (wake) {
+		queue_part(g, m, NULL, 0, sn->len);
 		wake_up_interruptible(&wake->wq);
-	else
-		queue_work_on(cpu, system_highpri_wq, &g->defer_work);
+	} else {
+		queue_part(g, m, owner, 0, sn->len);
+		queue_work_on(cpu, system_highpri_wq, &owner->defer_work);
+	}
 	return true;
 }
 
 static void progress(struct cad_group *g);
 
-/* Does the group's deferred transfers, and what they make ready. */
-static void run_deferred(struct cad_group *g)
+/* After a copy in flight for r ended: if r ended meanwhile, tell its
+ * owner now; wake anyone waiting to free r. */
+static void settle(struct cad_run *r)
+{
+	if (!r->inflight && r->publish_pending) {
+		r->publish_pending = false;
+		tell(r);
+	}
+}
+
+/* The first queued part f may copy: its own, or any if f is NULL (a
+ * process in read(): its CPU is idle). */
+static struct cad_xfer *next_part(struct cad_group *g, struct cad_file *f)
 {
 	struct cad_xfer *x;
 
-	while ((x = list_first_entry_or_null(&g->deferred, struct cad_xfer, link))) {
-		list_del(&x->link);
+	list_for_each_entry(x, &g->deferred, link)
+		if (!f || !x->owner || x->owner == f)
+			return x;
+	return NULL;
+}
+
+/* Copies queued parts (f's, or any if f is NULL), completes the nodes of
+ * a transfer when its last part is done, and does what that makes ready.
+ * Called and returns with the group lock held; drops it while copying. */
+static void run_deferred(struct cad_group *g, struct cad_file *f)
+{
+	struct cad_xfer *x;
+
+	while ((x = next_part(g, f))) {
+		struct cad_match *m = x->m;
+		struct cad_run *sr = m->sr, *rr = m->rr;
+		const struct cad_node *sn = &sr->prog.nodes[m->snode], *rn = &rr->prog.nodes[m->rnode];
+
+		list_move_tail(&x->link, &g->inflight);
 		g->ndeferred--;
-		transfer(x->sr, &x->sr->prog.nodes[x->snode], x->rr, &x->rr->prog.nodes[x->rnode]);
-		cad_exec_complete(&x->sr->ex, x->snode);
-		cad_exec_complete(&x->rr->ex, x->rnode);
-		queue_work_run(g, x->sr);
-		queue_work_run(g, x->rr);
-		kfree(x);
-		atomic64_dec(&cad_live_objects);
+		sr->inflight++;
+		rr->inflight++;
+		mutex_unlock(&g->lock);
+		copy_chunked(at(rr, rn->dst_buf, rn->dst_off + x->off), at(sr, sn->src_buf, sn->src_off + x->off),
+			     x->len);
+		mutex_lock(&g->lock);
+		list_del(&x->link);
+		sr->inflight--;
+		rr->inflight--;
+		if (m->parts == 1 && !m->dead) {
+			cad_exec_complete(&sr->ex, m->snode);
+			cad_exec_complete(&rr->ex, m->rnode);
+			queue_work_run(g, sr);
+			queue_work_run(g, rr);
+		}
+		put_part(m);
+		settle(sr);
+		settle(rr);
+		wake_up_all(&g->idle);
 		progress(g);
 	}
 }
 
 static void defer_worker(struct work_struct *w)
 {
-	struct cad_group *g = container_of(w, struct cad_group, defer_work);
+	struct cad_file *f = container_of(w, struct cad_file, defer_work);
+	struct cad_group *g = smp_load_acquire(&f->group);
 
+	if (!g)
+		return;
 	mutex_lock(&g->lock);
-	run_deferred(g);
+	run_deferred(g, f);
 	mutex_unlock(&g->lock);
 }
 
 void cad_group_init_defer(struct cad_group *g)
 {
 	INIT_LIST_HEAD(&g->deferred);
-	INIT_WORK(&g->defer_work, defer_worker);
+	INIT_LIST_HEAD(&g->inflight);
+	init_waitqueue_head(&g->idle);
+}
+
+void cad_file_init_defer(struct cad_file *f)
+{
+	INIT_WORK(&f->defer_work, defer_worker);
+}
+
+void cad_run_wait_idle(struct cad_group *g, struct cad_run *r)
+{
+	for (;;) {
+		u32 busy;
+
+		mutex_lock(&g->lock);
+		busy = r->inflight;
+		mutex_unlock(&g->lock);
+		if (!busy)
+			return;
+		wait_event(g->idle, !READ_ONCE(r->inflight));
+	}
 }
 
 int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
@@ -631,7 +765,7 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 			return -EAGAIN;
 		if (g) {
 			mutex_lock(&g->lock);
-			run_deferred(g);
+			run_deferred(g, NULL);
 			f->waiting = true;
 			mutex_unlock(&g->lock);
 		}
@@ -641,7 +775,7 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 			 * done here, even when a signal ends the wait. */
 			mutex_lock(&g->lock);
 			f->waiting = false;
-			run_deferred(g);
+			run_deferred(g, NULL);
 			mutex_unlock(&g->lock);
 		}
 		if (err)
@@ -744,7 +878,7 @@ static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 {
 	const struct cad_tomb *t;
 
-	if (r->running || find_running(r->file, r->ctx, seq))
+	if (r->running || r->inflight || find_running(r->file, r->ctx, seq))
 		return -EBUSY;
 	if (atomic_read(&r->stale)) {
 		int err = revalidate(r);
@@ -993,17 +1127,21 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 		if (!r->started)
 			err = -EINVAL;
 		else
-			*result = r->running ? -EINPROGRESS : r->result;
+			*result = r->running || r->publish_pending ? -EINPROGRESS : r->result;
 	} else {  /* CANCEL, FREE */
 		if (r->running)
 			fail_collective(g, r->ctx, r->seq, -ECANCELED);
 		if (cmd == CAD_IOC_FREE) {
 			f->runs[handle] = NULL;
+			r->publish_pending = false;  /* its status slot may be reused */
 			gone = r;
 		}
 	}
 	mutex_unlock(&g->lock);
-	cad_run_destroy(gone);
+	if (gone) {
+		cad_run_wait_idle(g, gone);
+		cad_run_destroy(gone);
+	}
 	return err;
 }
 

@@ -28,12 +28,15 @@ CASES = {
                     "echo 'KCAD PASS param-bounds' && echo 'KCAD SUMMARY passed=1 failed=0'",
 }
 # The same with each setting of the module parameter defer (the default is
-# 2): copies by the caller, by a member asleep in read(), on the
-# receiver's CPU -- every transfer, whatever its size.
-for _mode in (0, 1, 2):
+# 2): copies by the caller, by a member asleep in read(), on the CPU of
+# one side or split between both -- every transfer, whatever its size.
+# "split" is 2 with split_min 128: every unhinted transfer from 128 bytes
+# is copied half on each side's CPU, without the group lock.
+DEFER_MODES = {"0": (0, None), "1": (1, None), "2": (2, None), "split": (2, 128)}
+for _mode, (_defer, _split) in DEFER_MODES.items():
     for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "cancel"):
-        CASES[f"{_case}-defer{_mode}"] = with_defer(_mode, CASES[_case])
-    CASES[f"cycles-defer{_mode}"] = with_defer(_mode, "kcad_check cycles 2000")
+        CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
+    CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
 
 
 @pytest.fixture(scope="module")
@@ -52,22 +55,28 @@ def test_case(vm_run, case):
     assert m and int(m.group(1)) >= 1, c.output
 
 
-def deferred(case):
-    m = re.search(r"@@DEFERRED (\d+)", case.output)
+def counter(case, name="DEFERRED"):
+    m = re.search(rf"@@{name} (\d+)", case.output)
     assert m, case.output
     return int(m.group(1))
 
 
-@pytest.mark.parametrize("mode", (0, 1, 2))
+@pytest.mark.parametrize("mode", DEFER_MODES)
 def test_deferred_modes_did_defer(vm_run, mode):
-    counts = {name: deferred(c) for name, c in vm_run.cases.items() if name.endswith(f"-defer{mode}")}
-    print(counts)
-    if mode == 0:
+    cases = {name: c for name, c in vm_run.cases.items() if name.endswith(f"-defer{mode}")}
+    counts = {name: counter(c) for name, c in cases.items()}
+    splits = {name: counter(c, "SPLIT") for name, c in cases.items()}
+    print(counts, splits)
+    if mode == "0":
         assert sum(counts.values()) == 0, counts
         return
     assert sum(counts.values()) > 0, counts
-    if mode == 2:  # every receiver spins on its own CPU while rank 0 posts
-        assert counts["pipeline-4-defer2"] > 0, counts
+    if mode in ("2", "split"):  # every receiver spins on its own CPU while rank 0 posts
+        assert counts[f"pipeline-4-defer{mode}"] > 0, counts
+    if mode == "split":
+        assert splits["pipeline-4-defersplit"] > 0 and splits["pipeline-8-defersplit"] > 0, splits
+    else:
+        assert sum(splits.values()) == 0 or mode == "2", splits
 
 
 def test_the_rejection_table_is_complete(vm_run):
@@ -79,7 +88,7 @@ def test_the_rejection_table_is_complete(vm_run):
 
 
 def test_killed_rank_fails_every_peer_within_a_second(vm_run):
-    for case, n in [(f"kill-{p}{d}", p - 1) for p in (4, 8) for d in ("", "-defer0", "-defer1", "-defer2")]:
+    for case, n in [(f"kill-{p}{d}", p - 1) for p in (4, 8) for d in ("", *(f"-defer{m}" for m in DEFER_MODES))]:
         out = vm_run.cases[case].output
         killed = float(re.search(r"KCAD killing rank 1 at (\S+)", out).group(1))
         ended = re.findall(r"KCAD rank (\d+) ended with (-?\d+) at (\S+)", out)

@@ -45,11 +45,13 @@ def cases():
         for p in (2, 3, 5):
             out[f"mode-{name}-{p}"] = (
                 f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000 {args}")
-    for mode in (0, 1, 2):  # each setting of the module parameter defer
+    # Each setting of the module parameter defer; "split" is 2 with every
+    # unhinted transfer from 128 bytes copied half on each side's CPU.
+    for mode, (defer, split) in {"0": (0, None), "1": (1, None), "2": (2, None), "split": (2, 128)}.items():
         for p in (2, 3, 5):
             out[f"defer{mode}-{p}"] = with_defer(
-                mode, f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000,300000 "
-                      "--persistent --outstanding 3")
+                defer, f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000,300000 "
+                       "--persistent --outstanding 3", split)
     for p in (2, 3, 5):
         out[f"cad-{p}"] = f"cadrun -n {p} --timeout 60 rt_cad"
     for coll in MISMATCH:
@@ -87,15 +89,22 @@ def test_modes_through_the_kernel_engine(vm_run, mode):
         assert c.status == 0 and "engine kernel" in c.output, f"{c.command}\n{c.output}"
 
 
-@pytest.mark.parametrize("mode", (0, 1, 2))
+@pytest.mark.parametrize("mode", ("0", "1", "2", "split"))
 def test_deferred_copies_through_the_kernel_engine(vm_run, mode):
     for p in (2, 3, 5):
         c = vm_run.cases[f"defer{mode}-{p}"]
         assert c.status == 0 and "engine kernel" in c.output, f"{c.command}\n{c.output}"
-    counts = [int(re.search(r"@@DEFERRED (\d+)", vm_run.cases[f"defer{mode}-{p}"].output).group(1))
-              for p in (2, 3, 5)]
-    print(f"deferred transfers, P = 2, 3, 5: {counts}")
-    assert sum(counts) > 0 if mode else sum(counts) == 0
+
+    def counts(name):
+        return [int(re.search(rf"@@{name} (\d+)", vm_run.cases[f"defer{mode}-{p}"].output).group(1))
+                for p in (2, 3, 5)]
+    deferred, split = counts("DEFERRED"), counts("SPLIT")
+    print(f"deferred transfers, P = 2, 3, 5: {deferred}; split: {split}")
+    assert sum(deferred) > 0 if mode != "0" else sum(deferred) == 0
+    if mode == "split":
+        assert sum(split) > 0
+    elif mode != "2":
+        assert sum(split) == 0
 
 
 def test_hand_built_cads_through_the_kernel_engine(vm_run):

@@ -368,15 +368,19 @@ echo "@@UNLOADED $(grep -c '^cad ' /proc/modules)"
 """
 
 
-def with_defer(mode: int, cmd: str) -> str:
+def with_defer(mode: int, cmd: str, split_min: int | None = None) -> str:
     """cmd with cad.ko's defer parameter set to mode (and defer_min to 0, so
-    that every transfer goes that way), both restored after; prints
-    "@@DEFERRED n", the transfers the module deferred meanwhile."""
+    that every transfer goes that way; split_min too if given), all
+    restored after; prints "@@DEFERRED n" and "@@SPLIT n", the transfers the
+    module deferred and split meanwhile."""
     par = "/sys/module/cad/parameters"
-    return (f"d0=$(cat {par}/deferred); m0=$(cat {par}/defer); n0=$(cat {par}/defer_min); "
-            f"echo {mode} > {par}/defer && echo 0 > {par}/defer_min && {{ {cmd}; }}; "
-            f"s=$?; echo $m0 > {par}/defer; echo $n0 > {par}/defer_min; "
-            f'echo "@@DEFERRED $(( $(cat {par}/deferred) - d0 ))"; exit $s')
+    split = f"echo {split_min} > {par}/split_min && " if split_min is not None else ""
+    return (f"d0=$(cat {par}/deferred); s0=$(cat {par}/split); m0=$(cat {par}/defer); "
+            f"n0=$(cat {par}/defer_min); k0=$(cat {par}/split_min); "
+            f"echo {mode} > {par}/defer && echo 0 > {par}/defer_min && {split}{{ {cmd}; }}; "
+            f"s=$?; echo $m0 > {par}/defer; echo $n0 > {par}/defer_min; echo $k0 > {par}/split_min; "
+            f'echo "@@DEFERRED $(( $(cat {par}/deferred) - d0 ))"; '
+            f'echo "@@SPLIT $(( $(cat {par}/split) - s0 ))"; exit $s')
 
 
 def run_cases(vm: VM, cases: dict[str, str], before: str = "", after: str = "",
