@@ -13,6 +13,14 @@
  *                              also when it starts afterwards
  *   kcad_check cycles K        2 ranks, K x (load+start, wait through
  *                              read() or poll(), free)
+ *   kcad_check inflight cancel|free N
+ *                              2 ranks, one N-byte transfer; the sender
+ *                              starts and sleeps in read(), the receiver
+ *                              starts and 10 ms later cancels (or frees):
+ *                              with defer=1 the sender copies in read()
+ *                              while that happens.  Once told it ended (or once
+ *                              free returns), the receiver's buffer must
+ *                              not change any more
  *
  * Prints "KCAD PASS <case>" or "KCAD FAIL <case>: why" per case and
  * "KCAD SUMMARY passed=N failed=M"; exits 1 if anything failed.
@@ -828,6 +836,99 @@ static int do_cycles(long k)
 	return 0;
 }
 
+/* A fingerprint of the buffer quick enough to take at once: one byte of
+ * each of 4096 places spread over it, the last byte included. */
+static uint64_t sample(const unsigned char *p, uint64_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (uint64_t i = 1; i <= 4096; i++)
+		h = (h ^ p[n * i / 4096 - 1]) * 1099511628211ull;
+	return h;
+}
+
+/* The receiver ends a transfer the module may be copying: after it is
+ * told the run ended (cancel) or after free returns, nothing may write its
+ * buffer any more -- the module must not report an end, nor unpin, while
+ * a copy into the pages is in flight. */
+static int do_inflight(int use_free, uint64_t n)
+{
+	const uint64_t key = job_key();
+	int to0[2], to1[2], st;
+	pid_t pid;
+
+	if (pipe(to0) || pipe(to1))
+		return 2;
+	pid = fork();
+	if (pid == 0) {  /* rank 0, the sender: starts first, waits in read() */
+		struct dev d;
+		uint32_t size;
+		void *img = chain_bcast(0, 2, n, 1, &size);
+		unsigned char *buf = aligned_alloc(4096, n);
+		uint64_t addr = (uintptr_t)buf;
+		struct load_res r;
+		char c;
+		int res;
+
+		for (uint64_t i = 0; i < n; i++)
+			buf[i] = pattern(i);
+		if (dev_open(&d, key, 0, 2))
+			_exit(11);
+		r = load(d.fd, img, size, &addr, 1, 1, 0, 0);
+		if (r.err || read(to0[0], &c, 1) != 1)
+			_exit(12);
+		if (start(d.fd, r.handle, 1))
+			_exit(13);
+		(void)!write(to1[1], "s", 1);
+		res = wait_run(&d, r.handle, 1, 0);
+		_exit(res == 0 || res == -ECANCELED ? 0 : 14);
+	}
+	{
+		struct dev d;
+		uint32_t size;
+		void *img = chain_bcast(1, 2, n, 1, &size);
+		unsigned char *buf = aligned_alloc(4096, n);
+		uint64_t addr = (uintptr_t)buf, before, after;
+		struct load_res r;
+		char c;
+		int res = 0, err;
+		double t0, t1;
+
+		memset(buf, 0, n);
+		if (dev_open(&d, key, 1, 2))
+			return 2;
+		r = load(d.fd, img, size, &addr, 1, 1, 0, 0);
+		(void)!write(to0[1], "s", 1);
+		err = r.err ? r.err : read(to1[0], &c, 1) != 1 ? -EIO : 0;
+		usleep(100000);  /* rank 0 is asleep in read() by now */
+		t0 = now();
+		if (!err)
+			err = start(d.fd, r.handle, 1);
+		usleep(10000);  /* with defer=1, rank 0 has woken and copies */
+		if (!err && use_free) {
+			err = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+		} else if (!err) {
+			err = handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL);
+			res = err ? err : wait_run(&d, r.handle, 1, 0);
+		}
+		t1 = now();
+		before = sample(buf, n);
+		usleep(300000);
+		after = sample(buf, n);
+		waitpid(pid, &st, 0);
+		printf("KCAD inflight-%s: %s after %.3f s, %s\n", use_free ? "free" : "cancel",
+		       use_free ? "freed" : res == 0 ? "completed" : "cancelled", t1 - t0,
+		       buf[n - 1] == pattern(n - 1) ? "data copied" : buf[0] ? "data partly copied" : "nothing copied");
+		CHECK(use_free ? "inflight-free" : "inflight-cancel",
+		      !err && (res == 0 || res == -ECANCELED) && before == after && WIFEXITED(st) &&
+			      WEXITSTATUS(st) == 0,
+		      "err %d, result %d, buffer %s after the end, rank 0 status 0x%x", err, res,
+		      before == after ? "unchanged" : "CHANGED", st);
+		close(d.fd);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -843,8 +944,11 @@ int main(int argc, char **argv)
 		do_cancel();
 	else if (!strcmp(what, "cycles") && argc == 3)
 		do_cycles(atol(argv[2]));
+	else if (!strcmp(what, "inflight") && argc == 4 && (!strcmp(argv[2], "cancel") || !strcmp(argv[2], "free")))
+		do_inflight(!strcmp(argv[2], "free"), strtoull(argv[3], NULL, 0));
 	else {
-		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | cancel | cycles K\n");
+		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | cancel | cycles K | "
+				"inflight cancel|free N\n");
 		return 2;
 	}
 	printf("KCAD SUMMARY passed=%d failed=%d\n", g_pass, g_fail);

@@ -37,6 +37,10 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
     for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "cancel"):
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
     CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
+    # A 64 MiB transfer cancelled or freed by its receiver, with defer=1
+    # while the sender copies it: the buffer must be still once told.
+    for _how in ("cancel", "free"):
+        CASES[f"inflight-{_how}-defer{_mode}"] = with_defer(_defer, f"kcad_check inflight {_how} 67108864", _split)
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +81,16 @@ def test_deferred_modes_did_defer(vm_run, mode):
         assert splits["pipeline-4-defersplit"] > 0 and splits["pipeline-8-defersplit"] > 0, splits
     else:
         assert sum(splits.values()) == 0 or mode == "2", splits
+
+
+def test_a_copy_in_flight_delays_the_end(vm_run):
+    """With defer=1 the sender, asleep in read(), is woken and copies the
+    64 MiB while the receiver cancels: the receiver is told -ECANCELED only
+    once the copy is done (all of it arrived), and free waits for it."""
+    assert "cancelled after" in vm_run.cases["inflight-cancel-defer1"].output
+    for how in ("cancel", "free"):
+        assert "data copied" in vm_run.cases[f"inflight-{how}-defer1"].output, vm_run.cases[
+            f"inflight-{how}-defer1"].output
 
 
 def test_the_rejection_table_is_complete(vm_run):
