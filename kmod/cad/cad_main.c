@@ -43,16 +43,17 @@ MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB");
 /*
  * Who copies a matched transfer (see cad_run.c, "Deferred transfers"):
  * 0, the process whose call completed the match, in that call; 1, a
- * member of the group asleep in read() (an idle CPU), else as 0; 2, the
- * receiver's CPU (a work item queued there), else as 0.  Transfers below
+ * member of the group asleep in read() (an idle CPU), else as 0; 2, a
+ * work item on another CPU: the side the direction hint names, with no
+ * hint the side that is not the caller (it posted first), or both halves
+ * split when neither side is the caller; else as 0.  Transfers below
  * defer_min bytes are always done at once.  bench/kernel_vm.py measures
- * the three in one boot.  The default, 2, is what those numbers favour:
- * with two ranks on two busy CPUs it overlaps ialltoall of 64 KiB about
- * 50 % against about 0 % (each CPU copies what it receives instead of the
- * last poster copying both ways) and 1 MiB broadcasts and alltoalls about
- * 50 % against 30-40 %, at the same CPU loss; what it costs is a wake-up
- * on the other CPU: ialltoall of 64 KiB waited for without computing
- * takes about 2x the poll engine's time against 0.8-0.9x with 0.
+ * the settings in one boot.  The default, 2, is what those numbers
+ * favour: with two ranks on two busy CPUs it overlaps ialltoall of 64 KiB
+ * about 50 % against about 8 % and 1 MiB broadcasts and alltoalls about
+ * 60 % against 30 %, at the same CPU loss; what it costs is a wake-up on
+ * the other CPU: ialltoall of 64 KiB waited for without computing takes
+ * about 2x the poll engine's time against 0.8x with 0.
  */
 unsigned int cad_defer = 2;
 static int set_defer(const char *val, const struct kernel_param *kp)
@@ -64,18 +65,19 @@ static const struct kernel_param_ops defer_ops = {
 	.get = param_get_uint,
 };
 module_param_cb(defer, &defer_ops, &cad_defer, 0644);
-MODULE_PARM_DESC(defer, "Who copies a matched transfer: 0 the caller, 1 an idle member, 2 the receiver's CPU");
+MODULE_PARM_DESC(defer, "Who copies a matched transfer: 0 the caller, 1 an idle member, 2 a work item on another CPU");
 
 unsigned int cad_defer_min = 4096;
 module_param_named(defer_min, cad_defer_min, uint, 0644);
 MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never deferred");
 
 /* With defer=2, a transfer with no direction hint of at least split_min
- * bytes is copied half by the receiver's CPU and half by the sender's, at
- * the same time; 0 never splits. */
+ * bytes that neither side's call matched (a completion cascading in a
+ * third process) is copied half by the receiver's CPU and half by the
+ * sender's, at the same time; 0 never splits. */
 unsigned int cad_split_min = 16384;
 module_param_named(split_min, cad_split_min, uint, 0644);
-MODULE_PARM_DESC(split_min, "With defer=2, unhinted transfers from this size (bytes) are copied half by each side's CPU; 0: never");
+MODULE_PARM_DESC(split_min, "With defer=2, unhinted transfers from this size (bytes) matched by neither side are copied half by each side's CPU; 0: never");
 
 static unsigned int cad_max_ranks = 4096;
 module_param_named(max_ranks, cad_max_ranks, uint, 0644);
