@@ -476,10 +476,12 @@ static u8 *at(const struct cad_run *r, u32 buf, u64 off)
 	return r->bufs[buf].kaddr + off;
 }
 
-static void transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr, const struct cad_node *rn)
+/* Copies bytes [off, +len) of the transfer from sn to rn. */
+static void transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr, const struct cad_node *rn,
+		     u64 off, u64 len)
 {
-	if (sn->len)
-		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off), sn->len);
+	if (len)
+		copy_chunked(at(rr, rn->dst_buf, rn->dst_off + off), at(sr, sn->src_buf, sn->src_off + off), len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -664,8 +666,8 @@ static bool defer(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad
 
 static void progress(struct cad_group *g);
 
-/* After a copy in flight for r ended: if r ended meanwhile, tell its
- * owner now; wake anyone waiting to free r. */
+/* After a copy in flight for r ended: if r ended meanwhile and nothing
+ * of it is in flight any more, tell its owner now. */
 static void settle(struct cad_run *r)
 {
 	if (!r->inflight && r->publish_pending) {
@@ -703,8 +705,7 @@ static void run_deferred(struct cad_group *g, struct cad_file *f)
 		sr->inflight++;
 		rr->inflight++;
 		mutex_unlock(&g->lock);
-		copy_chunked(at(rr, rn->dst_buf, rn->dst_off + x->off), at(sr, sn->src_buf, sn->src_off + x->off),
-			     x->len);
+		transfer(sr, sn, rr, rn, x->off, x->len);
 		mutex_lock(&g->lock);
 		list_del(&x->link);
 		sr->inflight--;
@@ -836,7 +837,7 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node)
 	}
 	if (defer(g, sr, sr == r ? node : (u32)m, rr, rr == r ? node : (u32)m))
 		return;
-	transfer(sr, sn, rr, rn);
+	transfer(sr, sn, rr, rn, 0, sn->len);
 	cad_exec_complete(&r->ex, node);
 	cad_exec_complete(&p->ex, (u32)m);
 	queue_work_run(g, p);

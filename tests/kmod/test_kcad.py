@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from vm import COUNT_AND_UNLOAD, cad_vm, run_cases, with_defer
+from vm import COUNT_AND_UNLOAD, DEFER_MODES, cad_vm, run_cases, with_defer
 
 CASES = {
     "reject": "kcad_check reject",
@@ -30,9 +30,7 @@ CASES = {
 # The same with each setting of the module parameter defer (the default is
 # 2): copies by the caller, by a member asleep in read(), on the CPU of
 # one side or split between both -- every transfer, whatever its size.
-# "split" is 2 with split_min 128: every unhinted transfer from 128 bytes
-# is copied half on each side's CPU, without the group lock.
-DEFER_MODES = {"0": (0, None), "1": (1, None), "2": (2, None), "split": (2, 128)}
+# "split": see DEFER_MODES.
 for _mode, (_defer, _split) in DEFER_MODES.items():
     for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "cancel"):
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
@@ -79,8 +77,8 @@ def test_deferred_modes_did_defer(vm_run, mode):
         assert counts[f"pipeline-4-defer{mode}"] > 0, counts
     if mode == "split":
         assert splits["pipeline-4-defersplit"] > 0 and splits["pipeline-8-defersplit"] > 0, splits
-    else:
-        assert sum(splits.values()) == 0 or mode == "2", splits
+    elif mode == "1":
+        assert sum(splits.values()) == 0, splits
 
 
 def test_a_copy_in_flight_delays_the_end(vm_run):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vm import COUNT_AND_UNLOAD, cad_vm, run_cases, with_defer
+from vm import COUNT_AND_UNLOAD, DEFER_MODES, cad_vm, run_cases, with_defer
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGORITHMS = sorted(ROOT.glob("algorithms/*.cad"))
@@ -45,9 +45,7 @@ def cases():
         for p in (2, 3, 5):
             out[f"mode-{name}-{p}"] = (
                 f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000 {args}")
-    # Each setting of the module parameter defer; "split" is 2 with every
-    # unhinted transfer from 128 bytes copied half on each side's CPU.
-    for mode, (defer, split) in {"0": (0, None), "1": (1, None), "2": (2, None), "split": (2, 128)}.items():
+    for mode, (defer, split) in DEFER_MODES.items():  # each setting of cad.ko's defer
         for p in (2, 3, 5):
             out[f"defer{mode}-{p}"] = with_defer(
                 defer, f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000,300000 "
@@ -89,7 +87,7 @@ def test_modes_through_the_kernel_engine(vm_run, mode):
         assert c.status == 0 and "engine kernel" in c.output, f"{c.command}\n{c.output}"
 
 
-@pytest.mark.parametrize("mode", ("0", "1", "2", "split"))
+@pytest.mark.parametrize("mode", DEFER_MODES)
 def test_deferred_copies_through_the_kernel_engine(vm_run, mode):
     for p in (2, 3, 5):
         c = vm_run.cases[f"defer{mode}-{p}"]

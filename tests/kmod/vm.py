@@ -368,6 +368,13 @@ echo "@@UNLOADED $(grep -c '^cad ' /proc/modules)"
 """
 
 
+# The settings of cad.ko the qemu suites run under: name -> (defer,
+# split_min or None for the default).  "split" is 2 with every unhinted
+# transfer from 128 bytes that neither side's call matched copied half on
+# each side's CPU.
+DEFER_MODES = {"0": (0, None), "1": (1, None), "2": (2, None), "split": (2, 128)}
+
+
 def with_defer(mode: int, cmd: str, split_min: int | None = None) -> str:
     """cmd with cad.ko's defer parameter set to mode (and defer_min to 0, so
     that every transfer goes that way; split_min too if given), all
