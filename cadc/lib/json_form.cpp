@@ -379,7 +379,10 @@ class Reader {
       if (s.contains("topologies")) a.sweep.topologies = s["topologies"].get<std::vector<std::string>>();
       a.sweep.comments = strings(s, "comments");
       a.sweep.trailing = string(s, "trailing");
-      for (const auto *spec : {&a.sweep.ranks, &a.sweep.sizes, &a.sweep.roots})
+      // As the DSL's parser refuses them (it cannot print one back).
+      std::vector<const SweepSpec *> specs = {&a.sweep.ranks, &a.sweep.sizes, &a.sweep.roots};
+      for (const auto &p : a.sweep.params) specs.push_back(&p.second);
+      for (const SweepSpec *spec : specs)
         for (const auto &r : spec->ranges)
           if (r.second < r.first)
             diags->error(Code::Sweep, spec->loc, "range " + std::to_string(r.first) + ".." +
