@@ -111,8 +111,11 @@ void on_signal(int) {
 
 }  // namespace
 
-Runtime &rt() {
+std::atomic<Runtime *> g_rt{nullptr};
+
+Runtime &rt_first() {
   static Runtime instance;
+  g_rt.store(&instance, std::memory_order_release);
   return instance;
 }
 

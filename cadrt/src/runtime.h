@@ -409,7 +409,14 @@ class Runtime {
   void stop_helper();
 };
 
-Runtime &rt();
+// The runtime: built at the first call.  (Inline, and a plain load after
+// that first call: a small collective calls it a score of times.)
+extern std::atomic<Runtime *> g_rt;
+Runtime &rt_first();
+inline Runtime &rt() {
+  Runtime *r = g_rt.load(std::memory_order_acquire);
+  return r ? *r : rt_first();
+}
 // The signal engine's handler is running progress() on this thread.
 extern thread_local bool t_in_handler;
 // The signal the signal engine progresses in (SIGRTMIN + 5).
