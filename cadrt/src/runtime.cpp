@@ -191,7 +191,8 @@ void Runtime::leave() {
     // the handler now, as is a signal deferred after the check above.
     RankInfo &mine = seg.rank(me);
     auto work = [&] {
-      return deferred.exchange(0) || (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
+      return (deferred.load(std::memory_order_relaxed) && deferred.exchange(0)) ||
+             (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
              waiting_output.load(std::memory_order_relaxed) > 0;
     };
     mine.polling.store(0, std::memory_order_relaxed);
