@@ -665,8 +665,8 @@ void Runtime::unlink_active(cadrt_request_s *r) {
 // active_count is read by other threads (the helpers) but written only
 // where the active list is: under the lock (thread engine), or by the one
 // thread in the library or in the signal handler, which runs only outside
-// it.  So a plain store does, but under the thread engine, whose lock the
-// increment costs nothing beside.
+// it.  So a plain load and store do; the thread engine keeps the locked
+// increment (it takes a mutex around this anyway).
 void Runtime::count_active(int by) {
   if (engine == Engine::Thread) active_count.fetch_add(by, std::memory_order_relaxed);
   else active_count.store(active_count.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
