@@ -29,7 +29,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "cadrt/cadrt_mpi.h"
@@ -46,7 +45,22 @@ struct Ours {
   std::string why;
   const char *fn = "";
 };
-std::unordered_map<MPI_Request, Ours *> g_live;  // not completed yet
+// Not completed yet: the generalized request and its collective.  (A
+// vector: there are few at a time, and progress() visits them all anyway.)
+struct Live {
+  MPI_Request req;
+  Ours *o;
+};
+std::vector<Live> g_live;
+// Ours freed by MPI, for the next calls (a small collective in a loop
+// allocates nothing of ours).
+std::vector<Ours *> g_spare;
+
+bool live(MPI_Request req) {
+  for (const Live &l : g_live)
+    if (l.req == req) return true;
+  return false;
+}
 
 int query_fn(void *extra, MPI_Status *status) {
   const Ours *o = static_cast<const Ours *>(extra);
@@ -59,7 +73,13 @@ int query_fn(void *extra, MPI_Status *status) {
 }
 
 int free_fn(void *extra) {
-  delete static_cast<Ours *>(extra);
+  Ours *o = static_cast<Ours *>(extra);
+  if (g_spare.size() >= 16) {
+    delete o;
+  } else {
+    *o = Ours();
+    g_spare.push_back(o);
+  }
   return MPI_SUCCESS;
 }
 
@@ -67,12 +87,12 @@ int cancel_fn(void *, int) { return MPI_SUCCESS; }  // a collective is not cance
 
 // Progress cadrt; complete the generalized requests of finished ones.
 void progress() {
-  for (auto it = g_live.begin(); it != g_live.end();) {
-    Ours *o = it->second;
+  for (size_t i = 0; i < g_live.size();) {
+    Ours *o = g_live[i].o;
     int flag = 0;
     const int err = cadrt_test(&o->req, &flag);
     if (!flag && !err) {
-      ++it;
+      i++;
       continue;
     }
     o->result = err;
@@ -80,8 +100,9 @@ void progress() {
       o->why = cadrt_error_message();
       fprintf(stderr, "cadmpi: %s failed: %s\n", o->fn, o->why.c_str());
     }
-    PMPI_Grequest_complete(it->first);
-    it = g_live.erase(it);
+    PMPI_Grequest_complete(g_live[i].req);
+    g_live[i] = g_live.back();
+    g_live.pop_back();
   }
 }
 
@@ -99,11 +120,17 @@ struct Polling {
 };
 
 int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
-  Ours *o = new Ours;
+  Ours *o;
+  if (g_spare.empty()) {
+    o = new Ours;
+  } else {
+    o = g_spare.back();
+    g_spare.pop_back();
+  }
   o->req = r;
   o->fn = fn;
   PMPI_Grequest_start(query_fn, free_fn, cancel_fn, o, req);
-  g_live[*req] = o;
+  g_live.push_back({*req, o});
   g_through++;
   return MPI_SUCCESS;
 }
@@ -119,22 +146,39 @@ int finish_now(cadrt_request r, const char *fn) {
   return MPI_SUCCESS;
 }
 
-bool named(MPI_Datatype dt) {
+// A predefined datatype whose extent is its size: true with its size.
+bool named(MPI_Datatype dt, int *size_out) {
+  // The answers for predefined types, which are never freed, are kept by
+  // handle (a derived type is asked every time: once freed, its handle
+  // may name another type).
+  static struct {
+    MPI_Datatype dt;
+    int size;  // 0: not one we take
+  } seen[8];
+  static unsigned n_seen;
+  if (dt == MPI_DATATYPE_NULL) return false;
+  for (unsigned i = 0; i < n_seen; i++)
+    if (seen[i].dt == dt) {
+      *size_out = seen[i].size;
+      return seen[i].size > 0;
+    }
   int ni, na, nd, combiner;
-  if (dt == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+  if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
   if (combiner != MPI_COMBINER_NAMED) return false;
   MPI_Aint lb, extent;
   int size;
   PMPI_Type_get_extent(dt, &lb, &extent);
   PMPI_Type_size(dt, &size);
-  return lb == 0 && extent == size && size > 0;
+  const bool ok = lb == 0 && extent == size && size > 0;
+  if (n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = {dt, ok ? size : 0};
+  *size_out = size;
+  return ok;
 }
 
 // Bytes of count elements of a datatype for the non-reducing collectives.
 bool bytes_of(int count, MPI_Datatype dt, size_t *out) {
-  if (count < 0 || !named(dt)) return false;
   int size;
-  PMPI_Type_size(dt, &size);
+  if (count < 0 || !named(dt, &size)) return false;
   *out = static_cast<size_t>(count) * static_cast<size_t>(size);
   return true;
 }
@@ -323,9 +367,9 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 int MPI_Request_free(MPI_Request *req) {
   // A collective's request freed before completion: it must still run to
   // the end (the others wait for us); wait for it here.
-  if (req && g_live.count(*req)) {
+  if (req && live(*req)) {
     Polling polling;
-    for (int spins = 0; g_live.count(*req); idle(&spins)) progress();
+    for (int spins = 0; live(*req); idle(&spins)) progress();
   }
   return PMPI_Request_free(req);
 }

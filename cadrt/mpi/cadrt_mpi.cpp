@@ -116,15 +116,15 @@ int cadrt_comm_from_mpi(MPI_Comm comm, cadrt_comm *out) {
   if (!out) return -EINVAL;
   *out = nullptr;
   if (g_world == MPI_COMM_NULL || comm == MPI_COMM_NULL) return -EINVAL;
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  if (inter) return -ENOTSUP;
   if (comm == g_given) {
-    // (A dup of it is a communicator of its own, with its own order of
-    // collectives.)
+    // (An intracommunicator: init checked.  A dup of it is a communicator
+    // of its own, with its own order of collectives.)
     *out = cadrt_comm_world();
     return 0;
   }
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) return -ENOTSUP;
   if (g_keyval == MPI_KEYVAL_INVALID) PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_attr, &g_keyval, nullptr);
   void *value = nullptr;
   int found = 0;

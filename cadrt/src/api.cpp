@@ -38,43 +38,43 @@ struct Call {
 int collective(const Call &c, cadrt_request *req) {
   Entered entered;
   cadrt::clear_error();
-  const std::string fn = c.fn;
+  const char *const fn = c.fn;  // (a std::string only for a message)
   if (!rt().initialised()) return not_initialised(c.fn);
-  if (!req) return set_error(-EINVAL, fn + ": request is NULL");
+  if (!req) return set_error(-EINVAL, std::string(fn) + ": request is NULL");
   *req = nullptr;
-  if (!c.comm) return set_error(-EINVAL, fn + ": the communicator is NULL");
+  if (!c.comm) return set_error(-EINVAL, std::string(fn) + ": the communicator is NULL");
   const cad::CollectiveInfo &info = cad::collective_info(c.coll);
   const cadrt_comm_s &comm = *c.comm;
   // A user-defined op: its own element type, CADRT_USER.
   std::shared_ptr<const cad::UserOp> uop;
   if (info.reducing && c.op >= 256) {
     if (static_cast<size_t>(c.op - 256) >= rt().user_ops.size())
-      return set_error(-EINVAL, fn + ": op " + std::to_string(c.op) + " is not an op cadrt_op_lookup gave");
+      return set_error(-EINVAL, std::string(fn) + ": op " + std::to_string(c.op) + " is not an op cadrt_op_lookup gave");
     uop = rt().user_ops[static_cast<size_t>(c.op - 256)];
     if (c.dt != CADRT_USER)
-      return set_error(-EINVAL, fn + ": the user-defined op " + uop->name +
+      return set_error(-EINVAL, std::string(fn) + ": the user-defined op " + uop->name +
                                     " takes CADRT_USER as its datatype (its own element type)");
   } else if (c.dt == CADRT_USER && c.coll != cad::Collective::Barrier) {
-    return set_error(-EINVAL, fn + ": CADRT_USER is the datatype of user-defined ops only");
+    return set_error(-EINVAL, std::string(fn) + ": CADRT_USER is the datatype of user-defined ops only");
   }
   const int64_t esize = uop ? uop->elem_size : cad_dtype_size(c.dt);
   if (c.coll != cad::Collective::Barrier && !uop && (c.dt < CADRT_BYTE || c.dt > CADRT_SHORT_INT || esize == 0))
-    return set_error(-EINVAL, fn + ": datatype " + std::to_string(c.dt) + " is not a cadrt_datatype");
+    return set_error(-EINVAL, std::string(fn) + ": datatype " + std::to_string(c.dt) + " is not a cadrt_datatype");
   if (info.reducing && !uop && !cad_reduce_supported(static_cast<unsigned>(c.op), static_cast<unsigned>(c.dt)))
-    return set_error(-EINVAL, fn + ": op " + std::to_string(c.op) + " (" + cad_op_name(static_cast<unsigned>(c.op)) +
+    return set_error(-EINVAL, std::string(fn) + ": op " + std::to_string(c.op) + " (" + cad_op_name(static_cast<unsigned>(c.op)) +
                                   ") does not apply to " + cad_dtype_name(c.dt) + " (as in MPI)");
   if (info.rooted && (c.root < 0 || c.root >= comm.size))
-    return set_error(-EINVAL, fn + ": root " + std::to_string(c.root) + " is not a rank of the " +
+    return set_error(-EINVAL, std::string(fn) + ": root " + std::to_string(c.root) + " is not a rank of the " +
                                   std::to_string(comm.size) + " of the communicator");
   if (c.count > static_cast<size_t>(INT64_MAX / (esize ? esize : 1) / std::max(1, comm.size)))
-    return set_error(-EOVERFLOW, fn + ": count " + std::to_string(c.count) + " is too large");
+    return set_error(-EOVERFLOW, std::string(fn) + ": count " + std::to_string(c.count) + " is too large");
   // MPI_IN_PLACE: where MPI has it, and (for rooted collectives) at the root.
   const bool in_send = c.sendbuf == CADRT_IN_PLACE, in_recv = c.recvbuf == CADRT_IN_PLACE;
   const bool inplace = c.coll == cad::Collective::Scatter ? in_recv : in_send;
   if ((c.coll == cad::Collective::Scatter ? in_send : in_recv) || (inplace && !info.inplace_ok))
-    return set_error(-EINVAL, fn + ": CADRT_IN_PLACE is not allowed there");
+    return set_error(-EINVAL, std::string(fn) + ": CADRT_IN_PLACE is not allowed there");
   if (inplace && info.rooted && comm.rank != c.root)
-    return set_error(-EINVAL, fn + ": only the root may pass CADRT_IN_PLACE");
+    return set_error(-EINVAL, std::string(fn) + ": only the root may pass CADRT_IN_PLACE");
 
   cad::InstanceSpec spec;
   spec.P = comm.size;
@@ -104,7 +104,10 @@ int collective(const Call &c, cadrt_request *req) {
   if (!inst) return err;
   cadrt_request_s *r = rt().new_request();
   r->comm = c.comm;
-  r->inst = inst;
+  if (r->inst != inst) {
+    r->inst = std::move(inst);
+    r->exec_ready = false;
+  }
   r->persistent = c.persistent;
   if ((err = rt().bind(r, in_send ? nullptr : c.sendbuf, in_recv ? nullptr : c.recvbuf))) {
     rt().recycle(r);

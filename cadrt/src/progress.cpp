@@ -240,6 +240,7 @@ cadrt_request_s *Runtime::find_active(uint64_t ctx, uint64_t seq) {
 }
 
 bool Runtime::recently_failed(uint64_t ctx, uint64_t seq) const {
+  if (!failed_next_) return false;  // nothing failed yet
   for (const auto &k : failed_)
     if (k.first == ctx && k.second == seq) return true;
   return false;
@@ -658,7 +659,17 @@ void Runtime::unlink_active(cadrt_request_s *r) {
   else active_ = r->next;
   if (r->next) r->next->prev = r->prev;
   r->prev = r->next = nullptr;
-  active_count.fetch_sub(1, std::memory_order_relaxed);
+  count_active(-1);
+}
+
+// active_count is read by other threads (the helpers) but written only
+// where the active list is: under the lock (thread engine), or by the one
+// thread in the library or in the signal handler, which runs only outside
+// it.  So a plain load and store do; the thread engine keeps the locked
+// increment (it takes a mutex around this anyway).
+void Runtime::count_active(int by) {
+  if (engine == Engine::Thread) active_count.fetch_add(by, std::memory_order_relaxed);
+  else active_count.store(active_count.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
 // r is done (or failed): off the active list; wake whoever waits for it.
@@ -676,8 +687,10 @@ void Runtime::finish(cadrt_request_s *r) {
   if (!r->result) r->result = cad_exec_status(&r->ex);
   r->draining = false;
   unlink_active(r);
-  waiting_output.fetch_sub(static_cast<int>(r->outgoing.size()), std::memory_order_relaxed);
-  r->outgoing.clear();
+  if (!r->outgoing.empty()) {
+    waiting_output.fetch_sub(static_cast<int>(r->outgoing.size()), std::memory_order_relaxed);
+    r->outgoing.clear();
+  }
   if (engine == Engine::Thread) {
     // Someone may sleep in wait() for it while the progress thread worked.
     RankInfo &mine = seg.rank(me);
@@ -700,7 +713,7 @@ void Runtime::activate(cadrt_request_s *r) {
   r->prev = nullptr;
   if (active_) active_->prev = r;
   active_ = r;
-  active_count.fetch_add(1, std::memory_order_relaxed);
+  count_active(1);
   if (engine == Engine::Kernel) {
     if (int err = kernel_start(r)) kernel_finish(r, err);
     return;

@@ -113,16 +113,17 @@ bool parse_settings(const cad::Algorithm &a, const std::string &text, std::vecto
 
 }  // namespace
 
-std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Collective c, cad::InstanceSpec spec,
-                                                  int *err) {
-  uint16_t op_id = static_cast<uint16_t>(spec.op);
-  if (spec.user_op)
+std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Collective c,
+                                                  const cad::InstanceSpec &given, int *err) {
+  uint16_t op_id = static_cast<uint16_t>(given.op);
+  if (given.user_op)
     for (size_t i = 0; i < user_ops.size(); i++)
-      if (user_ops[i] == spec.user_op) op_id = static_cast<uint16_t>(256 + i);
-  const FastKey fk = {comm, spec.n, static_cast<int32_t>(spec.root), static_cast<uint8_t>(c), static_cast<uint8_t>(spec.dtype),
-                      static_cast<uint8_t>(spec.inplace), op_id};
+      if (user_ops[i] == given.user_op) op_id = static_cast<uint16_t>(256 + i);
+  const FastKey fk = {comm, given.n, static_cast<int32_t>(given.root), static_cast<uint8_t>(c), static_cast<uint8_t>(given.dtype),
+                      static_cast<uint8_t>(given.inplace), op_id};
   if (auto it = fast_.find(fk); it != fast_.end()) return it->second;
   if (fast_.size() >= 4096) fast_.clear();  // a bound; the string-keyed cache stays
+  cad::InstanceSpec spec = given;
   const char *coll = cad::collective_info(c).name;
   spec.topo = comm->topo;
   const cad::Algorithm *alg = nullptr;
@@ -233,6 +234,12 @@ void Runtime::forget_comm(const cadrt_comm_s *comm) {
   // (Requests still running hold their instance.)
   for (auto it = cache_.begin(); it != cache_.end();)
     it = it->second->topo == comm->topo ? cache_.erase(it) : std::next(it);
+  // Nor do spare requests keep them alive.
+  for (cadrt_request_s *r : spare_)
+    if (r->inst && r->inst->topo == comm->topo) {
+      r->inst.reset();
+      r->exec_ready = false;
+    }
 }
 
 cadrt_request_s *Runtime::new_request() {
@@ -249,14 +256,14 @@ void Runtime::recycle(cadrt_request_s *r) {
     delete r;
     return;
   }
-  // A fresh request but for the vectors' capacity.
+  // A fresh request but for the vectors' capacity, and its instance with
+  // the executor's memory set up for it (exec_ready): the next collective
+  // of the same instance, most likely the next call, starts from there.
   r->comm = nullptr;
-  r->inst.reset();
   r->persistent = r->active = r->done = r->redrain = r->draining = r->from_cad = false;
   r->result = 0;
   r->error.clear();
   r->seq = 0;
-  r->ex = cad_exec{};
   r->scratch.clear();
   r->outgoing.clear();
   r->unsent = 0;
@@ -299,11 +306,14 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   }
   if (s_len && r_len && s_lo < r_lo + r_len && r_lo < s_lo + s_len)
     return set_error(-EINVAL, "the send and receive buffers overlap: use CADRT_IN_PLACE");
-  r->exec_mem.assign((cad_exec_mem_size(&p) + 3) / 4, 0);
-  r->xfer.assign(p.n_nodes, Xfer());
+  if (!r->exec_ready) {
+    r->exec_mem.assign((cad_exec_mem_size(&p) + 3) / 4, 0);
+    cad_exec_init(&r->ex, &p, r->exec_mem.data());
+    r->exec_ready = true;
+  }
+  r->xfer.resize(p.n_nodes);  // (start() resets them)
   r->netwait.clear();
   r->netwait.reserve(p.n_nodes);  // progress() must not allocate
-  cad_exec_init(&r->ex, &p, r->exec_mem.data());
   return 0;
 }
 
@@ -330,9 +340,10 @@ bool Runtime::comm_busy(const cadrt_comm_s *comm) const {
 
 bool Runtime::test(cadrt_request_s *r) {
   if (engine == Engine::Kernel) return kernel_test(r);
+  // (A peer's death matters only to what progress leaves unfinished.)
   if (!r->done) {
-    check_peers();
     progress();
+    if (!r->done) check_peers();
   }
   return r->done;
 }

@@ -111,8 +111,11 @@ void on_signal(int) {
 
 }  // namespace
 
-Runtime &rt() {
+std::atomic<Runtime *> g_rt{nullptr};
+
+Runtime &rt_first() {
   static Runtime instance;
+  g_rt.store(&instance, std::memory_order_release);
   return instance;
 }
 
@@ -136,11 +139,24 @@ void clear_error() { t_error.clear(); }
 
 const char *error_message() { return t_error.c_str(); }
 
+// in_library counts the calls of this thread into the library.  Only the
+// thread engine has other threads calling in at the same time, and only it
+// needs an atomic increment; under the others the one thread that calls in
+// and the signal handler (which runs on that thread and leaves the count
+// as it found it) are all that touch it, and a plain load and store spares
+// a locked instruction -- which would also wait for the stores before it,
+// such as a message just written into a peer's ring.
+int Runtime::bump_in_library(int by) {
+  if (engine == Engine::Thread) return in_library.fetch_add(by, std::memory_order_relaxed);
+  const int was = in_library.load(std::memory_order_relaxed);
+  in_library.store(was + by, std::memory_order_relaxed);
+  return was;
+}
+
 void Runtime::enter() {
   // The poll and kernel engines need no flags: nobody signals or wakes a
   // rank for them.
-  if (in_library.fetch_add(1, std::memory_order_relaxed) == 0 && engine != Engine::Poll &&
-      engine != Engine::Kernel && initialised_) {
+  if (bump_in_library(1) == 0 && engine != Engine::Poll && engine != Engine::Kernel && initialised_) {
     seg.rank(me).armed.store(0, std::memory_order_relaxed);
     seg.rank(me).polling.store(1, std::memory_order_relaxed);
   }
@@ -149,15 +165,17 @@ void Runtime::enter() {
 
 void Runtime::leave() {
   if (engine == Engine::Kernel) {
-    in_library.fetch_sub(1, std::memory_order_relaxed);
+    bump_in_library(-1);
     return;
   }
-  if (in_library.load(std::memory_order_relaxed) == 1 && deferred.exchange(0) && initialised_) {
+  // (Only the signal handler sets deferred: look before the exchange.)
+  if (in_library.load(std::memory_order_relaxed) == 1 && deferred.load(std::memory_order_relaxed) &&
+      deferred.exchange(0) && initialised_) {
     auto g = guard();
     progress();
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);  // after all library work
-  if (in_library.fetch_sub(1, std::memory_order_relaxed) != 1 || !initialised_) return;
+  if (bump_in_library(-1) != 1 || !initialised_) return;
   if (engine == Engine::Thread) {
     // Back to the progress thread; wake it if work came meanwhile.
     RankInfo &mine = seg.rank(me);
@@ -173,7 +191,8 @@ void Runtime::leave() {
     // the handler now, as is a signal deferred after the check above.
     RankInfo &mine = seg.rank(me);
     auto work = [&] {
-      return deferred.exchange(0) || (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
+      return (deferred.load(std::memory_order_relaxed) && deferred.exchange(0)) ||
+             (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
              waiting_output.load(std::memory_order_relaxed) > 0;
     };
     mine.polling.store(0, std::memory_order_relaxed);

@@ -132,6 +132,9 @@ struct cadrt_request_s {
   uint64_t seq = 0;
   cad_exec ex{};
   std::vector<uint32_t> exec_mem;
+  // ex and exec_mem are initialised for inst (cad_exec_init): a recycled
+  // request keeps both for the next collective of the same instance.
+  bool exec_ready = false;
   std::vector<unsigned char *> bufs;      // base address of each program buffer
   std::vector<std::vector<unsigned char>> scratch;
   std::vector<cadrt::Xfer> xfer;          // per node
@@ -186,7 +189,7 @@ class Runtime {
   // ---- requests ----
   // Selects the algorithm, instantiates (cached) and verifies; false with
   // *err and the error message set.
-  std::shared_ptr<const Instance> instance(cadrt_comm_s *comm, cad::Collective c, cad::InstanceSpec spec,
+  std::shared_ptr<const Instance> instance(cadrt_comm_s *comm, cad::Collective c, const cad::InstanceSpec &spec,
                                            int *err);
   // Requests: recycled (up to a few), so that a small collective in a loop
   // does not allocate.
@@ -244,6 +247,7 @@ class Runtime {
   // with collectives active).
   void arm();
   std::atomic<int> in_library{0};
+  int bump_in_library(int by);  // adds by; the count before
   std::atomic<int> deferred{0};
   std::atomic<int> active_count{0};
   // Messages waiting for room in a peer's ring, and fragmenting sends:
@@ -367,6 +371,7 @@ class Runtime {
   void kernel_free(cadrt_request_s *r);
   void kernel_finish(cadrt_request_s *r, int result);
   void unlink_active(cadrt_request_s *r);
+  void count_active(int by);  // active_count += by
   int kfd_ = -1;
   const volatile cad_status *kstatus_ = nullptr;
   // Programs loaded for requests that are not persistent, kept for the
@@ -404,7 +409,14 @@ class Runtime {
   void stop_helper();
 };
 
-Runtime &rt();
+// The runtime: built at the first call.  (Inline, and a plain load after
+// that first call: a small collective calls it a score of times.)
+extern std::atomic<Runtime *> g_rt;
+Runtime &rt_first();
+inline Runtime &rt() {
+  Runtime *r = g_rt.load(std::memory_order_acquire);
+  return r ? *r : rt_first();
+}
 // The signal engine's handler is running progress() on this thread.
 extern thread_local bool t_in_handler;
 // The signal the signal engine progresses in (SIGRTMIN + 5).
