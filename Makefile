@@ -101,6 +101,7 @@ bench: build
 	$(BUILD)/bin/core_bench --json bench/results/core.json
 	$(BUILD)/bin/cadc_bench --json bench/results/cadc.json
 	$(BUILD)/bin/op_bench --json bench/results/ops.json
+	$(BUILD)/bin/irq_bench --json bench/results/interrupts.json
 	for e in poll thread signal; do \
 	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
 	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_codelets --json bench/results/codelets-$$e.json || exit 1; \

@@ -36,6 +36,8 @@
  * overlap of the others. Iteration counts are calibrated once per
  * collective and size (about 10 ms of work per measurement, 3 - 500).
  * BENCH_QUICK=1: 3 repetitions instead of 7, fewer sizes.
+ * BENCH_ONLY=ibcast:65536 measures one collective (and, after the colon,
+ * one size) alone, for studying it; the JSON then holds only that.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -192,6 +194,18 @@ int main(int argc, char **argv)
 	const size_t *sizes = quick ? quick_sizes : all_sizes;
 	const int nsizes = quick ? 5 : 9;
 	const double budget = quick ? 0.004 : 0.01;
+	const char *only = getenv("BENCH_ONLY");
+	char only_coll[64] = "";
+	long long only_bytes = -1;
+
+	if (only && *only) {
+		const char *colon = strchr(only, ':');
+		const size_t n = colon ? (size_t)(colon - only) : strlen(only);
+
+		snprintf(only_coll, sizeof only_coll, "%.*s", (int)n, only);
+		if (colon)
+			only_bytes = atoll(colon + 1);
+	}
 	g_send = aligned_alloc(4096, MAXB);
 	g_recv = aligned_alloc(4096, MAXB);
 	memset(g_send, 1, MAXB);
@@ -210,6 +224,8 @@ int main(int argc, char **argv)
 			char sz[32], name[112];
 
 			if (c == BARRIER && s)
+				continue;
+			if (*only_coll && (strcmp(only_coll, cname[c]) || (only_bytes >= 0 && (long long)b != only_bytes)))
 				continue;
 			bench_size(b, sz, sizeof sz);
 			for (int im = 0; im < 3; im++) {

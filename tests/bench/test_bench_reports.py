@@ -47,6 +47,24 @@ def test_core_bench_rejects_unknown_arguments(build_dir):
     assert "usage: core_bench" in run.stderr
 
 
+def test_irq_bench_report_follows_the_schema(build_dir, tmp_path):
+    """What an interrupt costs here, beside the copies it would progress
+    (the figures behind CADRT_KICK_MIN)."""
+    out = tmp_path / "interrupts.json"
+    run = subprocess.run([str(build_dir / "bin" / "irq_bench"), "--json", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, json.loads((ROOT / "schemas" / "bench-result.schema.json").read_text()))
+    names = {r["name"] for r in report["results"]}
+    for name in ("signal a computing process: tgkill", "signal a computing process: until its handler runs",
+                 "wake a thread beside a computing one: until it runs", "timer signal to itself: work lost per signal",
+                 "memcpy 64KiB", "memcpy 1MiB"):
+        assert name in names
+    for r in report["results"]:
+        assert r["min"] <= r["median"] <= r["max"] and len(r["repetitions"]) == 7, r
+
+
 CADC_FIGURES = {
     "verify alltoall_rotated P=1024": "<= 10",
     "verify bcast_binomial P=65536": "<= 5",
