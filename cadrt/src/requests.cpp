@@ -329,6 +329,13 @@ int Runtime::start(cadrt_request_s *r) {
   r->seq = r->comm->next_seq++;
   cad_exec_start(&r->ex);
   activate(r);
+  // A peer that posted first has announced its transfers (an RTS for a
+  // receiver that reads, a CTS for a sender that writes): take them in now,
+  // so that the copy runs in this call -- while that peer computes --
+  // rather than at our next call, when it may be waiting for it.  (As
+  // LibNBC's NBC_Start runs its progress function once.)  Only when
+  // something is there: a small collective's start stays as short.
+  if (engine != Engine::Kernel && !r->done && incoming()) progress();
   return 0;
 }
 
@@ -375,7 +382,7 @@ int Runtime::wait(cadrt_request_s *r) {
     const int64_t t = ts.tv_sec * 1000000000ll + ts.tv_nsec;
     if (idle_since < 0) idle_since = t;
     // (Messages from other nodes ring no bell: with those, keep polling.)
-    if (t - idle_since > kSpinNs && nlocal == nep) sleep_until_message(10);
+    if (t - idle_since > kSpinNs && nlocal == nep) sleep_until_message(10, false, &r->done);
     else if (idle % 16 == 0) sched_yield();
   }
   return r->result;

@@ -121,12 +121,20 @@ Runtime &rt_first() {
 
 int kick_signal() { return kSignal; }
 
+// Outside the library: kicked while collectives are active, else idle.
 void Runtime::arm() {
   if (engine != Engine::Signal || !initialised_) return;
   RankInfo &mine = seg.rank(me);
   const uint32_t want = active_count.load(std::memory_order_relaxed) > 0 ? 1 : 0;
   mine.armed.store(want, std::memory_order_relaxed);
+  mine.polling.store(idle() ? kRankIdle : kRankOutside, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// Nothing for a helper to do until the next call: no collective active,
+// nothing queued to send (a failed one's output may outlive it).
+bool Runtime::idle() const {
+  return active_count.load(std::memory_order_relaxed) == 0 && waiting_output.load(std::memory_order_relaxed) == 0;
 }
 
 int set_error(int err, const std::string &message) {
@@ -158,7 +166,7 @@ void Runtime::enter() {
   // rank for them.
   if (bump_in_library(1) == 0 && engine != Engine::Poll && engine != Engine::Kernel && initialised_) {
     seg.rank(me).armed.store(0, std::memory_order_relaxed);
-    seg.rank(me).polling.store(1, std::memory_order_relaxed);
+    seg.rank(me).polling.store(kRankPolling, std::memory_order_relaxed);
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);  // before any library work
 }
@@ -177,12 +185,22 @@ void Runtime::leave() {
   std::atomic_signal_fence(std::memory_order_seq_cst);  // after all library work
   if (bump_in_library(-1) != 1 || !initialised_) return;
   if (engine == Engine::Thread) {
-    // Back to the progress thread; wake it if work came meanwhile.
+    // Back to the progress thread (idle: producers leave it be, the next
+    // call finds what they send).  What came while we polled woke nobody:
+    // take it in with one more pass here rather than by waking the thread,
+    // which shares our CPU when the rank is bound to a core (a wake-up and
+    // two context switches, tens of microseconds in a virtual machine); it
+    // is woken only for output that waits for room.
     RankInfo &mine = seg.rank(me);
-    mine.polling.store(0, std::memory_order_relaxed);
+    mine.polling.store(idle() ? kRankIdle : kRankOutside, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if ((active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
-        waiting_output.load(std::memory_order_relaxed) > 0) {
+    if (active_count.load(std::memory_order_relaxed) > 0 && incoming()) {
+      std::lock_guard<std::mutex> g(lock);
+      progress();
+      mine.polling.store(idle() ? kRankIdle : kRankOutside, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+    if (waiting_output.load(std::memory_order_relaxed) > 0) {
       mine.bell.fetch_add(1, std::memory_order_release);
       futex_wake(&mine.bell);
     }
@@ -195,19 +213,17 @@ void Runtime::leave() {
              (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
              waiting_output.load(std::memory_order_relaxed) > 0;
     };
-    mine.polling.store(0, std::memory_order_relaxed);
-    arm();
+    arm();  // (polling too)
     if (!work()) return;
     // Take it in with one more pass here, as the handler would, rather
     // than by signalling ourselves (a system call and a signal frame,
     // microseconds in a virtual machine): back in the library, polling.
     in_library.store(1, std::memory_order_relaxed);
     mine.armed.store(0, std::memory_order_relaxed);
-    mine.polling.store(1, std::memory_order_relaxed);
+    mine.polling.store(kRankPolling, std::memory_order_relaxed);
     mine.kicked.store(0, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     progress();
-    mine.polling.store(0, std::memory_order_relaxed);
     arm();
     in_library.store(0, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -433,9 +449,10 @@ void Runtime::thread_main() {
   while (!stop_.load(std::memory_order_relaxed)) {
     // While the main thread is in the library it progresses itself (and
     // producers do not wake us): stay out of its way.
-    if (mine.polling.load(std::memory_order_relaxed)) {
+    if (mine.polling.load(std::memory_order_relaxed) == kRankPolling) {
       // Not counted as a sleeper: producers leave us be; the main thread
-      // rings when it leaves the library with work left.
+      // takes in what came when it leaves the library, and rings us for
+      // output that waits for room.
       futex_wait(&mine.bell, mine.bell.load(std::memory_order_acquire), 1);
       continue;
     }
@@ -503,6 +520,12 @@ int Runtime::start_engine() {
     cpu_set_t set;
     const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
     name = cpus >= 2 * static_cast<long>(nlocal) ? "thread" : "signal";
+  }
+  if (const char *v = env("CADRT_KICK_MIN")) {
+    long k;
+    if (!env_long("CADRT_KICK_MIN", &k) || k < 0)
+      return set_error(-EINVAL, std::string("CADRT_KICK_MIN=") + v + ": not a number of bytes");
+    kick_min = static_cast<uint64_t>(k);
   }
   if (name == "poll") {
     engine = Engine::Poll;
@@ -647,10 +670,13 @@ int Runtime::finalize() {
   if (has_net_) net_stop();
   stop_helper();
   kernel_close();
-  if (verbose && engine == Engine::Signal)
-    fprintf(stderr, "cadrt: rank %u: signal engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals\n",
-            me, static_cast<unsigned long long>(n_kicks.load()), static_cast<unsigned long long>(n_handler.load()),
-            static_cast<unsigned long long>(n_deferred.load()), static_cast<unsigned long long>(n_helper_signals.load()));
+  if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
+    fprintf(stderr,
+            "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "
+            "%llu peers' helpers woken\n",
+            me, engine_name(), static_cast<unsigned long long>(n_kicks.load()),
+            static_cast<unsigned long long>(n_handler.load()), static_cast<unsigned long long>(n_deferred.load()),
+            static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()));
   seg.rank(me).state.store(kExited, std::memory_order_release);
   cache_.clear();
   fast_.clear();

@@ -217,7 +217,7 @@ class Runtime {
   // Sleeps until a message may have come, at most timeout_ms.
   // (The main thread stops `polling` while it sleeps; the progress thread
   // leaves that flag, which is the main thread's, alone.)
-  void sleep_until_message(int timeout_ms, bool progress_thread = false);
+  void sleep_until_message(int timeout_ms, bool progress_thread = false, const bool *done = nullptr);
   // Fails every active request if cadrun marked a peer dead.
   bool check_peers();
 
@@ -226,6 +226,7 @@ class Runtime {
   std::mutex lock;
   std::unique_lock<std::mutex> guard();
   const char *engine_name() const;
+  bool idle() const;
   int make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int64_t>> &places);
   // A message waits in one of our rings.
   bool incoming() const;
@@ -245,7 +246,7 @@ class Runtime {
   void leave();
   // Signal engine: whether peers should signal us (outside the library
   // with collectives active).
-  void arm();
+  void arm();  // (and polling: kRankIdle or kRankOutside)
   std::atomic<int> in_library{0};
   int bump_in_library(int by);  // adds by; the count before
   std::atomic<int> deferred{0};
@@ -254,7 +255,7 @@ class Runtime {
   // more to do when a consumer frees slots (it rings our bell).
   std::atomic<int> waiting_output{0};
   // Counts for CADRT_VERBOSE's report at finalize.
-  std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0};
+  std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0}, n_wakes{0};
 
  private:
   bool initialised_ = false;
@@ -327,6 +328,9 @@ class Runtime {
   bool complete_now(const cadrt_request_s *r) const;
   bool flush_pending();
   void ring(uint32_t ep, bool urgent);
+  // The smallest transfer whose steps interrupt a computing peer: signal
+  // it (signal engine) or wake its progress thread (CADRT_KICK_MIN).
+  uint64_t kick_min = 1 << 20;
   // Some output waits for room in the ring of a peer that is still there.
   bool output_deliverable() const;
   bool poll_incoming();

@@ -14,9 +14,16 @@
 //
 // Waking: a process that is about to sleep raises its `sleepers` count and
 // waits on its `bell` (a futex in the segment); a producer that finds the
-// consumer's sleepers non-zero rings the bell -- unless the consumer says
-// it is `polling` (its main thread is inside the library, looking at its
-// rings anyway), which spares a wake-up and a signal per message.  Under the
+// consumer's sleepers non-zero rings the bell if the consumer's main thread
+// sleeps in the library waiting for it (kRankAsleep), or is outside the
+// library with collectives active (kRankOutside: its progress helper
+// sleeps) and the message is urgent (a step of a transfer of at least
+// CADRT_KICK_MIN bytes, room in a ring: what is worth an interrupt).  It
+// spares the wake-up when the main thread is `polling` (kRankPolling:
+// inside the library, looking at its rings anyway) or idle (kRankIdle:
+// outside the library with no collective active and nothing queued to
+// send, so the message is for one it has not posted yet, and the call that
+// posts it finds the message).  Under the
 // signal engine a consumer whose main thread is outside the library with
 // collectives active is `armed`: the producer signals that thread itself
 // (tgkill), so progress does not wait for a helper thread to be scheduled
@@ -81,12 +88,20 @@ struct alignas(64) RankInfo {
   std::atomic<uint32_t> bell;      // futex word
   std::atomic<uint32_t> sleepers;  // threads waiting on bell
   std::atomic<uint32_t> state;     // kAlive, kExited, kDead (set by cadrun)
-  std::atomic<uint32_t> polling;   // the main thread polls (signal engine): no need to wake its helper
+  std::atomic<uint32_t> polling;   // a Polling: whom a message wakes
   std::atomic<int32_t> tid;        // the main thread (signal engine)
   std::atomic<uint32_t> armed;     // signal engine, outside the library, requests active: kick it
   std::atomic<uint32_t> kicked;    // a kick is on its way (one at a time)
   uint64_t probe_addr;             // a private word, for the CMA probe
   int32_t place[4];                // node, package, NUMA domain, L3 (or -1)
+};
+
+// RankInfo::polling: whether a producer wakes the rank's sleepers.
+enum Polling : uint32_t {
+  kRankOutside = 0,  // outside the library with work: wake its helper for urgent messages only
+  kRankPolling = 1,  // the main thread is in the library, looking at its rings: no wake-up
+  kRankIdle = 2,     // outside, nothing active or queued: the next call looks, no wake-up
+  kRankAsleep = 3,   // the main thread sleeps in the library, waiting: every message wakes it
 };
 
 enum RankState : uint32_t { kStarting = 0, kAlive = 1, kExited = 2, kDead = 3 };

@@ -29,6 +29,24 @@
  *                N: what cadrt keeps for a communicator goes with it
  * --die R        rank R starts an allreduce and kills itself: the others
  *                must not hang (cadrun ends the job)
+ * --away DIR     asynchronous progress: rank 0 computes without calling
+ *                cadrt until every other rank has completed a collective
+ *                (each makes the file DIR/done.R) or --away-for seconds
+ *                (default 30) have passed; then it waits.  Exit 3 (results
+ *                right) if the others had not completed by then.  The
+ *                ranks post in an order fixed by files (DIR/posted.R):
+ * --away-posts first  (the default) rank 0 starts an allreduce of the
+ *                first --sizes elements (int32, sum) and leaves the call
+ *                before any other rank starts it.  Rank 0's CPU must do its
+ *                part of the reduction, so the others complete only if an
+ *                engine progresses it while it computes
+ * --away-posts last   every other rank starts a broadcast of the first
+ *                --sizes elements from rank 1 first; rank 0 starts it last.
+ *                Rank 1's announcement is in rank 0's ring by then, so the
+ *                others complete if rank 0 takes it in while it starts the
+ *                broadcast (under every engine, poll included) -- with P <=
+ *                3, where rank 0 is a leaf of the broadcast
+ * --away-for S   see --away
  * Prints one line per failure and "rt_check: ok (N checks)" at rank 0.
  * Exit 0 if every check passed; 1 on a wrong result or an error; 77 if a
  * forced algorithm (CADRT_ALGORITHM_*) does not apply to this P.
@@ -40,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cadrt/cadrt.h"
@@ -397,6 +416,112 @@ static int mismatch(const char *only)
 	return g_failures ? 1 : 0;
 }
 
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Waits (computing nothing) until DIR/posted.R exists; 0 once it does, -1
+ * after 60 s. */
+static int wait_for_file(const char *dir, const char *what, int r)
+{
+	char path[4096];
+
+	snprintf(path, sizeof path, "%s/%s.%d", dir, what, r);
+	for (const double t0 = now(); access(path, F_OK) != 0;) {
+		if (now() - t0 > 60) {
+			FAIL("%s did not appear", path);
+			return -1;
+		}
+		usleep(100);
+	}
+	return 0;
+}
+
+static void make_file(const char *dir, const char *what)
+{
+	char path[4096];
+
+	snprintf(path, sizeof path, "%s/%s.%d", dir, what, g_rank);
+	FILE *f = fopen(path, "w");
+	if (!f || fclose(f))
+		FAIL("cannot make %s", path);
+}
+
+/* --away: see the header.  Returns 0, 1 (an error or a wrong result) or 3
+ * (right results, but rank 0's peers completed only after it came back). */
+static int away(const char *dir, size_t n, double seconds, int posts_last)
+{
+	int32_t *in = malloc((n ? n : 1) * sizeof *in), *out = malloc((n ? n : 1) * sizeof *out);
+	char path[4096];
+	cadrt_request req;
+	int err = 0, peers_done = 0;
+
+	if (!in || !out)
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		in[i] = gen(g_rank, i, 7);
+		out[i] = posts_last && g_rank == 1 ? gen(1, i, 9) : -1;
+	}
+	/* The order of the posts: rank 0 first, or every other rank first. */
+	if (g_rank != 0 && !posts_last && wait_for_file(dir, "posted", 0))
+		return 1;
+	for (int r = 1; g_rank == 0 && posts_last && r < g_size; r++)
+		if (wait_for_file(dir, "posted", r))
+			return 1;
+	if (posts_last)
+		err = cadrt_ibcast(out, n, CADRT_INT32, 1 % g_size, cadrt_comm_world(), &req);
+	else
+		err = cadrt_iallreduce(in, out, n, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req);
+	if (err) {
+		FAIL("starting the collective: %s", cadrt_error_message());
+		return 1;
+	}
+	make_file(dir, "posted");
+	if (g_rank == 0) {
+		/* Compute: no cadrt call, a look at the files every millisecond. */
+		const double t0 = now();
+		volatile double x = 1.0;
+
+		while (!peers_done && now() - t0 < seconds) {
+			for (int i = 0; i < 20000; i++)
+				x = x * 1.0000001 + 1e-9;
+			peers_done = 1;
+			for (int r = 1; r < g_size && peers_done; r++) {
+				snprintf(path, sizeof path, "%s/done.%d", dir, r);
+				peers_done = access(path, F_OK) == 0;
+			}
+		}
+		printf("rt_check: away: the peers %s\n",
+		       peers_done ? "completed while rank 0 computed" : "had not completed when rank 0 came back");
+	}
+	if ((err = cadrt_wait(&req)))
+		FAIL("cadrt_wait: %s", cadrt_error_message());
+	for (size_t i = 0; !err && i < n; i++) {
+		int32_t want = 0;
+
+		for (int r = 0; r < g_size; r++)
+			want += gen(r, i, 7);
+		if (posts_last)
+			want = g_size > 1 ? gen(1, i, 9) : -1;
+		if (out[i] != want) {
+			FAIL("away: element %zu is %d, expected %d", i, out[i], want);
+			break;
+		}
+	}
+	if (g_rank != 0)
+		make_file(dir, "done");
+	free(in);
+	free(out);
+	/* No rank leaves while a peer may still read its memory. */
+	if ((err = cadrt_ibarrier(cadrt_comm_world(), &req)) || (err = cadrt_wait(&req)))
+		FAIL("the barrier after the collective: %s", cadrt_error_message());
+	return g_failures ? 1 : g_rank == 0 && !peers_done ? 3 : 0;
+}
+
 static int parse_sizes(const char *s, size_t *out, int max)
 {
 	int n = 0;
@@ -416,6 +541,9 @@ int main(int argc, char **argv)
 	const char *only = "all";
 	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
 	int nsizes = 5, want_mismatch = 0, want_split = 0, die = -1, churn = 0, err;
+	const char *away_dir = NULL;
+	double away_for = 30;
+	int away_last = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--coll") && i + 1 < argc)
@@ -440,6 +568,13 @@ int main(int argc, char **argv)
 			die = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--churn") && i + 1 < argc)
 			churn = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--away") && i + 1 < argc)
+			away_dir = argv[++i];
+		else if (!strcmp(argv[i], "--away-posts") && i + 1 < argc &&
+			 (!strcmp(argv[i + 1], "first") || !strcmp(argv[i + 1], "last")))
+			away_last = !strcmp(argv[++i], "last");
+		else if (!strcmp(argv[i], "--away-for") && i + 1 < argc)
+			away_for = atof(argv[++i]);
 		else {
 			fprintf(stderr, "rt_check: unknown argument %s\n", argv[i]);
 			return 2;
@@ -467,6 +602,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rt_check: rank %d: the allreduce ended: %s\n", g_rank,
 			err ? cadrt_error_message() : "no error");
 		return err ? 1 : 0;
+	}
+	if (away_dir) {
+		err = away(away_dir, nsizes ? sizes[0] : 0, away_for, away_last);
+		cadrt_finalize();
+		return err;
 	}
 	if (want_mismatch) {
 		err = mismatch(only);

@@ -63,6 +63,77 @@ def test_modes(build_dir, engine, mode):
         assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
 
 
+def test_signal_engine_kicking_every_transfer(build_dir):
+    """CADRT_KICK_MIN=0: every step of a transfer signals its peer if it
+    is armed; results stay right with several collectives outstanding."""
+    for p in (2, 3, 5):
+        r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,1,1000,70000", "--outstanding", "3",
+                env={"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0"})
+        assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
+
+
+@pytest.mark.parametrize("p", [2, 3])
+@pytest.mark.parametrize("engine,settings,elements", [
+    ("thread", {}, 1 << 20),
+    ("thread", {"CADRT_KICK_MIN": "0"}, 16384),
+    ("signal", {}, 1 << 20),
+    ("signal", {"CADRT_KICK_MIN": "0"}, 16384),
+])
+def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, elements, p):
+    """Rank 0 starts an allreduce and computes without calling cadrt;
+    the others start it only once rank 0 has left the call.  They need
+    rank 0's CPU for its part of the reduction, and complete while it
+    computes: the thread engine's helper or the signal engine's handler
+    does that part.  A computing rank is interrupted only for transfers
+    of at least CADRT_KICK_MIN bytes (1 MiB): 4 MiB by default, 64 KiB
+    with the threshold at 0."""
+    r = run(build_dir, p, "rt_check", "--away", tmp_path, "--sizes", elements,
+            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", **settings}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the peers completed while rank 0 computed" in r.stdout
+    counter = "kicks sent" if engine == "signal" else "peers' helpers woken"
+    counts = [int(k) for k in re.findall(rf"{engine} engine: .*?(\d+) {counter}", r.stderr)]
+    assert len(counts) == p and sum(counts) > 0, r.stderr
+
+
+@pytest.mark.parametrize("engine", ["thread", "signal"])
+def test_no_interrupt_below_the_threshold(build_dir, tmp_path, engine):
+    """The same with 64 KiB and the default threshold: rank 1 neither
+    signals rank 0 nor wakes its helper; rank 0's helper finds the work
+    when it next looks (every 100 ms), and the others complete while rank
+    0 computes all the same."""
+    r = run(build_dir, 2, "rt_check", "--away", tmp_path, "--sizes", 16384,
+            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the peers completed while rank 0 computed" in r.stdout
+    m = re.search(rf"rank 1: {engine} engine: (\d+) kicks sent, .*, (\d+) peers' helpers woken", r.stderr)
+    assert m and m.group(1) == "0" and m.group(2) == "0", r.stderr
+
+
+def test_no_progress_while_a_rank_computes_under_poll(build_dir, tmp_path):
+    """Under the poll engine nothing progresses rank 0's part until it
+    calls cadrt again, so the others are still waiting when it comes back
+    (and then all complete, with the right result)."""
+    r = run(build_dir, 2, "rt_check", "--away", tmp_path, "--away-for", "2", "--sizes", 1 << 20,
+            env={"CADRT_ENGINE": "poll"}, timeout=60)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "had not completed when rank 0 came back" in r.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [2, 3])
+def test_the_last_to_start_copies_in_its_start(build_dir, tmp_path, engine, p):
+    """Rank 0 starts a 256 KiB broadcast from rank 1 after every other
+    rank has, then computes without calling cadrt: the root's message
+    saying where to read is in rank 0's ring by then, and rank 0's start
+    takes it in and copies, so the root completes while rank 0 computes --
+    under every engine, the poll engine included."""
+    r = run(build_dir, p, "rt_check", "--away", tmp_path, "--away-posts", "last", "--sizes", 1 << 16,
+            env={"CADRT_ENGINE": engine}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the peers completed while rank 0 computed" in r.stdout
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("p", [1, 2, 3, 5])
 def test_hand_built_cad(build_dir, engine, p):
@@ -179,6 +250,8 @@ def test_cma_off_by_setting(build_dir):
     ({"CADRT_ALGORITHM_BCAST": "no_such_algorithm"}, "no_such_algorithm"),
     ({"CADRT_ALGORITHM_BCAST": "allreduce_ring"}, "allreduce_ring"),
     ({"CADRT_TOPOLOGY": "/nonexistent/topo.json"}, "CADRT_TOPOLOGY"),
+    ({"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "lots"}, "CADRT_KICK_MIN=lots: not a number of bytes"),
+    ({"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "-1"}, "CADRT_KICK_MIN=-1: not a number of bytes"),
 ])
 def test_bad_settings_are_clear_errors(build_dir, setting, message):
     r = run(build_dir, 2, "rt_check", "--coll", "bcast", env=setting, timeout=60)
