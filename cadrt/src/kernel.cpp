@@ -43,12 +43,6 @@ std::string why(int err) {
   }
 }
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 }  // namespace
 
 int Runtime::kernel_open() {

@@ -35,11 +35,13 @@ int64_t Instance::find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t o) co
 void Instance::index() {
   occ.assign(prog.n_nodes, 0);
   keys.clear();
+  large = false;
   std::map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> seen;
   for (uint32_t i = 0; i < prog.n_nodes; i++) {
     const cad_node &n = prog.nodes[i];
     if (n.kind != CAD_NODE_SEND && n.kind != CAD_NODE_RECV) continue;
     occ[i] = seen[{n.kind, n.peer, n.tag}]++;
+    large |= n.len > kPayload;
     keys.push_back({n.kind, n.peer, n.tag, occ[i], i});
   }
   std::sort(keys.begin(), keys.end());
@@ -335,8 +337,43 @@ int Runtime::start(cadrt_request_s *r) {
   // rather than at our next call, when it may be waiting for it.  (As
   // LibNBC's NBC_Start runs its progress function once.)  Only when
   // something is there: a small collective's start stays as short.
-  if (engine != Engine::Kernel && !r->done && incoming()) progress();
+  if (engine != Engine::Kernel && !r->done) {
+    if (incoming()) progress();
+    rendezvous(r);
+  }
   return 0;
+}
+
+// A peer inside the library is most likely starting the same collective
+// (ranks reach a collective together): its announcement is a fraction of a
+// microsecond away.  Waiting for it here lets this rank make its copies in
+// its own start, and the peer go back to its work with its part done,
+// instead of finding at its wait that this rank, computing, has not copied
+// yet -- for a copy only this rank's CPU may make (the direction hint), and
+// shorter than any interrupt, the one way to overlap it.  Bounded: while a
+// peer we wait for is in the library, and kRendezvousNs at most (a peer in
+// a wait for something else announces nothing).
+void Runtime::rendezvous(cadrt_request_s *r) {
+  constexpr int64_t kRendezvousNs = 5000;
+  if (!cma || !r->inst->large) return;
+  const cad_prog &p = r->inst->prog;
+  int64_t deadline = -1;
+  for (;;) {
+    bool wait = false;
+    for (uint32_t i = 0; i < p.n_nodes && !wait; i++) {
+      const cad_node &n = p.nodes[i];
+      const uint8_t st = r->xfer[i].state;
+      if (r->ex.state[i] != CAD_NS_ISSUED || n.len <= kPayload || (st != kWaitData && st != kWaitCts)) continue;
+      const uint32_t ep = r->comm->ep[n.peer];
+      wait = !remote(ep) && seg.rank(ep).polling.load(std::memory_order_relaxed) == kRankPolling;
+    }
+    if (!wait || r->done || r->draining) return;
+    const int64_t t = now_ns();
+    if (deadline < 0) deadline = t + kRendezvousNs;
+    else if (t > deadline) return;
+    if (incoming()) progress();
+    else cpu_relax();
+  }
 }
 
 bool Runtime::comm_busy(const cadrt_comm_s *comm) const {
@@ -377,9 +414,7 @@ int Runtime::wait(cadrt_request_s *r) {
       idle_since = -1;
       continue;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    const int64_t t = ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    const int64_t t = now_ns();
     if (idle_since < 0) idle_since = t;
     // (Messages from other nodes ring no bell: with those, keep polling.)
     if (t - idle_since > kSpinNs && nlocal == nep) sleep_until_message(10, false, &r->done);

@@ -162,10 +162,11 @@ int Runtime::bump_in_library(int by) {
 }
 
 void Runtime::enter() {
-  // The poll and kernel engines need no flags: nobody signals or wakes a
-  // rank for them.
-  if (bump_in_library(1) == 0 && engine != Engine::Poll && engine != Engine::Kernel && initialised_) {
-    seg.rank(me).armed.store(0, std::memory_order_relaxed);
+  // The kernel engine needs no flags: nobody signals or wakes a rank for
+  // it.  Under the poll engine, polling only tells peers starting a
+  // collective that this rank is in the library (rendezvous).
+  if (bump_in_library(1) == 0 && engine != Engine::Kernel && initialised_) {
+    if (engine != Engine::Poll) seg.rank(me).armed.store(0, std::memory_order_relaxed);
     seg.rank(me).polling.store(kRankPolling, std::memory_order_relaxed);
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);  // before any library work
@@ -184,7 +185,9 @@ void Runtime::leave() {
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);  // after all library work
   if (bump_in_library(-1) != 1 || !initialised_) return;
-  if (engine == Engine::Thread) {
+  if (engine == Engine::Poll) {
+    seg.rank(me).polling.store(kRankOutside, std::memory_order_relaxed);
+  } else if (engine == Engine::Thread) {
     // Back to the progress thread (idle: producers leave it be, the next
     // call finds what they send).  What came while we polled woke nobody:
     // take it in with one more pass here rather than by waking the thread,

@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,6 +83,7 @@ struct Instance {
     bool operator<(const Key &o) const;
   };
   std::vector<Key> keys;                // SEND and RECV nodes, sorted
+  bool large = false;                   // a SEND or RECV too long for a slot
   // The node of kind with (peer, tag, occ), or -1.
   int64_t find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t occ) const;
   void index();                         // fills occ and keys from prog
@@ -345,6 +347,9 @@ class Runtime {
   void fail(cadrt_request_s *r, int err, const std::string &why, bool tell_peers);
   void finish(cadrt_request_s *r);
   bool issue(cadrt_request_s *r);
+  // At start: waits (progressing) while a transfer r copies for waits for
+  // the announcement of a peer that is inside the library, a few us at most.
+  void rendezvous(cadrt_request_s *r);
   bool frag_out(cadrt_request_s *r, uint32_t node);
   cadrt_request_s *find_active(uint64_t ctx, uint64_t seq);
   bool recently_failed(uint64_t ctx, uint64_t seq) const;
@@ -425,6 +430,20 @@ inline Runtime &rt() {
 extern thread_local bool t_in_handler;
 // The signal the signal engine progresses in (SIGRTMIN + 5).
 int kick_signal();
+
+// A spin-wait's pause.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// CLOCK_MONOTONIC in nanoseconds.
+inline int64_t now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
 
 // The calling thread's error, set by the API functions.
 int set_error(int err, const std::string &message);

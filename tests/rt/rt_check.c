@@ -47,6 +47,12 @@
  *                broadcast (under every engine, poll included) -- with P <=
  *                3, where rank 0 is a leaf of the broadcast
  * --away-for S   see --away
+ * --busy-peer DIR  rank 1 polls the library (cadrt_poll_begin) without
+ *                starting anything until rank 0 has started a broadcast of
+ *                the first --sizes elements from rank 1 (DIR/posted.0);
+ *                then it starts the broadcast.  Rank 0's start must not
+ *                wait for ever for rank 1's announcement because rank 1 is
+ *                in the library (the rendezvous at start is bounded)
  * Prints one line per failure and "rt_check: ok (N checks)" at rank 0.
  * Exit 0 if every check passed; 1 on a wrong result or an error; 77 if a
  * forced algorithm (CADRT_ALGORITHM_*) does not apply to this P.
@@ -522,6 +528,45 @@ static int away(const char *dir, size_t n, double seconds, int posts_last)
 	return g_failures ? 1 : g_rank == 0 && !peers_done ? 3 : 0;
 }
 
+/* --busy-peer: see the header. */
+static int busy_peer(const char *dir, size_t n)
+{
+	int32_t *buf = malloc((n ? n : 1) * sizeof *buf);
+	cadrt_request req;
+	int err;
+
+	if (!buf)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = g_rank == 1 ? gen(1, i, 5) : -1;
+	if (g_rank == 1) {
+		cadrt_poll_begin();
+		wait_for_file(dir, "posted", 0);
+		cadrt_poll_end();
+	} else if (g_rank == 0) {
+		usleep(50000); /* rank 1 is polling by now */
+	}
+	if ((err = cadrt_ibcast(buf, n, CADRT_INT32, 1 % g_size, cadrt_comm_world(), &req))) {
+		FAIL("cadrt_ibcast: %s", cadrt_error_message());
+		return 1;
+	}
+	if (g_rank == 0)
+		make_file(dir, "posted");
+	if ((err = cadrt_wait(&req)))
+		FAIL("cadrt_wait: %s", cadrt_error_message());
+	for (size_t i = 0; !err && i < n; i++)
+		if (buf[i] != (g_size > 1 ? gen(1, i, 5) : -1)) {
+			FAIL("busy-peer: element %zu is %d, expected %d", i, buf[i], gen(1, i, 5));
+			break;
+		}
+	free(buf);
+	if ((err = cadrt_ibarrier(cadrt_comm_world(), &req)) || (err = cadrt_wait(&req)))
+		FAIL("the barrier after the broadcast: %s", cadrt_error_message());
+	if (g_rank == 0 && !g_failures)
+		printf("rt_check: busy-peer: ok\n");
+	return g_failures ? 1 : 0;
+}
+
 static int parse_sizes(const char *s, size_t *out, int max)
 {
 	int n = 0;
@@ -544,6 +589,7 @@ int main(int argc, char **argv)
 	const char *away_dir = NULL;
 	double away_for = 30;
 	int away_last = 0;
+	const char *busy_dir = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--coll") && i + 1 < argc)
@@ -573,6 +619,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--away-posts") && i + 1 < argc &&
 			 (!strcmp(argv[i + 1], "first") || !strcmp(argv[i + 1], "last")))
 			away_last = !strcmp(argv[++i], "last");
+		else if (!strcmp(argv[i], "--busy-peer") && i + 1 < argc)
+			busy_dir = argv[++i];
 		else if (!strcmp(argv[i], "--away-for") && i + 1 < argc)
 			away_for = atof(argv[++i]);
 		else {
@@ -605,6 +653,11 @@ int main(int argc, char **argv)
 	}
 	if (away_dir) {
 		err = away(away_dir, nsizes ? sizes[0] : 0, away_for, away_last);
+		cadrt_finalize();
+		return err;
+	}
+	if (busy_dir) {
+		err = busy_peer(busy_dir, nsizes ? sizes[0] : 0);
 		cadrt_finalize();
 		return err;
 	}

@@ -135,6 +135,18 @@ def test_the_last_to_start_copies_in_its_start(build_dir, tmp_path, engine, p):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_start_does_not_wait_for_ever_for_a_peer_in_the_library(build_dir, tmp_path, engine):
+    """A start waits briefly for the announcement of a peer that is inside
+    the library (it is most likely starting the same collective); here
+    rank 1 polls the library without starting the broadcast until rank 0's
+    start has returned, which it must (hangs if the wait is unbounded)."""
+    r = run(build_dir, 2, "rt_check", "--busy-peer", tmp_path, "--sizes", 1 << 16,
+            env={"CADRT_ENGINE": engine}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "busy-peer: ok" in r.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("p", [1, 2, 3, 5])
 def test_hand_built_cad(build_dir, engine, p):
     r = run(build_dir, p, "rt_cad", env={"CADRT_ENGINE": engine})
