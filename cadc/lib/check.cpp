@@ -276,9 +276,7 @@ class Checker {
         if (s.kind == StmtKind::Reduce) {
           s.user_op = nullptr;
           if (!s.redop.empty()) {
-            bool known = false;
-            for (unsigned op = CAD_OP_SUM; op < CAD_OP_USER; op++) known |= s.redop == cad_op_name(op);
-            if (!known) user_op(s);
+            if (builtin_op(s.redop) == CAD_OP_NONE) user_op(s);
           } else if (!collective_info(a_.collective).reducing) {
             diags_->error(Code::Type, s.loc, std::string("a ") + collective_info(a_.collective).name +
                           " has no op: name one with 'op' (reduce ... op sum)");

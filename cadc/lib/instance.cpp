@@ -277,8 +277,7 @@ class Interp {
                     "-byte elements, the range has " + std::to_string(d.len) + " bytes");
       } else if (!s.redop.empty()) {
         op.uop = nullptr;
-        for (unsigned o = CAD_OP_SUM; o < CAD_OP_USER; o++)
-          if (s.redop == cad_op_name(o)) op.op = static_cast<uint8_t>(o);
+        if (const unsigned o = builtin_op(s.redop)) op.op = static_cast<uint8_t>(o);
       }
       if (op.op == CAD_OP_USER ? !op.uop : !cad_reduce_supported(op.op, spec_.dtype))
         eval_fail(f_, Code::Type, s.loc, std::string("op ") + cad_op_name(op.op) + " does not apply to datatype " + cad_dtype_name(spec_.dtype));

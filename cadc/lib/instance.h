@@ -64,6 +64,9 @@ struct InstanceSpec {
   std::string describe(const Algorithm &a) const;
 };
 
+// The name of the call's op.
+inline std::string op_name(const InstanceSpec &spec) { return op_name(spec.op, spec.user_op.get()); }
+
 // Bytes per element of an instance: the datatype's, or the user op's.
 uint32_t element_size(const InstanceSpec &spec);
 

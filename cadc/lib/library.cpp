@@ -18,10 +18,6 @@ namespace cad {
 namespace {
 // Written for one user-defined operator (only meaningful where there is an op).
 bool pinned(const Algorithm &a) { return a.user_op && collective_info(a.collective).reducing; }
-
-std::string op_name(const InstanceSpec &spec) {
-  return spec.user_op ? spec.user_op->name : std::string(cad_op_name(spec.op));
-}
 }  // namespace
 
 bool takes_op(const Algorithm &a, const InstanceSpec &spec) {
@@ -78,8 +74,7 @@ bool read_rules(const nlohmann::json &doc, const std::string &where, const std::
     if (r.contains("commutative")) rule.commutative = r["commutative"].get<bool>();
     if (r.contains("op")) {
       rule.op = r["op"].get<std::string>();
-      bool known = false;
-      for (unsigned k = CAD_OP_SUM; k < CAD_OP_USER; k++) known |= rule.op == cad_op_name(k);
+      bool known = builtin_op(rule.op) != CAD_OP_NONE;
       for (const auto &u : ops) known |= rule.op == u->name;
       if (!collective_info(rule.collective).reducing)
         ok = fail(ptr + "/op", std::string("a ") + collective_info(rule.collective).name + " has no op");

@@ -12,6 +12,16 @@
 
 namespace cad {
 
+std::string op_name(unsigned op, const UserOp *user_op) {
+  return op == CAD_OP_USER && user_op ? user_op->name : std::string(cad_op_name(op));
+}
+
+unsigned builtin_op(const std::string &name) {
+  for (unsigned op = CAD_OP_SUM; op < CAD_OP_USER; op++)
+    if (name == cad_op_name(op)) return op;
+  return CAD_OP_NONE;
+}
+
 namespace {
 
 // A one-node program that reduces buffer 0 into buffer 1 with op: how the

@@ -41,6 +41,14 @@ struct UserOp {
   std::vector<std::pair<uint32_t, std::string>> fields;
 };
 
+// The name of an op: the user-defined operator's (op is CAD_OP_USER), or
+// the built-in's.
+std::string op_name(unsigned op, const UserOp *user_op);
+
+// The built-in op (CAD_OP_SUM .. CAD_OP_MAXLOC) called name, or
+// CAD_OP_NONE if there is none.
+unsigned builtin_op(const std::string &name);
+
 nlohmann::json userop_to_json(const UserOp &op);
 // Reads and verifies one op object; false with *error ("ops/2: ...").
 bool userop_from_json(const nlohmann::json &j, UserOp *out, std::string *error);

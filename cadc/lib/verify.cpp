@@ -21,10 +21,6 @@ bool same_op(const UserOp *a, const UserOp *b) {
          }) && a->consts == b->consts;
 }
 
-std::string op_name(unsigned op, const UserOp *u) {
-  return op == CAD_OP_USER && u ? u->name : std::string(cad_op_name(op));
-}
-
 constexpr uint64_t kNone = Matching::kUnmatched;
 constexpr int kMaxReports = 8;  // diagnostics of one kind per instance
 

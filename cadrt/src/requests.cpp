@@ -208,7 +208,7 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
     inst->desc += std::string(" (") + coll + " P=" + std::to_string(spec.P);
     if (info.reducing)
       inst->desc += " count=" + std::to_string(spec.n) + " " + cad_dtype_name(spec.dtype) + " " +
-                    (spec.user_op ? spec.user_op->name : std::string(cad_op_name(spec.op)));
+                    cad::op_name(spec);
     else if (c != cad::Collective::Barrier)
       inst->desc += " bytes=" + std::to_string(spec.n);
     if (info.rooted) inst->desc += " root=" + std::to_string(spec.root);
