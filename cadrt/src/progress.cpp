@@ -87,13 +87,15 @@ Entry *Queue::pop() {
 // Tells ep that something came (see shm.h on waking).  A computing peer
 // (outside the library, collectives active) is interrupted -- signalled
 // under the signal engine, its progress thread woken under the thread
-// engine -- only for urgent messages: the steps of transfers of at least
-// kick_min bytes, room in a ring.  An interrupt is dear: on the 2-core
+// engine -- only for urgent messages: the steps of the transfers of a
+// collective of at least kick_min bytes (its largest buffer here: what the
+// interrupt may unlock is the transfer and what follows it, a reduction,
+// the next step), room in a ring.  An interrupt is dear: on the 2-core
 // virtual machine of bench/results/interrupts.json tgkill takes the sender
 // 11 us and the handler runs 17 us later, a futex wake-up of a thread on a
 // busy CPU takes 26 us, and a CPU loses 35 us of work per timer signal,
 // while 64 KiB are copied in 1.8 us and 1 MiB in 35 us; so a smaller
-// transfer waits for the peer's next call, which is sooner and cheaper, or
+// collective waits for the peer's next call, which is sooner and cheaper, or
 // for its helper's next look (every 100 ms).  A main thread asleep in the
 // library waiting is woken for every message.
 void Runtime::ring(uint32_t ep, bool urgent) {
@@ -162,7 +164,7 @@ void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_
       s.h.frag = n;
       if (n) memcpy(s.payload, payload, n);
       q.tail.store(tail + 1, std::memory_order_release);
-      ring(ep, h.kind != kEager && h.len >= kick_min);
+      ring(ep, h.kind != kEager && owner && owner->inst->size >= kick_min);
       return;
     }
   }

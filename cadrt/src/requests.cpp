@@ -36,6 +36,8 @@ void Instance::index() {
   occ.assign(prog.n_nodes, 0);
   keys.clear();
   large = false;
+  size = 0;
+  for (uint32_t b = 0; b < prog.n_buffers; b++) size = std::max<uint64_t>(size, prog.buffers[b].size);
   std::map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> seen;
   for (uint32_t i = 0; i < prog.n_nodes; i++) {
     const cad_node &n = prog.nodes[i];

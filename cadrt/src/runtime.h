@@ -84,6 +84,7 @@ struct Instance {
   };
   std::vector<Key> keys;                // SEND and RECV nodes, sorted
   bool large = false;                   // a SEND or RECV too long for a slot
+  uint64_t size = 0;                    // its largest buffer, bytes
   // The node of kind with (peer, tag, occ), or -1.
   int64_t find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t occ) const;
   void index();                         // fills occ and keys from prog
@@ -330,8 +331,9 @@ class Runtime {
   bool complete_now(const cadrt_request_s *r) const;
   bool flush_pending();
   void ring(uint32_t ep, bool urgent);
-  // The smallest transfer whose steps interrupt a computing peer: signal
-  // it (signal engine) or wake its progress thread (CADRT_KICK_MIN).
+  // The smallest collective (its largest buffer, bytes) whose transfers'
+  // steps interrupt a computing peer: signal it (signal engine) or wake its
+  // progress thread (CADRT_KICK_MIN).
   uint64_t kick_min = 1 << 20;
   // Some output waits for room in the ring of a peer that is still there.
   bool output_deliverable() const;

@@ -17,8 +17,9 @@
 // consumer's sleepers non-zero rings the bell if the consumer's main thread
 // sleeps in the library waiting for it (kRankAsleep), or is outside the
 // library with collectives active (kRankOutside: its progress helper
-// sleeps) and the message is urgent (a step of a transfer of at least
-// CADRT_KICK_MIN bytes, room in a ring: what is worth an interrupt).  It
+// sleeps) and the message is urgent (a step of a transfer of a collective
+// of at least CADRT_KICK_MIN bytes, room in a ring: what is worth an
+// interrupt).  It
 // spares the wake-up when the main thread is `polling` (kRankPolling:
 // inside the library, looking at its rings anyway) or idle (kRankIdle:
 // outside the library with no collective active and nothing queued to

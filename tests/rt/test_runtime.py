@@ -75,8 +75,10 @@ def test_signal_engine_kicking_every_transfer(build_dir):
 @pytest.mark.parametrize("p", [2, 3])
 @pytest.mark.parametrize("engine,settings,elements", [
     ("thread", {}, 1 << 20),
+    ("thread", {}, 1 << 18),
     ("thread", {"CADRT_KICK_MIN": "0"}, 16384),
     ("signal", {}, 1 << 20),
+    ("signal", {}, 1 << 18),
     ("signal", {"CADRT_KICK_MIN": "0"}, 16384),
 ])
 def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, elements, p):
@@ -84,9 +86,10 @@ def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, e
     the others start it only once rank 0 has left the call.  They need
     rank 0's CPU for its part of the reduction, and complete while it
     computes: the thread engine's helper or the signal engine's handler
-    does that part.  A computing rank is interrupted only for transfers
-    of at least CADRT_KICK_MIN bytes (1 MiB): 4 MiB by default, 64 KiB
-    with the threshold at 0."""
+    does that part.  A computing rank is interrupted only for the
+    transfers of a collective of at least CADRT_KICK_MIN bytes (1 MiB):
+    4 MiB and 1 MiB (whose transfers are 512 KiB and less) by default,
+    64 KiB with the threshold at 0."""
     r = run(build_dir, p, "rt_check", "--away", tmp_path, "--sizes", elements,
             env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", **settings}, timeout=90)
     assert r.returncode == 0, r.stdout + r.stderr
