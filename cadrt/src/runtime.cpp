@@ -122,13 +122,16 @@ Runtime &rt_first() {
 int kick_signal() { return kSignal; }
 
 // Outside the library: kicked while collectives are active, else idle.
+// Active, the flags are published before the caller looks at its rings
+// (a producer that saw us polling did not kick); idle, nothing is looked
+// at after, and a small collective's last call spares the fence.
 void Runtime::arm() {
   if (engine != Engine::Signal || !initialised_) return;
   RankInfo &mine = seg.rank(me);
-  const uint32_t want = active_count.load(std::memory_order_relaxed) > 0 ? 1 : 0;
-  mine.armed.store(want, std::memory_order_relaxed);
+  const bool active = active_count.load(std::memory_order_relaxed) > 0;
+  mine.armed.store(active ? 1 : 0, std::memory_order_relaxed);
   mine.polling.store(idle() ? kRankIdle : kRankOutside, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (active) std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 // Nothing for a helper to do until the next call: no collective active,
@@ -195,7 +198,11 @@ void Runtime::leave() {
     // two context switches, tens of microseconds in a virtual machine); it
     // is woken only for output that waits for room.
     RankInfo &mine = seg.rank(me);
-    mine.polling.store(idle() ? kRankIdle : kRankOutside, std::memory_order_relaxed);
+    if (idle()) {
+      mine.polling.store(kRankIdle, std::memory_order_relaxed);
+      return;
+    }
+    mine.polling.store(kRankOutside, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (active_count.load(std::memory_order_relaxed) > 0 && incoming()) {
       std::lock_guard<std::mutex> g(lock);
