@@ -268,7 +268,6 @@ void Runtime::recycle(cadrt_request_s *r) {
   r->result = 0;
   r->error.clear();
   r->seq = 0;
-  r->scratch.clear();
   r->outgoing.clear();
   r->unsent = 0;
   r->prev = r->next = nullptr;
@@ -277,12 +276,17 @@ void Runtime::recycle(cadrt_request_s *r) {
 }
 
 // Binds buffers: the program's send buffer to sendbuf, its receive buffer
-// to recvbuf, scratch to fresh memory.  Send and receive buffers may not
-// overlap (CADRT_IN_PLACE is the way to share one).
+// to recvbuf, scratch to memory zeroed when it was allocated -- a recycled
+// request's, if it has the sizes (the next call of the same collective):
+// as the kernel engine's scratch, allocated at load, what a run finds in it
+// is what the last one left (cadc's proofs take nothing from scratch that
+// nobody wrote; a hand-built CAD has only the caller's own buffers).  Send
+// and receive buffers may not overlap (CADRT_IN_PLACE is the way to share
+// one).
 int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   const cad_prog &p = r->inst->prog;
   r->bufs.assign(p.n_buffers, nullptr);
-  r->scratch.clear();
+  size_t k = 0;  // scratch buffers bound
   const unsigned char *s_lo = nullptr, *r_lo = nullptr;
   uint64_t s_len = 0, r_len = 0;
   for (uint32_t i = 0; i < p.n_buffers; i++) {
@@ -300,14 +304,16 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
         break;
       default:
         if (engine == Engine::Kernel) break;  // the module allocates it
-        r->scratch.emplace_back(b.size);
-        r->bufs[i] = r->scratch.back().data();
+        if (k == r->scratch.size()) r->scratch.emplace_back(b.size);
+        else if (r->scratch[k].size() != b.size) r->scratch[k] = std::vector<unsigned char>(b.size);
+        r->bufs[i] = r->scratch[k++].data();
         break;
     }
     if (b.size && !r->bufs[i] && b.kind != CAD_BUF_SCRATCH)
       return set_error(-EINVAL, std::string("the ") + (b.kind == CAD_BUF_SEND ? "send" : "receive") +
                                     " buffer is NULL but the call needs " + std::to_string(b.size) + " bytes there");
   }
+  r->scratch.resize(k);
   if (s_len && r_len && s_lo < r_lo + r_len && r_lo < s_lo + s_len)
     return set_error(-EINVAL, "the send and receive buffers overlap: use CADRT_IN_PLACE");
   if (!r->exec_ready) {
@@ -323,7 +329,6 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
 
 int Runtime::start(cadrt_request_s *r) {
   if (r->active) return set_error(-EBUSY, "the request is already active");
-  for (auto &s : r->scratch) std::fill(s.begin(), s.end(), 0);
   for (Xfer &x : r->xfer) x = Xfer();
   r->outgoing.clear();
   r->netwait.clear();
