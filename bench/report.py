@@ -219,6 +219,11 @@ def rt_figures(runs, out_dir):
                     continue
                 if p["of"] == "openmpi" and doc is not ref:
                     continue
+                if p["of"] == "cap":  # the physical cap, dotted
+                    label = f"cap, {doc['engine']}"
+                    lines[label].append((p["bytes"], *triple(r)))
+                    styles[label] = {"linestyle": ":"}
+                    continue
                 who = "Open MPI" if p["of"] == "openmpi" else f"cadrt {doc['engine']}"
                 label = who + (f", {p['tests']} tests" if p.get("tests") else "")
                 lines[label].append((p["bytes"], *triple(r)))
@@ -226,7 +231,7 @@ def rt_figures(runs, out_dir):
                 if who == "Open MPI":
                     styles[label]["color"] = "black"
         lines = {k: sorted(v) for k, v in lines.items()}
-        made.append(plot(f"overlap-{coll}", f"{coll}: overlap (OSU; solid: no test calls, dashed: 8), "
+        made.append(plot(f"overlap-{coll}", f"{coll}: overlap (OSU; solid: no test calls, dashed: 8, dotted: cap), "
                          f"{ref['results'][0]['params'].get('ranks', 2)} ranks", "bytes", "overlap %", lines,
                          out_dir, hline=(40, "target ≥ 40 % (≥ 64 KiB)"), styles=styles))
     ratio, bw = [], []
@@ -431,7 +436,7 @@ def blocks(runs, prefix):
         p = r["params"]
         if r["name"].startswith("latency ratio ") and p["of"] == "cadrt/openmpi":
             return p["collective"] in ("ibcast", "iallreduce", "ialltoall") or p["bytes"] in (8, 1 << 20, 0)
-        if r["name"].startswith("overlap ") and p["of"] == "cadrt":
+        if r["name"].startswith("overlap ") and p["of"] in ("cadrt", "cap"):
             return p["bytes"] >= 65536
         return False
 
@@ -465,7 +470,10 @@ def targets_table(runs, prefix):
             if "target" in r:
                 t = r["target"].replace("<=", "≤").replace(">=", "≥")
                 lines.append(f"| [{path.stem}]({prefix}{path.name}) | {r['name']} | {t} | {fmt(r)} | {met(r)} |")
-    rt = pivot(runs, "rt", lambda r: "target" in r, prefix, label=lambda n: n.replace(" cadrt", ""))
+    def rt_keep(r):  # the targets, and the physical cap beside each overlap target
+        return "target" in r or (r["params"].get("of") == "cap" and r["params"]["bytes"] >= 65536 and
+                                 r["params"]["collective"] in ("ibcast", "iallreduce", "ialltoall"))
+    rt = pivot(runs, "rt", rt_keep, prefix, label=lambda n: n.replace(" cadrt", ""))
     return "\n".join(lines) + "\n\nThe runtime against Open MPI (`rt_bench`), per engine:\n\n" + rt
 
 

@@ -124,6 +124,8 @@ def test_rt_bench_report_follows_the_schema(build_dir, tmp_path):
         for of in ("cadrt", "openmpi"):
             assert by_name[f"overlap {coll} 64KiB {of} 8 tests"]["params"]["tests"] == 8
             assert by_name[f"overlap {coll} 64KiB {of}"]["params"]["tests"] == 0
+        cap = by_name[f"overlap cap {coll} 64KiB"]  # the physical cap beside it
+        assert cap["unit"] == "%" and cap["params"]["of"] == "cap" and cap["median"] <= 100, cap
     for r in report["results"]:
         assert r["min"] <= r["median"] <= r["max"], r
         assert r["name"] in run.stdout
