@@ -102,7 +102,7 @@ int collective(const Call &c, cadrt_request *req) {
   int err = 0;
   auto inst = rt().instance(c.comm, c.coll, spec, &err);
   if (!inst) return err;
-  cadrt_request_s *r = rt().new_request();
+  cadrt_request_s *r = rt().new_request(inst.get());
   r->comm = c.comm;
   if (r->inst != inst) {
     r->inst = std::move(inst);

@@ -246,9 +246,15 @@ void Runtime::forget_comm(const cadrt_comm_s *comm) {
     }
 }
 
-cadrt_request_s *Runtime::new_request() {
+cadrt_request_s *Runtime::new_request(const Instance *inst) {
   if (spare_.empty()) return new cadrt_request_s();
-  cadrt_request_s *r = spare_.back();
+  // One that last ran inst, if any: its executor memory and scratch are
+  // ready (a loop alternating two collectives keeps one for each).
+  size_t k = spare_.size() - 1;
+  for (size_t i = 0; i < spare_.size(); i++)
+    if (spare_[i]->inst.get() == inst) k = i;
+  cadrt_request_s *r = spare_[k];
+  spare_[k] = spare_.back();
   spare_.pop_back();
   return r;
 }

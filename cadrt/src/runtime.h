@@ -196,7 +196,7 @@ class Runtime {
                                            int *err);
   // Requests: recycled (up to a few), so that a small collective in a loop
   // does not allocate.
-  cadrt_request_s *new_request();
+  cadrt_request_s *new_request(const Instance *inst);
   void recycle(cadrt_request_s *r);
   // A communicator is going away: forget the instances cached for it.
   void forget_comm(const cadrt_comm_s *comm);
