@@ -231,8 +231,8 @@ def rt_figures(runs, out_dir):
                 if who == "Open MPI":
                     styles[label]["color"] = "black"
         lines = {k: sorted(v) for k, v in lines.items()}
-        made.append(plot(f"overlap-{coll}", f"{coll}: overlap (OSU; solid: no test calls, dashed: 8, dotted: cap), "
-                         f"{ref['results'][0]['params'].get('ranks', 2)} ranks", "bytes", "overlap %", lines,
+        made.append(plot(f"overlap-{coll}", f"{coll}, {ref['results'][0]['params'].get('ranks', 2)} ranks: OSU "
+                         "overlap (no tests; dashed: 8; dotted: cap)", "bytes", "overlap %", lines,
                          out_dir, hline=(40, "target ≥ 40 % (≥ 64 KiB)"), styles=styles))
     ratio, bw = [], []
     for coll in RT_COLLS:
