@@ -24,6 +24,10 @@ namespace cadrt {
 namespace {
 
 thread_local std::string t_error;
+// Some thread has had an error: until then, clearing one is not needed (a
+// thread-local access from a shared library is a call to __tls_get_addr,
+// which cadrt_test's fast path would otherwise pay every time).
+static std::atomic<bool> g_error_set{false};
 volatile uint64_t g_probe_word = 0x43414452544f4b21ull;  // what peers read in the CMA probe
 const int kSignal = SIGRTMIN + 5;
 std::atomic<bool> g_signal_sent{false};
@@ -141,12 +145,15 @@ bool Runtime::idle() const {
 }
 
 int set_error(int err, const std::string &message) {
+  g_error_set.store(true, std::memory_order_relaxed);
   t_error = message;
   if (rt().verbose) fprintf(stderr, "cadrt: %s\n", message.c_str());
   return err;
 }
 
-void clear_error() { t_error.clear(); }
+void clear_error() {
+  if (g_error_set.load(std::memory_order_relaxed)) t_error.clear();
+}
 
 const char *error_message() { return t_error.c_str(); }
 

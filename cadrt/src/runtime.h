@@ -208,6 +208,13 @@ class Runtime {
   // Runs progress until r is done (or just once, for test).
   int wait(cadrt_request_s *r);
   bool test(cadrt_request_s *r);
+  // The kernel engine: r, started, is still running (one look at the
+  // status page; no system call, no runtime state touched).
+  bool kernel_running(const cadrt_request_s *r) const {
+    if (!kstatus_ || r->kh < 0) return false;
+    const volatile cad_status &st = kstatus_[r->kh];
+    return st.result == -EINPROGRESS || st.gen != r->kgen;
+  }
   // Some active request runs on comm.
   bool comm_busy(const cadrt_comm_s *comm) const;
 

@@ -24,6 +24,10 @@ MODES = {
     "inplace": "--inplace",
     "split": "--split",
     "all": "--persistent --outstanding 3 --inplace",
+    # Completion by cadrt_test calls alone: the kernel engine answers those
+    # of a running request from the status page, without entering cadrt.
+    "test": "--test --outstanding 3",
+    "test-persistent": "--test --persistent --iters 3 --outstanding 2",
 }
 MISMATCH = ["bcast", "allreduce", "gather", "alltoall"]
 
@@ -55,6 +59,7 @@ def cases():
     for coll in MISMATCH:
         out[f"mismatch-{coll}"] = f"cadrun -n 3 --timeout 60 rt_check --mismatch --coll {coll}"
     out["die"] = "cadrun -n 4 --timeout 60 rt_check --die 2"
+    out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
     return out
 
 
@@ -119,8 +124,9 @@ def test_mismatched_programs_fail_every_rank_clearly(vm_run, coll):
     assert "do not match" in c.output, c.output
 
 
-def test_killed_rank_fails_its_peers_at_once(vm_run):
-    c = vm_run.cases["die"]
+@pytest.mark.parametrize("case", ["die", "die-test"])
+def test_killed_rank_fails_its_peers_at_once(vm_run, case):
+    c = vm_run.cases[case]
     assert c.status == 128 + 9, c.output
     assert re.search(r"cadrun: rank 2 \(pid \d+\) was killed by signal 9", c.output), c.output
     ended = re.findall(r"rank (\d): the allreduce ended: (.*)", c.output)

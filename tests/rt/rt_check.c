@@ -5,10 +5,14 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--inplace] [--mismatch]
- *          [--split] [--iters N] [--churn N]
+ *          [--split] [--iters N] [--churn N] [--test]
  *
  * --persistent   the _init forms, started --iters times
  * --outstanding  K collectives in flight at once, then waitall
+ * --test         complete every request by calling cadrt_test until it
+ *                says done (the kernel engine answers most of these calls
+ *                from its status page alone), instead of cadrt_wait(all);
+ *                with --die too
  * --inplace      CADRT_IN_PLACE where MPI allows it
  * --mismatch     rank 1 passes a different count: rank 1 must get an
  *                error and no rank may hang; a rank whose own part of the
@@ -70,7 +74,33 @@
 #include "cadrt/cadrt.h"
 
 static int g_rank, g_size, g_failures, g_checks;
-static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1, g_late = -1;
+static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1, g_late = -1, g_test;
+
+/* The first error of K requests, each completed by cadrt_waitall or, with
+ * --test, by cadrt_test calls in turn until all are done.  A request that
+ * ends with an error ends the loop (as cadrt_waitall would). */
+static int complete(int K, cadrt_request *req)
+{
+	int left = K, done[16] = { 0 };
+
+	if (!g_test)
+		return K == 1 ? cadrt_wait(&req[0]) : cadrt_waitall(K, req);
+	while (left) {
+		for (int j = 0; j < K; j++) {
+			int flag = 0, err;
+
+			if (done[j])
+				continue;
+			if ((err = cadrt_test(&req[j], &flag)))
+				return err;
+			if (flag) {
+				done[j] = 1;
+				left--;
+			}
+		}
+	}
+	return 0;
+}
 
 #define FAIL(...)                                                              \
 	do {                                                                   \
@@ -320,7 +350,7 @@ static int run(enum coll c, size_t n, int root, cadrt_datatype dt, cadrt_op op, 
 				if (cadrt_start(&req[j]))
 					FAIL("cadrt_start: %s", cadrt_error_message());
 		}
-		if ((err = cadrt_waitall(K, req)))
+		if ((err = complete(K, req)))
 			FAIL("%s n=%zu root=%d: %s", names[c], n, root, cadrt_error_message());
 		for (int j = 0; j < K; j++)
 			check(&k[j], g_persistent ? j + it : j);
@@ -604,6 +634,8 @@ int main(int argc, char **argv)
 			g_iters = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--inplace"))
 			g_inplace = 1;
+		else if (!strcmp(argv[i], "--test"))
+			g_test = 1;
 		else if (!strcmp(argv[i], "--mismatch"))
 			want_mismatch = 1;
 		else if (!strcmp(argv[i], "--split"))
@@ -646,7 +678,7 @@ int main(int argc, char **argv)
 			return 1;
 		if (g_rank == die)
 			raise(SIGKILL);
-		err = cadrt_wait(&req);
+		err = complete(1, &req);
 		fprintf(stderr, "rt_check: rank %d: the allreduce ended: %s\n", g_rank,
 			err ? cadrt_error_message() : "no error");
 		return err ? 1 : 0;

@@ -52,8 +52,9 @@ def test_algorithm_matrix(build_dir, alg, engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("mode", [["--persistent", "--iters", "3"], ["--outstanding", "4"], ["--inplace"],
-                                  ["--split"], ["--persistent", "--outstanding", "3", "--inplace"]],
-                         ids=["persistent", "outstanding", "inplace", "split", "all"])
+                                  ["--split"], ["--persistent", "--outstanding", "3", "--inplace"],
+                                  ["--test", "--persistent", "--iters", "3", "--outstanding", "3"]],
+                         ids=["persistent", "outstanding", "inplace", "split", "all", "test"])
 def test_modes(build_dir, engine, mode):
     """Every collective (the library's own choice), reused persistent
     requests, many outstanding at once, in place, on split communicators."""
