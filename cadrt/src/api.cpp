@@ -436,11 +436,20 @@ int cadrt_test(cadrt_request *req, int *flag) {
   // module does that), so none of the entry and exit below.  A program
   // that tests between short pieces of work (the KACC codelet tests after
   // every 4x4 matrix product) pays only this.
-  if (req && flag && *req && (*req)->active && !(*req)->done && rt().engine == cadrt::Engine::Kernel &&
-      rt().kernel_running(*req)) {
-    cadrt::clear_error();
-    *flag = 0;
-    return 0;
+  // The poll and signal engines answer the same way when nothing can have
+  // moved since the last pass (Runtime::quiet()): a test then costs a look
+  // at each peer's ring, as Open MPI's own MPI_Test of a pending request
+  // costs little more than its progress loop's.
+  if (req && flag && *req && (*req)->active && !(*req)->done) {
+    cadrt::Runtime &r = rt();
+    const bool quiet = r.engine == cadrt::Engine::Kernel ? r.kernel_running(*req)
+                       : r.engine == cadrt::Engine::Poll || r.engine == cadrt::Engine::Signal ? r.quiet()
+                                                                                              : false;
+    if (quiet) {
+      cadrt::clear_error();
+      *flag = 0;
+      return 0;
+    }
   }
   Entered entered;
   cadrt::clear_error();

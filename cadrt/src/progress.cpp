@@ -753,6 +753,7 @@ void Runtime::activate(cadrt_request_s *r) {
 bool Runtime::progress() {
   const bool net = net_here();
   bool moved = flush_pending();
+  bool retry = false;  // something this pass could not do that no ring will announce
   moved |= poll_incoming();
   if (net) moved |= net_progress();
   if (release_later_ && room()) release_later_ = !release_failed();
@@ -760,6 +761,7 @@ bool Runtime::progress() {
     next = r->next;
     if (net && !r->netwait.empty()) moved |= net_request(r);
     if (r->done) continue;
+    retry |= r->draining || r->redrain || !r->outgoing.empty();
     if (r->draining) {
       if (!exposed(r)) {  // the peer it waited for has exited
         finish(r);
@@ -785,6 +787,7 @@ bool Runtime::progress() {
     }
   }
   if (net && !netq_.empty()) moved |= net_progress();  // what this pass said to other nodes
+  settled_.store(!moved && !retry && !release_later_, std::memory_order_relaxed);
   return moved;
 }
 

@@ -175,6 +175,7 @@ void Runtime::enter() {
   // The kernel engine needs no flags: nobody signals or wakes a rank for
   // it.  Under the poll engine, polling only tells peers starting a
   // collective that this rank is in the library (rendezvous).
+  settled_.store(false, std::memory_order_relaxed);
   if (bump_in_library(1) == 0 && engine != Engine::Kernel && initialised_) {
     if (engine != Engine::Poll) seg.rank(me).armed.store(0, std::memory_order_relaxed);
     seg.rank(me).polling.store(kRankPolling, std::memory_order_relaxed);

@@ -199,8 +199,9 @@ def test_freed_communicators_leave_nothing_behind(build_dir, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_killed_rank_ends_the_job(build_dir, engine):
-    r = run(build_dir, 4, "rt_check", "--die", "2", env={"CADRT_ENGINE": engine}, timeout=60)
+@pytest.mark.parametrize("how", [[], ["--test"]], ids=["wait", "test"])
+def test_killed_rank_ends_the_job(build_dir, engine, how):
+    r = run(build_dir, 4, "rt_check", "--die", "2", *how, env={"CADRT_ENGINE": engine}, timeout=60)
     assert r.returncode == 128 + 9, r.stdout + r.stderr
     assert re.search(r"cadrun: rank 2 \(pid \d+\) was killed by signal 9", r.stderr), r.stderr
 
