@@ -436,15 +436,16 @@ int cadrt_test(cadrt_request *req, int *flag) {
   // module does that), so none of the entry and exit below.  A program
   // that tests between short pieces of work (the KACC codelet tests after
   // every 4x4 matrix product) pays only this.
-  // The poll and signal engines answer the same way when nothing can have
+  // The user-space engines answer the same way when nothing can have
   // moved since the last pass (Runtime::quiet()): a test then costs a look
   // at each peer's ring, as Open MPI's own MPI_Test of a pending request
-  // costs little more than its progress loop's.
-  if (req && flag && *req && (*req)->active && !(*req)->done) {
+  // costs little more than its progress loop's.  (The flags are read as
+  // atomics: under the thread engine the progress thread writes them.  A
+  // stale "not done" only sends a later test the whole way.)
+  if (req && flag && *req && __atomic_load_n(&(*req)->active, __ATOMIC_RELAXED) &&
+      !__atomic_load_n(&(*req)->done, __ATOMIC_RELAXED)) {
     cadrt::Runtime &r = rt();
-    const bool quiet = r.engine == cadrt::Engine::Kernel ? r.kernel_running(*req)
-                       : r.engine == cadrt::Engine::Poll || r.engine == cadrt::Engine::Signal ? r.quiet()
-                                                                                              : false;
+    const bool quiet = r.engine == cadrt::Engine::Kernel ? r.kernel_running(*req) : r.quiet();
     if (quiet) {
       cadrt::clear_error();
       *flag = 0;

@@ -787,7 +787,9 @@ bool Runtime::progress() {
     }
   }
   if (net && !netq_.empty()) moved |= net_progress();  // what this pass said to other nodes
-  settled_.store(!moved && !retry && !release_later_, std::memory_order_relaxed);
+  // (Release: a thread that reads it set without the lock -- quiet() --
+  // sees what this pass did, e.g. a request's done flag.)
+  settled_.store(!moved && !retry && !release_later_, std::memory_order_release);
   return moved;
 }
 

@@ -215,16 +215,24 @@ class Runtime {
     const volatile cad_status &st = kstatus_[r->kh];
     return st.result == -EINPROGRESS || st.gen != r->kgen;
   }
-  // The poll and signal engines: cadrt_test of an unfinished request may
+  // The user-space engines: cadrt_test of an unfinished request may
   // answer "not yet" without entering the library -- the last progress
   // pass moved nothing and left nothing to retry (settled_), no library
   // call came since (enter() clears it), no message waits in a ring from
   // a peer, none waits for room, no signal was deferred, no rank is on
   // another node.  Every 16th such test still makes the whole pass (a
-  // peer's death, a drained request: what no ring shows).
+  // peer's death, a drained request: what no ring shows).  Under the
+  // thread engine the last pass may be the progress thread's (under the
+  // lock, which this does not take): settled_ is then read with acquire
+  // ordering against its release, and the test leaves the rank "outside"
+  // (polling), so producers keep waking that thread for what comes.
   bool quiet() {
-    if (!settled_.load(std::memory_order_relaxed) || has_net_) return false;
-    if ((++quiet_tests_ & 15) == 0) return false;
+    if (!settled_.load(std::memory_order_acquire) || has_net_) return false;
+    // (A plain load and store: under the thread engine several threads
+    // may test at once, and a lost count only moves the 16th test.)
+    const unsigned n = quiet_tests_.load(std::memory_order_relaxed) + 1;
+    quiet_tests_.store(n, std::memory_order_relaxed);
+    if ((n & 15) == 0) return false;
     if (deferred.load(std::memory_order_relaxed) || waiting_output.load(std::memory_order_relaxed)) return false;
     return !incoming();
   }
@@ -277,10 +285,10 @@ class Runtime {
   // Messages waiting for room in a peer's ring, and fragmenting sends:
   // more to do when a consumer frees slots (it rings our bell).
   std::atomic<int> waiting_output{0};
-  // See quiet(): written by progress() (in the signal handler too) and
-  // enter(); read by cadrt_test on the same thread.
+  // See quiet(): written by progress() (in the signal handler too, or in
+  // the progress thread) and enter(); read by cadrt_test.
   std::atomic<bool> settled_{false};
-  unsigned quiet_tests_ = 0;
+  std::atomic<unsigned> quiet_tests_{0};
   // Counts for CADRT_VERBOSE's report at finalize.
   std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0}, n_wakes{0};
 
