@@ -21,6 +21,9 @@
  *                            each; 1 - products done / products possible
  *                            in that time without communication, %
  *   cpufloor <bytes> <m>     the part of that loss the copy alone explains
+ *   cpustart <bytes> <m>     the part of the codelet's time its rank spent
+ *                            in the call that posts the broadcast, %: no
+ *                            product runs there, so it is loss too
  * Iterations start after an untimed barrier.  BENCH_QUICK=1: fewer
  * iterations.  KBENCH_LABEL names the run in place of CADRT_ENGINE (the
  * kernel engine under each setting of cad.ko's defer parameter).
@@ -140,9 +143,9 @@ static double g_a[40 * 40], g_b[40 * 40], g_c[40 * 40];
  * bench_ref_stride products) for the same elapsed time, and the
  * products possible are counted at that loop's rate (as in rt_codelets.c:
  * a rate timed once beforehand does not see the same machine). */
-static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor)
+static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor, double *in_start)
 {
-	double e_sum = 0, done_sum = 0, reference = 0;
+	double e_sum = 0, done_sum = 0, reference = 0, start_sum = 0;
 	const int stride = bench_ref_stride(m, g_a, g_b, g_c);
 	cadrt_request r;
 
@@ -156,6 +159,7 @@ static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor
 		barrier();
 		double t0 = bench_now();
 		start(IBCAST, bytes, &r);
+		const double started = bench_now() - t0;
 		while (!flag) {
 			bench_matmul(m, g_a, g_b, g_c);
 			done++;
@@ -178,10 +182,12 @@ static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor
 			continue; /* a warm-up: both loops run once before they count */
 		reference += (double)ref * elapsed / (bench_now() - t0);
 		e_sum += elapsed;
+		start_sum += started;
 		done_sum += (double)done;
 	}
 	*loss = mean(100.0 * (1.0 - done_sum / reference));
 	*floor = mean(100.0 * copy_time(bytes * (size_t)(g_size - 1) / (size_t)g_size) / (e_sum / iters));
+	*in_start = mean(100.0 * start_sum / e_sum);
 }
 
 static char g_json[16384];
@@ -242,13 +248,15 @@ int main(void)
 		const int ms[] = { 4, 40 };
 
 		for (int k = 0; k < 2; k++) {
-			double loss, floor;
+			double loss, floor, in_start;
 
-			cpu_loss(loss_sizes[i], ms[k], g_quick ? 3 : 10, &loss, &floor);
+			cpu_loss(loss_sizes[i], ms[k], g_quick ? 3 : 10, &loss, &floor, &in_start);
 			snprintf(name, sizeof name, "cpuloss %zu %d", loss_sizes[i], ms[k]);
 			fig(name, loss);
 			snprintf(name, sizeof name, "cpufloor %zu %d", loss_sizes[i], ms[k]);
 			fig(name, floor);
+			snprintf(name, sizeof name, "cpustart %zu %d", loss_sizes[i], ms[k]);
+			fig(name, in_start);
 		}
 	}
 	if (g_rank == 0)

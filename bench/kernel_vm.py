@@ -99,6 +99,8 @@ def report(runs):
                                       params, "<= 10" if e.startswith("kernel") else None))
                 results.append(result(f"{e} cpu loss floor {b} {m}x{m}", "%",
                                       [f[f"cpufloor {b} {m}"] for f in by[e]], params))
+                results.append(result(f"{e} cpu loss in start {b} {m}x{m}", "%",
+                                      [f[f"cpustart {b} {m}"] for f in by[e]], params))
         if e != "poll":
             for coll in ("ibcast", "ialltoall"):
                 for b in (8, 65536, 1048576):
