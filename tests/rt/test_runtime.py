@@ -90,14 +90,28 @@ def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, e
     does that part.  A computing rank is interrupted only for the
     transfers of a collective of at least CADRT_KICK_MIN bytes (1 MiB):
     4 MiB and 1 MiB (whose transfers are 512 KiB and less) by default,
-    64 KiB with the threshold at 0."""
-    r = run(build_dir, p, "rt_check", "--away", tmp_path, "--sizes", elements,
-            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", **settings}, timeout=90)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "the peers completed while rank 0 computed" in r.stdout
+    64 KiB with the threshold at 0.
+
+    The interrupt itself must show in the counters of at least one of up
+    to 5 runs: a run may legitimately need none (a helper still awake from
+    its last pass when the peers' first messages come takes them without
+    being woken, and stays awake while they keep coming -- about one run
+    in five with 128 KiB on 3 ranks), but every run must complete while
+    rank 0 computes."""
     counter = "kicks sent" if engine == "signal" else "peers' helpers woken"
-    counts = [int(k) for k in re.findall(rf"{engine} engine: .*?(\d+) {counter}", r.stderr)]
-    assert len(counts) == p and sum(counts) > 0, r.stderr
+    for attempt in range(5):
+        run_dir = tmp_path / str(attempt)
+        run_dir.mkdir()
+        r = run(build_dir, p, "rt_check", "--away", run_dir, "--sizes", elements,
+                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", **settings}, timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "the peers completed while rank 0 computed" in r.stdout
+        counts = [int(k) for k in re.findall(rf"{engine} engine: .*?(\d+) {counter}", r.stderr)]
+        assert len(counts) == p, r.stderr
+        if sum(counts) > 0:
+            break
+    else:
+        pytest.fail(f"no {counter} in 5 runs:\n{r.stderr}")
 
 
 @pytest.mark.parametrize("engine", ["thread", "signal"])
