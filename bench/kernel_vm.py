@@ -111,11 +111,70 @@ def report(runs):
     return results
 
 
+def wakeup_latency(build: Path):
+    """How long a copy handed to the other CPU waits for its work item to
+    start: one quick kbench run of the kernel engine (defer=2) with the
+    workqueue tracepoints on, each queueing of cad's work item paired with
+    the next start on that CPU.  Under TCG this wait is the IPI that makes
+    the other vCPU leave the code it runs, and it is what every deferred
+    copy pays before it begins."""
+    vm = cad_vm(build, memory_mb=1024)
+    vm.add_program(build / "bin" / "cadrun")
+    vm.add_program(build / "bin" / "kbench")
+    t = "/sys/kernel/tracing"
+    script = [
+        "insmod /cad.ko",
+        f"mount -t tracefs nodev {t}",
+        f"echo 20000 > {t}/buffer_size_kb",
+        *(f"echo 1 > {t}/events/workqueue/{e}/enable"
+          for e in ("workqueue_queue_work", "workqueue_execute_start", "workqueue_execute_end")),
+        "BENCH_QUICK=1 CADRT_ENGINE=kernel cadrun -n 2 --bind core --timeout 600 kbench > /dev/null",
+        f"echo 0 > {t}/tracing_on",
+        f"grep defer_worker {t}/trace",
+        "echo DEFERRED $(cat /sys/module/cad/parameters/deferred)",
+        "rmmod cad",
+    ]
+    r = vm.run("\n".join(script), timeout=1500)
+    if r.exit_code != 0 or r.kernel_problems():
+        sys.exit(f"the VM run failed:\n{r.output[-4000:]}")
+    queued, started, waits, runs = {}, {}, [], []
+    for line in r.output.splitlines():
+        m = re.search(r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): "
+                      r"workqueue_(queue_work|execute_start|execute_end):.*?(?:cpu=(\d+))?$", line)
+        if not m:
+            continue
+        cpu, ts, ev = int(m.group(1)), float(m.group(2)) * 1e6, m.group(3)
+        if ev == "queue_work":  # the CPU it was queued on, not the one that queued it
+            queued.setdefault(int(m.group(4)), ts)
+        elif ev == "execute_start":
+            started[cpu] = ts
+            if cpu in queued:
+                waits.append(ts - queued.pop(cpu))
+        elif cpu in started:
+            runs.append(ts - started.pop(cpu))
+    if not waits:
+        sys.exit(f"no work item of cad.ko was traced:\n{r.output[-4000:]}")
+
+    def line(what, v):
+        v = sorted(v)
+        print(f"{what}: {len(v)}, median {statistics.median(v):.0f} us, "
+              f"10th-90th percentile {v[len(v) // 10]:.0f}-{v[len(v) * 9 // 10]:.0f} us, max {v[-1]:.0f} us")
+    line("work item queued -> started on the other vCPU", waits)
+    line("work item running (copies included)", runs)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build", type=Path)
-    ap.add_argument("--json", type=Path, required=True)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--wakeup", action="store_true",
+                    help="only trace how long a copy handed to the other CPU waits for its work item, and print it")
     args = ap.parse_args()
+    if args.wakeup:
+        wakeup_latency(args.build.resolve())
+        return
+    if not args.json:
+        ap.error("--json is required (unless --wakeup)")
     quick = bool(int(os.environ.get("BENCH_QUICK", "0") or 0))
     runs = run_vm(args.build.resolve(), 3 if quick else 5, quick)
     results = report(runs)

@@ -4,6 +4,7 @@ here: speed is a benchmark's business, never a test's."""
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -214,6 +215,20 @@ def test_kernel_vm_report_follows_the_schema(build_dir, tmp_path):
     for r in report["results"]:
         assert r["min"] <= r["median"] <= r["max"], r
         assert r["name"] in run.stdout
+
+
+def test_kernel_vm_wakeup_traces_the_work_items(build_dir):
+    """--wakeup: cad.ko's work items, traced in the VM through a quick
+    kbench run, each queueing paired with its start on the other vCPU."""
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "kernel_vm.py"), str(build_dir), "--wakeup"],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    m = re.search(r"^work item queued -> started on the other vCPU: (\d+), median (\d+) us, "
+                  r"10th-90th percentile (\d+)-(\d+) us, max (\d+) us$", run.stdout, re.M)
+    assert m, run.stdout
+    count, median, p10, p90, top = map(int, m.groups())
+    assert count > 0 and p10 <= median <= p90 <= top, run.stdout
+    assert re.search(r"^work item running \(copies included\): \d+, median", run.stdout, re.M), run.stdout
 
 
 def test_report_from_the_committed_results(tmp_path):
