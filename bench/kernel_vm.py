@@ -41,10 +41,20 @@ METHOD = ("bench/kbench.c under cadrun -n 2 --bind core in qemu (TCG, 2 vCPUs), 
           "small-message ratio: kernel / poll call + wait of an 8-byte ibcast.")
 
 
-def run_vm(build: Path, reps: int, quick: bool):
+def kbench_vm(build: Path, lines: list, timeout: int):
+    """Boots the VM with cadrun and kbench, runs the script's lines, and
+    ends the program on a failed run (its exit, a KBENCH-FAILED line, or
+    a warning in the kernel log)."""
     vm = cad_vm(build, memory_mb=1024)
     vm.add_program(build / "bin" / "cadrun")
     vm.add_program(build / "bin" / "kbench")
+    r = vm.run("\n".join(lines), timeout=timeout)
+    if r.exit_code != 0 or "KBENCH-FAILED" in r.output or r.kernel_problems():
+        sys.exit(f"the VM run failed:\n{r.output[-4000:]}\n{r.dmesg[-2000:]}")
+    return r
+
+
+def run_vm(build: Path, reps: int, quick: bool):
     lines = ["insmod /cad.ko"]
     if quick:
         lines.append("export BENCH_QUICK=1")
@@ -60,9 +70,7 @@ def run_vm(build: Path, reps: int, quick: bool):
             else:
                 lines.append(f"CADRT_ENGINE={e} {run}")
     lines.append("rmmod cad")
-    r = vm.run("\n".join(lines), timeout=3000)
-    if r.exit_code != 0 or "KBENCH-FAILED" in r.output or r.kernel_problems():
-        sys.exit(f"the VM run failed:\n{r.output[-4000:]}\n{r.dmesg[-2000:]}")
+    r = kbench_vm(build, lines, timeout=3000)
     runs = [json.loads(m) for m in re.findall(r"^KBENCH (\{.*\})$", r.output, re.M)]
     if len(runs) != reps * len(ENGINES):
         sys.exit(f"expected {reps * len(ENGINES)} runs, got {len(runs)}:\n{r.output[-4000:]}")
@@ -118,9 +126,6 @@ def wakeup_latency(build: Path):
     the next start on that CPU.  Under TCG this wait is the IPI that makes
     the other vCPU leave the code it runs, and it is what every deferred
     copy pays before it begins."""
-    vm = cad_vm(build, memory_mb=1024)
-    vm.add_program(build / "bin" / "cadrun")
-    vm.add_program(build / "bin" / "kbench")
     t = "/sys/kernel/tracing"
     script = [
         "insmod /cad.ko",
@@ -131,12 +136,9 @@ def wakeup_latency(build: Path):
         "BENCH_QUICK=1 CADRT_ENGINE=kernel cadrun -n 2 --bind core --timeout 600 kbench > /dev/null",
         f"echo 0 > {t}/tracing_on",
         f"grep defer_worker {t}/trace",
-        "echo DEFERRED $(cat /sys/module/cad/parameters/deferred)",
         "rmmod cad",
     ]
-    r = vm.run("\n".join(script), timeout=1500)
-    if r.exit_code != 0 or r.kernel_problems():
-        sys.exit(f"the VM run failed:\n{r.output[-4000:]}")
+    r = kbench_vm(build, script, timeout=1500)
     queued, started, waits, runs = {}, {}, [], []
     for line in r.output.splitlines():
         m = re.search(r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): "
@@ -166,15 +168,14 @@ def wakeup_latency(build: Path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build", type=Path)
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--wakeup", action="store_true",
-                    help="only trace how long a copy handed to the other CPU waits for its work item, and print it")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--json", type=Path)
+    what.add_argument("--wakeup", action="store_true",
+                      help="only trace how long a copy handed to the other CPU waits for its work item, and print it")
     args = ap.parse_args()
     if args.wakeup:
         wakeup_latency(args.build.resolve())
         return
-    if not args.json:
-        ap.error("--json is required (unless --wakeup)")
     quick = bool(int(os.environ.get("BENCH_QUICK", "0") or 0))
     runs = run_vm(args.build.resolve(), 3 if quick else 5, quick)
     results = report(runs)
