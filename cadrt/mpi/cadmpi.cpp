@@ -110,6 +110,20 @@ void idle(int *spins) {
   if (++*spins > 64) sched_yield();
 }
 
+// A communicator of our own on which nothing is ever sent: probing it
+// runs MPI's progress engine (a probe that matches nothing progresses, in
+// Open MPI's ob1 as in MPICH) and consumes nothing.
+MPI_Comm g_probe = MPI_COMM_NULL;
+
+// One turn of MPI's progress, for the loops that wait for cadrt alone: a
+// peer may be blocked on a point-to-point message of ours that only our
+// MPI progress moves (a fragmented or rendezvous MPI_Isend, say) before
+// it can join the collective we wait for.
+void mpi_progress() {
+  int flag = 0;
+  if (g_probe != MPI_COMM_NULL) PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_probe, &flag, MPI_STATUS_IGNORE);
+}
+
 // A wait loop alternates cadrt's progress and MPI's (never one alone: the
 // program's other requests, or a peer's progress, may depend on MPI's).
 // Inside it cadrt is told we poll, so the signal engine neither wakes its
@@ -135,15 +149,65 @@ int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
   return MPI_SUCCESS;
 }
 
-// A blocking collective through cadrt.
+// A blocking collective through cadrt.  Not cadrt_wait alone: MPI must
+// progress too while we wait (BLACS's tester deadlocked: a rank blocked in
+// MPI_Recv of a message a peer had MPI_Isend before that peer entered an
+// MPI_Allreduce through cadrt, where only MPI's progress would finish it).
 int finish_now(cadrt_request r, const char *fn) {
   g_through++;
-  const int err = cadrt_wait(&r);
+  int flag = 0, err = cadrt_test(&r, &flag);
+  if (!err && !flag) {
+    Polling polling;
+    for (int spins = 0;; idle(&spins)) {
+      mpi_progress();
+      err = cadrt_test(&r, &flag);
+      if (err || flag) break;
+    }
+  }
   if (err) {
     fprintf(stderr, "cadmpi: %s failed: %s\n", fn, cadrt_error_message());
     return MPI_ERR_OTHER;
   }
   return MPI_SUCCESS;
+}
+
+bool g_verbose = false;
+
+// Why the last call was declined, set where libcadmpi itself declines it
+// (only under CADRT_VERBOSE: the decision costs no formatting otherwise).
+// Empty: the decline, if any, was cadrt's, and cadrt_error_message() has it.
+char g_why[200];
+
+template <typename... A>
+bool decline(const char *fmt, A... a) {
+  if (g_verbose) snprintf(g_why, sizeof g_why, fmt, a...);
+  return false;
+}
+
+// A datatype's name for a message: MPI's own for a predefined one.
+std::string type_name(MPI_Datatype dt) {
+  char name[MPI_MAX_OBJECT_NAME] = "";
+  int len = 0;
+  PMPI_Type_get_name(dt, name, &len);
+  return len ? std::string(name, static_cast<size_t>(len)) : std::string("a datatype");
+}
+
+const char *combiner_name(int c) {
+  switch (c) {
+    case MPI_COMBINER_DUP: return "MPI_Type_dup";
+    case MPI_COMBINER_CONTIGUOUS: return "MPI_Type_contiguous";
+    case MPI_COMBINER_VECTOR: return "MPI_Type_vector";
+    case MPI_COMBINER_HVECTOR: return "MPI_Type_create_hvector";
+    case MPI_COMBINER_INDEXED: return "MPI_Type_indexed";
+    case MPI_COMBINER_HINDEXED: return "MPI_Type_create_hindexed";
+    case MPI_COMBINER_INDEXED_BLOCK: return "MPI_Type_create_indexed_block";
+    case MPI_COMBINER_HINDEXED_BLOCK: return "MPI_Type_create_hindexed_block";
+    case MPI_COMBINER_STRUCT: return "MPI_Type_create_struct";
+    case MPI_COMBINER_SUBARRAY: return "MPI_Type_create_subarray";
+    case MPI_COMBINER_DARRAY: return "MPI_Type_create_darray";
+    case MPI_COMBINER_RESIZED: return "MPI_Type_create_resized";
+    default: return "a type constructor";
+  }
 }
 
 // A predefined datatype whose extent is its size: true with its size.
@@ -156,15 +220,17 @@ bool named(MPI_Datatype dt, int *size_out) {
     int size;  // 0: not one we take
   } seen[8];
   static unsigned n_seen;
-  if (dt == MPI_DATATYPE_NULL) return false;
+  if (dt == MPI_DATATYPE_NULL) return decline("the datatype is MPI_DATATYPE_NULL");
   for (unsigned i = 0; i < n_seen; i++)
     if (seen[i].dt == dt) {
       *size_out = seen[i].size;
-      return seen[i].size > 0;
+      return seen[i].size > 0 || decline("%s: its extent is not its size", type_name(dt).c_str());
     }
   int ni, na, nd, combiner;
-  if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
-  if (combiner != MPI_COMBINER_NAMED) return false;
+  if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+    return decline("MPI_Type_get_envelope rejects the datatype");
+  if (combiner != MPI_COMBINER_NAMED)
+    return decline("a derived datatype (made by %s): cadrt takes predefined ones", combiner_name(combiner));
   MPI_Aint lb, extent;
   int size;
   PMPI_Type_get_extent(dt, &lb, &extent);
@@ -172,13 +238,15 @@ bool named(MPI_Datatype dt, int *size_out) {
   const bool ok = lb == 0 && extent == size && size > 0;
   if (n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = {dt, ok ? size : 0};
   *size_out = size;
-  return ok;
+  return ok || decline("%s: its extent (%ld bytes from %ld) is not its size (%d bytes)", type_name(dt).c_str(),
+                       static_cast<long>(extent), static_cast<long>(lb), size);
 }
 
 // Bytes of count elements of a datatype for the non-reducing collectives.
 bool bytes_of(int count, MPI_Datatype dt, size_t *out) {
   int size;
-  if (count < 0 || !named(dt, &size)) return false;
+  if (count < 0) return decline("a negative count (%d)", count);
+  if (!named(dt, &size)) return false;
   *out = static_cast<size_t>(count) * static_cast<size_t>(size);
   return true;
 }
@@ -199,17 +267,53 @@ bool elem_of(MPI_Datatype dt, cadrt_datatype *out) {
       {MPI_DOUBLE, CADRT_DOUBLE}, {MPI_FLOAT_INT, CADRT_FLOAT_INT}, {MPI_DOUBLE_INT, CADRT_DOUBLE_INT},
       {MPI_2INT, CADRT_INT_INT}, {MPI_LONG_INT, CADRT_LONG_INT}, {MPI_SHORT_INT, CADRT_SHORT_INT},
   };
-  if (dt == MPI_DATATYPE_NULL) return false;
+  if (dt == MPI_DATATYPE_NULL) return decline("the datatype is MPI_DATATYPE_NULL");
   for (const auto &e : table)
     if (e.mpi == dt) {
       // The pair types: only where MPI's layout is cadrt's.
       MPI_Aint lb, extent;
       PMPI_Type_get_extent(dt, &lb, &extent);
-      if (lb != 0 || static_cast<size_t>(extent) != cadrt_datatype_size(e.cad)) return false;
+      if (lb != 0 || static_cast<size_t>(extent) != cadrt_datatype_size(e.cad))
+        return decline("%s: MPI lays it out in %ld bytes, cadrt in %zu", type_name(dt).c_str(),
+                       static_cast<long>(extent), cadrt_datatype_size(e.cad));
       *out = e.cad;
       return true;
     }
-  return false;
+  // Fortran's numeric types and MPI's address-sized integers, by the size
+  // this MPI gives them (INTEGER is 4 bytes with gfortran's default, 8
+  // under -fdefault-integer-8): MPI defines the same reductions on them
+  // as on the C types of their size.  (LOGICAL and COMPLEX are not
+  // cadrt's; MPI_2REAL and MPI_2DOUBLE_PRECISION pair two reals, which no
+  // cadrt type is.)
+  static const struct {
+    MPI_Datatype mpi;
+    char kind;  // 'i' signed integer, 'f' real, 'p' a pair of INTEGERs
+  } fortran[] = {
+      {MPI_INTEGER, 'i'},  {MPI_INTEGER1, 'i'},         {MPI_INTEGER2, 'i'}, {MPI_INTEGER4, 'i'},
+      {MPI_INTEGER8, 'i'}, {MPI_REAL, 'f'},             {MPI_REAL4, 'f'},    {MPI_REAL8, 'f'},
+      {MPI_DOUBLE_PRECISION, 'f'}, {MPI_2INTEGER, 'p'}, {MPI_AINT, 'i'},     {MPI_OFFSET, 'i'},
+      {MPI_COUNT, 'i'},
+  };
+  for (const auto &e : fortran) {
+    if (e.mpi != dt) continue;
+    int size = 0;
+    MPI_Aint lb, extent;
+    PMPI_Type_size(dt, &size);
+    PMPI_Type_get_extent(dt, &lb, &extent);
+    if (lb != 0 || extent != size) break;
+    cadrt_datatype d = CADRT_USER;
+    if (e.kind == 'i') d = size == 1 ? CADRT_INT8 : size == 2 ? CADRT_INT16 : size == 4 ? CADRT_INT32 : size == 8 ? CADRT_INT64 : d;
+    if (e.kind == 'f') d = size == 4 ? CADRT_FLOAT : size == 8 ? CADRT_DOUBLE : d;
+    if (e.kind == 'p') d = size == 8 ? CADRT_INT_INT : d;
+    if (d == CADRT_USER) break;
+    *out = d;
+    return true;
+  }
+  if (!g_verbose) return false;
+  int ni, na, nd, combiner;
+  if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner != MPI_COMBINER_NAMED)
+    return decline("a derived datatype (made by %s): cadrt reduces predefined ones", combiner_name(combiner));
+  return decline("%s is not a type cadrt reduces", type_name(dt).c_str());
 }
 
 bool op_of(MPI_Op op, cadrt_op *out) {
@@ -226,25 +330,35 @@ bool op_of(MPI_Op op, cadrt_op *out) {
       *out = e.cad;
       return true;
     }
-  return false;
+  if (op == MPI_REPLACE || op == MPI_NO_OP) return decline("MPI_REPLACE and MPI_NO_OP are one-sided ops");
+  if (op == MPI_OP_NULL) return decline("the op is MPI_OP_NULL");
+  return decline("a user-defined MPI_Op (MPI_Op_create): MPI runs it");
 }
 
-bool comm_of(MPI_Comm comm, cadrt_comm *out) { return g_on && cadrt_comm_from_mpi(comm, out) == 0; }
+bool comm_of(MPI_Comm comm, cadrt_comm *out) {
+  if (!g_on) return decline("libcadmpi is not running");
+  const int err = cadrt_comm_from_mpi(comm, out);
+  if (!err) return true;
+  if (comm == MPI_COMM_NULL) return decline("the communicator is MPI_COMM_NULL");
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) return decline("an intercommunicator: cadrt takes intracommunicators");
+  return decline("the communicator: %s", *cadrt_error_message() ? cadrt_error_message() : strerror(-err));
+}
 
 const void *in_send(const void *p) { return p == MPI_IN_PLACE ? CADRT_IN_PLACE : p; }
 
-bool g_verbose = false;
-
-// Counts a call left to MPI (and says why under CADRT_VERBOSE=1).  Every
-// wrapper clears cadrt's error before deciding, so a message here is the
-// reason cadrt declined the call.
-int fell(const char *fn, int rc) {
+// Counts a call left to MPI (and says why under CADRT_VERBOSE=1): the
+// reason libcadmpi declined it, or else cadrt's, whose call then failed
+// and set its message.  Printed before MPI runs the call, which may not
+// return (a mismatch between the ranks' decisions hangs or aborts in MPI).
+void fell(const char *fn) {
   g_fallen++;
   if (g_verbose) {
-    const char *why = cadrt_error_message();
-    fprintf(stderr, "cadmpi: %s left to MPI: %s\n", fn, *why ? why : "a datatype, op or communicator cadrt does not take");
+    const char *why = *g_why ? g_why : cadrt_error_message();
+    fprintf(stderr, "cadmpi: %s left to MPI: %s\n", fn, *why ? why : "cadrt declined it without a reason");
+    g_why[0] = 0;
   }
-  return rc;
 }
 
 void start() {
@@ -255,6 +369,7 @@ void start() {
   if (provided == MPI_THREAD_MULTIPLE) return;  // cadrt is called from one thread at a time
   const int err = cadrt_init_mpi(MPI_COMM_WORLD);
   g_on = err == 0;
+  if (g_on) PMPI_Comm_dup(MPI_COMM_SELF, &g_probe);
   const char *v = getenv("CADRT_VERBOSE");
   g_verbose = v && strcmp(v, "0") != 0;
   int rank = 0;
@@ -284,7 +399,11 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 
 int MPI_Finalize(void) {
   if (g_on) {
-    for (int spins = 0; !g_live.empty(); idle(&spins)) progress();
+    for (int spins = 0; !g_live.empty(); idle(&spins)) {
+      progress();
+      mpi_progress();
+    }
+    PMPI_Comm_free(&g_probe);
     cadrt_finalize();
     g_on = false;
     const char *stats = getenv("CADMPI_STATS");
@@ -369,7 +488,10 @@ int MPI_Request_free(MPI_Request *req) {
   // the end (the others wait for us); wait for it here.
   if (req && live(*req)) {
     Polling polling;
-    for (int spins = 0; live(*req); idle(&spins)) progress();
+    for (int spins = 0; live(*req); idle(&spins)) {
+      progress();
+      mpi_progress();
+    }
   }
   return PMPI_Request_free(req);
 }
@@ -432,9 +554,10 @@ bool block_bytes(const void *s, int scount, MPI_Datatype stype, int rcount, MPI_
   const bool send_matters = s != MPI_IN_PLACE;
   if (send_matters && !bytes_of(scount, stype, &sb)) return false;
   if (recv_matters && !bytes_of(rcount, rtype, &rb)) return false;
-  if (send_matters && recv_matters && sb != rb) return false;  // erroneous in MPI: MPI says so
+  if (send_matters && recv_matters && sb != rb)  // erroneous in MPI: MPI says so
+    return decline("the send side (%zu bytes) and the receive side (%zu bytes) differ", sb, rb);
   *out = send_matters ? sb : rb;
-  return send_matters || recv_matters;
+  return send_matters || recv_matters || decline("neither side describes the data here");
 }
 
 // Scatter: the root's send side, every rank's receive side (MPI_IN_PLACE
@@ -444,7 +567,8 @@ bool scatter_bytes(int sc, MPI_Datatype st, const void *rb, int rc, MPI_Datatype
   if (root && !bytes_of(sc, st, &sb)) return false;
   const bool recv_matters = rb != MPI_IN_PLACE;
   if (recv_matters && !bytes_of(rc, rt, &rbytes)) return false;
-  if (root && recv_matters && sb != rbytes) return false;
+  if (root && recv_matters && sb != rbytes)
+    return decline("the send side (%zu bytes) and the receive side (%zu bytes) differ", sb, rbytes);
   *out = root ? sb : rbytes;
   return true;
 }
@@ -499,117 +623,224 @@ extern "C" {
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
   cadrt_request r;
   if (start_bcast(buf, count, dt, root, comm, &r)) return wrap(r, "MPI_Ibcast", req);
-  return fell("MPI_Ibcast", PMPI_Ibcast(buf, count, dt, root, comm, req));
+  fell("MPI_Ibcast");
+  return PMPI_Ibcast(buf, count, dt, root, comm, req);
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
   cadrt_request r;
   if (start_bcast(buf, count, dt, root, comm, &r)) return finish_now(r, "MPI_Bcast");
-  return fell("MPI_Bcast", PMPI_Bcast(buf, count, dt, root, comm));
+  fell("MPI_Bcast");
+  return PMPI_Bcast(buf, count, dt, root, comm);
 }
 
 int MPI_Ireduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
                 MPI_Request *req) {
   cadrt_request r;
   if (start_reduce(s, rb, count, dt, op, root, comm, &r)) return wrap(r, "MPI_Ireduce", req);
-  return fell("MPI_Ireduce", PMPI_Ireduce(s, rb, count, dt, op, root, comm, req));
+  fell("MPI_Ireduce");
+  return PMPI_Ireduce(s, rb, count, dt, op, root, comm, req);
 }
 
 int MPI_Reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
   cadrt_request r;
   if (start_reduce(s, rb, count, dt, op, root, comm, &r)) return finish_now(r, "MPI_Reduce");
-  return fell("MPI_Reduce", PMPI_Reduce(s, rb, count, dt, op, root, comm));
+  fell("MPI_Reduce");
+  return PMPI_Reduce(s, rb, count, dt, op, root, comm);
 }
 
 int MPI_Iallreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                    MPI_Request *req) {
   cadrt_request r;
   if (start_allreduce(s, rb, count, dt, op, comm, &r)) return wrap(r, "MPI_Iallreduce", req);
-  return fell("MPI_Iallreduce", PMPI_Iallreduce(s, rb, count, dt, op, comm, req));
+  fell("MPI_Iallreduce");
+  return PMPI_Iallreduce(s, rb, count, dt, op, comm, req);
 }
 
 int MPI_Allreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   cadrt_request r;
   if (start_allreduce(s, rb, count, dt, op, comm, &r)) return finish_now(r, "MPI_Allreduce");
-  return fell("MPI_Allreduce", PMPI_Allreduce(s, rb, count, dt, op, comm));
+  fell("MPI_Allreduce");
+  return PMPI_Allreduce(s, rb, count, dt, op, comm);
 }
 
 int MPI_Ireduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                               MPI_Request *req) {
   cadrt_request r;
   if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r)) return wrap(r, "MPI_Ireduce_scatter_block", req);
-  return fell("MPI_Ireduce_scatter_block", PMPI_Ireduce_scatter_block(s, rb, count, dt, op, comm, req));
+  fell("MPI_Ireduce_scatter_block");
+  return PMPI_Ireduce_scatter_block(s, rb, count, dt, op, comm, req);
 }
 
 int MPI_Reduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   cadrt_request r;
   if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r)) return finish_now(r, "MPI_Reduce_scatter_block");
-  return fell("MPI_Reduce_scatter_block", PMPI_Reduce_scatter_block(s, rb, count, dt, op, comm));
+  fell("MPI_Reduce_scatter_block");
+  return PMPI_Reduce_scatter_block(s, rb, count, dt, op, comm);
 }
 
 int MPI_Igather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
                 MPI_Request *req) {
   cadrt_request r;
   if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r)) return wrap(r, "MPI_Igather", req);
-  return fell("MPI_Igather", PMPI_Igather(s, sc, st, rb, rc, rt, root, comm, req));
+  fell("MPI_Igather");
+  return PMPI_Igather(s, sc, st, rb, rc, rt, root, comm, req);
 }
 
 int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
   cadrt_request r;
   if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r)) return finish_now(r, "MPI_Gather");
-  return fell("MPI_Gather", PMPI_Gather(s, sc, st, rb, rc, rt, root, comm));
+  fell("MPI_Gather");
+  return PMPI_Gather(s, sc, st, rb, rc, rt, root, comm);
 }
 
 int MPI_Iscatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
                  MPI_Request *req) {
   cadrt_request r;
   if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r)) return wrap(r, "MPI_Iscatter", req);
-  return fell("MPI_Iscatter", PMPI_Iscatter(s, sc, st, rb, rc, rt, root, comm, req));
+  fell("MPI_Iscatter");
+  return PMPI_Iscatter(s, sc, st, rb, rc, rt, root, comm, req);
 }
 
 int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
                 MPI_Comm comm) {
   cadrt_request r;
   if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r)) return finish_now(r, "MPI_Scatter");
-  return fell("MPI_Scatter", PMPI_Scatter(s, sc, st, rb, rc, rt, root, comm));
+  fell("MPI_Scatter");
+  return PMPI_Scatter(s, sc, st, rb, rc, rt, root, comm);
 }
 
 int MPI_Iallgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                    MPI_Request *req) {
   cadrt_request r;
   if (start_allgather(s, sc, st, rb, rc, rt, comm, &r)) return wrap(r, "MPI_Iallgather", req);
-  return fell("MPI_Iallgather", PMPI_Iallgather(s, sc, st, rb, rc, rt, comm, req));
+  fell("MPI_Iallgather");
+  return PMPI_Iallgather(s, sc, st, rb, rc, rt, comm, req);
 }
 
 int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
   cadrt_request r;
   if (start_allgather(s, sc, st, rb, rc, rt, comm, &r)) return finish_now(r, "MPI_Allgather");
-  return fell("MPI_Allgather", PMPI_Allgather(s, sc, st, rb, rc, rt, comm));
+  fell("MPI_Allgather");
+  return PMPI_Allgather(s, sc, st, rb, rc, rt, comm);
 }
 
 int MPI_Ialltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                   MPI_Request *req) {
   cadrt_request r;
   if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r)) return wrap(r, "MPI_Ialltoall", req);
-  return fell("MPI_Ialltoall", PMPI_Ialltoall(s, sc, st, rb, rc, rt, comm, req));
+  fell("MPI_Ialltoall");
+  return PMPI_Ialltoall(s, sc, st, rb, rc, rt, comm, req);
 }
 
 int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
   cadrt_request r;
   if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r)) return finish_now(r, "MPI_Alltoall");
-  return fell("MPI_Alltoall", PMPI_Alltoall(s, sc, st, rb, rc, rt, comm));
+  fell("MPI_Alltoall");
+  return PMPI_Alltoall(s, sc, st, rb, rc, rt, comm);
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
   cadrt_request r;
   if (start_barrier(comm, &r)) return wrap(r, "MPI_Ibarrier", req);
-  return fell("MPI_Ibarrier", PMPI_Ibarrier(comm, req));
+  fell("MPI_Ibarrier");
+  return PMPI_Ibarrier(comm, req);
 }
 
 int MPI_Barrier(MPI_Comm comm) {
   cadrt_request r;
   if (start_barrier(comm, &r)) return finish_now(r, "MPI_Barrier");
-  return fell("MPI_Barrier", PMPI_Barrier(comm));
+  fell("MPI_Barrier");
+  return PMPI_Barrier(comm);
 }
+
+}  // extern "C"
+
+// ---------------------------------------------------------------- Fortran
+//
+// Open MPI's Fortran bindings (mpif.h and `use mpi`, gfortran's names)
+// call the C library through PMPI_, past an LD_PRELOAD of the MPI_ names:
+// a program whose main is Fortran would never start libcadmpi, and its
+// collectives would never reach cadrt.  So libcadmpi also takes the
+// Fortran names of initialisation, finalisation and the blocking
+// collectives, converts the handles and passes them to the C entry points
+// above (which decide, as for C, whether cadrt or MPI runs the call).
+// The Fortran non-blocking collectives stay MPI's: their requests are
+// waited for through Fortran's MPI_WAIT family, which calls PMPI_Wait and
+// would never progress a cadrt collective.  `use mpi_f08` programs call
+// other names and are left to MPI entirely.
+
+extern "C" {
+// Open MPI's Fortran sentinels (the addresses MPI_IN_PLACE and MPI_BOTTOM
+// have in Fortran); weak: absent from another MPI.
+extern char mpi_fortran_in_place_ __attribute__((weak));
+extern char mpi_fortran_bottom_ __attribute__((weak));
+}
+
+namespace {
+
+void *f_buf(void *p) {
+  if (&mpi_fortran_in_place_ && p == &mpi_fortran_in_place_) return MPI_IN_PLACE;
+  if (&mpi_fortran_bottom_ && p == &mpi_fortran_bottom_) return MPI_BOTTOM;
+  return p;
+}
+
+MPI_Comm f_comm(const MPI_Fint *c) { return PMPI_Comm_f2c(*c); }
+MPI_Datatype f_type(const MPI_Fint *t) { return PMPI_Type_f2c(*t); }
+MPI_Op f_op(const MPI_Fint *o) { return PMPI_Op_f2c(*o); }
+
+}  // namespace
+
+extern "C" {
+
+void mpi_init_(MPI_Fint *ierr) { *ierr = MPI_Init(nullptr, nullptr); }
+
+void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
+  int p = 0;
+  *ierr = MPI_Init_thread(nullptr, nullptr, *required, &p);
+  *provided = p;
+}
+
+void mpi_finalize_(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
+
+void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr) {
+  *ierr = MPI_Bcast(f_buf(buf), *count, f_type(dt), *root, f_comm(comm));
+}
+
+void mpi_reduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm,
+                 MPI_Fint *ierr) {
+  *ierr = MPI_Reduce(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), *root, f_comm(comm));
+}
+
+void mpi_allreduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr) {
+  *ierr = MPI_Allreduce(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), f_comm(comm));
+}
+
+void mpi_reduce_scatter_block_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                               MPI_Fint *ierr) {
+  *ierr = MPI_Reduce_scatter_block(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), f_comm(comm));
+}
+
+void mpi_gather_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
+                 MPI_Fint *comm, MPI_Fint *ierr) {
+  *ierr = MPI_Gather(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), *root, f_comm(comm));
+}
+
+void mpi_scatter_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
+                  MPI_Fint *comm, MPI_Fint *ierr) {
+  *ierr = MPI_Scatter(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), *root, f_comm(comm));
+}
+
+void mpi_allgather_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
+                    MPI_Fint *ierr) {
+  *ierr = MPI_Allgather(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), f_comm(comm));
+}
+
+void mpi_alltoall_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
+                   MPI_Fint *ierr) {
+  *ierr = MPI_Alltoall(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), f_comm(comm));
+}
+
+void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr) { *ierr = MPI_Barrier(f_comm(comm)); }
 
 }  // extern "C"

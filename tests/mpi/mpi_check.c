@@ -50,6 +50,20 @@ static void fill(void *p, MPI_Datatype dt, size_t n, int rank, int salt)
 			struct { double v; int i; } *q = p;
 			q[i].v = v;
 			q[i].i = rank;
+		} else if (dt == MPI_REAL) { /* Fortran's, by the size MPI gives them */
+			((float *)p)[i] = (float)v;
+		} else if (dt == MPI_DOUBLE_PRECISION) {
+			((double *)p)[i] = v;
+		} else if (dt == MPI_INTEGER || dt == MPI_AINT) {
+			int sz;
+			MPI_Type_size(dt, &sz);
+			if (sz == 8)
+				((int64_t *)p)[i] = (int64_t)v;
+			else
+				((int32_t *)p)[i] = (int32_t)v;
+		} else if (dt == MPI_2INTEGER) {
+			((int32_t *)p)[2 * i] = (int32_t)v;
+			((int32_t *)p)[2 * i + 1] = rank;
 		}
 	}
 }
@@ -289,6 +303,15 @@ int main(int argc, char **argv)
 	/* MINLOC on (double, int) pairs. */
 	one(ALLREDUCE, 500, 0, MPI_DOUBLE_INT, MPI_MINLOC, 0, 0, MPI_COMM_WORLD, "world");
 	one(REDUCE, 500, size - 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, 1, MPI_COMM_WORLD, "world");
+
+	/* Fortran's types (what ScaLAPACK's BLACS reduce), MPI_AINT. */
+	one(ALLREDUCE, 1000, 0, MPI_INTEGER, MPI_SUM, 0, 1, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 7, 0, MPI_INTEGER, MPI_MAX, 1, 0, MPI_COMM_WORLD, "world");
+	one(REDUCE, 1000, size - 1, MPI_INTEGER, MPI_MIN, 0, 1, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 1000, 0, MPI_DOUBLE_PRECISION, MPI_SUM, 0, 0, MPI_COMM_WORLD, "world");
+	one(RSB, 100, 0, MPI_REAL, MPI_SUM, 0, 1, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 300, 0, MPI_2INTEGER, MPI_MINLOC, 0, 1, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 100, 0, MPI_AINT, MPI_SUM, 0, 0, MPI_COMM_WORLD, "world");
 
 	/* Left to MPI: a derived datatype, a user op. */
 	MPI_Datatype pair;
