@@ -173,16 +173,20 @@ int finish_now(cadrt_request r, const char *fn) {
 
 bool g_verbose = false;
 
-// Why the last call was declined, set where libcadmpi itself declines it
-// (only under CADRT_VERBOSE: the decision costs no formatting otherwise).
+// Why the last call was declined, set where libcadmpi itself declines it.
 // Empty: the decline, if any, was cadrt's, and cadrt_error_message() has it.
 char g_why[200];
 
 template <typename... A>
-bool decline(const char *fmt, A... a) {
-  if (g_verbose) snprintf(g_why, sizeof g_why, fmt, a...);
+bool set_why(const char *fmt, A... a) {
+  snprintf(g_why, sizeof g_why, fmt, a...);
   return false;
 }
+
+// false, and the reason under CADRT_VERBOSE: a macro, so that without it
+// the reason's arguments (a datatype's name asked of MPI) are not even
+// evaluated and a declined call costs no more than it did.
+#define decline(...) (g_verbose ? set_why(__VA_ARGS__) : false)
 
 // A datatype's name for a message: MPI's own for a predefined one.
 std::string type_name(MPI_Datatype dt) {
@@ -309,11 +313,9 @@ bool elem_of(MPI_Datatype dt, cadrt_datatype *out) {
     *out = d;
     return true;
   }
-  if (!g_verbose) return false;
-  int ni, na, nd, combiner;
-  if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner != MPI_COMBINER_NAMED)
-    return decline("a derived datatype (made by %s): cadrt reduces predefined ones", combiner_name(combiner));
-  return decline("%s is not a type cadrt reduces", type_name(dt).c_str());
+  // Not one cadrt reduces: why (named() tells it for a derived type).
+  int size;
+  return g_verbose && named(dt, &size) && decline("%s is not a type cadrt reduces", type_name(dt).c_str());
 }
 
 bool op_of(MPI_Op op, cadrt_op *out) {

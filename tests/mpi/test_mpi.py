@@ -6,30 +6,13 @@ on the world, a dup and split halves, with point-to-point requests mixed
 into every Wait/Test family -- and the calls libcadmpi does not take fall
 through to MPI with the right results."""
 
-import os
 import re
 import subprocess
 
 import pytest
 from pathlib import Path
 
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
-
-
-def mpirun(build_dir, n, *args, env=None, preload=True, timeout=300, program="mpi_check"):
-    cmd = [*MPIRUN, "-n", str(n)]
-    for k, v in (env or {}).items():
-        cmd += ["-x", f"{k}={v}"]
-    if preload:
-        cmd += ["-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}"]
-    cmd += [str(build_dir / "bin" / program), *args]
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CADRT_", "CADMPI", "LD_PRELOAD"))}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean)
-
-
-def through(stderr):
-    counts = [tuple(map(int, m)) for m in re.findall(r"(\d+) collectives through cadrt, (\d+) left to MPI", stderr)]
-    return counts
+from mpijob import mpirun, through
 
 
 def test_open_mpi_alone(build_dir):
@@ -154,25 +137,15 @@ def fcheck(tmp_path_factory):
     return exe
 
 
-def run_fcheck(build_dir, exe, n, env, preload=True):
-    cmd = [*MPIRUN, "-n", str(n)]
-    for k, v in env.items():
-        cmd += ["-x", f"{k}={v}"]
-    if preload:
-        cmd += ["-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}"]
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CADRT_", "CADMPI", "LD_PRELOAD"))}
-    return subprocess.run([*cmd, str(exe)], capture_output=True, text=True, timeout=300, env=clean)
-
-
 def test_fortran_program_alone(build_dir, fcheck):
-    r = run_fcheck(build_dir, fcheck, 2, {}, preload=False)
+    r = mpirun(build_dir, 2, preload=False, program=fcheck)
     assert r.returncode == 0 and "fcheck: ok" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("engine", ["poll", "thread", "signal"])
 @pytest.mark.parametrize("n", [2, 3])
 def test_fortran_program_through_cadrt(build_dir, fcheck, engine, n):
-    r = run_fcheck(build_dir, fcheck, n, {"CADRT_ENGINE": engine, "CADMPI_STATS": "1"})
+    r = mpirun(build_dir, n, env={"CADRT_ENGINE": engine, "CADMPI_STATS": "1"}, program=fcheck)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "fcheck: ok" in r.stdout, r.stdout + r.stderr
     counts = through(r.stderr)

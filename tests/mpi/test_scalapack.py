@@ -13,7 +13,6 @@ rank.  The BLACS tester runs with its standard input, which ends in
 BLACS_ABORT: every process must be killed (MPI_Abort) and nothing hang.
 """
 
-import os
 import re
 import shutil
 import subprocess
@@ -21,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from mpijob import mpirun, through
+
 TESTS = Path("/usr/lib/x86_64-linux-gnu/scalapack/openmpi-tests")
 DATA = Path("/usr/share/scalapack")
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n", "4"]
 
 # Drivers (LU, QR, Cholesky, least squares, inverse; real and complex) and
 # the PBLAS level 2 and 3 testers.  (xdsep is left out: one of its cases
@@ -42,15 +42,9 @@ def workdir(tmp_path_factory):
     return d
 
 
-def run(workdir, program, build_dir=None, env=None, timeout=300):
-    cmd = list(MPIRUN)
-    for k, v in (env or {}).items():
-        cmd += ["-x", f"{k}={v}"]
-    if build_dir is not None:
-        cmd += ["-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}"]
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CADRT_", "CADMPI", "LD_PRELOAD"))}
-    return subprocess.run([*cmd, str(TESTS / program)], cwd=workdir, capture_output=True, text=True,
-                          timeout=timeout, env=clean)
+def run(workdir, program, build_dir, env=None, preload=True):
+    """A program of the suite on 4 processes, in the directory of its input."""
+    return mpirun(build_dir, 4, env=env, preload=preload, program=TESTS / program, cwd=workdir)
 
 
 def outcome(out):
@@ -66,16 +60,12 @@ def outcome(out):
     return sum(int(p) for p, _ in blacs), sum(int(f) for _, f in blacs)
 
 
-def through(stderr):
-    return [tuple(map(int, m)) for m in re.findall(r"(\d+) collectives through cadrt, (\d+) left to MPI", stderr)]
-
-
 _reference = {}
 
 
-def reference(workdir, program):
+def reference(build_dir, workdir, program):
     if program not in _reference:
-        r = run(workdir, program)
+        r = run(workdir, program, build_dir, preload=False)
         assert r.returncode == 0, r.stdout + r.stderr
         passed, failed = outcome(r.stdout)
         assert passed > 0 and failed == 0, r.stdout
@@ -86,7 +76,7 @@ def reference(workdir, program):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_scalapack_program(build_dir, workdir, program, engine):
-    want = reference(workdir, program)
+    want = reference(build_dir, workdir, program)
     r = run(workdir, program, build_dir, {"CADRT_ENGINE": engine, "CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert outcome(r.stdout) == (want, 0), r.stdout[-3000:]
@@ -101,7 +91,7 @@ def test_blacs_tester_through_cadrt(build_dir, workdir, tmp_path):
         shutil.copy(f, tmp_path)
     bt = (tmp_path / "bt.dat").read_text()
     (tmp_path / "bt.dat").write_text(re.sub(r"'T'(\s+Run AUX\?)", r"'F'\1", bt))
-    want = outcome(run(tmp_path, "xCbtest").stdout)
+    want = outcome(run(tmp_path, "xCbtest", build_dir, preload=False).stdout)
     assert want[0] > 0 and want[1] == 0
     r = run(tmp_path, "xCbtest", build_dir, {"CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
