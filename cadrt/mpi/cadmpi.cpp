@@ -224,6 +224,9 @@ bool named(MPI_Datatype dt, int *size_out) {
     int size;  // 0: not one we take
   } seen[8];
   static unsigned n_seen;
+  // Off (an MPI_THREAD_MULTIPLE program, say), nothing is cadrt's and the
+  // kept answers are not touched: several threads may be calling.
+  if (!g_on) return decline("libcadmpi is not running");
   if (dt == MPI_DATATYPE_NULL) return decline("the datatype is MPI_DATATYPE_NULL");
   for (unsigned i = 0; i < n_seen; i++)
     if (seen[i].dt == dt) {
@@ -255,8 +258,9 @@ bool bytes_of(int count, MPI_Datatype dt, size_t *out) {
   return true;
 }
 
-// The cadrt datatype of a predefined MPI one, for reductions.
-bool elem_of(MPI_Datatype dt, cadrt_datatype *out) {
+// The cadrt datatype of a predefined MPI one, for reductions, found from
+// scratch (elem_of keeps the answers).
+bool elem_lookup(MPI_Datatype dt, cadrt_datatype *out) {
   static const struct {
     MPI_Datatype mpi;
     cadrt_datatype cad;
@@ -316,6 +320,27 @@ bool elem_of(MPI_Datatype dt, cadrt_datatype *out) {
   // Not one cadrt reduces: why (named() tells it for a derived type).
   int size;
   return g_verbose && named(dt, &size) && decline("%s is not a type cadrt reduces", type_name(dt).c_str());
+}
+
+bool elem_of(MPI_Datatype dt, cadrt_datatype *out) {
+  // Only predefined types are taken, and their handles are never freed,
+  // so an answer kept by handle stays right (a refusal is not kept: it is
+  // cheap, its reason is wanted under CADRT_VERBOSE, and a derived type's
+  // handle may be reused).
+  static struct {
+    MPI_Datatype dt;
+    cadrt_datatype cad;
+  } seen[8];
+  static unsigned n_seen;
+  if (!g_on) return decline("libcadmpi is not running");  // as in named()
+  for (unsigned i = 0; i < n_seen; i++)
+    if (seen[i].dt == dt) {
+      *out = seen[i].cad;
+      return true;
+    }
+  if (!elem_lookup(dt, out)) return false;
+  if (n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = {dt, *out};
+  return true;
 }
 
 bool op_of(MPI_Op op, cadrt_op *out) {
@@ -760,23 +785,35 @@ int MPI_Barrier(MPI_Comm comm) {
 
 // ---------------------------------------------------------------- Fortran
 //
-// Open MPI's Fortran bindings (mpif.h and `use mpi`, gfortran's names)
-// call the C library through PMPI_, past an LD_PRELOAD of the MPI_ names:
-// a program whose main is Fortran would never start libcadmpi, and its
-// collectives would never reach cadrt.  So libcadmpi also takes the
-// Fortran names of initialisation, finalisation and the blocking
-// collectives, converts the handles and passes them to the C entry points
-// above (which decide, as for C, whether cadrt or MPI runs the call).
-// The Fortran non-blocking collectives stay MPI's: their requests are
-// waited for through Fortran's MPI_WAIT family, which calls PMPI_Wait and
-// would never progress a cadrt collective.  `use mpi_f08` programs call
-// other names and are left to MPI entirely.
+// Open MPI's Fortran bindings call the C library through PMPI_, past an
+// LD_PRELOAD of the MPI_ names: a program whose main is Fortran would
+// never start libcadmpi, and its collectives would never reach cadrt.  So
+// libcadmpi also defines the Fortran entry points of initialisation,
+// finalisation, the collectives (blocking and non-blocking) and the
+// completion family (MPI_WAIT, MPI_TEST and their ALL/ANY/SOME forms,
+// MPI_REQUEST_FREE), converts the handles and calls the C entry points
+// above, which decide as for C whether cadrt or MPI runs a collective,
+// and progress cadrt while they wait.
+//
+// Under which names: each is defined as Open MPI names its own
+// implementation, ompi_X_f, which `use mpi_f08` calls (from
+// libmpi_usempif08), and aliased to gfortran's name mpi_X_, which mpif.h
+// and `use mpi` call.  Two quirks of Open MPI 4.1 follow: mpi_f08's
+// MPI_TEST family calls pmpi_test_ and its siblings, which libcadmpi
+// therefore takes too (they progress cadrt, then do exactly what Open
+// MPI's do), and mpi_f08's PMPI_ collectives call the same ompi_X_f as its
+// MPI_ ones, so from mpi_f08 both go through cadrt.  From mpif.h and `use
+// mpi`, PMPI_ names stay Open MPI's.  Other compilers' name manglings
+// (MPI_BCAST, mpi_bcast__) are not taken.
 
 extern "C" {
-// Open MPI's Fortran sentinels (the addresses MPI_IN_PLACE and MPI_BOTTOM
-// have in Fortran); weak: absent from another MPI.
+// Open MPI's Fortran sentinels (the addresses MPI_IN_PLACE, MPI_BOTTOM,
+// MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE have in Fortran); weak:
+// absent from another MPI.
 extern char mpi_fortran_in_place_ __attribute__((weak));
 extern char mpi_fortran_bottom_ __attribute__((weak));
+extern char mpi_fortran_status_ignore_ __attribute__((weak));
+extern char mpi_fortran_statuses_ignore_ __attribute__((weak));
 }
 
 namespace {
@@ -791,58 +828,349 @@ MPI_Comm f_comm(const MPI_Fint *c) { return PMPI_Comm_f2c(*c); }
 MPI_Datatype f_type(const MPI_Fint *t) { return PMPI_Type_f2c(*t); }
 MPI_Op f_op(const MPI_Fint *o) { return PMPI_Op_f2c(*o); }
 
+// A non-blocking call's result in Fortran: the error code, and the
+// request's Fortran handle when there is one.  (The request by address:
+// read after the call that sets it, whatever order the arguments of
+// f_started(MPI_Ibcast(..., &q), &q, ...) are evaluated in.)
+void f_started(int rc, const MPI_Request *q, MPI_Fint *request, MPI_Fint *ierr) {
+  *ierr = rc;
+  if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(*q);
+}
+
+// Fortran's LOGICAL .TRUE. under gfortran (Open MPI's, configured for it).
+MPI_Fint f_logical(int flag) { return flag ? 1 : 0; }
+
+// A Fortran status is MPI_STATUS_SIZE integers; an array of them is
+// strided so.
+constexpr size_t kStatusInts = sizeof(MPI_Status) / sizeof(MPI_Fint);
+
+bool status_ignored(const MPI_Fint *s) {
+  return &mpi_fortran_status_ignore_ && s == (void *)&mpi_fortran_status_ignore_;
+}
+bool statuses_ignored(const MPI_Fint *s) {
+  return &mpi_fortran_statuses_ignore_ && s == (void *)&mpi_fortran_statuses_ignore_;
+}
+
+// The C side of a Fortran request array and its statuses, and back.  On
+// the heap for each call, as Open MPI's own Fortran bindings do:
+// libcadmpi may be off in an MPI_THREAD_MULTIPLE program, where these are
+// called from several threads at once.
+struct FRequests {
+  std::vector<MPI_Request> req;
+  std::vector<MPI_Status> st;
+  MPI_Status *statuses = MPI_STATUSES_IGNORE;
+
+  FRequests(int n, const MPI_Fint *freq, bool want_statuses) : req(static_cast<size_t>(n)) {
+    for (int i = 0; i < n; i++) req[i] = PMPI_Request_f2c(freq[i]);
+    if (want_statuses) {
+      st.resize(static_cast<size_t>(n));
+      statuses = st.data();
+    }
+  }
+  // Request i's handle (MPI_REQUEST_NULL once completed and freed) and
+  // status j (a completion's, in the order MPI reported them).
+  void back(int i, MPI_Fint *freq) const { freq[i] = PMPI_Request_c2f(req[i]); }
+  void status_back(int j, MPI_Fint *fst) const {
+    if (statuses != MPI_STATUSES_IGNORE) PMPI_Status_c2f(&st[j], fst + j * kStatusInts);
+  }
+};
+
+// MPI_WAITANY and MPI_TESTANY: Fortran counts the index from 1.
+void any_back(int rc, int index, const FRequests &c, MPI_Fint *requests, MPI_Fint *findex) {
+  if (rc != MPI_SUCCESS) return;
+  *findex = index == MPI_UNDEFINED ? MPI_UNDEFINED : index + 1;
+  if (index != MPI_UNDEFINED) c.back(index, requests);
+}
+
+// MPI_WAITSOME and MPI_TESTSOME: outcount completions, their indices
+// (from 1) and statuses in that order.
+void some_back(int rc, int out, const std::vector<int> &idx, const FRequests &c, MPI_Fint *requests,
+               MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses) {
+  if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return;
+  *outcount = out;
+  for (int j = 0; j < out && out != MPI_UNDEFINED; j++) {
+    indices[j] = idx[j] + 1;
+    c.back(idx[j], requests);
+    c.status_back(j, statuses);
+  }
+}
+
+using SomeFn = int (*)(int, MPI_Request[], int *, int[], MPI_Status[]);
+
+void some_f(SomeFn fn, MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+            MPI_Fint *statuses, MPI_Fint *ierr) {
+  int out = 0;
+  if (*incount < 0) {
+    *ierr = fn(*incount, nullptr, &out, nullptr, MPI_STATUSES_IGNORE);
+    return;
+  }
+  FRequests c(*incount, requests, !statuses_ignored(statuses));
+  std::vector<int> idx(static_cast<size_t>(*incount));
+  *ierr = fn(*incount, c.req.data(), &out, idx.data(), c.statuses);
+  some_back(*ierr, out, idx, c, requests, outcount, indices, statuses);
+}
+
 }  // namespace
+
+// Fortran names for a definition: gfortran's (mpif.h, `use mpi`), and for
+// the MPI_TEST family the pmpi_ one mpi_f08 calls.
+#define FORTRAN_ALIAS(impl, name) extern "C" __typeof__(impl) name __attribute__((alias(#impl)));
 
 extern "C" {
 
-void mpi_init_(MPI_Fint *ierr) { *ierr = MPI_Init(nullptr, nullptr); }
+// ------------------------------------------------ life
 
-void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
+void ompi_init_f(MPI_Fint *ierr) { *ierr = MPI_Init(nullptr, nullptr); }
+
+void ompi_init_thread_f(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
   int p = 0;
   *ierr = MPI_Init_thread(nullptr, nullptr, *required, &p);
   *provided = p;
 }
 
-void mpi_finalize_(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
+void ompi_finalize_f(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
 
-void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr) {
+// ------------------------------------------------ completion
+
+void ompi_wait_f(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr) {
+  MPI_Request r = PMPI_Request_f2c(*request);
+  MPI_Status s;
+  *ierr = MPI_Wait(&r, status_ignored(status) ? MPI_STATUS_IGNORE : &s);
+  if (*ierr != MPI_SUCCESS) return;
+  *request = PMPI_Request_c2f(r);
+  if (!status_ignored(status)) PMPI_Status_c2f(&s, status);
+}
+
+void ompi_test_f(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr) {
+  MPI_Request r = PMPI_Request_f2c(*request);
+  MPI_Status s;
+  int f = 0;
+  *ierr = MPI_Test(&r, &f, status_ignored(status) ? MPI_STATUS_IGNORE : &s);
+  if (*ierr != MPI_SUCCESS) return;
+  *request = PMPI_Request_c2f(r);
+  *flag = f_logical(f);
+  if (f && !status_ignored(status)) PMPI_Status_c2f(&s, status);
+}
+
+// The array forms: a negative count goes to MPI as it is, which reports it.
+void ompi_waitall_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses, MPI_Fint *ierr) {
+  if (*count < 0) {
+    *ierr = MPI_Waitall(*count, nullptr, MPI_STATUSES_IGNORE);
+    return;
+  }
+  FRequests c(*count, requests, !statuses_ignored(statuses));
+  *ierr = MPI_Waitall(*count, c.req.data(), c.statuses);
+  // MPI_ERR_IN_STATUS: some failed, and every request's handle and status
+  // says which.
+  if (*ierr != MPI_SUCCESS && *ierr != MPI_ERR_IN_STATUS) return;
+  for (int i = 0; i < *count; i++) {
+    c.back(i, requests);
+    c.status_back(i, statuses);
+  }
+}
+
+void ompi_testall_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr) {
+  if (*count < 0) {
+    int f;
+    *ierr = MPI_Testall(*count, nullptr, &f, MPI_STATUSES_IGNORE);
+    return;
+  }
+  FRequests c(*count, requests, !statuses_ignored(statuses));
+  int f = 0;
+  *ierr = MPI_Testall(*count, c.req.data(), &f, c.statuses);
+  if (*ierr != MPI_SUCCESS && *ierr != MPI_ERR_IN_STATUS) return;
+  *flag = f_logical(f);
+  if (!f) return;  // nothing completed: MPI changed no request
+  for (int i = 0; i < *count; i++) {
+    c.back(i, requests);
+    c.status_back(i, statuses);
+  }
+}
+
+void ompi_waitany_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr) {
+  int i = MPI_UNDEFINED;
+  MPI_Status s;
+  MPI_Status *cs = status_ignored(status) ? MPI_STATUS_IGNORE : &s;
+  if (*count < 0) {
+    *ierr = MPI_Waitany(*count, nullptr, &i, cs);
+    return;
+  }
+  FRequests c(*count, requests, false);
+  *ierr = MPI_Waitany(*count, c.req.data(), &i, cs);
+  any_back(*ierr, i, c, requests, index);
+  if (*ierr == MPI_SUCCESS && cs != MPI_STATUS_IGNORE) PMPI_Status_c2f(&s, status);
+}
+
+void ompi_testany_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status,
+                    MPI_Fint *ierr) {
+  int i = MPI_UNDEFINED, f = 0;
+  MPI_Status s;
+  MPI_Status *cs = status_ignored(status) ? MPI_STATUS_IGNORE : &s;
+  if (*count < 0) {
+    *ierr = MPI_Testany(*count, nullptr, &i, &f, cs);
+    return;
+  }
+  FRequests c(*count, requests, false);
+  *ierr = MPI_Testany(*count, c.req.data(), &i, &f, cs);
+  if (*ierr != MPI_SUCCESS) return;
+  *flag = f_logical(f);
+  any_back(*ierr, i, c, requests, index);
+  if (f && cs != MPI_STATUS_IGNORE) PMPI_Status_c2f(&s, status);
+}
+
+void ompi_waitsome_f(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+                     MPI_Fint *statuses, MPI_Fint *ierr) {
+  some_f(MPI_Waitsome, incount, requests, outcount, indices, statuses, ierr);
+}
+
+void ompi_testsome_f(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+                     MPI_Fint *statuses, MPI_Fint *ierr) {
+  some_f(MPI_Testsome, incount, requests, outcount, indices, statuses, ierr);
+}
+
+void ompi_request_free_f(MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request r = PMPI_Request_f2c(*request);
+  *ierr = MPI_Request_free(&r);
+  if (*ierr == MPI_SUCCESS) *request = PMPI_Request_c2f(r);
+}
+
+// ------------------------------------------------ blocking collectives
+
+void ompi_bcast_f(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr) {
   *ierr = MPI_Bcast(f_buf(buf), *count, f_type(dt), *root, f_comm(comm));
 }
 
-void mpi_reduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm,
-                 MPI_Fint *ierr) {
+void ompi_reduce_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm,
+                   MPI_Fint *ierr) {
   *ierr = MPI_Reduce(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), *root, f_comm(comm));
 }
 
-void mpi_allreduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr) {
+void ompi_allreduce_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                      MPI_Fint *ierr) {
   *ierr = MPI_Allreduce(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), f_comm(comm));
 }
 
-void mpi_reduce_scatter_block_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
-                               MPI_Fint *ierr) {
+void ompi_reduce_scatter_block_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                                 MPI_Fint *ierr) {
   *ierr = MPI_Reduce_scatter_block(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), f_comm(comm));
 }
 
-void mpi_gather_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
-                 MPI_Fint *comm, MPI_Fint *ierr) {
+void ompi_gather_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
+                   MPI_Fint *comm, MPI_Fint *ierr) {
   *ierr = MPI_Gather(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), *root, f_comm(comm));
 }
 
-void mpi_scatter_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
-                  MPI_Fint *comm, MPI_Fint *ierr) {
+void ompi_scatter_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
+                    MPI_Fint *comm, MPI_Fint *ierr) {
   *ierr = MPI_Scatter(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), *root, f_comm(comm));
 }
 
-void mpi_allgather_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
-                    MPI_Fint *ierr) {
+void ompi_allgather_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
+                      MPI_Fint *ierr) {
   *ierr = MPI_Allgather(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), f_comm(comm));
 }
 
-void mpi_alltoall_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
-                   MPI_Fint *ierr) {
+void ompi_alltoall_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
+                     MPI_Fint *ierr) {
   *ierr = MPI_Alltoall(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), f_comm(comm));
 }
 
-void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr) { *ierr = MPI_Barrier(f_comm(comm)); }
+void ompi_barrier_f(MPI_Fint *comm, MPI_Fint *ierr) { *ierr = MPI_Barrier(f_comm(comm)); }
+
+// ------------------------------------------------ non-blocking collectives
+
+void ompi_ibcast_f(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,
+                   MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Ibcast(f_buf(buf), *count, f_type(dt), *root, f_comm(comm), &q), &q, request, ierr);
+}
+
+void ompi_ireduce_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm,
+                    MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Ireduce(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), *root, f_comm(comm), &q), &q, request,
+            ierr);
+}
+
+void ompi_iallreduce_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                       MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Iallreduce(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), f_comm(comm), &q), &q, request, ierr);
+}
+
+void ompi_ireduce_scatter_block_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                                  MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Ireduce_scatter_block(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), f_comm(comm), &q), &q,
+            request, ierr);
+}
+
+void ompi_igather_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
+                    MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Igather(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), *root, f_comm(comm), &q), &q,
+            request, ierr);
+}
+
+void ompi_iscatter_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
+                     MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Iscatter(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), *root, f_comm(comm), &q), &q,
+            request, ierr);
+}
+
+void ompi_iallgather_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
+                       MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Iallgather(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), f_comm(comm), &q), &q, request,
+            ierr);
+}
+
+void ompi_ialltoall_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
+                      MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Ialltoall(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), f_comm(comm), &q), &q, request,
+            ierr);
+}
+
+void ompi_ibarrier_f(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPI_Ibarrier(f_comm(comm), &q), &q, request, ierr);
+}
 
 }  // extern "C"
+
+FORTRAN_ALIAS(ompi_init_f, mpi_init_)
+FORTRAN_ALIAS(ompi_init_thread_f, mpi_init_thread_)
+FORTRAN_ALIAS(ompi_finalize_f, mpi_finalize_)
+FORTRAN_ALIAS(ompi_wait_f, mpi_wait_)
+FORTRAN_ALIAS(ompi_test_f, mpi_test_)
+FORTRAN_ALIAS(ompi_test_f, pmpi_test_)
+FORTRAN_ALIAS(ompi_waitall_f, mpi_waitall_)
+FORTRAN_ALIAS(ompi_testall_f, mpi_testall_)
+FORTRAN_ALIAS(ompi_testall_f, pmpi_testall_)
+FORTRAN_ALIAS(ompi_waitany_f, mpi_waitany_)
+FORTRAN_ALIAS(ompi_testany_f, mpi_testany_)
+FORTRAN_ALIAS(ompi_testany_f, pmpi_testany_)
+FORTRAN_ALIAS(ompi_waitsome_f, mpi_waitsome_)
+FORTRAN_ALIAS(ompi_testsome_f, mpi_testsome_)
+FORTRAN_ALIAS(ompi_testsome_f, pmpi_testsome_)
+FORTRAN_ALIAS(ompi_request_free_f, mpi_request_free_)
+FORTRAN_ALIAS(ompi_bcast_f, mpi_bcast_)
+FORTRAN_ALIAS(ompi_reduce_f, mpi_reduce_)
+FORTRAN_ALIAS(ompi_allreduce_f, mpi_allreduce_)
+FORTRAN_ALIAS(ompi_reduce_scatter_block_f, mpi_reduce_scatter_block_)
+FORTRAN_ALIAS(ompi_gather_f, mpi_gather_)
+FORTRAN_ALIAS(ompi_scatter_f, mpi_scatter_)
+FORTRAN_ALIAS(ompi_allgather_f, mpi_allgather_)
+FORTRAN_ALIAS(ompi_alltoall_f, mpi_alltoall_)
+FORTRAN_ALIAS(ompi_barrier_f, mpi_barrier_)
+FORTRAN_ALIAS(ompi_ibcast_f, mpi_ibcast_)
+FORTRAN_ALIAS(ompi_ireduce_f, mpi_ireduce_)
+FORTRAN_ALIAS(ompi_iallreduce_f, mpi_iallreduce_)
+FORTRAN_ALIAS(ompi_ireduce_scatter_block_f, mpi_ireduce_scatter_block_)
+FORTRAN_ALIAS(ompi_igather_f, mpi_igather_)
+FORTRAN_ALIAS(ompi_iscatter_f, mpi_iscatter_)
+FORTRAN_ALIAS(ompi_iallgather_f, mpi_iallgather_)
+FORTRAN_ALIAS(ompi_ialltoall_f, mpi_ialltoall_)
+FORTRAN_ALIAS(ompi_ibarrier_f, mpi_ibarrier_)

@@ -1,8 +1,11 @@
 ! fcheck - an ordinary Fortran MPI program (mpif.h; it knows nothing of
-! cadrt) that runs each blocking collective twice on the same inputs:
-! through MPI_ (which libcadmpi.so takes over when preloaded) and through
-! PMPI_ (always Open MPI's own), and requires identical results.  The
-! program's main is Fortran, so MPI starts through the Fortran MPI_INIT.
+! cadrt) that runs each collective, blocking and non-blocking, through
+! MPI_ (which libcadmpi.so takes over when preloaded) and the blocking one
+! through PMPI_ (always Open MPI's own) on the same inputs, and requires
+! identical results.  The non-blocking ones are completed by each member
+! of the MPI_WAIT family in turn, mixed with point-to-point requests, and
+! the handles and statuses those return are checked.  The program's main
+! is Fortran, so MPI starts through the Fortran MPI_INIT.
 !
 !   mpif90 -fallow-argument-mismatch -o fcheck fcheck.f90   (mpif.h: gfortran >= 10)
 !   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] fcheck
@@ -17,13 +20,19 @@ program fcheck
   integer, allocatable :: iga(:), igb(:), ibig(:)
   double precision :: da(n), db(n), dsend(n)
   real :: ra(n), rb(n), rsend(n)
+  integer :: req, reqs(4), status(MPI_STATUS_SIZE), statuses(MPI_STATUS_SIZE, 4)
+  integer :: idx, outcount, indices(4), left, right, seen, ic(n), ipa(n), ipb(n)
+  integer, allocatable :: igc(:), igd(:)
+  logical :: flag
 
   call MPI_INIT(ierr)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
   call MPI_COMM_SIZE(MPI_COMM_WORLD, nprocs, ierr)
   failures = 0
   checks = 0
-  allocate(iga(n * nprocs), igb(n * nprocs), ibig(n * nprocs))
+  allocate(iga(n * nprocs), igb(n * nprocs), ibig(n * nprocs), igc(n * nprocs), igd(n * nprocs))
+  left = mod(rank + nprocs - 1, nprocs)
+  right = mod(rank + 1, nprocs)
 
   do i = 1, n
     isend(i) = mod(rank * 7919 + i * 104729, 97) - 40
@@ -100,6 +109,141 @@ program fcheck
   checks = checks + 1
   if (ierr /= MPI_SUCCESS) call fail('barrier')
 
+  ! ---- the non-blocking collectives, each set completed another way
+  ! MPI_IBCAST by MPI_WAIT, with a status
+  root = nprocs - 1
+  ia = isend
+  ib = isend
+  call MPI_IBCAST(ia, n, MPI_INTEGER, root, MPI_COMM_WORLD, req, ierr)
+  call MPI_WAIT(req, status, ierr)
+  call PMPI_BCAST(ib, n, MPI_INTEGER, root, MPI_COMM_WORLD, ierr)
+  call check_i(ia, ib, n, 'ibcast integer, mpi_wait')
+  call check_null(req, 'mpi_wait')
+
+  ! MPI_IALLREDUCE by MPI_TEST, MPI_STATUS_IGNORE
+  call MPI_IALLREDUCE(dsend, da, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, req, ierr)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_TEST(req, flag, MPI_STATUS_IGNORE, ierr)
+  end do
+  call PMPI_ALLREDUCE(dsend, db, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check_d(da, db, n, 'iallreduce double precision, mpi_test')
+  call check_null(req, 'mpi_test')
+
+  ! MPI_IREDUCE and MPI_IGATHER with a ring of point-to-point messages,
+  ! by MPI_WAITALL: the receive's status names its source and tag
+  ia = 0
+  iga = 0
+  ipa = -1
+  call MPI_IREDUCE(isend, ia, n, MPI_INTEGER, MPI_MAX, 0, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IRECV(ipa, n, MPI_INTEGER, left, 77, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_IGATHER(isend, n, MPI_INTEGER, iga, n, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(3), ierr)
+  call MPI_ISEND(isend, n, MPI_INTEGER, right, 77, MPI_COMM_WORLD, reqs(4), ierr)
+  call MPI_WAITALL(4, reqs, statuses, ierr)
+  ib = 0
+  igb = 0
+  call PMPI_REDUCE(isend, ib, n, MPI_INTEGER, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
+  call PMPI_GATHER(isend, n, MPI_INTEGER, igb, n, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  if (rank == 0) call check_i(ia, ib, n, 'ireduce integer max, mpi_waitall')
+  if (rank == 0) call check_i(iga, igb, n * nprocs, 'igather integer, mpi_waitall')
+  call PMPI_SENDRECV(isend, n, MPI_INTEGER, right, 78, ipb, n, MPI_INTEGER, left, 78, MPI_COMM_WORLD, &
+                     MPI_STATUS_IGNORE, ierr)
+  call check_i(ipa, ipb, n, 'point-to-point beside collectives, mpi_waitall')
+  checks = checks + 1
+  if (statuses(MPI_SOURCE, 2) /= left .or. statuses(MPI_TAG, 2) /= 77) call fail('mpi_waitall: the receive''s status')
+  do i = 1, 4
+    call check_null(reqs(i), 'mpi_waitall')
+  end do
+
+  ! MPI_IALLGATHER and MPI_IALLTOALL by MPI_WAITANY, until none is active
+  call MPI_IALLGATHER(isend, n, MPI_INTEGER, iga, n, MPI_INTEGER, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IALLTOALL(ibig, n, MPI_INTEGER, igc, n, MPI_INTEGER, MPI_COMM_WORLD, reqs(2), ierr)
+  seen = 0
+  do
+    call MPI_WAITANY(2, reqs, idx, status, ierr)
+    if (idx == MPI_UNDEFINED) exit
+    checks = checks + 1
+    if (idx < 1 .or. idx > 2 .or. ierr /= MPI_SUCCESS) call fail('mpi_waitany: its index')
+    seen = seen + 1
+  end do
+  checks = checks + 1
+  if (seen /= 2) call fail('mpi_waitany: not two completions')
+  call PMPI_ALLGATHER(isend, n, MPI_INTEGER, igb, n, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  call PMPI_ALLTOALL(ibig, n, MPI_INTEGER, igd, n, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  call check_i(iga, igb, n * nprocs, 'iallgather integer, mpi_waitany')
+  call check_i(igc, igd, n * nprocs, 'ialltoall integer, mpi_waitany')
+
+  ! MPI_ISCATTER, MPI_IREDUCE_SCATTER_BLOCK and MPI_IBARRIER by
+  ! MPI_WAITSOME, until none is active: each index once
+  call MPI_ISCATTER(ibig, n, MPI_INTEGER, ia, n, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IREDUCE_SCATTER_BLOCK(ibig, ic, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_IBARRIER(MPI_COMM_WORLD, reqs(3), ierr)
+  seen = 0
+  do
+    call MPI_WAITSOME(3, reqs, outcount, indices, statuses, ierr)
+    if (outcount == MPI_UNDEFINED) exit
+    do i = 1, outcount
+      checks = checks + 1
+      if (indices(i) < 1 .or. indices(i) > 3) call fail('mpi_waitsome: an index')
+      if (indices(i) >= 1 .and. indices(i) <= 3) seen = seen + 10 ** (indices(i) - 1)
+    end do
+  end do
+  checks = checks + 1
+  if (seen /= 111) call fail('mpi_waitsome: not each request once')
+  call PMPI_SCATTER(ibig, n, MPI_INTEGER, ib, n, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  call PMPI_REDUCE_SCATTER_BLOCK(ibig, ipb, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check_i(ia, ib, n, 'iscatter integer, mpi_waitsome')
+  call check_i(ic, ipb, n, 'ireduce_scatter_block integer, mpi_waitsome')
+
+  ! MPI_IALLREDUCE in place with point-to-point, by MPI_TESTALL
+  ra = rsend
+  rb = rsend
+  call MPI_IALLREDUCE(MPI_IN_PLACE, ra, n, MPI_REAL, MPI_SUM, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IRECV(ipa, n, MPI_INTEGER, right, 79, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_ISEND(isend, n, MPI_INTEGER, left, 79, MPI_COMM_WORLD, reqs(3), ierr)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_TESTALL(3, reqs, flag, MPI_STATUSES_IGNORE, ierr)
+  end do
+  call PMPI_ALLREDUCE(MPI_IN_PLACE, rb, n, MPI_REAL, MPI_SUM, MPI_COMM_WORLD, ierr)
+  checks = checks + 1
+  if (any(ra /= rb)) call fail('iallreduce real sum in place, mpi_testall')
+  do i = 1, 3
+    call check_null(reqs(i), 'mpi_testall')
+  end do
+
+  ! MPI_IBCAST and MPI_IALLGATHER by MPI_TESTANY, then MPI_TESTSOME
+  da = dsend
+  db = dsend
+  call MPI_IBCAST(da, n, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IALLGATHER(isend, n, MPI_INTEGER, igc, n, MPI_INTEGER, MPI_COMM_WORLD, reqs(2), ierr)
+  seen = 0
+  do while (seen < 1)
+    call MPI_TESTANY(2, reqs, idx, flag, status, ierr)
+    if (flag .and. idx /= MPI_UNDEFINED) seen = seen + 1
+  end do
+  do while (seen < 2)
+    call MPI_TESTSOME(2, reqs, outcount, indices, MPI_STATUSES_IGNORE, ierr)
+    if (outcount /= MPI_UNDEFINED) seen = seen + outcount
+  end do
+  call PMPI_BCAST(db, n, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, ierr)
+  call PMPI_ALLGATHER(isend, n, MPI_INTEGER, igd, n, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  call check_d(da, db, n, 'ibcast double precision, mpi_testany')
+  call check_i(igc, igd, n * nprocs, 'iallgather integer, mpi_testsome')
+  checks = checks + 1
+  if (seen /= 2) call fail('mpi_testany and mpi_testsome: not two completions')
+
+  ! MPI_REQUEST_FREE, on a send (Open MPI refuses to free an active
+  ! collective's request: MPI_ERR_REQUEST), with a collective outstanding
+  call MPI_IBARRIER(MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_ISEND(isend, n, MPI_INTEGER, right, 80, MPI_COMM_WORLD, req, ierr)
+  call MPI_REQUEST_FREE(req, ierr)
+  call PMPI_RECV(ipa, n, MPI_INTEGER, left, 80, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+  call MPI_WAIT(reqs(1), MPI_STATUS_IGNORE, ierr)
+  checks = checks + 1
+  if (any(ipa /= [(mod(left * 7919 + i * 104729, 97) - 40, i = 1, n)])) call fail('a freed send''s message')
+  call check_null(req, 'mpi_request_free')
+
   call PMPI_ALLREDUCE(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0 .and. total == 0) print '(a, i0, a)', 'fcheck: ok (', checks, ' checks)'
   call MPI_FINALIZE(ierr)
@@ -111,6 +255,13 @@ contains
     character(*), intent(in) :: what
     print '(a, i0, 2a)', 'fcheck: rank ', rank, ': differs from Open MPI: ', what
     failures = failures + 1
+  end subroutine
+
+  subroutine check_null(r, what)
+    integer, intent(in) :: r
+    character(*), intent(in) :: what
+    checks = checks + 1
+    if (ierr /= MPI_SUCCESS .or. r /= MPI_REQUEST_NULL) call fail(what // ': the request is not MPI_REQUEST_NULL')
   end subroutine
 
   subroutine check_i(a, b, m, what)
