@@ -837,6 +837,18 @@ void f_started(int rc, const MPI_Request *q, MPI_Fint *request, MPI_Fint *ierr) 
   if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(*q);
 }
 
+// A Fortran request handle MPI_Request_f2c finds nothing for (it returns
+// no request, as MPI asks, rather than raise an error): MPI_ERR_REQUEST,
+// raised on MPI_COMM_WORLD as Open MPI raises request errors.  (Open MPI's
+// own MPI_WAIT and MPI_TEST would follow the null pointer; its array forms
+// check each request themselves.)
+bool bad_request(MPI_Request r, MPI_Fint *ierr) {
+  if (r != nullptr) return false;
+  *ierr = MPI_ERR_REQUEST;
+  PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+  return true;
+}
+
 // Fortran's LOGICAL .TRUE. under gfortran (Open MPI's, configured for it).
 MPI_Fint f_logical(int flag) { return flag ? 1 : 0; }
 
@@ -934,6 +946,7 @@ void ompi_finalize_f(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
 
 void ompi_wait_f(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr) {
   MPI_Request r = PMPI_Request_f2c(*request);
+  if (bad_request(r, ierr)) return;
   MPI_Status s;
   *ierr = MPI_Wait(&r, status_ignored(status) ? MPI_STATUS_IGNORE : &s);
   if (*ierr != MPI_SUCCESS) return;
@@ -943,6 +956,7 @@ void ompi_wait_f(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr) {
 
 void ompi_test_f(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr) {
   MPI_Request r = PMPI_Request_f2c(*request);
+  if (bad_request(r, ierr)) return;
   MPI_Status s;
   int f = 0;
   *ierr = MPI_Test(&r, &f, status_ignored(status) ? MPI_STATUS_IGNORE : &s);
@@ -1030,6 +1044,7 @@ void ompi_testsome_f(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, 
 
 void ompi_request_free_f(MPI_Fint *request, MPI_Fint *ierr) {
   MPI_Request r = PMPI_Request_f2c(*request);
+  if (bad_request(r, ierr)) return;
   *ierr = MPI_Request_free(&r);
   if (*ierr == MPI_SUCCESS) *request = PMPI_Request_c2f(r);
 }

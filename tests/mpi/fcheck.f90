@@ -8,9 +8,12 @@
 ! is Fortran, so MPI starts through the Fortran MPI_INIT.
 !
 !   mpif90 -fallow-argument-mismatch -o fcheck fcheck.f90   (mpif.h: gfortran >= 10)
-!   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] fcheck
+!   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] fcheck [wait-invalid]
 !
 ! Prints "fcheck: ok (N checks)" at rank 0; exits 1 if a check failed.
+! With wait-invalid, it only calls MPI_WAIT on a request handle that names
+! no request, errors fatal: MPI must abort the job with MPI_ERR_REQUEST
+! (Open MPI's own MPI_WAIT follows a null pointer instead).
 program fcheck
   implicit none
   include 'mpif.h'
@@ -28,6 +31,13 @@ program fcheck
   call MPI_INIT(ierr)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
   call MPI_COMM_SIZE(MPI_COMM_WORLD, nprocs, ierr)
+  if (command_argument_count() > 0) then
+    req = 123456
+    call MPI_WAIT(req, status, ierr)
+    print '(a, i0)', 'fcheck: MPI_WAIT on an invalid handle returned ', ierr
+    call MPI_FINALIZE(ierr)
+    stop 2
+  end if
   failures = 0
   checks = 0
   allocate(iga(n * nprocs), igb(n * nprocs), ibig(n * nprocs), igc(n * nprocs), igd(n * nprocs))
@@ -244,6 +254,34 @@ program fcheck
   if (any(ipa /= [(mod(left * 7919 + i * 104729, 97) - 40, i = 1, n)])) call fail('a freed send''s message')
   call check_null(req, 'mpi_request_free')
 
+  ! Bad arguments to the MPI_WAIT family, with errors returned instead of
+  ! fatal: a negative count and an invalid handle are MPI errors (no
+  ! crash), and a collective outstanding meanwhile is not disturbed
+  call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+  ia = isend
+  call MPI_IBCAST(ia, n, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(1), ierr)
+  reqs(2) = MPI_REQUEST_NULL
+  call MPI_WAITALL(-1, reqs, statuses, ierr)
+  call check_error('mpi_waitall, count -1')
+  call MPI_TESTALL(-1, reqs, flag, statuses, ierr)
+  call check_error('mpi_testall, count -1')
+  call MPI_WAITANY(-1, reqs, idx, status, ierr)
+  call check_error('mpi_waitany, count -1')
+  call MPI_TESTANY(-1, reqs, idx, flag, status, ierr)
+  call check_error('mpi_testany, count -1')
+  call MPI_WAITSOME(-1, reqs, outcount, indices, statuses, ierr)
+  call check_error('mpi_waitsome, count -1')
+  call MPI_TESTSOME(-1, reqs, outcount, indices, statuses, ierr)
+  call check_error('mpi_testsome, count -1')
+  reqs(2) = 123456
+  call MPI_WAITALL(2, reqs, statuses, ierr)
+  call check_error('mpi_waitall, an invalid request')
+  call MPI_WAIT(reqs(1), status, ierr)
+  ib = isend
+  call PMPI_BCAST(ib, n, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  call check_i(ia, ib, n, 'ibcast beside bad calls')
+  call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL, ierr)
+
   call PMPI_ALLREDUCE(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0 .and. total == 0) print '(a, i0, a)', 'fcheck: ok (', checks, ' checks)'
   call MPI_FINALIZE(ierr)
@@ -255,6 +293,12 @@ contains
     character(*), intent(in) :: what
     print '(a, i0, 2a)', 'fcheck: rank ', rank, ': differs from Open MPI: ', what
     failures = failures + 1
+  end subroutine
+
+  subroutine check_error(what)
+    character(*), intent(in) :: what
+    checks = checks + 1
+    if (ierr == MPI_SUCCESS) call fail(what // ': no error')
   end subroutine
 
   subroutine check_null(r, what)

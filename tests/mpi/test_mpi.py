@@ -132,7 +132,7 @@ def test_kernel_engine_is_refused_across_nodes(build_dir):
 # it computes), each built here with mpif90.
 FORTRAN = {
     # program: (compiler flags, collectives each rank makes)
-    "fcheck": (["-fallow-argument-mismatch"], 31),
+    "fcheck": (["-fallow-argument-mismatch"], 32),
     "fcheck08": ([], 28),
 }
 
@@ -167,3 +167,12 @@ def test_fortran_program_through_cadrt(build_dir, fortran, name, engine, n):
     # rank, went through cadrt (before the Fortran names were taken: none;
     # before the non-blocking ones and mpi_f08's were: 16 and none).
     assert through(r.stderr) == [(FORTRAN[name][1], 0)] * n, r.stderr
+
+
+def test_fortran_invalid_request_handle(build_dir, fortran):
+    # MPI_WAIT on a Fortran handle that names no request: MPI's error
+    # (fatal here), not a crash (Open MPI alone follows a null pointer).
+    r = mpirun(build_dir, 2, "wait-invalid", program=fortran["fcheck"], timeout=120)
+    assert r.returncode != 0
+    assert "MPI_ERR_REQUEST" in r.stderr, r.stdout + r.stderr
+    assert "Segmentation fault" not in r.stdout + r.stderr and "returned" not in r.stdout
