@@ -510,6 +510,13 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
   return PMPI_Testsome(n, reqs, outcount, indices, statuses);
 }
 
+// Tests without freeing: progress too, or a program polling it alone
+// would never see a cadrt collective complete.
+int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
+  progress();
+  return PMPI_Request_get_status(req, flag, status);
+}
+
 int MPI_Request_free(MPI_Request *req) {
   // A collective's request freed before completion: it must still run to
   // the end (the others wait for us); wait for it here.
@@ -791,7 +798,7 @@ int MPI_Barrier(MPI_Comm comm) {
 // libcadmpi also defines the Fortran entry points of initialisation,
 // finalisation, the collectives (blocking and non-blocking) and the
 // completion family (MPI_WAIT, MPI_TEST and their ALL/ANY/SOME forms,
-// MPI_REQUEST_FREE), converts the handles and calls the C entry points
+// MPI_REQUEST_GET_STATUS, MPI_REQUEST_FREE), converts the handles and calls the C entry points
 // above, which decide as for C whether cadrt or MPI runs a collective,
 // and progress cadrt while they wait.
 //
@@ -799,7 +806,8 @@ int MPI_Barrier(MPI_Comm comm) {
 // implementation, ompi_X_f, which `use mpi_f08` calls (from
 // libmpi_usempif08), and aliased to gfortran's name mpi_X_, which mpif.h
 // and `use mpi` call.  Two quirks of Open MPI 4.1 follow: mpi_f08's
-// MPI_TEST family calls pmpi_test_ and its siblings, which libcadmpi
+// MPI_TEST family (and MPI_REQUEST_GET_STATUS) calls pmpi_test_ and its
+// siblings, which libcadmpi
 // therefore takes too (they progress cadrt, then do exactly what Open
 // MPI's do), and mpi_f08's PMPI_ collectives call the same ompi_X_f as its
 // MPI_ ones, so from mpi_f08 both go through cadrt.  From mpif.h and `use
@@ -1042,6 +1050,17 @@ void ompi_testsome_f(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, 
   some_f(MPI_Testsome, incount, requests, outcount, indices, statuses, ierr);
 }
 
+void ompi_request_get_status_f(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr) {
+  MPI_Request r = PMPI_Request_f2c(*request);
+  if (bad_request(r, ierr)) return;
+  MPI_Status s;
+  int f = 0;
+  *ierr = MPI_Request_get_status(r, &f, status_ignored(status) ? MPI_STATUS_IGNORE : &s);
+  if (*ierr != MPI_SUCCESS) return;
+  *flag = f_logical(f);
+  if (f && !status_ignored(status)) PMPI_Status_c2f(&s, status);
+}
+
 void ompi_request_free_f(MPI_Fint *request, MPI_Fint *ierr) {
   MPI_Request r = PMPI_Request_f2c(*request);
   if (bad_request(r, ierr)) return;
@@ -1170,6 +1189,8 @@ FORTRAN_ALIAS(ompi_testany_f, pmpi_testany_)
 FORTRAN_ALIAS(ompi_waitsome_f, mpi_waitsome_)
 FORTRAN_ALIAS(ompi_testsome_f, mpi_testsome_)
 FORTRAN_ALIAS(ompi_testsome_f, pmpi_testsome_)
+FORTRAN_ALIAS(ompi_request_get_status_f, mpi_request_get_status_)
+FORTRAN_ALIAS(ompi_request_get_status_f, pmpi_request_get_status_)
 FORTRAN_ALIAS(ompi_request_free_f, mpi_request_free_)
 FORTRAN_ALIAS(ompi_bcast_f, mpi_bcast_)
 FORTRAN_ALIAS(ompi_reduce_f, mpi_reduce_)

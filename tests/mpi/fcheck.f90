@@ -243,6 +243,20 @@ program fcheck
   checks = checks + 1
   if (seen /= 2) call fail('mpi_testany and mpi_testsome: not two completions')
 
+  ! MPI_IALLTOALL polled by MPI_REQUEST_GET_STATUS, which does not free
+  ! it, then freed by MPI_WAIT
+  call MPI_IALLTOALL(ibig, n, MPI_INTEGER, igc, n, MPI_INTEGER, MPI_COMM_WORLD, req, ierr)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_REQUEST_GET_STATUS(req, flag, status, ierr)
+  end do
+  checks = checks + 1
+  if (req == MPI_REQUEST_NULL) call fail('mpi_request_get_status freed the request')
+  call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  call PMPI_ALLTOALL(ibig, n, MPI_INTEGER, igd, n, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  call check_i(igc, igd, n * nprocs, 'ialltoall integer, mpi_request_get_status')
+  call check_null(req, 'mpi_wait after mpi_request_get_status')
+
   ! MPI_REQUEST_FREE, on a send (Open MPI refuses to free an active
   ! collective's request: MPI_ERR_REQUEST), with a collective outstanding
   call MPI_IBARRIER(MPI_COMM_WORLD, reqs(1), ierr)

@@ -174,6 +174,19 @@ program fcheck08
   call check(a, mine(0), 'MPI_Ibcast, MPI_Testany')
   call check(h, gathered(), 'MPI_Iallgather, MPI_Testsome')
 
+  ! MPI_Ialltoall polled by MPI_Request_get_status, which does not free
+  ! it, then freed by MPI_Wait
+  call MPI_Ialltoall(big, n, MPI_INTEGER, h, n, MPI_INTEGER, MPI_COMM_WORLD, req)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_Request_get_status(req, flag, status)
+  end do
+  checks = checks + 1
+  if (req == MPI_REQUEST_NULL) call fail('MPI_Request_get_status freed the request')
+  call MPI_Wait(req, MPI_STATUS_IGNORE)
+  call check(h, exchanged(), 'MPI_Ialltoall, MPI_Request_get_status')
+  call check_null(req, 'MPI_Wait after MPI_Request_get_status')
+
   ! MPI_Request_free on a send, with a collective outstanding
   call MPI_Ibarrier(MPI_COMM_WORLD, reqs(1))
   call MPI_Isend(c, n, MPI_INTEGER, right, 80, MPI_COMM_WORLD, req)

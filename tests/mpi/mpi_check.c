@@ -3,10 +3,11 @@
  * points (which libcadmpi.so takes over when preloaded) and through
  * PMPI_ (always Open MPI's own), and requires byte-identical results.
  * Non-blocking forms complete through MPI_Wait, Waitall, Waitany,
- * Waitsome, Test, Testall, Testany and Testsome in turn, mixed with
- * point-to-point requests in flight at the same time.  Communicators:
- * the world, a dup, the halves of a split.  Also cases libcadmpi must
- * leave to MPI (a derived datatype, a user op), checked the same way.
+ * Waitsome, Test, Testall, Testany, Testsome and Request_get_status in
+ * turn, mixed with point-to-point requests in flight at the same time.
+ * Communicators: the world, a dup, the halves of a split.  Also cases
+ * libcadmpi must leave to MPI (a derived datatype, a user op), checked
+ * the same way.
  *
  *   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] mpi_check [--quick]
  *          [--thread-multiple]
@@ -87,7 +88,7 @@ static int complete(MPI_Request coll, MPI_Comm comm)
 	MPI_Irecv(&in, 1, MPI_INT, (rank + size - 1) % size, 77, comm, &reqs[0]);
 	MPI_Isend(&out, 1, MPI_INT, (rank + 1) % size, 77, comm, &reqs[1]);
 	reqs[2] = coll;
-	int mode = g_round++ % 8, flag = 0, idx, outcount, indices[3], left = 3;
+	int mode = g_round++ % 9, flag = 0, idx, outcount, indices[3], left = 3;
 	switch (mode) {
 	case 0:
 		rc = MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE);
@@ -125,6 +126,11 @@ static int complete(MPI_Request coll, MPI_Comm comm)
 			else if (flag)
 				break;
 		}
+		break;
+	case 8: /* polled without being freed, then freed by a wait */
+		while (!flag && rc == MPI_SUCCESS)
+			rc = MPI_Request_get_status(reqs[2], &flag, MPI_STATUS_IGNORE);
+		rc |= MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE);
 		break;
 	default:
 		while (left > 0 && rc == MPI_SUCCESS) {

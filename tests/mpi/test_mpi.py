@@ -132,8 +132,8 @@ def test_kernel_engine_is_refused_across_nodes(build_dir):
 # it computes), each built here with mpif90.
 FORTRAN = {
     # program: (compiler flags, collectives each rank makes)
-    "fcheck": (["-fallow-argument-mismatch"], 32),
-    "fcheck08": ([], 28),
+    "fcheck": (["-fallow-argument-mismatch"], 33),
+    "fcheck08": ([], 29),
 }
 
 
