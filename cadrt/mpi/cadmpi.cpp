@@ -310,7 +310,8 @@ bool elem_lookup(MPI_Datatype dt, cadrt_datatype *out) {
     PMPI_Type_get_extent(dt, &lb, &extent);
     if (lb != 0 || extent != size) break;
     cadrt_datatype d = CADRT_USER;
-    if (e.kind == 'i') d = size == 1 ? CADRT_INT8 : size == 2 ? CADRT_INT16 : size == 4 ? CADRT_INT32 : size == 8 ? CADRT_INT64 : d;
+    if (e.kind == 'i')
+      d = size == 1 ? CADRT_INT8 : size == 2 ? CADRT_INT16 : size == 4 ? CADRT_INT32 : size == 8 ? CADRT_INT64 : d;
     if (e.kind == 'f') d = size == 4 ? CADRT_FLOAT : size == 8 ? CADRT_DOUBLE : d;
     if (e.kind == 'p') d = size == 8 ? CADRT_INT_INT : d;
     if (d == CADRT_USER) break;
@@ -871,19 +872,33 @@ bool statuses_ignored(const MPI_Fint *s) {
   return &mpi_fortran_statuses_ignore_ && s == (void *)&mpi_fortran_statuses_ignore_;
 }
 
+// A Fortran status on the C side: none where Fortran passed
+// MPI_STATUS_IGNORE, else one to convert back.
+struct FStatus {
+  MPI_Fint *f;
+  MPI_Status s;
+
+  explicit FStatus(MPI_Fint *fs) : f(fs) {}
+  MPI_Status *c() { return status_ignored(f) ? MPI_STATUS_IGNORE : &s; }
+  void back() const {
+    if (!status_ignored(f)) PMPI_Status_c2f(&s, f);
+  }
+};
+
 // The C side of a Fortran request array and its statuses, and back.  On
 // the heap for each call, as Open MPI's own Fortran bindings do:
 // libcadmpi may be off in an MPI_THREAD_MULTIPLE program, where these are
-// called from several threads at once.
+// called from several threads at once.  A negative count leaves both
+// empty and goes to MPI as it is, which reports it.
 struct FRequests {
   std::vector<MPI_Request> req;
   std::vector<MPI_Status> st;
   MPI_Status *statuses = MPI_STATUSES_IGNORE;
 
-  FRequests(int n, const MPI_Fint *freq, bool want_statuses) : req(static_cast<size_t>(n)) {
+  FRequests(int n, const MPI_Fint *freq, bool want_statuses) : req(static_cast<size_t>(n > 0 ? n : 0)) {
     for (int i = 0; i < n; i++) req[i] = PMPI_Request_f2c(freq[i]);
     if (want_statuses) {
-      st.resize(static_cast<size_t>(n));
+      st.resize(req.size());
       statuses = st.data();
     }
   }
@@ -895,39 +910,68 @@ struct FRequests {
   }
 };
 
+// MPI_TEST and MPI_REQUEST_GET_STATUS (test is the C call, which may
+// free the request): the flag, the handle as it is now, and a
+// completion's status.
+template <typename Test>
+void test_f(Test test, MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr) {
+  MPI_Request r = PMPI_Request_f2c(*request);
+  if (bad_request(r, ierr)) return;
+  FStatus st(status);
+  int f = 0;
+  *ierr = test(&r, &f, st.c());
+  if (*ierr != MPI_SUCCESS) return;
+  *request = PMPI_Request_c2f(r);
+  *flag = f_logical(f);
+  if (f) st.back();
+}
+
+// The array forms, each for its waiting and its testing member (wait;
+// flag is null for the waiting one, which completes when it returns).
+// MPI_WAITALL and MPI_TESTALL: MPI_ERR_IN_STATUS means some failed, and
+// every request's handle and status says which.
+void all_f(bool wait, MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr) {
+  FRequests c(*count, requests, !statuses_ignored(statuses));
+  int f = 1;
+  *ierr = wait ? MPI_Waitall(*count, c.req.data(), c.statuses) : MPI_Testall(*count, c.req.data(), &f, c.statuses);
+  if (*ierr != MPI_SUCCESS && *ierr != MPI_ERR_IN_STATUS) return;
+  if (flag) *flag = f_logical(f);
+  if (!f) return;  // nothing completed: MPI changed no request
+  for (int i = 0; i < *count; i++) {
+    c.back(i, requests);
+    c.status_back(i, statuses);
+  }
+}
+
 // MPI_WAITANY and MPI_TESTANY: Fortran counts the index from 1.
-void any_back(int rc, int index, const FRequests &c, MPI_Fint *requests, MPI_Fint *findex) {
-  if (rc != MPI_SUCCESS) return;
-  *findex = index == MPI_UNDEFINED ? MPI_UNDEFINED : index + 1;
-  if (index != MPI_UNDEFINED) c.back(index, requests);
+void any_f(bool wait, MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status,
+           MPI_Fint *ierr) {
+  FRequests c(*count, requests, false);
+  FStatus st(status);
+  int i = MPI_UNDEFINED, f = 1;
+  *ierr = wait ? MPI_Waitany(*count, c.req.data(), &i, st.c()) : MPI_Testany(*count, c.req.data(), &i, &f, st.c());
+  if (*ierr != MPI_SUCCESS) return;
+  if (flag) *flag = f_logical(f);
+  *index = i == MPI_UNDEFINED ? MPI_UNDEFINED : i + 1;
+  if (i != MPI_UNDEFINED) c.back(i, requests);
+  if (f) st.back();
 }
 
 // MPI_WAITSOME and MPI_TESTSOME: outcount completions, their indices
 // (from 1) and statuses in that order.
-void some_back(int rc, int out, const std::vector<int> &idx, const FRequests &c, MPI_Fint *requests,
-               MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses) {
-  if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return;
+void some_f(bool wait, MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+            MPI_Fint *statuses, MPI_Fint *ierr) {
+  FRequests c(*incount, requests, !statuses_ignored(statuses));
+  std::vector<int> idx(c.req.size());
+  int out = 0;
+  *ierr = (wait ? MPI_Waitsome : MPI_Testsome)(*incount, c.req.data(), &out, idx.data(), c.statuses);
+  if (*ierr != MPI_SUCCESS && *ierr != MPI_ERR_IN_STATUS) return;
   *outcount = out;
   for (int j = 0; j < out && out != MPI_UNDEFINED; j++) {
     indices[j] = idx[j] + 1;
     c.back(idx[j], requests);
     c.status_back(j, statuses);
   }
-}
-
-using SomeFn = int (*)(int, MPI_Request[], int *, int[], MPI_Status[]);
-
-void some_f(SomeFn fn, MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
-            MPI_Fint *statuses, MPI_Fint *ierr) {
-  int out = 0;
-  if (*incount < 0) {
-    *ierr = fn(*incount, nullptr, &out, nullptr, MPI_STATUSES_IGNORE);
-    return;
-  }
-  FRequests c(*incount, requests, !statuses_ignored(statuses));
-  std::vector<int> idx(static_cast<size_t>(*incount));
-  *ierr = fn(*incount, c.req.data(), &out, idx.data(), c.statuses);
-  some_back(*ierr, out, idx, c, requests, outcount, indices, statuses);
 }
 
 }  // namespace
@@ -955,110 +999,47 @@ void ompi_finalize_f(MPI_Fint *ierr) { *ierr = MPI_Finalize(); }
 void ompi_wait_f(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr) {
   MPI_Request r = PMPI_Request_f2c(*request);
   if (bad_request(r, ierr)) return;
-  MPI_Status s;
-  *ierr = MPI_Wait(&r, status_ignored(status) ? MPI_STATUS_IGNORE : &s);
+  FStatus st(status);
+  *ierr = MPI_Wait(&r, st.c());
   if (*ierr != MPI_SUCCESS) return;
   *request = PMPI_Request_c2f(r);
-  if (!status_ignored(status)) PMPI_Status_c2f(&s, status);
+  st.back();
 }
 
 void ompi_test_f(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr) {
-  MPI_Request r = PMPI_Request_f2c(*request);
-  if (bad_request(r, ierr)) return;
-  MPI_Status s;
-  int f = 0;
-  *ierr = MPI_Test(&r, &f, status_ignored(status) ? MPI_STATUS_IGNORE : &s);
-  if (*ierr != MPI_SUCCESS) return;
-  *request = PMPI_Request_c2f(r);
-  *flag = f_logical(f);
-  if (f && !status_ignored(status)) PMPI_Status_c2f(&s, status);
+  test_f(MPI_Test, request, flag, status, ierr);
 }
 
-// The array forms: a negative count goes to MPI as it is, which reports it.
+void ompi_request_get_status_f(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr) {
+  test_f([](MPI_Request *r, int *f, MPI_Status *s) { return MPI_Request_get_status(*r, f, s); }, request, flag,
+         status, ierr);
+}
+
 void ompi_waitall_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses, MPI_Fint *ierr) {
-  if (*count < 0) {
-    *ierr = MPI_Waitall(*count, nullptr, MPI_STATUSES_IGNORE);
-    return;
-  }
-  FRequests c(*count, requests, !statuses_ignored(statuses));
-  *ierr = MPI_Waitall(*count, c.req.data(), c.statuses);
-  // MPI_ERR_IN_STATUS: some failed, and every request's handle and status
-  // says which.
-  if (*ierr != MPI_SUCCESS && *ierr != MPI_ERR_IN_STATUS) return;
-  for (int i = 0; i < *count; i++) {
-    c.back(i, requests);
-    c.status_back(i, statuses);
-  }
+  all_f(true, count, requests, nullptr, statuses, ierr);
 }
 
 void ompi_testall_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr) {
-  if (*count < 0) {
-    int f;
-    *ierr = MPI_Testall(*count, nullptr, &f, MPI_STATUSES_IGNORE);
-    return;
-  }
-  FRequests c(*count, requests, !statuses_ignored(statuses));
-  int f = 0;
-  *ierr = MPI_Testall(*count, c.req.data(), &f, c.statuses);
-  if (*ierr != MPI_SUCCESS && *ierr != MPI_ERR_IN_STATUS) return;
-  *flag = f_logical(f);
-  if (!f) return;  // nothing completed: MPI changed no request
-  for (int i = 0; i < *count; i++) {
-    c.back(i, requests);
-    c.status_back(i, statuses);
-  }
+  all_f(false, count, requests, flag, statuses, ierr);
 }
 
 void ompi_waitany_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr) {
-  int i = MPI_UNDEFINED;
-  MPI_Status s;
-  MPI_Status *cs = status_ignored(status) ? MPI_STATUS_IGNORE : &s;
-  if (*count < 0) {
-    *ierr = MPI_Waitany(*count, nullptr, &i, cs);
-    return;
-  }
-  FRequests c(*count, requests, false);
-  *ierr = MPI_Waitany(*count, c.req.data(), &i, cs);
-  any_back(*ierr, i, c, requests, index);
-  if (*ierr == MPI_SUCCESS && cs != MPI_STATUS_IGNORE) PMPI_Status_c2f(&s, status);
+  any_f(true, count, requests, index, nullptr, status, ierr);
 }
 
 void ompi_testany_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status,
                     MPI_Fint *ierr) {
-  int i = MPI_UNDEFINED, f = 0;
-  MPI_Status s;
-  MPI_Status *cs = status_ignored(status) ? MPI_STATUS_IGNORE : &s;
-  if (*count < 0) {
-    *ierr = MPI_Testany(*count, nullptr, &i, &f, cs);
-    return;
-  }
-  FRequests c(*count, requests, false);
-  *ierr = MPI_Testany(*count, c.req.data(), &i, &f, cs);
-  if (*ierr != MPI_SUCCESS) return;
-  *flag = f_logical(f);
-  any_back(*ierr, i, c, requests, index);
-  if (f && cs != MPI_STATUS_IGNORE) PMPI_Status_c2f(&s, status);
+  any_f(false, count, requests, index, flag, status, ierr);
 }
 
 void ompi_waitsome_f(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
                      MPI_Fint *statuses, MPI_Fint *ierr) {
-  some_f(MPI_Waitsome, incount, requests, outcount, indices, statuses, ierr);
+  some_f(true, incount, requests, outcount, indices, statuses, ierr);
 }
 
 void ompi_testsome_f(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
                      MPI_Fint *statuses, MPI_Fint *ierr) {
-  some_f(MPI_Testsome, incount, requests, outcount, indices, statuses, ierr);
-}
-
-void ompi_request_get_status_f(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr) {
-  MPI_Request r = PMPI_Request_f2c(*request);
-  if (bad_request(r, ierr)) return;
-  MPI_Status s;
-  int f = 0;
-  *ierr = MPI_Request_get_status(r, &f, status_ignored(status) ? MPI_STATUS_IGNORE : &s);
-  if (*ierr != MPI_SUCCESS) return;
-  *flag = f_logical(f);
-  if (f && !status_ignored(status)) PMPI_Status_c2f(&s, status);
+  some_f(false, incount, requests, outcount, indices, statuses, ierr);
 }
 
 void ompi_request_free_f(MPI_Fint *request, MPI_Fint *ierr) {
