@@ -113,7 +113,10 @@ int collective(const Call &c, cadrt_request *req) {
     rt().recycle(r);
     return err;
   }
-  if (!c.persistent) rt().start(r);
+  if (c.persistent)
+    c.comm->persistent_requests++;
+  else
+    rt().start(r);
   *req = r;
   return 0;
 }
@@ -344,6 +347,11 @@ int cadrt_comm_free(cadrt_comm *comm) {
   Entered entered;
   auto g = rt().guard();
   if (rt().comm_busy(*comm)) return set_error(-EBUSY, "cadrt_comm_free: collectives on it are still active");
+  if ((*comm)->persistent_requests > 0) {  // the last one's cadrt_req_free deletes it
+    (*comm)->freed = true;
+    *comm = nullptr;
+    return 0;
+  }
   rt().forget_comm(*comm);
   delete *comm;
   *comm = nullptr;
@@ -505,8 +513,15 @@ int cadrt_req_free(cadrt_request *req) {
   Entered entered;
   if ((*req)->active) rt().wait(*req);
   auto g = rt().guard();
+  cadrt_comm_s *orphan = nullptr;  // freed while this request was on it
+  if ((*req)->persistent && (*req)->comm && --(*req)->comm->persistent_requests == 0 && (*req)->comm->freed)
+    orphan = (*req)->comm;
   rt().recycle(*req);
   *req = nullptr;
+  if (orphan) {
+    rt().forget_comm(orphan);
+    delete orphan;
+  }
   return 0;
 }
 

@@ -122,6 +122,12 @@ struct cadrt_comm_s {
   std::shared_ptr<const cad::Topology> topo;
   std::vector<std::vector<int64_t>> places;  // of each rank, for splits
   bool world = false;
+  // Persistent requests made on it and not freed yet; cadrt_comm_free
+  // while there are some only marks it freed, and the last one's
+  // cadrt_req_free deletes it (an MPI communicator freed under its
+  // persistent collectives, which MPI allows).
+  int persistent_requests = 0;
+  bool freed = false;
 };
 
 struct cadrt_request_s {

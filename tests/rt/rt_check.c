@@ -29,8 +29,10 @@
  *                so a peer that read them after that would see it
  * --split        also run everything on the halves of the world
  * --churn N      then N times: split a copy of the world, run everything
- *                on it, free it; the heap (mallinfo2) must not grow with
- *                N: what cadrt keeps for a communicator goes with it
+ *                on it, free it, then start a persistent allreduce made
+ *                on it twice and free that; the heap (mallinfo2) must not
+ *                grow with N: what cadrt keeps for a communicator goes
+ *                with it, or with its last persistent request
  * --die R        rank R starts an allreduce and kills itself: the others
  *                must not hang (cadrun ends the job)
  * --away DIR     asynchronous progress: rank 0 computes without calling
@@ -735,9 +737,25 @@ int main(int argc, char **argv)
 				FAIL("cadrt_comm_split: %s", cadrt_error_message());
 				break;
 			}
+			/* A persistent collective outlives its communicator:
+			 * it runs after cadrt_comm_free, and its cadrt_req_free
+			 * deletes the communicator (the heap check sees a leak). */
+			int one = 1, sum = 0;
+			cadrt_request p = NULL;
+			if (cadrt_allreduce_init(&one, &sum, 1, CADRT_INT32, CADRT_SUM, c, &p))
+				FAIL("cadrt_allreduce_init: %s", cadrt_error_message());
 			run_all(only, sizes, nsizes, c);
 			if ((err = cadrt_comm_free(&c)))
 				FAIL("cadrt_comm_free: %s", cadrt_error_message());
+			for (int start = 0; start < 2 && p; start++) {
+				sum = 0;
+				if (cadrt_start(&p) || cadrt_wait(&p))
+					FAIL("a persistent allreduce after its communicator's free: %s", cadrt_error_message());
+				else if (sum != g_size)
+					FAIL("a persistent allreduce after its communicator's free: %d, expected %d", sum, g_size);
+			}
+			if (p && cadrt_req_free(&p))
+				FAIL("cadrt_req_free: %s", cadrt_error_message());
 		}
 		const double grew = ((double)mallinfo2().uordblks - (double)warm) / (churn - churn / 4);
 		if (grew > 64)

@@ -127,7 +127,9 @@ int cadrt_comm_split(cadrt_comm comm, int color, int key, cadrt_comm *out);
  * it from an agreement over the MPI communicator). */
 int cadrt_comm_create(cadrt_comm parent, int n, const int *parent_ranks, unsigned long long id,
 		      cadrt_comm *out);
-/* Frees a communicator made by a split (not the world); sets *comm NULL. */
+/* Frees a communicator made by a split (not the world); sets *comm NULL.
+ * -EBUSY while collectives on it are active.  Persistent requests made on
+ * it keep working: it goes when the last of them is freed. */
 int cadrt_comm_free(cadrt_comm *comm);
 
 /* ---- Non-blocking collectives (MPI's argument order and meaning) ----- */
