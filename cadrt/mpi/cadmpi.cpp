@@ -2,8 +2,9 @@
 // program and its collectives run through cadrt.
 //
 // What goes through cadrt: MPI_I{bcast, reduce, allreduce, gather,
-// scatter, allgather, alltoall, reduce_scatter_block, barrier} and their
-// blocking forms, on intracommunicators, with predefined datatypes whose
+// scatter, allgather, alltoall, reduce_scatter_block, barrier}, their
+// blocking forms and their persistent forms (Open MPI's MPIX_*_init), on
+// intracommunicators, with predefined datatypes whose
 // extent is their size, predefined ops (MIN/MAXLOC on the pair types),
 // MPI_IN_PLACE where MPI has it.  Everything else (derived datatypes,
 // user ops, intercommunicators, MPI_THREAD_MULTIPLE programs) falls
@@ -29,9 +30,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cadrt/cadrt_mpi.h"
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_*_init (persistent collectives)
+#endif
 
 namespace {
 
@@ -45,11 +50,42 @@ struct Ours {
   std::string why;
   const char *fn = "";
 };
-// Not completed yet: the generalized request and its collective.  (A
-// vector: there are few at a time, and progress() visits them all anyway.)
+// A persistent collective (MPIX_Bcast_init...) through cadrt.  The
+// program's handle is a persistent receive of one int from ourselves on
+// g_self (a dup of MPI_COMM_SELF), under a tag of its own: MPI_Start
+// starts it with the cadrt collective, and when the collective completes,
+// progress() sends it the result.  MPI's own Wait/Test family then
+// completes the handle, leaves it inactive for the next start and frees
+// it, mixed with any other request; a generalized request could not be
+// restarted.  A failure is reported by the call that completes the handle
+// (report_failures()), as MPI_ERR_OTHER on the collective's communicator.
+struct Persistent {
+  cadrt_request req = nullptr;  // cadrt's persistent request
+  MPI_Comm comm = MPI_COMM_NULL;
+  const char *fn = "";
+  int tag = 0;
+  int got = 0;          // the receive's buffer: the collective's result
+  bool active = false;  // started, the result not sent yet
+  bool failed = false;  // completed with an error that no call has reported yet
+};
+std::unordered_map<MPI_Request, Persistent *> g_persistent;  // by the program's handle
+MPI_Comm g_self = MPI_COMM_NULL;
+int g_next_tag = 0, g_tag_ub = 32767;
+long g_unreported = 0;  // how many have failed && !reported
+
+Persistent *persistent(MPI_Request req) {
+  if (g_persistent.empty()) return nullptr;
+  const auto it = g_persistent.find(req);
+  return it == g_persistent.end() ? nullptr : it->second;
+}
+
+// Not completed yet: the generalized request and its collective, or a
+// started persistent one.  (A vector: there are few at a time, and
+// progress() visits them all anyway.)
 struct Live {
   MPI_Request req;
   Ours *o;
+  Persistent *p = nullptr;
 };
 std::vector<Live> g_live;
 // Ours freed by MPI, for the next calls (a small collective in a loop
@@ -85,22 +121,36 @@ int free_fn(void *extra) {
 
 int cancel_fn(void *, int) { return MPI_SUCCESS; }  // a collective is not cancelled
 
+// A persistent collective's end: its result to the program's handle (a
+// send to ourselves that the posted receive matches at once).
+void finish(Persistent *p, int err) {
+  p->active = false;
+  if (err && !p->failed) {
+    p->failed = true;
+    g_unreported++;
+  }
+  PMPI_Send(&err, 1, MPI_INT, 0, p->tag, g_self);
+}
+
 // Progress cadrt; complete the generalized requests of finished ones.
 void progress() {
   for (size_t i = 0; i < g_live.size();) {
     Ours *o = g_live[i].o;
+    Persistent *p = g_live[i].p;
     int flag = 0;
-    const int err = cadrt_test(&o->req, &flag);
+    const int err = cadrt_test(p ? &p->req : &o->req, &flag);
     if (!flag && !err) {
       i++;
       continue;
     }
-    o->result = err;
-    if (err) {
-      o->why = cadrt_error_message();
-      fprintf(stderr, "cadmpi: %s failed: %s\n", o->fn, o->why.c_str());
+    if (err) fprintf(stderr, "cadmpi: %s failed: %s\n", p ? p->fn : o->fn, cadrt_error_message());
+    if (p) {
+      finish(p, err);
+    } else {
+      o->result = err;
+      if (err) o->why = cadrt_error_message();
+      PMPI_Grequest_complete(g_live[i].req);
     }
-    PMPI_Grequest_complete(g_live[i].req);
     g_live[i] = g_live.back();
     g_live.pop_back();
   }
@@ -132,6 +182,38 @@ struct Polling {
   Polling() { cadrt_poll_begin(); }
   ~Polling() { cadrt_poll_end(); }
 };
+
+// After a call of the Wait/Test family completed the handles reqs[k] (or
+// reqs[indices[k]]) for k < count: a persistent collective among them
+// that failed is MPI_ERR_OTHER on its communicator, raised there (its
+// error handler decides, as for any MPI error), for the array forms
+// through MPI_ERR_IN_STATUS and the statuses.  rc: the call's own.
+int report_failures(int rc, int count, const MPI_Request reqs[], const int *indices, MPI_Status *statuses,
+                    bool array) {
+  if (g_unreported == 0 || rc != MPI_SUCCESS) return rc;
+  Persistent *first = nullptr;
+  for (int k = 0; k < count; k++) {
+    Persistent *p = persistent(reqs[indices ? indices[k] : k]);
+    const bool failed = p && p->failed;
+    if (failed) {
+      p->failed = false;
+      g_unreported--;
+      if (!first) first = p;
+    }
+    if (array && statuses != MPI_STATUSES_IGNORE) statuses[k].MPI_ERROR = failed ? MPI_ERR_OTHER : MPI_SUCCESS;
+  }
+  if (!first) return rc;
+  const int err = array ? MPI_ERR_IN_STATUS : MPI_ERR_OTHER;
+  PMPI_Comm_call_errhandler(first->comm, err);
+  return err;
+}
+
+// Forgets a failure nobody will report (the handle restarted or freed).
+void forget_failure(Persistent *p) {
+  if (!p->failed) return;
+  p->failed = false;
+  g_unreported--;
+}
 
 int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
   Ours *o;
@@ -169,6 +251,44 @@ int finish_now(cadrt_request r, const char *fn) {
     return MPI_ERR_OTHER;
   }
   return MPI_SUCCESS;
+}
+
+// A persistent collective through cadrt: its handle (see Persistent).
+int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request *req) {
+  Persistent *p = new Persistent;
+  p->req = r;
+  p->comm = comm;
+  p->fn = fn;
+  p->tag = g_next_tag;
+  g_next_tag = g_next_tag >= g_tag_ub ? 0 : g_next_tag + 1;  // wraps after g_tag_ub live ones at most
+  const int rc = PMPI_Recv_init(&p->got, 1, MPI_INT, 0, p->tag, g_self, req);
+  if (rc != MPI_SUCCESS) {
+    cadrt_req_free(&p->req);
+    delete p;
+    return rc;
+  }
+  g_persistent[*req] = p;
+  return MPI_SUCCESS;
+}
+
+// MPI_Request_free of a persistent collective of ours: an active one
+// runs to its end first (the others wait for us), then cadrt's request
+// goes; false if the handle is not ours.
+bool free_persistent(MPI_Request req) {
+  Persistent *p = persistent(req);
+  if (!p) return false;
+  if (p->active) {
+    Polling polling;
+    for (int spins = 0; p->active; idle(&spins)) {
+      progress();
+      mpi_progress();
+    }
+  }
+  forget_failure(p);
+  cadrt_req_free(&p->req);
+  g_persistent.erase(req);
+  delete p;
+  return true;
 }
 
 bool g_verbose = false;
@@ -397,7 +517,13 @@ void start() {
   if (provided == MPI_THREAD_MULTIPLE) return;  // cadrt is called from one thread at a time
   const int err = cadrt_init_mpi(MPI_COMM_WORLD);
   g_on = err == 0;
-  if (g_on) PMPI_Comm_dup(MPI_COMM_SELF, &g_probe);
+  if (g_on) {
+    PMPI_Comm_dup(MPI_COMM_SELF, &g_probe);
+    PMPI_Comm_dup(MPI_COMM_SELF, &g_self);
+    int *ub = nullptr, found = 0;
+    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+    if (found && ub) g_tag_ub = *ub;
+  }
   const char *v = getenv("CADRT_VERBOSE");
   g_verbose = v && strcmp(v, "0") != 0;
   int rank = 0;
@@ -431,7 +557,13 @@ int MPI_Finalize(void) {
       progress();
       mpi_progress();
     }
+    for (auto &kv : g_persistent) {  // the program's unfreed ones: cadrt's requests go with cadrt
+      cadrt_req_free(&kv.second->req);
+      delete kv.second;
+    }
+    g_persistent.clear();
     PMPI_Comm_free(&g_probe);
+    PMPI_Comm_free(&g_self);
     cadrt_finalize();
     g_on = false;
     const char *stats = getenv("CADMPI_STATS");
@@ -447,68 +579,79 @@ int MPI_Finalize(void) {
 // ---------------------------------------------------------------- completion
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
-  if (g_live.empty()) return PMPI_Wait(req, status);
+  if (g_live.empty()) return report_failures(PMPI_Wait(req, status), 1, req, nullptr, status, false);
   Polling polling;
 
   for (int spins = 0;; idle(&spins)) {
     progress();
     int flag = 0;
     const int rc = PMPI_Test(req, &flag, status);
-    if (rc != MPI_SUCCESS || flag) return rc;
+    if (rc != MPI_SUCCESS || flag) return report_failures(rc, 1, req, nullptr, status, false);
   }
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
   progress();
-  return PMPI_Test(req, flag, status);
+  const int rc = PMPI_Test(req, flag, status);
+  return report_failures(rc, *flag ? 1 : 0, req, nullptr, status, false);
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
-  if (g_live.empty()) return PMPI_Waitall(n, reqs, statuses);
+  if (g_live.empty()) return report_failures(PMPI_Waitall(n, reqs, statuses), n, reqs, nullptr, statuses, true);
   Polling polling;
 
   for (int spins = 0;; idle(&spins)) {
     progress();
     int flag = 0;
     const int rc = PMPI_Testall(n, reqs, &flag, statuses);
-    if (rc != MPI_SUCCESS || flag) return rc;
+    if (rc != MPI_SUCCESS || flag) return report_failures(rc, n, reqs, nullptr, statuses, true);
   }
 }
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
   progress();
-  return PMPI_Testall(n, reqs, flag, statuses);
+  const int rc = PMPI_Testall(n, reqs, flag, statuses);
+  return report_failures(rc, *flag ? n : 0, reqs, nullptr, statuses, true);
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
-  if (g_live.empty()) return PMPI_Waitany(n, reqs, index, status);
+  if (g_live.empty()) {
+    const int rc = PMPI_Waitany(n, reqs, index, status);
+    return report_failures(rc, *index >= 0 ? 1 : 0, reqs, index, status, false);
+  }
   Polling polling;
   for (int spins = 0;; idle(&spins)) {
     progress();
     int flag = 0;
     const int rc = PMPI_Testany(n, reqs, index, &flag, status);
-    if (rc != MPI_SUCCESS || flag) return rc;
+    if (rc != MPI_SUCCESS || flag) return report_failures(rc, *index >= 0 ? 1 : 0, reqs, index, status, false);
   }
 }
 
 int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
   progress();
-  return PMPI_Testany(n, reqs, index, flag, status);
+  const int rc = PMPI_Testany(n, reqs, index, flag, status);
+  return report_failures(rc, *flag && *index >= 0 ? 1 : 0, reqs, index, status, false);
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
-  if (g_live.empty()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+  if (g_live.empty()) {
+    const int rc = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+    return report_failures(rc, *outcount, reqs, indices, statuses, true);
+  }
   Polling polling;
   for (int spins = 0;; idle(&spins)) {
     progress();
     const int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
-    if (rc != MPI_SUCCESS || *outcount != 0) return rc;  // some, or MPI_UNDEFINED: none active
+    if (rc != MPI_SUCCESS || *outcount != 0)  // some, or MPI_UNDEFINED: none active
+      return report_failures(rc, *outcount, reqs, indices, statuses, true);
   }
 }
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
   progress();
-  return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  const int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  return report_failures(rc, *outcount, reqs, indices, statuses, true);
 }
 
 // Tests without freeing: progress too, or a program polling it alone
@@ -521,6 +664,7 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
 int MPI_Request_free(MPI_Request *req) {
   // A collective's request freed before completion: it must still run to
   // the end (the others wait for us); wait for it here.
+  if (req && free_persistent(*req)) return PMPI_Request_free(req);
   if (req && live(*req)) {
     Polling polling;
     for (int spins = 0; live(*req); idle(&spins)) {
@@ -529,6 +673,61 @@ int MPI_Request_free(MPI_Request *req) {
     }
   }
   return PMPI_Request_free(req);
+}
+
+// Cancelling a collective is erroneous in MPI (Open MPI's own MPI_Cancel
+// aborts on one); ours are left alone, they complete as they would have.
+// Cancelling our persistent handle's receive would leave the running
+// collective's result message to complete the next start.
+int MPI_Cancel(MPI_Request *req) {
+  if (req && persistent(*req)) return MPI_SUCCESS;
+  return PMPI_Cancel(req);
+}
+
+// A communicator freed under persistent collectives of ours (MPI lets
+// them go on; cadrt keeps its communicator until the last is freed):
+// their failures are raised on MPI_COMM_WORLD from then on.
+int MPI_Comm_free(MPI_Comm *comm) {
+  if (comm)
+    for (auto &kv : g_persistent)
+      if (kv.second->comm == *comm) kv.second->comm = MPI_COMM_WORLD;
+  return PMPI_Comm_free(comm);
+}
+
+// A persistent collective: one of ours starts its receive and then its
+// cadrt collective; the others are MPI's.  Starting an active one is
+// erroneous: MPI_ERR_REQUEST, as MPI_Start says of any active request.
+int MPI_Start(MPI_Request *req) {
+  Persistent *p = req ? persistent(*req) : nullptr;
+  if (!p) return PMPI_Start(req);
+  if (p->active) {
+    PMPI_Comm_call_errhandler(p->comm, MPI_ERR_REQUEST);
+    return MPI_ERR_REQUEST;
+  }
+  forget_failure(p);
+  const int rc = PMPI_Start(req);
+  if (rc != MPI_SUCCESS) return rc;
+  g_through++;
+  p->active = true;
+  const int err = cadrt_start(&p->req);
+  if (err) {
+    fprintf(stderr, "cadmpi: %s failed: %s\n", p->fn, cadrt_error_message());
+    finish(p, err);
+  } else {
+    g_live.push_back({*req, nullptr, p});
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Startall(int n, MPI_Request reqs[]) {
+  bool ours = false;
+  for (int i = 0; i < n && !ours; i++) ours = persistent(reqs[i]) != nullptr;
+  if (!ours) return PMPI_Startall(n, reqs);
+  for (int i = 0; i < n; i++) {  // MPI_Startall is MPI_Start of each, in order
+    const int rc = MPI_Start(&reqs[i]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
 }
 
 // ---------------------------------------------------------------- collectives
@@ -541,10 +740,11 @@ int MPI_Request_free(MPI_Request *req) {
 
 namespace {
 
-bool start_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, cadrt_request *r) {
+bool start_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, cadrt_request *r,
+                 decltype(&cadrt_ibcast) f = cadrt_ibcast) {
   size_t bytes;
   cadrt_comm c;
-  return bytes_of(count, dt, &bytes) && comm_of(comm, &c) && !cadrt_ibcast(buf, bytes, CADRT_BYTE, root, c, r);
+  return bytes_of(count, dt, &bytes) && comm_of(comm, &c) && !f(buf, bytes, CADRT_BYTE, root, c, r);
 }
 
 // The reducing ones: elements of a predefined type, a predefined op.
@@ -554,30 +754,33 @@ bool reduce_args(int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, cadrt_dat
 }
 
 bool start_reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
-                  cadrt_request *r) {
+                  cadrt_request *r,
+                  decltype(&cadrt_ireduce) f = cadrt_ireduce) {
   cadrt_datatype d;
   cadrt_op o;
   cadrt_comm c;
   return reduce_args(count, dt, op, comm, &d, &o, &c) &&
-         !cadrt_ireduce(in_send(s), rb, static_cast<size_t>(count), d, o, root, c, r);
+         !f(in_send(s), rb, static_cast<size_t>(count), d, o, root, c, r);
 }
 
 bool start_allreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                     cadrt_request *r) {
+                     cadrt_request *r,
+                     decltype(&cadrt_iallreduce) f = cadrt_iallreduce) {
   cadrt_datatype d;
   cadrt_op o;
   cadrt_comm c;
   return reduce_args(count, dt, op, comm, &d, &o, &c) &&
-         !cadrt_iallreduce(in_send(s), rb, static_cast<size_t>(count), d, o, c, r);
+         !f(in_send(s), rb, static_cast<size_t>(count), d, o, c, r);
 }
 
 bool start_reduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                                cadrt_request *r) {
+                                cadrt_request *r,
+                                decltype(&cadrt_ireduce_scatter_block) f = cadrt_ireduce_scatter_block) {
   cadrt_datatype d;
   cadrt_op o;
   cadrt_comm c;
   return reduce_args(count, dt, op, comm, &d, &o, &c) &&
-         !cadrt_ireduce_scatter_block(in_send(s), rb, static_cast<size_t>(count), d, o, c, r);
+         !f(in_send(s), rb, static_cast<size_t>(count), d, o, c, r);
 }
 
 // Gather-like calls: bytes per rank from whichever side is significant
@@ -615,40 +818,45 @@ int rank_in(MPI_Comm comm) {
 }
 
 bool start_gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
-                  cadrt_request *r) {
+                  cadrt_request *r,
+                  decltype(&cadrt_igather) f = cadrt_igather) {
   size_t bytes;
   cadrt_comm c;
   return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, rank_in(comm) == root, &bytes) &&
-         !cadrt_igather(in_send(s), rb, bytes, CADRT_BYTE, root, c, r);
+         !f(in_send(s), rb, bytes, CADRT_BYTE, root, c, r);
 }
 
 bool start_scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
-                   MPI_Comm comm, cadrt_request *r) {
+                   MPI_Comm comm, cadrt_request *r,
+                   decltype(&cadrt_iscatter) f = cadrt_iscatter) {
   size_t bytes;
   cadrt_comm c;
   return comm_of(comm, &c) && scatter_bytes(sc, st, rb, rc, rt, rank_in(comm) == root, &bytes) &&
-         !cadrt_iscatter(s, rb == MPI_IN_PLACE ? CADRT_IN_PLACE : rb, bytes, CADRT_BYTE, root, c, r);
+         !f(s, rb == MPI_IN_PLACE ? CADRT_IN_PLACE : rb, bytes, CADRT_BYTE, root, c, r);
 }
 
 bool start_allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-                     cadrt_request *r) {
+                     cadrt_request *r,
+                     decltype(&cadrt_iallgather) f = cadrt_iallgather) {
   size_t bytes;
   cadrt_comm c;
   return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
-         !cadrt_iallgather(in_send(s), rb, bytes, CADRT_BYTE, c, r);
+         !f(in_send(s), rb, bytes, CADRT_BYTE, c, r);
 }
 
 bool start_alltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-                    cadrt_request *r) {
+                    cadrt_request *r,
+                    decltype(&cadrt_ialltoall) f = cadrt_ialltoall) {
   size_t bytes;
   cadrt_comm c;
   return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
-         !cadrt_ialltoall(in_send(s), rb, bytes, CADRT_BYTE, c, r);
+         !f(in_send(s), rb, bytes, CADRT_BYTE, c, r);
 }
 
-bool start_barrier(MPI_Comm comm, cadrt_request *r) {
+bool start_barrier(MPI_Comm comm, cadrt_request *r,
+                   decltype(&cadrt_ibarrier) f = cadrt_ibarrier) {
   cadrt_comm c;
-  return comm_of(comm, &c) && !cadrt_ibarrier(c, r);
+  return comm_of(comm, &c) && !f(c, r);
 }
 
 }  // namespace
@@ -788,6 +996,92 @@ int MPI_Barrier(MPI_Comm comm) {
   fell("MPI_Barrier");
   return PMPI_Barrier(comm);
 }
+
+// Persistent collectives, MPI-4's MPI_Bcast_init... under the names Open
+// MPI 4.1 gives them (MPIX_, its pcollreq extension): cadrt selects,
+// instantiates, verifies and registers once, at init (the kernel engine
+// loads the program into cad.ko once), and every MPI_Start runs it.  The
+// info argument holds no hint cadrt uses.
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+int MPIX_Bcast_init(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Info info,
+                    MPI_Request *req) {
+  cadrt_request r;
+  if (start_bcast(buf, count, dt, root, comm, &r, cadrt_bcast_init))
+    return wrap_persistent(r, "MPIX_Bcast_init", comm, req);
+  fell("MPIX_Bcast_init");
+  return PMPIX_Bcast_init(buf, count, dt, root, comm, info, req);
+}
+
+int MPIX_Reduce_init(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                     MPI_Info info, MPI_Request *req) {
+  cadrt_request r;
+  if (start_reduce(s, rb, count, dt, op, root, comm, &r, cadrt_reduce_init))
+    return wrap_persistent(r, "MPIX_Reduce_init", comm, req);
+  fell("MPIX_Reduce_init");
+  return PMPIX_Reduce_init(s, rb, count, dt, op, root, comm, info, req);
+}
+
+int MPIX_Allreduce_init(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                        MPI_Info info, MPI_Request *req) {
+  cadrt_request r;
+  if (start_allreduce(s, rb, count, dt, op, comm, &r, cadrt_allreduce_init))
+    return wrap_persistent(r, "MPIX_Allreduce_init", comm, req);
+  fell("MPIX_Allreduce_init");
+  return PMPIX_Allreduce_init(s, rb, count, dt, op, comm, info, req);
+}
+
+int MPIX_Reduce_scatter_block_init(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op,
+                                   MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  cadrt_request r;
+  if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r, cadrt_reduce_scatter_block_init))
+    return wrap_persistent(r, "MPIX_Reduce_scatter_block_init", comm, req);
+  fell("MPIX_Reduce_scatter_block_init");
+  return PMPIX_Reduce_scatter_block_init(s, rb, count, dt, op, comm, info, req);
+}
+
+int MPIX_Gather_init(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
+                     MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  cadrt_request r;
+  if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r, cadrt_gather_init))
+    return wrap_persistent(r, "MPIX_Gather_init", comm, req);
+  fell("MPIX_Gather_init");
+  return PMPIX_Gather_init(s, sc, st, rb, rc, rt, root, comm, info, req);
+}
+
+int MPIX_Scatter_init(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
+                      MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  cadrt_request r;
+  if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r, cadrt_scatter_init))
+    return wrap_persistent(r, "MPIX_Scatter_init", comm, req);
+  fell("MPIX_Scatter_init");
+  return PMPIX_Scatter_init(s, sc, st, rb, rc, rt, root, comm, info, req);
+}
+
+int MPIX_Allgather_init(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                        MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  cadrt_request r;
+  if (start_allgather(s, sc, st, rb, rc, rt, comm, &r, cadrt_allgather_init))
+    return wrap_persistent(r, "MPIX_Allgather_init", comm, req);
+  fell("MPIX_Allgather_init");
+  return PMPIX_Allgather_init(s, sc, st, rb, rc, rt, comm, info, req);
+}
+
+int MPIX_Alltoall_init(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                       MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  cadrt_request r;
+  if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r, cadrt_alltoall_init))
+    return wrap_persistent(r, "MPIX_Alltoall_init", comm, req);
+  fell("MPIX_Alltoall_init");
+  return PMPIX_Alltoall_init(s, sc, st, rb, rc, rt, comm, info, req);
+}
+
+int MPIX_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  cadrt_request r;
+  if (start_barrier(comm, &r, cadrt_barrier_init)) return wrap_persistent(r, "MPIX_Barrier_init", comm, req);
+  fell("MPIX_Barrier_init");
+  return PMPIX_Barrier_init(comm, info, req);
+}
+#endif
 
 }  // extern "C"
 

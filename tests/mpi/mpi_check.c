@@ -2,7 +2,9 @@
  * runs every collective twice on the same inputs: through the MPI_ entry
  * points (which libcadmpi.so takes over when preloaded) and through
  * PMPI_ (always Open MPI's own), and requires byte-identical results.
- * Non-blocking forms complete through MPI_Wait, Waitall, Waitany,
+ * Each in its blocking, non-blocking and (where Open MPI has MPI-4's
+ * persistent collectives, as MPIX_*_init) persistent form.  Non-blocking
+ * and persistent forms complete through MPI_Wait, Waitall, Waitany,
  * Waitsome, Test, Testall, Testany, Testsome and Request_get_status in
  * turn, mixed with point-to-point requests in flight at the same time.
  * Communicators: the world, a dup, the halves of a split.  Also cases
@@ -11,10 +13,20 @@
  *
  *   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] mpi_check [--quick]
  *          [--thread-multiple]
+ *   mpirun -n P -x LD_PRELOAD=libcadmpi.so mpi_check --mismatch
  *
  * Prints "mpi_check: ok (N checks)" at rank 0; exit 0 if all passed.
  */
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* Open MPI's MPIX_*_init: MPI-4's persistent collectives */
+#endif
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define HAVE_PERSISTENT 1
+static const int g_nforms = 3;
+#else
+static const int g_nforms = 2;
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,8 +158,14 @@ static int complete(MPI_Request coll, MPI_Comm comm)
 	return rc;
 }
 
-/* One collective both ways; blocking says which MPI_ form. */
-static void one(enum coll c, size_t n, int root, MPI_Datatype dt, MPI_Op op, int inplace, int blocking,
+/* Which MPI_ form of a collective: MPI_Ibcast, MPI_Bcast, or persistent
+ * (MPIX_Bcast_init, started twice, once by MPI_Start and once by
+ * MPI_Startall, with new inputs each time, then freed). */
+enum form { NONBLOCKING, BLOCKING, PERSISTENT, NFORMS };
+static const char *form_names[NFORMS] = { "i", "", "persistent " };
+
+/* One collective both ways. */
+static void one(enum coll c, size_t n, int root, MPI_Datatype dt, MPI_Op op, int inplace, enum form form,
 		MPI_Comm comm, const char *cname)
 {
 	int rank, size;
@@ -166,85 +184,251 @@ static void one(enum coll c, size_t n, int root, MPI_Datatype dt, MPI_Op op, int
 		rn = P * n;
 	char *send = calloc(sn + 1, es), *a = calloc(rn + 1, es), *b = calloc(rn + 1, es);
 	char *send2 = calloc(sn + 1, es);
-	const int salt = (int)(n + (size_t)root * 13 + (size_t)c * 101);
-	fill(send, dt, sn, rank, salt);
-	memcpy(send2, send, sn * es);
-	/* In place: the input is in the receive buffer. */
-	if (inplace) {
+	const void *sa = inplace ? MPI_IN_PLACE : send;
+	const void *sb = inplace ? MPI_IN_PLACE : send2;
+	void *ra = inplace && c == SCATTER ? MPI_IN_PLACE : a, *rb = inplace && c == SCATTER ? MPI_IN_PLACE : b;
+	int cnt = (int)n, rc = MPI_SUCCESS;
+	MPI_Request preq = MPI_REQUEST_NULL;
+#ifdef HAVE_PERSISTENT
+	MPI_Info info = MPI_INFO_NULL;
+	if (form == PERSISTENT) { /* through MPI_ (libcadmpi when preloaded) */
 		switch (c) {
-		case REDUCE: case ALLREDUCE: case RSB:
-			fill(a, dt, rn, rank, salt);
-			fill(b, dt, rn, rank, salt);
-			break;
-		case GATHER: case ALLGATHER:
-			fill(a + (size_t)rank * n * es, dt, n, rank, salt);
-			fill(b + (size_t)rank * n * es, dt, n, rank, salt);
-			break;
-		case ALLTOALL:
-			fill(a, dt, rn, rank, salt);
-			fill(b, dt, rn, rank, salt);
-			break;
+		case BCAST: rc = MPIX_Bcast_init(a, cnt, dt, root, comm, info, &preq); break;
+		case REDUCE: rc = MPIX_Reduce_init(sa, a, cnt, dt, op, root, comm, info, &preq); break;
+		case ALLREDUCE: rc = MPIX_Allreduce_init(sa, a, cnt, dt, op, comm, info, &preq); break;
+		case GATHER: rc = MPIX_Gather_init(sa, cnt, dt, a, cnt, dt, root, comm, info, &preq); break;
+		case SCATTER: rc = MPIX_Scatter_init(send, cnt, dt, ra, cnt, dt, root, comm, info, &preq); break;
+		case ALLGATHER: rc = MPIX_Allgather_init(sa, cnt, dt, a, cnt, dt, comm, info, &preq); break;
+		case ALLTOALL: rc = MPIX_Alltoall_init(sa, cnt, dt, a, cnt, dt, comm, info, &preq); break;
+		case RSB: rc = MPIX_Reduce_scatter_block_init(sa, a, cnt, dt, op, comm, info, &preq); break;
+		case BARRIER: rc = MPIX_Barrier_init(comm, info, &preq); break;
 		default: break;
 		}
 	}
-	if (c == BCAST && rank == root) {
-		fill(a, dt, n, rank, salt);
-		fill(b, dt, n, rank, salt);
+#endif
+	const int reps = form == PERSISTENT ? 2 : 1;
+	for (int rep = 0; rep < reps && rc == MPI_SUCCESS; rep++) {
+		const int salt = (int)(n + (size_t)root * 13 + (size_t)c * 101) + rep * 7;
+		memset(a, 0, (rn + 1) * es);
+		memset(b, 0, (rn + 1) * es);
+		fill(send, dt, sn, rank, salt);
+		memcpy(send2, send, sn * es);
+		/* In place: the input is in the receive buffer. */
+		if (inplace) {
+			switch (c) {
+			case REDUCE: case ALLREDUCE: case RSB:
+				fill(a, dt, rn, rank, salt);
+				fill(b, dt, rn, rank, salt);
+				break;
+			case GATHER: case ALLGATHER:
+				fill(a + (size_t)rank * n * es, dt, n, rank, salt);
+				fill(b + (size_t)rank * n * es, dt, n, rank, salt);
+				break;
+			case ALLTOALL:
+				fill(a, dt, rn, rank, salt);
+				fill(b, dt, rn, rank, salt);
+				break;
+			default: break;
+			}
+		}
+		if (c == BCAST && rank == root) {
+			fill(a, dt, n, rank, salt);
+			fill(b, dt, n, rank, salt);
+		}
+		MPI_Request req = MPI_REQUEST_NULL;
+		const int blocking = form == BLOCKING;
+		/* Through MPI_ (libcadmpi when preloaded). */
+		if (form == PERSISTENT) {
+			req = preq;
+			rc = rep % 2 ? MPI_Startall(1, &req) : MPI_Start(&req);
+		} else {
+			switch (c) {
+			case BCAST: rc = blocking ? MPI_Bcast(a, cnt, dt, root, comm) : MPI_Ibcast(a, cnt, dt, root, comm, &req); break;
+			case REDUCE: rc = blocking ? MPI_Reduce(sa, a, cnt, dt, op, root, comm) : MPI_Ireduce(sa, a, cnt, dt, op, root, comm, &req); break;
+			case ALLREDUCE: rc = blocking ? MPI_Allreduce(sa, a, cnt, dt, op, comm) : MPI_Iallreduce(sa, a, cnt, dt, op, comm, &req); break;
+			case GATHER: rc = blocking ? MPI_Gather(sa, cnt, dt, a, cnt, dt, root, comm) : MPI_Igather(sa, cnt, dt, a, cnt, dt, root, comm, &req); break;
+			case SCATTER: rc = blocking ? MPI_Scatter(send, cnt, dt, ra, cnt, dt, root, comm)
+						    : MPI_Iscatter(send, cnt, dt, ra, cnt, dt, root, comm, &req); break;
+			case ALLGATHER: rc = blocking ? MPI_Allgather(sa, cnt, dt, a, cnt, dt, comm) : MPI_Iallgather(sa, cnt, dt, a, cnt, dt, comm, &req); break;
+			case ALLTOALL: rc = blocking ? MPI_Alltoall(sa, cnt, dt, a, cnt, dt, comm) : MPI_Ialltoall(sa, cnt, dt, a, cnt, dt, comm, &req); break;
+			case RSB: rc = blocking ? MPI_Reduce_scatter_block(sa, a, cnt, dt, op, comm) : MPI_Ireduce_scatter_block(sa, a, cnt, dt, op, comm, &req); break;
+			case BARRIER: rc = blocking ? MPI_Barrier(comm) : MPI_Ibarrier(comm, &req); break;
+			default: break;
+			}
+		}
+		if (rc == MPI_SUCCESS && !blocking)
+			rc = complete(req, comm);
+		if (form == PERSISTENT && req != preq)
+			FAIL("persistent %s: the handle changed when it was started or completed", names[c]);
+		/* Open MPI's own. */
+		switch (c) {
+		case BCAST: PMPI_Bcast(b, cnt, dt, root, comm); break;
+		case REDUCE: PMPI_Reduce(sb, b, cnt, dt, op, root, comm); break;
+		case ALLREDUCE: PMPI_Allreduce(sb, b, cnt, dt, op, comm); break;
+		case GATHER: PMPI_Gather(sb, cnt, dt, b, cnt, dt, root, comm); break;
+		case SCATTER: PMPI_Scatter(send2, cnt, dt, rb, cnt, dt, root, comm); break;
+		case ALLGATHER: PMPI_Allgather(sb, cnt, dt, b, cnt, dt, comm); break;
+		case ALLTOALL: PMPI_Alltoall(sb, cnt, dt, b, cnt, dt, comm); break;
+		case RSB: PMPI_Reduce_scatter_block(sb, b, cnt, dt, op, comm); break;
+		default: break;
+		}
+		g_checks++;
+		size_t cmp = rn * es;
+		if ((c == REDUCE || c == GATHER) && rank != root)
+			cmp = 0;
+		if (c == RSB && inplace)
+			cmp = n * es; /* the rest of the buffer is undefined */
+		if (rc != MPI_SUCCESS)
+			FAIL("%s%s on %s n=%zu root=%d: MPI error %d", form_names[form], names[c], cname, n, root, rc);
+		else if (c == SCATTER && inplace && rank == root)
+			; /* the root's data stays in place */
+		else if (memcmp(a, b, cmp) != 0) {
+			size_t k = 0;
+			while (k < cmp && a[k] == b[k])
+				k++;
+			FAIL("%s%s%s on %s n=%zu root=%d: differs from Open MPI's at byte %zu (start %d)", form_names[form],
+			     names[c], inplace ? " in place" : "", cname, n, root, k, rep);
+		}
 	}
-	const void *sa = inplace ? MPI_IN_PLACE : send;
-	const void *sb = inplace ? MPI_IN_PLACE : send2;
-	int cnt = (int)n, rc = MPI_SUCCESS;
-	MPI_Request req = MPI_REQUEST_NULL;
-	/* Through MPI_ (libcadmpi when preloaded). */
-	switch (c) {
-	case BCAST: rc = blocking ? MPI_Bcast(a, cnt, dt, root, comm) : MPI_Ibcast(a, cnt, dt, root, comm, &req); break;
-	case REDUCE: rc = blocking ? MPI_Reduce(sa, a, cnt, dt, op, root, comm) : MPI_Ireduce(sa, a, cnt, dt, op, root, comm, &req); break;
-	case ALLREDUCE: rc = blocking ? MPI_Allreduce(sa, a, cnt, dt, op, comm) : MPI_Iallreduce(sa, a, cnt, dt, op, comm, &req); break;
-	case GATHER: rc = blocking ? MPI_Gather(sa, cnt, dt, a, cnt, dt, root, comm) : MPI_Igather(sa, cnt, dt, a, cnt, dt, root, comm, &req); break;
-	case SCATTER: rc = blocking ? MPI_Scatter(send, cnt, dt, inplace ? MPI_IN_PLACE : a, cnt, dt, root, comm)
-				    : MPI_Iscatter(send, cnt, dt, inplace ? MPI_IN_PLACE : a, cnt, dt, root, comm, &req); break;
-	case ALLGATHER: rc = blocking ? MPI_Allgather(sa, cnt, dt, a, cnt, dt, comm) : MPI_Iallgather(sa, cnt, dt, a, cnt, dt, comm, &req); break;
-	case ALLTOALL: rc = blocking ? MPI_Alltoall(sa, cnt, dt, a, cnt, dt, comm) : MPI_Ialltoall(sa, cnt, dt, a, cnt, dt, comm, &req); break;
-	case RSB: rc = blocking ? MPI_Reduce_scatter_block(sa, a, cnt, dt, op, comm) : MPI_Ireduce_scatter_block(sa, a, cnt, dt, op, comm, &req); break;
-	case BARRIER: rc = blocking ? MPI_Barrier(comm) : MPI_Ibarrier(comm, &req); break;
-	default: break;
-	}
-	if (rc == MPI_SUCCESS && !blocking)
-		rc = complete(req, comm);
-	/* Open MPI's own. */
-	switch (c) {
-	case BCAST: PMPI_Bcast(b, cnt, dt, root, comm); break;
-	case REDUCE: PMPI_Reduce(sb, b, cnt, dt, op, root, comm); break;
-	case ALLREDUCE: PMPI_Allreduce(sb, b, cnt, dt, op, comm); break;
-	case GATHER: PMPI_Gather(sb, cnt, dt, b, cnt, dt, root, comm); break;
-	case SCATTER: PMPI_Scatter(send2, cnt, dt, inplace ? MPI_IN_PLACE : b, cnt, dt, root, comm); break;
-	case ALLGATHER: PMPI_Allgather(sb, cnt, dt, b, cnt, dt, comm); break;
-	case ALLTOALL: PMPI_Alltoall(sb, cnt, dt, b, cnt, dt, comm); break;
-	case RSB: PMPI_Reduce_scatter_block(sb, b, cnt, dt, op, comm); break;
-	default: break;
-	}
-	g_checks++;
-	size_t cmp = rn * es;
-	if ((c == REDUCE || c == GATHER) && rank != root)
-		cmp = 0;
-	if (c == RSB && inplace)
-		cmp = n * es; /* the rest of the buffer is undefined */
-	if (rc != MPI_SUCCESS)
-		FAIL("%s on %s n=%zu root=%d: MPI error %d", names[c], cname, n, root, rc);
-	else if (c == SCATTER && inplace && rank == root)
-		; /* the root's data stays in place */
-	else if (memcmp(a, b, cmp) != 0) {
-		size_t k = 0;
-		while (k < cmp && a[k] == b[k])
-			k++;
-		FAIL("%s%s%s on %s n=%zu root=%d: differs from Open MPI's at byte %zu", blocking ? "" : "i", names[c],
-		     inplace ? " in place" : "", cname, n, root, k);
+	if (form == PERSISTENT) {
+		if (rc != MPI_SUCCESS)
+			FAIL("persistent %s on %s n=%zu root=%d: MPI error %d", names[c], cname, n, root, rc);
+		if (preq != MPI_REQUEST_NULL)
+			MPI_Request_free(&preq);
+		if (preq != MPI_REQUEST_NULL)
+			FAIL("persistent %s: MPI_Request_free left the handle", names[c]);
 	}
 	free(send);
 	free(send2);
 	free(a);
 	free(b);
 }
+
+#ifdef HAVE_PERSISTENT
+/* Two persistent collectives on different communicators and a persistent
+ * point-to-point pair, started together by one MPI_Startall and completed
+ * by one MPI_Waitall, three times with new inputs.  (Not freeing a
+ * communicator between init and start: Open MPI's own persistent
+ * collectives crash on that.) */
+static void persistent_mix(void)
+{
+	int rank, size, orank, osize;
+	MPI_Comm other;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &other);
+	MPI_Comm_rank(other, &orank);
+	MPI_Comm_size(other, &osize);
+	double x[1000], y[1000], ref[1000];
+	int v[64], out = 0, in = -1;
+	MPI_Request r[4];
+	MPI_Status st[4];
+	MPIX_Allreduce_init(x, y, 1000, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r[0]);
+	MPIX_Bcast_init(v, 64, MPI_INT, osize - 1, other, MPI_INFO_NULL, &r[1]);
+	MPI_Recv_init(&in, 1, MPI_INT, (rank + size - 1) % size, 78, MPI_COMM_WORLD, &r[2]);
+	MPI_Send_init(&out, 1, MPI_INT, (rank + 1) % size, 78, MPI_COMM_WORLD, &r[3]);
+	for (int it = 0; it < 3; it++) {
+		for (int i = 0; i < 1000; i++)
+			x[i] = mine_value(rank, (size_t)i, it);
+		for (int i = 0; i < 64; i++)
+			v[i] = orank == osize - 1 ? it * 100 + i : -1;
+		out = rank * 10 + it;
+		in = -1;
+		int rc = MPI_Startall(4, r);
+		if (rc == MPI_SUCCESS)
+			rc = MPI_Waitall(4, r, st);
+		PMPI_Allreduce(x, ref, 1000, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		g_checks++;
+		if (rc != MPI_SUCCESS)
+			FAIL("persistent Startall/Waitall, start %d: MPI error %d", it, rc);
+		if (memcmp(y, ref, sizeof y))
+			FAIL("persistent allreduce next to a persistent bcast, start %d: differs from Open MPI's", it);
+		for (int i = 0; i < 64; i++)
+			if (v[i] != it * 100 + i) {
+				FAIL("persistent bcast next to a persistent allreduce, start %d: v[%d] = %d", it, i, v[i]);
+				break;
+			}
+		if (in != ((rank + size - 1) % size) * 10 + it || st[2].MPI_SOURCE != (rank + size - 1) % size)
+			FAIL("persistent receive next to persistent collectives, start %d: got %d", it, in);
+		for (int k = 0; k < 4; k++)
+			if (r[k] == MPI_REQUEST_NULL)
+				FAIL("MPI_Waitall set persistent request %d to MPI_REQUEST_NULL", k);
+	}
+	for (int k = 0; k < 4; k++)
+		MPI_Request_free(&r[k]);
+	MPI_Comm_free(&other);
+}
+
+/* --mismatch: rank 1 gives a persistent broadcast another count (erroneous
+ * in MPI, so only run through libcadmpi), started twice, completed by
+ * MPI_Wait and then by MPI_Waitall, errors returned: rank 1 must get
+ * MPI_ERR_OTHER (MPI_ERR_IN_STATUS with it in the status from Waitall),
+ * nobody hangs, a rank without an error has the right data, and a
+ * persistent allreduce on the same communicator works afterwards. */
+static int mismatch(void)
+{
+	int rank, size, bad = 0, all_bad = 0;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	const int n = rank == 1 ? 3000 : 2000;
+	int *buf = malloc((size_t)n * sizeof *buf);
+	MPI_Request r;
+	int rc = MPIX_Bcast_init(buf, n, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
+	for (int start = 0; start < 2 && rc == MPI_SUCCESS; start++) {
+		for (int i = 0; i < n; i++)
+			buf[i] = rank == 0 ? i + start : -1;
+		MPI_Status st[1];
+		st[0].MPI_ERROR = -1;
+		int err = MPI_Start(&r), cls = MPI_SUCCESS;
+		if (err == MPI_SUCCESS)
+			err = start == 0 ? MPI_Wait(&r, MPI_STATUS_IGNORE) : MPI_Waitall(1, &r, st);
+		MPI_Error_class(err, &cls);
+		if (rank == 1) {
+			const int want = start == 0 ? MPI_ERR_OTHER : MPI_ERR_IN_STATUS;
+			if (cls != want || (start == 1 && st[0].MPI_ERROR != MPI_ERR_OTHER)) {
+				fprintf(stderr, "mpi_check: rank 1, start %d: error %d (status %d), expected %d\n", start,
+					cls, st[0].MPI_ERROR, want);
+				bad = 1;
+			} else {
+				printf("mpi_check: rank 1: start %d: error as expected\n", start);
+			}
+		} else if (err == MPI_SUCCESS) {
+			for (int i = 0; i < n; i++)
+				if (buf[i] != i + start) {
+					fprintf(stderr, "mpi_check: rank %d, start %d: element %d is %d\n", rank, start, i,
+						buf[i]);
+					bad = 1;
+					break;
+				}
+		}
+		if (r == MPI_REQUEST_NULL) {
+			fprintf(stderr, "mpi_check: rank %d: the failed persistent request was freed\n", rank);
+			bad = 1;
+			break;
+		}
+	}
+	MPI_Request_free(&r);
+	double x = rank + 1, sum = 0;
+	rc = MPIX_Allreduce_init(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Start(&r);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+	if (rc != MPI_SUCCESS || sum != size * (size + 1) / 2.0) {
+		fprintf(stderr, "mpi_check: rank %d: the allreduce after the failure: error %d, sum %g\n", rank, rc,
+			sum);
+		bad = 1;
+	}
+	MPI_Request_free(&r);
+	free(buf);
+	PMPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0 && !all_bad)
+		printf("mpi_check: mismatch ok\n");
+	MPI_Finalize();
+	return all_bad;
+}
+#endif
 
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
@@ -263,7 +447,7 @@ static void all(MPI_Comm comm, const char *cname, int quick)
 	for (int c = 0; c < NCOLL; c++)
 		for (int s = 0; s < ns; s++)
 			for (int root = 0; root < size; root += (size > 1 ? size - 1 : 1))
-				for (int blocking = 0; blocking < 2; blocking++)
+				for (int form = 0; form < g_nforms; form++)
 					for (int inplace = 0; inplace < 2; inplace++) {
 						if (inplace && (c == BCAST || c == BARRIER))
 							continue;
@@ -278,16 +462,17 @@ static void all(MPI_Comm comm, const char *cname, int quick)
 						int ip = inplace && (!rooted || rank == root);
 						MPI_Datatype dt = (s % 2) ? MPI_DOUBLE : MPI_INT;
 						MPI_Op op = (s % 3 == 1) ? MPI_MAX : MPI_SUM;
-						one((enum coll)c, sizes[s], root, dt, op, ip, blocking, comm, cname);
+						one((enum coll)c, sizes[s], root, dt, op, ip, (enum form)form, comm, cname);
 					}
 }
 
 int main(int argc, char **argv)
 {
-	int quick = 0, multiple = 0;
+	int quick = 0, multiple = 0, mismatched = 0;
 	for (int i = 1; i < argc; i++) {
 		quick |= !strcmp(argv[i], "--quick");
 		multiple |= !strcmp(argv[i], "--thread-multiple");
+		mismatched |= !strcmp(argv[i], "--mismatch");
 	}
 	if (multiple) {
 		int provided;
@@ -296,6 +481,12 @@ int main(int argc, char **argv)
 		MPI_Init(&argc, &argv);
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &g_wrank);
+#ifdef HAVE_PERSISTENT
+	if (mismatched)
+		return mismatch();
+#else
+	(void)mismatched;
+#endif
 	int size;
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 
@@ -307,17 +498,17 @@ int main(int argc, char **argv)
 	all(half, "half", 1);
 
 	/* MINLOC on (double, int) pairs. */
-	one(ALLREDUCE, 500, 0, MPI_DOUBLE_INT, MPI_MINLOC, 0, 0, MPI_COMM_WORLD, "world");
-	one(REDUCE, 500, size - 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, 1, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 500, 0, MPI_DOUBLE_INT, MPI_MINLOC, 0, NONBLOCKING, MPI_COMM_WORLD, "world");
+	one(REDUCE, 500, size - 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, BLOCKING, MPI_COMM_WORLD, "world");
 
 	/* Fortran's types (what ScaLAPACK's BLACS reduce), MPI_AINT. */
-	one(ALLREDUCE, 1000, 0, MPI_INTEGER, MPI_SUM, 0, 1, MPI_COMM_WORLD, "world");
-	one(ALLREDUCE, 7, 0, MPI_INTEGER, MPI_MAX, 1, 0, MPI_COMM_WORLD, "world");
-	one(REDUCE, 1000, size - 1, MPI_INTEGER, MPI_MIN, 0, 1, MPI_COMM_WORLD, "world");
-	one(ALLREDUCE, 1000, 0, MPI_DOUBLE_PRECISION, MPI_SUM, 0, 0, MPI_COMM_WORLD, "world");
-	one(RSB, 100, 0, MPI_REAL, MPI_SUM, 0, 1, MPI_COMM_WORLD, "world");
-	one(ALLREDUCE, 300, 0, MPI_2INTEGER, MPI_MINLOC, 0, 1, MPI_COMM_WORLD, "world");
-	one(ALLREDUCE, 100, 0, MPI_AINT, MPI_SUM, 0, 0, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 1000, 0, MPI_INTEGER, MPI_SUM, 0, BLOCKING, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 7, 0, MPI_INTEGER, MPI_MAX, 1, NONBLOCKING, MPI_COMM_WORLD, "world");
+	one(REDUCE, 1000, size - 1, MPI_INTEGER, MPI_MIN, 0, BLOCKING, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 1000, 0, MPI_DOUBLE_PRECISION, MPI_SUM, 0, NONBLOCKING, MPI_COMM_WORLD, "world");
+	one(RSB, 100, 0, MPI_REAL, MPI_SUM, 0, BLOCKING, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 300, 0, MPI_2INTEGER, MPI_MINLOC, 0, BLOCKING, MPI_COMM_WORLD, "world");
+	one(ALLREDUCE, 100, 0, MPI_AINT, MPI_SUM, 0, NONBLOCKING, MPI_COMM_WORLD, "world");
 
 	/* Left to MPI: a derived datatype, a user op. */
 	MPI_Datatype pair;
@@ -332,6 +523,19 @@ int main(int argc, char **argv)
 		g_checks++;
 		if (memcmp(buf, ref, sizeof buf))
 			FAIL("bcast of a derived datatype differs from Open MPI's");
+#ifdef HAVE_PERSISTENT
+		MPI_Request pr;
+		for (int i = 0; i < 200; i++)
+			buf[i] = ref[i] = g_wrank == 0 ? i * 5 : -1;
+		MPIX_Bcast_init(buf, 100, pair, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &pr);
+		MPI_Start(&pr);
+		MPI_Wait(&pr, MPI_STATUS_IGNORE);
+		MPI_Request_free(&pr);
+		PMPI_Bcast(ref, 100, pair, 0, MPI_COMM_WORLD);
+		g_checks++;
+		if (memcmp(buf, ref, sizeof buf))
+			FAIL("persistent bcast of a derived datatype differs from Open MPI's");
+#endif
 	}
 	MPI_Type_free(&pair);
 	MPI_Op mysum;
@@ -350,6 +554,9 @@ int main(int argc, char **argv)
 	}
 	MPI_Op_free(&mysum);
 
+#ifdef HAVE_PERSISTENT
+	persistent_mix();
+#endif
 	MPI_Comm_free(&dup);
 	MPI_Comm_free(&half);
 	int failures = 0;
