@@ -125,6 +125,7 @@ int cancel_fn(void *, int) { return MPI_SUCCESS; }  // a collective is not cance
 // send to ourselves that the posted receive matches at once).
 void finish(Persistent *p, int err) {
   p->active = false;
+  if (err) fprintf(stderr, "cadmpi: %s failed: %s\n", p->fn, cadrt_error_message());
   if (err && !p->failed) {
     p->failed = true;
     g_unreported++;
@@ -143,12 +144,14 @@ void progress() {
       i++;
       continue;
     }
-    if (err) fprintf(stderr, "cadmpi: %s failed: %s\n", p ? p->fn : o->fn, cadrt_error_message());
     if (p) {
       finish(p, err);
     } else {
       o->result = err;
-      if (err) o->why = cadrt_error_message();
+      if (err) {
+        o->why = cadrt_error_message();
+        fprintf(stderr, "cadmpi: %s failed: %s\n", o->fn, o->why.c_str());
+      }
       PMPI_Grequest_complete(g_live[i].req);
     }
     g_live[i] = g_live.back();
@@ -182,6 +185,19 @@ struct Polling {
   Polling() { cadrt_poll_begin(); }
   ~Polling() { cadrt_poll_end(); }
 };
+
+// Progresses cadrt and MPI until done() holds: a collective that must
+// run to its end although nobody will wait for it (freed early, or
+// still running at MPI_Finalize), since the other ranks wait for us.
+template <typename Done>
+void progress_until(Done done) {
+  if (done()) return;
+  Polling polling;
+  for (int spins = 0; !done(); idle(&spins)) {
+    progress();
+    mpi_progress();
+  }
+}
 
 // After a call of the Wait/Test family completed the handles reqs[k] (or
 // reqs[indices[k]]) for k < count: a persistent collective among them
@@ -277,13 +293,7 @@ int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request 
 bool free_persistent(MPI_Request req) {
   Persistent *p = persistent(req);
   if (!p) return false;
-  if (p->active) {
-    Polling polling;
-    for (int spins = 0; p->active; idle(&spins)) {
-      progress();
-      mpi_progress();
-    }
-  }
+  progress_until([p] { return !p->active; });
   forget_failure(p);
   cadrt_req_free(&p->req);
   g_persistent.erase(req);
@@ -553,10 +563,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 
 int MPI_Finalize(void) {
   if (g_on) {
-    for (int spins = 0; !g_live.empty(); idle(&spins)) {
-      progress();
-      mpi_progress();
-    }
+    progress_until([] { return g_live.empty(); });
     for (auto &kv : g_persistent) {  // the program's unfreed ones: cadrt's requests go with cadrt
       cadrt_req_free(&kv.second->req);
       delete kv.second;
@@ -664,14 +671,7 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
 int MPI_Request_free(MPI_Request *req) {
   // A collective's request freed before completion: it must still run to
   // the end (the others wait for us); wait for it here.
-  if (req && free_persistent(*req)) return PMPI_Request_free(req);
-  if (req && live(*req)) {
-    Polling polling;
-    for (int spins = 0; live(*req); idle(&spins)) {
-      progress();
-      mpi_progress();
-    }
-  }
+  if (req && !free_persistent(*req)) progress_until([req] { return !live(*req); });
   return PMPI_Request_free(req);
 }
 
@@ -710,12 +710,10 @@ int MPI_Start(MPI_Request *req) {
   g_through++;
   p->active = true;
   const int err = cadrt_start(&p->req);
-  if (err) {
-    fprintf(stderr, "cadmpi: %s failed: %s\n", p->fn, cadrt_error_message());
-    finish(p, err);
-  } else {
+  if (err)
+    finish(p, err);  // reported by the call that completes the handle
+  else
     g_live.push_back({*req, nullptr, p});
-  }
   return MPI_SUCCESS;
 }
 
@@ -754,8 +752,7 @@ bool reduce_args(int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, cadrt_dat
 }
 
 bool start_reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
-                  cadrt_request *r,
-                  decltype(&cadrt_ireduce) f = cadrt_ireduce) {
+                  cadrt_request *r, decltype(&cadrt_ireduce) f = cadrt_ireduce) {
   cadrt_datatype d;
   cadrt_op o;
   cadrt_comm c;
@@ -764,8 +761,7 @@ bool start_reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op
 }
 
 bool start_allreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                     cadrt_request *r,
-                     decltype(&cadrt_iallreduce) f = cadrt_iallreduce) {
+                     cadrt_request *r, decltype(&cadrt_iallreduce) f = cadrt_iallreduce) {
   cadrt_datatype d;
   cadrt_op o;
   cadrt_comm c;
@@ -818,8 +814,7 @@ int rank_in(MPI_Comm comm) {
 }
 
 bool start_gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
-                  cadrt_request *r,
-                  decltype(&cadrt_igather) f = cadrt_igather) {
+                  cadrt_request *r, decltype(&cadrt_igather) f = cadrt_igather) {
   size_t bytes;
   cadrt_comm c;
   return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, rank_in(comm) == root, &bytes) &&
@@ -827,8 +822,7 @@ bool start_gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_
 }
 
 bool start_scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
-                   MPI_Comm comm, cadrt_request *r,
-                   decltype(&cadrt_iscatter) f = cadrt_iscatter) {
+                   MPI_Comm comm, cadrt_request *r, decltype(&cadrt_iscatter) f = cadrt_iscatter) {
   size_t bytes;
   cadrt_comm c;
   return comm_of(comm, &c) && scatter_bytes(sc, st, rb, rc, rt, rank_in(comm) == root, &bytes) &&
@@ -836,8 +830,7 @@ bool start_scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI
 }
 
 bool start_allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-                     cadrt_request *r,
-                     decltype(&cadrt_iallgather) f = cadrt_iallgather) {
+                     cadrt_request *r, decltype(&cadrt_iallgather) f = cadrt_iallgather) {
   size_t bytes;
   cadrt_comm c;
   return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
@@ -845,16 +838,14 @@ bool start_allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, M
 }
 
 bool start_alltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-                    cadrt_request *r,
-                    decltype(&cadrt_ialltoall) f = cadrt_ialltoall) {
+                    cadrt_request *r, decltype(&cadrt_ialltoall) f = cadrt_ialltoall) {
   size_t bytes;
   cadrt_comm c;
   return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
          !f(in_send(s), rb, bytes, CADRT_BYTE, c, r);
 }
 
-bool start_barrier(MPI_Comm comm, cadrt_request *r,
-                   decltype(&cadrt_ibarrier) f = cadrt_ibarrier) {
+bool start_barrier(MPI_Comm comm, cadrt_request *r, decltype(&cadrt_ibarrier) f = cadrt_ibarrier) {
   cadrt_comm c;
   return comm_of(comm, &c) && !f(c, r);
 }

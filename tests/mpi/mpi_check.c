@@ -204,6 +204,8 @@ static void one(enum coll c, size_t n, int root, MPI_Datatype dt, MPI_Op op, int
 		case BARRIER: rc = MPIX_Barrier_init(comm, info, &preq); break;
 		default: break;
 		}
+		if (rc != MPI_SUCCESS)
+			FAIL("persistent %s on %s n=%zu root=%d: init: MPI error %d", names[c], cname, n, root, rc);
 	}
 #endif
 	const int reps = form == PERSISTENT ? 2 : 1;
@@ -291,8 +293,6 @@ static void one(enum coll c, size_t n, int root, MPI_Datatype dt, MPI_Op op, int
 		}
 	}
 	if (form == PERSISTENT) {
-		if (rc != MPI_SUCCESS)
-			FAIL("persistent %s on %s n=%zu root=%d: MPI error %d", names[c], cname, n, root, rc);
 		if (preq != MPI_REQUEST_NULL)
 			MPI_Request_free(&preq);
 		if (preq != MPI_REQUEST_NULL)
