@@ -236,7 +236,7 @@ def rt_figures(runs, out_dir):
                          out_dir, hline=(40, "target ≥ 40 % (≥ 64 KiB)"), styles=styles))
     ratio, bw = [], []
     for coll in RT_COLLS:
-        lat, bwl, styles = defaultdict(list), defaultdict(list), {}
+        lat, bwl, styles, lstyles = defaultdict(list), defaultdict(list), {}, {}
         for _, doc in rt:
             for r in doc["results"]:
                 p = r["params"]
@@ -244,6 +244,12 @@ def rt_figures(runs, out_dir):
                     continue
                 if r["name"].startswith("latency ratio ") and p["of"] == "cadrt/openmpi":
                     lat[f"cadrt {doc['engine']}"].append((p["bytes"], *triple(r)))
+                elif r["name"].startswith("latency ratio ") and p["of"] == "cadrt-persistent/openmpi-persistent":
+                    label = f"cadrt {doc['engine']}, persistent"
+                    lat[label].append((p["bytes"], *triple(r)))
+                    lstyles[label] = {"linestyle": "--"}
+                elif p["of"].endswith("-persistent"):
+                    continue  # the bandwidth plot: the non-blocking and blocking forms
                 elif r["name"].startswith("latency ") and r["unit"] == "us" and p["bytes"] > 0:
                     if p["of"] != "cadrt" and doc is not ref:
                         continue
@@ -254,9 +260,10 @@ def rt_figures(runs, out_dir):
                                        p["bytes"] / r["min"]))
                     if p["of"] != "cadrt":
                         styles[label] = {"color": "black", "linestyle": "-" if p["of"] == "openmpi" else ":"}
-        ratio.append((coll, {k: sorted(v) for k, v in lat.items()}, {}))
+        ratio.append((coll, {k: sorted(v) for k, v in lat.items()}, lstyles))
         bw.append((coll, {k: sorted(v) for k, v in bwl.items()}, styles))
-    made.append(grid("latency-ratio", "latency (call + wait), cadrt / Open MPI's MPI_I* (lower is better)", ratio,
+    made.append(grid("latency-ratio", "latency (call + wait), cadrt / Open MPI's MPI_I* (lower is better; "
+                     "dashed: persistent, start + wait, against Open MPI's)", ratio,
                      out_dir, "ratio", hline=1.0))
     made.append(grid("bandwidth", "bandwidth: bytes / latency, MB/s (higher is better)", bw, out_dir, "MB/s",
                      logy=True))
@@ -440,6 +447,12 @@ def blocks(runs, prefix):
             return p["bytes"] >= 65536
         return False
 
+    def persistent_keep(r):  # what a persistent request saves: small messages
+        p = r["params"]
+        targeted = p["collective"] in ("ibcast", "iallreduce", "ialltoall")
+        return r["name"].startswith("latency ratio persistent") and (
+            p["bytes"] in (0, 8) or (p["bytes"] == 1 << 20 and targeted))
+
     def ompi_col(doc, r):
         return "Open MPI" if r["params"].get("of") == "openmpi" else doc["engine"]
 
@@ -448,6 +461,7 @@ def blocks(runs, prefix):
     return {
         "targets": targets_table(runs, prefix),
         "rt": pivot(runs, "rt", rt_keep, prefix, label=lambda n: n.replace(" cadrt", "")),
+        "rt-persistent": pivot(runs, "rt", persistent_keep, prefix),
         "codelets": pivot(runs, "codelets", cl_keep, prefix,
                           label=lambda n: n.replace(" cadrt", "").replace(" openmpi", ""), colname=ompi_col),
         "kernel-vm": pivot(runs, "kernel-vm", lambda r: True, prefix, label=strip_engine,

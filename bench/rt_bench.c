@@ -21,6 +21,15 @@
  *                                 (PMPI_Bcast, ...)
  *   latency ratio <coll> <size>   cadrt / openmpi, the same repetition
  *   latency ratio blocking ...    cadrt / openmpi-blocking
+ *   latency <coll> <size> cadrt-persistent, openmpi-persistent
+ *                                 the persistent forms (MPIX_*_init, made
+ *                                 once outside the timing): MPI_Start +
+ *                                 MPI_Wait (PMPI_Start + PMPI_Wait)
+ *   latency ratio persistent ...  cadrt-persistent / openmpi-persistent
+ *   latency ratio persistent/nonblocking ...
+ *                                 cadrt-persistent / cadrt: what selecting,
+ *                                 instantiating, verifying and registering
+ *                                 once at init saves per call
  * and for ibcast, iallreduce, ialltoall and igather:
  *   overlap <coll> <size> <of>    the OSU overlap: compute for the pure
  *                                 latency of the same implementation
@@ -57,6 +66,7 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <mpi-ext.h> /* Open MPI 4.1's MPIX_*_init: persistent collectives */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,8 +80,8 @@
 enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, BARRIER, NCOLL };
 static const char *cname[] = { "ibcast",    "ireduce",   "iallreduce", "igather", "iscatter",
 			       "iallgather", "ialltoall", "ireduce_scatter_block", "ibarrier" };
-enum impl { CADRT, OMPI, OMPI_BLOCKING };
-static const char *iname[] = { "cadrt", "openmpi", "openmpi-blocking" };
+enum impl { CADRT, OMPI, OMPI_BLOCKING, CADRT_PERSISTENT, OMPI_PERSISTENT, NIMPL };
+static const char *iname[] = { "cadrt", "openmpi", "openmpi-blocking", "cadrt-persistent", "openmpi-persistent" };
 static int g_rank, g_size;
 static char *g_send, *g_recv;
 #define MAXB (4u << 20)
@@ -82,58 +92,61 @@ static int cnt(size_t bytes, size_t elem, int split)
 	return n ? (int)n : 1;
 }
 
-/* Posts (or, blocking, runs) one collective. */
-static void start(enum coll c, size_t bytes, enum impl im, MPI_Request *r)
+/* Posts one collective; blocking, runs it; persistent, makes its request
+ * (MPIX_*_init, Open MPI 4.1's name for MPI-4's MPI_*_init), which
+ * measure() starts. */
+#define POST(Name, name, ...)                                                                      \
+	(im == OMPI_BLOCKING	  ? PMPI_##Name(__VA_ARGS__)                                        \
+	 : im == CADRT		  ? MPI_I##name(__VA_ARGS__, r)                                     \
+	 : im == OMPI		  ? PMPI_I##name(__VA_ARGS__, r)                                    \
+	 : im == CADRT_PERSISTENT ? MPIX_##Name##_init(__VA_ARGS__, MPI_INFO_NULL, r)               \
+				  : PMPIX_##Name##_init(__VA_ARGS__, MPI_INFO_NULL, r))
+static void post(enum coll c, size_t bytes, enum impl im, MPI_Request *r)
 {
 	const MPI_Comm w = MPI_COMM_WORLD;
 	const int b = cnt(bytes, 1, 0), d = cnt(bytes, 8, 0), bp = cnt(bytes, 1, 1), dp = cnt(bytes, 8, 1);
-	const int ours = im == CADRT, blk = im == OMPI_BLOCKING;
 
 	*r = MPI_REQUEST_NULL;
 	switch (c) {
 	case BCAST:
-		blk ? PMPI_Bcast(g_recv, b, MPI_BYTE, 0, w)
-		    : (ours ? MPI_Ibcast : PMPI_Ibcast)(g_recv, b, MPI_BYTE, 0, w, r);
+		POST(Bcast, bcast, g_recv, b, MPI_BYTE, 0, w);
 		break;
 	case REDUCE:
-		blk ? PMPI_Reduce(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, 0, w)
-		    : (ours ? MPI_Ireduce : PMPI_Ireduce)(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, 0, w, r);
+		POST(Reduce, reduce, g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, 0, w);
 		break;
 	case ALLREDUCE:
-		blk ? PMPI_Allreduce(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, w)
-		    : (ours ? MPI_Iallreduce : PMPI_Iallreduce)(g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, w, r);
+		POST(Allreduce, allreduce, g_send, g_recv, d, MPI_DOUBLE, MPI_SUM, w);
 		break;
 	case GATHER:
-		blk ? PMPI_Gather(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w)
-		    : (ours ? MPI_Igather : PMPI_Igather)(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w, r);
+		POST(Gather, gather, g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w);
 		break;
 	case SCATTER:
-		blk ? PMPI_Scatter(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w)
-		    : (ours ? MPI_Iscatter : PMPI_Iscatter)(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w, r);
+		POST(Scatter, scatter, g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, 0, w);
 		break;
 	case ALLGATHER:
-		blk ? PMPI_Allgather(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w)
-		    : (ours ? MPI_Iallgather : PMPI_Iallgather)(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w, r);
+		POST(Allgather, allgather, g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w);
 		break;
 	case ALLTOALL:
-		blk ? PMPI_Alltoall(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w)
-		    : (ours ? MPI_Ialltoall : PMPI_Ialltoall)(g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w, r);
+		POST(Alltoall, alltoall, g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w);
 		break;
 	case REDUCE_SCATTER:
-		blk ? PMPI_Reduce_scatter_block(g_send, g_recv, dp, MPI_DOUBLE, MPI_SUM, w)
-		    : (ours ? MPI_Ireduce_scatter_block
-			    : PMPI_Ireduce_scatter_block)(g_send, g_recv, dp, MPI_DOUBLE, MPI_SUM, w, r);
+		POST(Reduce_scatter_block, reduce_scatter_block, g_send, g_recv, dp, MPI_DOUBLE, MPI_SUM, w);
 		break;
 	default:
-		blk ? PMPI_Barrier(w) : (ours ? MPI_Ibarrier : PMPI_Ibarrier)(w, r);
+		POST(Barrier, barrier, w);
 		break;
 	}
+}
+
+static int ours(enum impl im)
+{
+	return im == CADRT || im == CADRT_PERSISTENT;
 }
 
 static void finish(enum impl im, MPI_Request *r)
 {
 	if (im != OMPI_BLOCKING)
-		(im == CADRT ? MPI_Wait : PMPI_Wait)(r, MPI_STATUS_IGNORE);
+		(ours(im) ? MPI_Wait : PMPI_Wait)(r, MPI_STATUS_IGNORE);
 }
 
 /* Computes for seconds, with tests test calls spread over it. */
@@ -150,7 +163,7 @@ static void compute(double seconds, int tests, enum impl im, MPI_Request *r)
 			for (int i = 0; i < 100; i++)
 				x = x * 1.0000001 + 1e-9;
 		if (tests && *r != MPI_REQUEST_NULL)
-			(im == CADRT ? MPI_Test : PMPI_Test)(r, &flag, MPI_STATUS_IGNORE);
+			(ours(im) ? MPI_Test : PMPI_Test)(r, &flag, MPI_STATUS_IGNORE);
 	}
 }
 
@@ -166,22 +179,31 @@ static double mean_over_ranks(double t)
  * tests test calls) between call and wait when compute_s > 0. */
 static double measure(enum coll c, size_t bytes, enum impl im, int iters, double compute_s, int tests)
 {
+	const int persistent = im == CADRT_PERSISTENT || im == OMPI_PERSISTENT;
 	MPI_Request r;
 	double t = 0;
 
-	for (int i = 0; i < 2; i++) { /* warm: instances cached, pages touched */
-		start(c, bytes, im, &r);
-		finish(im, &r);
-	}
-	for (int i = 0; i < iters; i++) {
-		PMPI_Barrier(MPI_COMM_WORLD);
-		const double t0 = MPI_Wtime();
-		start(c, bytes, im, &r);
+	if (persistent) /* made once, not timed: what persistence is for */
+		post(c, bytes, im, &r);
+	for (int i = -2; i < iters; i++) { /* two warm: instances cached, pages touched */
+		double t0 = 0;
+
+		if (i >= 0) {
+			PMPI_Barrier(MPI_COMM_WORLD);
+			t0 = MPI_Wtime();
+		}
+		if (persistent)
+			(ours(im) ? MPI_Start : PMPI_Start)(&r);
+		else
+			post(c, bytes, im, &r);
 		if (compute_s > 0)
 			compute(compute_s, tests, im, &r);
 		finish(im, &r);
-		t += MPI_Wtime() - t0;
+		if (i >= 0)
+			t += MPI_Wtime() - t0;
 	}
+	if (persistent)
+		(ours(im) ? MPI_Request_free : PMPI_Request_free)(&r);
 	return mean_over_ranks(t / iters);
 }
 
@@ -270,6 +292,18 @@ static double overlap(double overall, double pure)
 	return o < 0 ? 0 : o > 100 ? 100 : o;
 }
 
+/* "latency ratio <what><coll> <size>": the quotient of two latencies, of
+ * = "numerator/denominator" in iname's words. */
+static struct bench_fig *ratio_fig(const char *what, enum coll c, size_t b, const char *sz, const char *of,
+				   const char *target)
+{
+	char name[112];
+
+	snprintf(name, sizeof name, "latency ratio %s%s %s", what, cname[c], sz);
+	return bench_add(name, "x", target, "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"of\": \"%s\"",
+			 cname[c], b, g_size, of);
+}
+
 int main(int argc, char **argv)
 {
 	const char *json = bench_json_arg(argc, argv, "rt_bench");
@@ -307,7 +341,8 @@ int main(int argc, char **argv)
 	PMPI_Bcast(&g_send0, sizeof g_send0, MPI_BYTE, 0, MPI_COMM_WORLD);
 
 	struct cell {
-		struct bench_fig *lat[3], *ratio, *ratio_blk, *ov[2][2], *cap; /* ov: [impl][tests?] */
+		struct bench_fig *lat[NIMPL], *ratio, *ratio_blk, *ratio_pers, *ratio_start, *ov[2][2], *cap;
+		/* ov: [impl][tests?] */
 		int iters;
 		double floor;
 	} cells[NCOLL][9];
@@ -324,21 +359,17 @@ int main(int argc, char **argv)
 			if (*only_coll && (strcmp(only_coll, cname[c]) || (only_bytes >= 0 && (long long)b != only_bytes)))
 				continue;
 			bench_size(b, sz, sizeof sz);
-			for (int im = 0; im < 3; im++) {
+			for (int im = 0; im < NIMPL; im++) {
 				snprintf(name, sizeof name, "latency %s %s %s", cname[c], sz, iname[im]);
 				e->lat[im] = bench_add(name, "us", NULL,
 						       "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"of\": \"%s\"",
 						       cname[c], b, g_size, iname[im]);
 			}
-			snprintf(name, sizeof name, "latency ratio %s %s", cname[c], sz);
-			e->ratio = bench_add(name, "x", !targeted ? NULL : b <= 1024 ? "<= 1.5" : b >= 262144 ? "<= 1.0" : NULL,
-					     "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"of\": \"cadrt/openmpi\"",
-					     cname[c], b, g_size);
-			snprintf(name, sizeof name, "latency ratio blocking %s %s", cname[c], sz);
-			e->ratio_blk = bench_add(name, "x", NULL,
-						 "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, "
-						 "\"of\": \"cadrt/openmpi-blocking\"",
-						 cname[c], b, g_size);
+			e->ratio = ratio_fig("", c, b, sz, "cadrt/openmpi",
+					     !targeted ? NULL : b <= 1024 ? "<= 1.5" : b >= 262144 ? "<= 1.0" : NULL);
+			e->ratio_blk = ratio_fig("blocking ", c, b, sz, "cadrt/openmpi-blocking", NULL);
+			e->ratio_pers = ratio_fig("persistent ", c, b, sz, "cadrt-persistent/openmpi-persistent", NULL);
+			e->ratio_start = ratio_fig("persistent/nonblocking ", c, b, sz, "cadrt-persistent/cadrt", NULL);
 			if (c == BCAST || c == ALLREDUCE || c == ALLTOALL || c == GATHER) {
 				/* (Smaller messages travel in the rings, not by a single copy.) */
 				snprintf(name, sizeof name, "overlap cap %s %s", cname[c], sz);
@@ -365,7 +396,7 @@ int main(int argc, char **argv)
 			for (int s = 0; s < nsizes; s++) {
 				struct cell *e = &cells[c][s];
 				const size_t b = c == BARRIER ? 0 : sizes[s];
-				double pure[3];
+				double pure[NIMPL];
 
 				if (!e->lat[0])
 					continue;
@@ -374,7 +405,7 @@ int main(int argc, char **argv)
 					if (e->cap)
 						e->floor = floor_time((enum coll)c, b);
 				}
-				for (int im = 0; im < 3; im++) {
+				for (int im = 0; im < NIMPL; im++) {
 					pure[im] = measure((enum coll)c, b, (enum impl)im, e->iters, 0, 0);
 					bench_push(e->lat[im], pure[im] * 1e6);
 				}
@@ -382,6 +413,8 @@ int main(int argc, char **argv)
 				if (e->cap)
 					bench_push(e->cap, 100 - 100 * e->floor / pure[CADRT]);
 				bench_push(e->ratio_blk, pure[CADRT] / pure[OMPI_BLOCKING]);
+				bench_push(e->ratio_pers, pure[CADRT_PERSISTENT] / pure[OMPI_PERSISTENT]);
+				bench_push(e->ratio_start, pure[CADRT_PERSISTENT] / pure[CADRT]);
 				for (int im = 0; im < 2; im++)
 					for (int t = 0; t < 2; t++)
 						if (e->ov[im][t]) {
