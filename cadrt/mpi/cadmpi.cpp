@@ -1082,8 +1082,8 @@ int MPIX_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
 // LD_PRELOAD of the MPI_ names: a program whose main is Fortran would
 // never start libcadmpi, and its collectives would never reach cadrt.  So
 // libcadmpi also defines the Fortran entry points of initialisation,
-// finalisation, the collectives (blocking and non-blocking) and the
-// completion family (MPI_WAIT, MPI_TEST and their ALL/ANY/SOME forms,
+// finalisation, the collectives (blocking, non-blocking and persistent,
+// with MPI_START and MPI_STARTALL) and the completion family (MPI_WAIT, MPI_TEST and their ALL/ANY/SOME forms,
 // MPI_REQUEST_GET_STATUS, MPI_REQUEST_FREE), converts the handles and calls the C entry points
 // above, which decide as for C whether cadrt or MPI runs a collective,
 // and progress cadrt while they wait.
@@ -1438,6 +1438,92 @@ void ompi_ibarrier_f(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr) {
   f_started(MPI_Ibarrier(f_comm(comm), &q), &q, request, ierr);
 }
 
+
+// ------------------------------------------------ persistent collectives
+//
+// Open MPI 4.1's MPIX_*_INIT (its pcollreq extension: mpif-ext.h,
+// mpi_f08_ext), and MPI_START and MPI_STARTALL, which start ours and
+// Open MPI's alike (the C entry points tell them apart).
+
+void ompi_start_f(MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request r = PMPI_Request_f2c(*request);
+  if (bad_request(r, ierr)) return;
+  *ierr = MPI_Start(&r);
+}
+
+void ompi_startall_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr) {
+  FRequests c(*count, requests, false);
+  *ierr = MPI_Startall(*count, c.req.data());
+}
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+MPI_Info f_info(const MPI_Fint *i) { return PMPI_Info_f2c(*i); }
+
+void ompix_bcast_init_f(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info,
+                        MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Bcast_init(f_buf(buf), *count, f_type(dt), *root, f_comm(comm), f_info(info), &q), &q, request,
+            ierr);
+}
+
+void ompix_reduce_init_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root,
+                         MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Reduce_init(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), *root, f_comm(comm), f_info(info), &q),
+            &q, request, ierr);
+}
+
+void ompix_allreduce_init_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                            MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Allreduce_init(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), f_comm(comm), f_info(info), &q),
+            &q, request, ierr);
+}
+
+void ompix_reduce_scatter_block_init_f(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                                       MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Reduce_scatter_block_init(f_buf(s), f_buf(r), *count, f_type(dt), f_op(op), f_comm(comm),
+                                           f_info(info), &q),
+            &q, request, ierr);
+}
+
+void ompix_gather_init_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
+                         MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Gather_init(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), *root, f_comm(comm), f_info(info),
+                             &q),
+            &q, request, ierr);
+}
+
+void ompix_scatter_init_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,
+                          MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Scatter_init(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), *root, f_comm(comm),
+                              f_info(info), &q),
+            &q, request, ierr);
+}
+
+void ompix_allgather_init_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt,
+                            MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Allgather_init(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), f_comm(comm), f_info(info), &q),
+            &q, request, ierr);
+}
+
+void ompix_alltoall_init_f(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,
+                           MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Alltoall_init(f_buf(s), *sc, f_type(st), f_buf(r), *rc, f_type(rt), f_comm(comm), f_info(info), &q),
+            &q, request, ierr);
+}
+
+void ompix_barrier_init_f(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr) {
+  MPI_Request q;
+  f_started(MPIX_Barrier_init(f_comm(comm), f_info(info), &q), &q, request, ierr);
+}
+#endif
+
 }  // extern "C"
 
 FORTRAN_ALIAS(ompi_init_f, mpi_init_)
@@ -1476,3 +1562,16 @@ FORTRAN_ALIAS(ompi_iscatter_f, mpi_iscatter_)
 FORTRAN_ALIAS(ompi_iallgather_f, mpi_iallgather_)
 FORTRAN_ALIAS(ompi_ialltoall_f, mpi_ialltoall_)
 FORTRAN_ALIAS(ompi_ibarrier_f, mpi_ibarrier_)
+FORTRAN_ALIAS(ompi_start_f, mpi_start_)
+FORTRAN_ALIAS(ompi_startall_f, mpi_startall_)
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+FORTRAN_ALIAS(ompix_bcast_init_f, mpix_bcast_init_)
+FORTRAN_ALIAS(ompix_reduce_init_f, mpix_reduce_init_)
+FORTRAN_ALIAS(ompix_allreduce_init_f, mpix_allreduce_init_)
+FORTRAN_ALIAS(ompix_reduce_scatter_block_init_f, mpix_reduce_scatter_block_init_)
+FORTRAN_ALIAS(ompix_gather_init_f, mpix_gather_init_)
+FORTRAN_ALIAS(ompix_scatter_init_f, mpix_scatter_init_)
+FORTRAN_ALIAS(ompix_allgather_init_f, mpix_allgather_init_)
+FORTRAN_ALIAS(ompix_alltoall_init_f, mpix_alltoall_init_)
+FORTRAN_ALIAS(ompix_barrier_init_f, mpix_barrier_init_)
+#endif

@@ -4,7 +4,8 @@
 ! through PMPI_ (always Open MPI's own) on the same inputs, and requires
 ! identical results.  The non-blocking ones are completed by each member
 ! of the MPI_WAIT family in turn, mixed with point-to-point requests, and
-! the handles and statuses those return are checked.  The program's main
+! the handles and statuses those return are checked; persistent ones
+! (MPIX_*_INIT) are started twice.  The program's main
 ! is Fortran, so MPI starts through the Fortran MPI_INIT.
 !
 !   mpif90 -fallow-argument-mismatch -o fcheck fcheck.f90   (mpif.h: gfortran >= 10)
@@ -18,7 +19,7 @@ program fcheck
   implicit none
   include 'mpif.h'
   integer, parameter :: n = 1000
-  integer :: ierr, rank, nprocs, i, failures, total, checks, root
+  integer :: ierr, rank, nprocs, i, k, failures, total, checks, root
   integer :: ia(n), ib(n), isend(n), ipair(2, n), ipair_a(2, n), ipair_b(2, n)
   integer, allocatable :: iga(:), igb(:), ibig(:)
   double precision :: da(n), db(n), dsend(n)
@@ -267,6 +268,42 @@ program fcheck
   checks = checks + 1
   if (any(ipa /= [(mod(left * 7919 + i * 104729, 97) - 40, i = 1, n)])) call fail('a freed send''s message')
   call check_null(req, 'mpi_request_free')
+
+  ! ---- persistent collectives (MPIX_*_INIT: Open MPI's name for MPI-4's
+  ! MPI_*_INIT), each started twice with new inputs: by MPI_START and
+  ! MPI_WAIT one by one, then by MPI_STARTALL and MPI_WAITALL together;
+  ! the handles stay (inactive) until MPI_REQUEST_FREE
+  call MPIX_BCAST_INIT(ia, n, MPI_INTEGER, 0, MPI_COMM_WORLD, MPI_INFO_NULL, reqs(1), ierr)
+  call MPIX_ALLREDUCE_INIT(dsend, da, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, reqs(2), ierr)
+  call MPIX_ALLTOALL_INIT(ibig, n, MPI_INTEGER, iga, n, MPI_INTEGER, MPI_COMM_WORLD, MPI_INFO_NULL, reqs(3), ierr)
+  call MPIX_BARRIER_INIT(MPI_COMM_WORLD, MPI_INFO_NULL, reqs(4), ierr)
+  do k = 1, 2
+    ia = isend + k * (rank + 1)
+    dsend = dsend + k
+    ibig = ibig + k
+    if (k == 1) then
+      do i = 1, 4
+        call MPI_START(reqs(i), ierr)
+        call MPI_WAIT(reqs(i), status, ierr)
+      end do
+    else
+      call MPI_STARTALL(4, reqs, ierr)
+      call MPI_WAITALL(4, reqs, statuses, ierr)
+    end if
+    checks = checks + 1
+    if (ierr /= MPI_SUCCESS .or. any(reqs == MPI_REQUEST_NULL)) call fail('persistent: a handle was freed')
+    ib = isend + k
+    call PMPI_BCAST(ib, n, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+    call check_i(ia, ib, n, 'persistent bcast integer')
+    call PMPI_ALLREDUCE(dsend, db, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+    call check_d(da, db, n, 'persistent allreduce double precision sum')
+    call PMPI_ALLTOALL(ibig, n, MPI_INTEGER, igb, n, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+    call check_i(iga, igb, n * nprocs, 'persistent alltoall integer')
+  end do
+  do i = 1, 4
+    call MPI_REQUEST_FREE(reqs(i), ierr)
+    call check_null(reqs(i), 'mpi_request_free of a persistent collective')
+  end do
 
   ! Bad arguments to the MPI_WAIT family, with errors returned instead of
   ! fatal: a negative count and an invalid handle are MPI errors (no

@@ -4,8 +4,8 @@
 ! result against one computed here from those inputs.  The non-blocking
 ! ones are completed by each member of the MPI_Wait family in turn, mixed
 ! with point-to-point requests, and the handles and statuses returned are
-! checked.  (Open MPI's mpi_f08 reaches the library through other entry
-! points than mpif.h, and its PMPI_ collectives through the same ones as
+! checked; persistent ones (MPIX_*_init) are started twice.  (Open MPI's
+! mpi_f08 reaches the library through other entry points than mpif.h, and its PMPI_ collectives through the same ones as
 ! its MPI_ collectives, so the reference is computed, not asked of MPI.)
 !
 !   mpif90 -o fcheck08 fcheck08.f90
@@ -14,14 +14,15 @@
 ! Prints "fcheck08: ok (N checks)" at rank 0; exits 1 if a check failed.
 program fcheck08
   use mpi_f08
+  use mpi_f08_ext
   implicit none
   integer, parameter :: n = 700
-  integer :: rank, nprocs, i, p, root, left, right, failures, checks, total
+  integer :: rank, nprocs, i, p, s, root, left, right, failures, checks, total
   integer :: idx, outcount, seen, indices(4)
-  integer :: a(n), b(n), c(n), expect(n)
+  integer :: a(n), b(n), c(n), e(n), expect(n)
   integer, allocatable :: big(:), g(:), h(:), gexpect(:)
   double precision :: d(n), dexpect(n)
-  type(MPI_Request) :: req, reqs(4)
+  type(MPI_Request) :: req, reqs(4), preqs(5)
   type(MPI_Status) :: status, statuses(4)
   logical :: flag
 
@@ -195,6 +196,40 @@ program fcheck08
   call MPI_Recv(b, n, MPI_INTEGER, left, 80, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
   call MPI_Wait(reqs(1), MPI_STATUS_IGNORE)
   call check(b, mine(left), 'a freed send''s message')
+
+  ! ---- persistent (MPIX_*_init, from mpi_f08_ext: Open MPI's name for
+  ! MPI-4's MPI_*_init), each started twice with new inputs (times s): by
+  ! MPI_Startall and MPI_Waitall, then by MPI_Start and MPI_Wait one by one;
+  ! the handles stay (inactive) until MPI_Request_free
+  call MPIX_Reduce_init(c, a, n, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, MPI_INFO_NULL, preqs(1))
+  call MPIX_Gather_init(c, n, MPI_INTEGER, g, n, MPI_INTEGER, 0, MPI_COMM_WORLD, MPI_INFO_NULL, preqs(2))
+  call MPIX_Scatter_init(big, n, MPI_INTEGER, b, n, MPI_INTEGER, 0, MPI_COMM_WORLD, MPI_INFO_NULL, preqs(3))
+  call MPIX_Allgather_init(c, n, MPI_INTEGER, h, n, MPI_INTEGER, MPI_COMM_WORLD, MPI_INFO_NULL, preqs(4))
+  call MPIX_Reduce_scatter_block_init(big, e, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, preqs(5))
+  do s = 1, 2
+    c = s * mine(rank)
+    big = [(s * w(rank, i), i = 1, n * nprocs)]
+    if (s == 1) then
+      call MPI_Startall(5, preqs)
+      call MPI_Waitall(5, preqs, MPI_STATUSES_IGNORE)
+    else
+      do i = 1, 5
+        call MPI_Start(preqs(i))
+        call MPI_Wait(preqs(i), status)
+      end do
+    end if
+    checks = checks + 1
+    if (any(preqs == MPI_REQUEST_NULL)) call fail('persistent: a handle was freed')
+    if (rank == 0) call check(a, s * total_of(), 'MPIX_Reduce_init sum')
+    if (rank == 0) call check(g, s * gathered(), 'MPIX_Gather_init')
+    call check(b, [(s * w(0, rank * n + i), i = 1, n)], 'MPIX_Scatter_init')
+    call check(h, s * gathered(), 'MPIX_Allgather_init')
+    call check(e, s * scattered_sum(), 'MPIX_Reduce_scatter_block_init')
+  end do
+  do i = 1, 5
+    call MPI_Request_free(preqs(i))
+    call check_null(preqs(i), 'MPI_Request_free of a persistent collective')
+  end do
 
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0 .and. total == 0) print '(a, i0, a)', 'fcheck08: ok (', checks, ' checks)'
