@@ -9,12 +9,13 @@
 ! is Fortran, so MPI starts through the Fortran MPI_INIT.
 !
 !   mpif90 -fallow-argument-mismatch -o fcheck fcheck.f90   (mpif.h: gfortran >= 10)
-!   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] fcheck [wait-invalid]
+!   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] fcheck [wait-invalid|start-invalid]
 !
 ! Prints "fcheck: ok (N checks)" at rank 0; exits 1 if a check failed.
-! With wait-invalid, it only calls MPI_WAIT on a request handle that names
-! no request, errors fatal: MPI must abort the job with MPI_ERR_REQUEST
-! (Open MPI's own MPI_WAIT follows a null pointer instead).
+! With wait-invalid (start-invalid), it only calls MPI_WAIT (MPI_START) on
+! a request handle that names no request, errors fatal: MPI must abort the
+! job with MPI_ERR_REQUEST (Open MPI's own MPI_WAIT follows a null pointer
+! instead).
 program fcheck
   implicit none
   include 'mpif.h'
@@ -28,14 +29,20 @@ program fcheck
   integer :: idx, outcount, indices(4), left, right, seen, ic(n), ipa(n), ipb(n)
   integer, allocatable :: igc(:), igd(:)
   logical :: flag
+  character(16) :: mode
 
   call MPI_INIT(ierr)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
   call MPI_COMM_SIZE(MPI_COMM_WORLD, nprocs, ierr)
   if (command_argument_count() > 0) then
+    call get_command_argument(1, mode)
     req = 123456
-    call MPI_WAIT(req, status, ierr)
-    print '(a, i0)', 'fcheck: MPI_WAIT on an invalid handle returned ', ierr
+    if (mode == 'start-invalid') then
+      call MPI_START(req, ierr)
+    else
+      call MPI_WAIT(req, status, ierr)
+    end if
+    print '(3a, i0)', 'fcheck: ', trim(mode), ' returned ', ierr
     call MPI_FINALIZE(ierr)
     stop 2
   end if

@@ -188,15 +188,17 @@ def test_fortran_program_through_cadrt(build_dir, fortran, name, engine, n):
     assert through(r.stderr) == [(FORTRAN[name][1], 0)] * n, r.stderr
 
 
-def test_fortran_invalid_request_handle(build_dir, fortran):
-    # MPI_WAIT on a Fortran handle that names no request: MPI's error
-    # (fatal here), not a crash (Open MPI alone follows a null pointer).
+@pytest.mark.parametrize("mode", ["wait-invalid", "start-invalid"])
+def test_fortran_invalid_request_handle(build_dir, fortran, mode):
+    # MPI_WAIT (MPI_START) on a Fortran handle that names no request: MPI's
+    # error (fatal here), not a crash (Open MPI alone follows a null
+    # pointer).
     # MPI_ERRORS_ARE_FATAL aborts the job with the error code as its exit
     # status: Open MPI's MPI_ERR_REQUEST is 7 (mpi.h); alone it dies with
     # SIGSEGV (139).  The "MPI_ERR_REQUEST: invalid request" text is not
     # asserted: the ranks send it to mpirun as a help message while they
     # abort, and mpirun loses it now and then ("ORTE_ERROR_LOG: Data unpack
     # would read past end of buffer in show_help.c", about 1 run in 6 here).
-    r = mpirun(build_dir, 2, "wait-invalid", program=fortran["fcheck"], timeout=120)
+    r = mpirun(build_dir, 2, mode, program=fortran["fcheck"], timeout=120)
     assert r.returncode == 7, r.stdout + r.stderr
     assert "Segmentation fault" not in r.stdout + r.stderr and "returned" not in r.stdout
