@@ -1083,8 +1083,9 @@ int MPIX_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
 // never start libcadmpi, and its collectives would never reach cadrt.  So
 // libcadmpi also defines the Fortran entry points of initialisation,
 // finalisation, the collectives (blocking, non-blocking and persistent,
-// with MPI_START and MPI_STARTALL) and the completion family (MPI_WAIT, MPI_TEST and their ALL/ANY/SOME forms,
-// MPI_REQUEST_GET_STATUS, MPI_REQUEST_FREE), converts the handles and calls the C entry points
+// with MPI_START and MPI_STARTALL) and the completion family (MPI_WAIT,
+// MPI_TEST and their ALL/ANY/SOME forms, MPI_REQUEST_GET_STATUS,
+// MPI_REQUEST_FREE), converts the handles and calls the C entry points
 // above, which decide as for C whether cadrt or MPI runs a collective,
 // and progress cadrt while they wait.
 //
@@ -1437,7 +1438,6 @@ void ompi_ibarrier_f(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr) {
   MPI_Request q;
   f_started(MPI_Ibarrier(f_comm(comm), &q), &q, request, ierr);
 }
-
 
 // ------------------------------------------------ persistent collectives
 //

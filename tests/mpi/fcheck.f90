@@ -5,8 +5,8 @@
 ! identical results.  The non-blocking ones are completed by each member
 ! of the MPI_WAIT family in turn, mixed with point-to-point requests, and
 ! the handles and statuses those return are checked; persistent ones
-! (MPIX_*_INIT) are started twice.  The program's main
-! is Fortran, so MPI starts through the Fortran MPI_INIT.
+! (MPIX_*_INIT) are started twice.  The program's main is Fortran, so MPI
+! starts through the Fortran MPI_INIT.
 !
 !   mpif90 -fallow-argument-mismatch -o fcheck fcheck.f90   (mpif.h: gfortran >= 10)
 !   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] fcheck [wait-invalid|start-invalid]

@@ -5,8 +5,9 @@
 ! ones are completed by each member of the MPI_Wait family in turn, mixed
 ! with point-to-point requests, and the handles and statuses returned are
 ! checked; persistent ones (MPIX_*_init) are started twice.  (Open MPI's
-! mpi_f08 reaches the library through other entry points than mpif.h, and its PMPI_ collectives through the same ones as
-! its MPI_ collectives, so the reference is computed, not asked of MPI.)
+! mpi_f08 reaches the library through other entry points than mpif.h, and
+! its PMPI_ collectives through the same ones as its MPI_ collectives, so
+! the reference is computed, not asked of MPI.)
 !
 !   mpif90 -o fcheck08 fcheck08.f90
 !   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] fcheck08
