@@ -1122,6 +1122,9 @@ void *f_buf(void *p) {
 MPI_Comm f_comm(const MPI_Fint *c) { return PMPI_Comm_f2c(*c); }
 MPI_Datatype f_type(const MPI_Fint *t) { return PMPI_Type_f2c(*t); }
 MPI_Op f_op(const MPI_Fint *o) { return PMPI_Op_f2c(*o); }
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+MPI_Info f_info(const MPI_Fint *i) { return PMPI_Info_f2c(*i); }
+#endif
 
 // A non-blocking call's result in Fortran: the error code, and the
 // request's Fortran handle when there is one.  (The request by address:
@@ -1457,8 +1460,6 @@ void ompi_startall_f(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr) {
 }
 
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-MPI_Info f_info(const MPI_Fint *i) { return PMPI_Info_f2c(*i); }
-
 void ompix_bcast_init_f(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info,
                         MPI_Fint *request, MPI_Fint *ierr) {
   MPI_Request q;
