@@ -551,7 +551,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
 // peer can start reading or writing this rank's buffers while it copies:
 // alltoall_rotated's own block is a local copy ready at start beside the
 // sends, and doing it first delayed every RTS by the whole memcpy (2 MiB at
-// 4 MiB alltoall over two ranks, where Open MPI's libnbc posts first too).
+// 4 MiB alltoall over two ranks).
 // The verifier proved nodes that are ready together race-free, so their
 // order is free.  Local nodes wait in a small array (progress keeps off the
 // heap) and run in their FIFO order once the transfers are out.
