@@ -314,14 +314,7 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
     }
     return;
   }
-  if (r && !r->from_cad && h.fp != r->inst->fp) {
-    give_up(r, ep, h, -EINVAL,
-         "ranks disagree on collective #" + std::to_string(h.seq) +
-             " of their communicator (count, root, datatype, op, algorithm or its parameters): rank " +
-             std::to_string(r->comm->rank) + " runs " + r->inst->desc + ", rank " +
-             std::to_string(r->comm->rank_of_ep[ep]) + " another");
-    return;
-  }
+  if (r && disagree(r, ep, h)) return;
   if (node >= 0) {
     handle(r, static_cast<uint32_t>(node), ep, s);
     return;
@@ -331,6 +324,22 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
   e->slot.h = h;
   if (h.frag) memcpy(e->slot.payload, s.payload, std::min<uint32_t>(h.frag, kPayload));
   unexpected_[ep].push(e);
+}
+
+// Whether the peer at ep runs another instance of r's collective (its
+// message says so): if so, r gives up, naming both.  Checked as a message
+// comes for an active request, and again for one that came before r was
+// started and waited in the unexpected queue (a progress thread, or a call
+// for another request, took it in): its length may well match -- a MAX for
+// a SUM -- and the rank would complete with a wrong result.
+bool Runtime::disagree(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
+  if (r->from_cad || h.fp == r->inst->fp) return false;
+  give_up(r, ep, h, -EINVAL,
+       "ranks disagree on collective #" + std::to_string(h.seq) +
+           " of their communicator (count, root, datatype, op, algorithm or its parameters): rank " +
+           std::to_string(r->comm->rank) + " runs " + r->inst->desc + ", rank " +
+           std::to_string(r->comm->rank_of_ep[ep]) + " another");
+  return true;
 }
 
 // Messages for r that arrived before r's nodes were posted.  Without room
@@ -348,7 +357,7 @@ void Runtime::drain_unexpected(cadrt_request_s *r, uint32_t ep) {
     }
     const int64_t node = mine && !r->done ? target(e->slot.h, ep, &t) : -1;
     if (node >= 0 && t == r) {
-      handle(r, static_cast<uint32_t>(node), ep, e->slot);
+      if (!disagree(r, ep, e->slot.h)) handle(r, static_cast<uint32_t>(node), ep, e->slot);
       pool_.put(e);
     } else {
       keep.push(e);

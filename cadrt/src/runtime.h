@@ -383,6 +383,7 @@ class Runtime {
   unsigned char *at(cadrt_request_s *r, uint32_t buf, uint64_t off);
   MsgHeader header(cadrt_request_s *r, uint32_t node, uint32_t kind);
   void post(cadrt_request_s *r, uint32_t node);
+  bool disagree(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   void complete(cadrt_request_s *r, uint32_t node);
   void fail(cadrt_request_s *r, int err, const std::string &why, bool tell_peers);
   void finish(cadrt_request_s *r);

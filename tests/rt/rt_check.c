@@ -4,8 +4,8 @@
  * collective is known without communicating.
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
- *          [--persistent] [--outstanding K] [--inplace] [--mismatch]
- *          [--split] [--iters N] [--churn N] [--test]
+ *          [--persistent] [--outstanding K] [--inplace] [--mismatch
+ *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--iters N] [--churn N] [--test]
  *
  * --persistent   the _init forms, started --iters times
  * --outstanding  K collectives in flight at once, then waitall
@@ -27,6 +27,13 @@
  *                it starts the collective.  A rank that fails overwrites
  *                its buffers, which are its own again, before freeing them,
  *                so a peer that read them after that would see it
+ * --mismatch-op  with --mismatch: 16 elements (eager messages), and rank 1
+ *                passes the same count but MAX for
+ *                SUM (a reducing collective): every message has the length
+ *                its receiver expects, only the fingerprint differs
+ * --start-late R with --mismatch: rank R starts the collective 100 ms after
+ *                the others, so what they send it waits in its unexpected
+ *                queue until it posts; it must check those messages too
  * --split        also run everything on the halves of the world
  * --churn N      then N times: split a copy of the world, run everything
  *                on it, free it, then start a persistent allreduce made
@@ -76,7 +83,7 @@
 #include "cadrt/cadrt.h"
 
 static int g_rank, g_size, g_failures, g_checks;
-static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1, g_late = -1, g_test;
+static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
 
 /* The first error of K requests, each completed by cadrt_waitall or, with
  * --test, by cadrt_test calls in turn until all are done.  A request that
@@ -407,7 +414,8 @@ static int mismatch(const char *only)
 	for (int i = 0; i < NCOLL; i++)
 		if (only && !strcmp(only, names[i]))
 			c = (enum coll)i;
-	k = (struct call){ .c = c, .n = g_rank == 1 ? 3000 : 2000, .root = 0, .dt = CADRT_INT32, .op = CADRT_SUM };
+	k = (struct call){ .c = c, .n = g_mismatch_op ? 16 : g_rank == 1 ? 3000 : 2000, .root = 0, .dt = CADRT_INT32,
+			   .op = g_rank == 1 && g_mismatch_op ? CADRT_MAX : CADRT_SUM };
 	setup(&k, 0);
 	if (g_late >= 0) {
 		/* A barrier that completes after the collective (see --late). */
@@ -426,6 +434,8 @@ static int mismatch(const char *only)
 			usleep(200000);
 		}
 	}
+	if (g_rank == g_start_late)
+		usleep(100000);
 	err = start(&k, cadrt_comm_world(), &req);
 	if (!err)
 		err = cadrt_wait(&req);
@@ -644,6 +654,10 @@ int main(int argc, char **argv)
 			want_split = 1;
 		else if (!strcmp(argv[i], "--late") && i + 1 < argc)
 			g_late = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--mismatch-op"))
+			g_mismatch_op = 1;
+		else if (!strcmp(argv[i], "--start-late") && i + 1 < argc)
+			g_start_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--die") && i + 1 < argc)
 			die = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--churn") && i + 1 < argc)

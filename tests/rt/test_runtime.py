@@ -202,6 +202,22 @@ def test_failed_rank_keeps_its_buffers_until_peers_are_done(build_dir, engine, c
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [2, 3])
+def test_a_late_rank_checks_what_waited_for_it(build_dir, engine, p):
+    """Rank 1 passes MAX where the others pass SUM (16 elements: eager
+    messages of the lengths every receiver expects) and starts 100 ms late,
+    so its peers' messages are there before it posts (in its unexpected
+    queue, where the thread engine's progress thread puts them).  It must
+    check their fingerprint too: it completed the allreduce without an
+    error (and with a wrong result) under the thread engine."""
+    r = run(build_dir, p, "rt_check", "--mismatch", "--mismatch-op", "--start-late", "1", "--coll", "allreduce",
+            env={"CADRT_ENGINE": engine}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 1: error as expected: ranks disagree on collective #0" in r.stdout, r.stdout
+    assert r.stdout.count("error as expected") == p, r.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_freed_communicators_leave_nothing_behind(build_dir, engine):
     """Split, use (every collective) and free a communicator 300 times: the
     heap does not grow with the count (each used to keep ~28 KB of
