@@ -114,6 +114,7 @@ int Runtime::kernel_load(cadrt_request_s *r) {
   l.ctx = r->comm->ctx;
   l.flags = CAD_LOAD_START;
   l.seq = r->seq;
+  l.fp = r->from_cad ? 0 : r->inst->fp;  // the fingerprint cadrt's own messages carry
   int err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0;
   if (err == -ENOMEM && l.handle == ~0u && !kcache_.empty()) {
     kernel_evict(0);  // cached programs hold pinned memory: let it go, try again

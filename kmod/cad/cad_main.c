@@ -350,7 +350,8 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case CAD_IOC_LOAD: {
 		struct cad_ioc_load l;
 
-		err = COPY_IN(l, uarg, &usize);
+		/* fp came after the first version: its callers load with 0 */
+		err = copy_in(&l, offsetofend(struct cad_ioc_load, seq), sizeof(l), uarg, &usize);
 		if (err)
 			return err;
 		/* handle is ~0 unless the program was loaded (perhaps

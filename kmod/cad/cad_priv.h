@@ -112,6 +112,7 @@ struct cad_run {
 	u32 nkeys;
 	u32 *ranks;                     /* group rank of each program rank */
 	u64 ctx, seq;
+	u64 fp;                         /* see struct cad_ioc_load */
 	struct cad_kbuf *bufs;
 	u32 nbufs;
 	bool running;

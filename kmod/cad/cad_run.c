@@ -814,7 +814,7 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node)
 	if (!p)
 		return;
 	if (p->prog.hdr->rank != nd->peer || p->prog.hdr->nranks != r->prog.hdr->nranks ||
-	    p->ranks[me] != r->file->rank) {
+	    p->ranks[me] != r->file->rank || p->fp != r->fp) {
 		fail_collective(g, r->ctx, r->seq, -EPROTO);
 		return;
 	}
@@ -1061,6 +1061,7 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		return -ENOMEM;
 	cad_exec_init(&r->ex, &r->prog, r->exec_mem);
 	r->ctx = a->ctx;
+	r->fp = a->fp;
 	return 0;
 }
 

@@ -477,6 +477,14 @@ struct cad_ioc_load {
 	__u32 flags;                 /* CAD_LOAD_* */
 	__u32 handle;                /* out */
 	__aligned_u64 seq;           /* with CAD_LOAD_START */
+	__aligned_u64 fp;            /* what the ranks must agree on (collective,
+	                              * count, datatype, op, root, algorithm and
+	                              * its parameters), hashed by the caller:
+	                              * runs of a (ctx, seq) match only if theirs
+	                              * are equal, else the collective fails with
+	                              * -EPROTO.  Transfer lengths alone miss a
+	                              * MAX against a SUM.  0 on every rank: no
+	                              * check (hand-built programs) */
 };
 
 /* START fails with -ESTALE once the process changed the mapping of one of

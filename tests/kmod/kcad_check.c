@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,6 +354,19 @@ static int do_reject(void)
 	CHECK("bad-user-pointer", err == EFAULT, "got %d", err);
 	r = load(fd, img, size, a, 2, 1, 0, 0);
 	EXPECT_LOAD("load-before-join", r, -ENOTCONN, "join a group first");
+	{
+		/* The first version's LOAD ended at seq (fp came later): its
+		 * size passes the size check (and meets the missing join), one
+		 * field less does not. */
+		struct cad_ioc_load l = { .size = offsetof(struct cad_ioc_load, fp), .prog_size = size,
+					  .prog = (uintptr_t)img, .buf_addrs = (uintptr_t)a, .nbufs = 2 };
+
+		err = ioctl(fd, CAD_IOC_LOAD, &l) ? errno : 0;
+		CHECK("load-first-version-size", err == ENOTCONN, "got %d", err);
+		l.size = offsetof(struct cad_ioc_load, seq);
+		err = ioctl(fd, CAD_IOC_LOAD, &l) ? errno : 0;
+		CHECK("load-short-size", err == EINVAL, "got %d", err);
+	}
 	{
 		struct cad_ioc_join j = { .size = sizeof(j), .rank = 2, .nranks = 2, .key = key };
 

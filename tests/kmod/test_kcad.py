@@ -95,7 +95,8 @@ def test_the_rejection_table_is_complete(vm_run):
     passed = re.findall(r"KCAD PASS (\S+)", vm_run.cases["reject"].output)
     assert len(passed) >= 50, passed
     for name in ("join-foreign-user", "address-not-mapped", "overlapping-buffers", "unaligned-reduce-buffer",
-                 "node-on-unregistered-buffer", "pinned-memory-limit", "too-many-programs", "mmap-writable"):
+                 "node-on-unregistered-buffer", "pinned-memory-limit", "too-many-programs", "mmap-writable",
+                 "load-first-version-size", "load-short-size"):
         assert name in passed
 
 

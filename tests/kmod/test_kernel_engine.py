@@ -58,6 +58,9 @@ def cases():
         out[f"cad-{p}"] = f"cadrun -n {p} --timeout 60 rt_cad"
     for coll in MISMATCH:
         out[f"mismatch-{coll}"] = f"cadrun -n 3 --timeout 60 rt_check --mismatch --coll {coll}"
+    for p in (2, 3):
+        out[f"mismatch-op-{p}"] = (f"cadrun -n {p} --timeout 60 rt_check --mismatch --mismatch-op --start-late 1 "
+                                   "--coll allreduce")
     out["die"] = "cadrun -n 4 --timeout 60 rt_check --die 2"
     out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
     return out
@@ -121,6 +124,18 @@ def test_mismatched_programs_fail_every_rank_clearly(vm_run, coll):
     c = vm_run.cases[f"mismatch-{coll}"]
     assert c.status == 0, f"{c.command}\n{c.output}"
     assert "rank 1: error as expected" in c.output, c.output
+    assert "do not match" in c.output, c.output
+
+
+@pytest.mark.parametrize("p", [2, 3])
+def test_programs_that_disagree_only_on_the_op_fail(vm_run, p):
+    """Rank 1 passes MAX where the others pass SUM, and starts late: every
+    transfer has the length its partner expects, so only the fingerprint
+    cadrt passes to LOAD tells the runs apart.  Every rank fails, none
+    completes with a wrong result."""
+    c = vm_run.cases[f"mismatch-op-{p}"]
+    assert c.status == 0, f"{c.command}\n{c.output}"
+    assert c.output.count("error as expected") == p, c.output
     assert "do not match" in c.output, c.output
 
 
