@@ -14,6 +14,7 @@
  *   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] mpi_check [--quick]
  *          [--thread-multiple]
  *   mpirun -n P -x LD_PRELOAD=libcadmpi.so mpi_check --mismatch
+ *   mpirun -n P -x LD_PRELOAD=libcadmpi.so mpi_check --freed-comm
  *
  * Prints "mpi_check: ok (N checks)" at rank 0; exit 0 if all passed.
  */
@@ -428,6 +429,71 @@ static int mismatch(void)
 	MPI_Finalize();
 	return all_bad;
 }
+
+/* --freed-comm: persistent collectives made on a split and on a dup whose
+ * handles the program frees before it ever starts them (MPI allows it: a
+ * request keeps what it uses), started three times with new inputs, each
+ * result compared with Open MPI's on a communicator of the same ranks;
+ * then the requests are freed.  Only through libcadmpi: Open MPI's own
+ * persistent collectives crash on it. */
+static int freed_comm(void)
+{
+	int rank, size, bad = 0, all_bad = 0;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	MPI_Comm half, dup, ref_half;
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+	PMPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &ref_half);
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	int hrank, hsize;
+	MPI_Comm_rank(half, &hrank);
+	MPI_Comm_size(half, &hsize);
+	enum { N = 3000 };
+	static double x[N], y[N], ref[N];
+	static int v[N];
+	MPI_Request r[2];
+	MPIX_Allreduce_init(x, y, N, MPI_DOUBLE, MPI_SUM, dup, MPI_INFO_NULL, &r[0]);
+	MPIX_Bcast_init(v, N, MPI_INT, hsize - 1, half, MPI_INFO_NULL, &r[1]);
+	MPI_Comm_free(&dup);
+	MPI_Comm_free(&half);
+	if (dup != MPI_COMM_NULL || half != MPI_COMM_NULL) {
+		fprintf(stderr, "mpi_check: rank %d: MPI_Comm_free left a handle\n", rank);
+		bad = 1;
+	}
+	for (int it = 0; it < 3 && !bad; it++) {
+		for (int i = 0; i < N; i++) {
+			x[i] = mine_value(rank, (size_t)i, it);
+			v[i] = hrank == hsize - 1 ? it * 1000 + i : -1;
+		}
+		int rc = MPI_Startall(2, r);
+		if (rc == MPI_SUCCESS)
+			rc = MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+		PMPI_Allreduce(x, ref, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		if (rc != MPI_SUCCESS) {
+			fprintf(stderr, "mpi_check: rank %d, start %d: MPI error %d\n", rank, it, rc);
+			bad = 1;
+		} else if (memcmp(y, ref, sizeof y)) {
+			fprintf(stderr, "mpi_check: rank %d, start %d: the allreduce on a freed dup differs\n", rank, it);
+			bad = 1;
+		} else {
+			for (int i = 0; i < N; i++)
+				if (v[i] != it * 1000 + i) {
+					fprintf(stderr, "mpi_check: rank %d, start %d: the bcast on a freed split: v[%d] = %d\n",
+						rank, it, i, v[i]);
+					bad = 1;
+					break;
+				}
+		}
+	}
+	MPI_Request_free(&r[0]);
+	MPI_Request_free(&r[1]);
+	PMPI_Comm_free(&ref_half);
+	PMPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0 && !all_bad)
+		printf("mpi_check: freed-comm ok\n");
+	MPI_Finalize();
+	return all_bad;
+}
 #endif
 
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
@@ -468,11 +534,12 @@ static void all(MPI_Comm comm, const char *cname, int quick)
 
 int main(int argc, char **argv)
 {
-	int quick = 0, multiple = 0, mismatched = 0;
+	int quick = 0, multiple = 0, mismatched = 0, freed = 0;
 	for (int i = 1; i < argc; i++) {
 		quick |= !strcmp(argv[i], "--quick");
 		multiple |= !strcmp(argv[i], "--thread-multiple");
 		mismatched |= !strcmp(argv[i], "--mismatch");
+		freed |= !strcmp(argv[i], "--freed-comm");
 	}
 	if (multiple) {
 		int provided;
@@ -484,8 +551,11 @@ int main(int argc, char **argv)
 #ifdef HAVE_PERSISTENT
 	if (mismatched)
 		return mismatch();
+	if (freed)
+		return freed_comm();
 #else
 	(void)mismatched;
+	(void)freed;
 #endif
 	int size;
 	MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -71,6 +71,18 @@ def test_failed_persistent_collective(build_dir, engine):
     assert "cadmpi: MPIX_Bcast_init failed: ranks disagree" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("engine", ["poll", "thread", "signal"])
+def test_persistent_collectives_on_freed_communicators(build_dir, engine):
+    """MPIX_Allreduce_init on a dup and MPIX_Bcast_init on a split, both
+    communicators freed before the first start: three MPI_Startall /
+    MPI_Waitall rounds give Open MPI's results (mpi_check --freed-comm)."""
+    r = mpirun(build_dir, 3, "--freed-comm", env={"CADRT_ENGINE": engine, "CADMPI_STATS": "1"}, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "mpi_check: freed-comm ok" in r.stdout, r.stdout + r.stderr
+    # Both went through cadrt, 3 starts each, on every rank.
+    assert all(c >= 6 for c, _ in through(r.stderr)), r.stderr
+
+
 def test_disabled(build_dir):
     r = mpirun(build_dir, 2, "--quick", env={"CADMPI": "0", "CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
