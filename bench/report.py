@@ -215,8 +215,8 @@ def rt_figures(runs, out_dir):
         for _, doc in rt:
             for r in doc["results"]:
                 p = r["params"]
-                if not r["name"].startswith("overlap ") or p.get("collective") != coll:
-                    continue
+                if not r["name"].startswith("overlap ") or p.get("collective") != coll or p.get("late_ns"):
+                    continue  # (the late root: in the tables only)
                 if p["of"] == "openmpi" and doc is not ref:
                     continue
                 if p["of"] == "cap":  # the physical cap, dotted

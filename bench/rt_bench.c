@@ -40,6 +40,14 @@
  *                                 pieces and a test call after each (OSU's
  *                                 -t), which lets a progress-in-calls
  *                                 implementation move
+ *   overlap ibcast <size> <of>, root <N> ns late
+ *                                 at 64 KiB and 1 MiB: the OSU overlap
+ *                                 (no tests) with rank 0, the root, leaving
+ *                                 each barrier N ns (300, 3000) after the
+ *                                 others (it spins, untimed), against the
+ *                                 pure latency without that: ranks never
+ *                                 leave a barrier at once, and a single copy
+ *                                 overlaps only if the later rank makes it
  *   overlap cap <coll> <size>     from 16 KiB: the physical cap of that overlap with no
  *                                 test calls: 100 - 100 floor / pure (cadrt's
  *                                 pure latency), floor = the CPU time the
@@ -66,6 +74,8 @@
  * BENCH_QUICK=1: 3 repetitions instead of 7, fewer sizes.
  * BENCH_ONLY=ibcast:65536 measures one collective (and, after the colon,
  * one size) alone, for studying it; the JSON then holds only that.
+ * BENCH_SKEW_NS=N, for studying too: rank 0 leaves each barrier N ns after
+ * the others (it spins, untimed), as a root late by that much would.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -86,6 +96,8 @@ static const char *cname[] = { "ibcast",    "ireduce",   "iallreduce", "igather"
 enum impl { CADRT, OMPI, OMPI_BLOCKING, CADRT_PERSISTENT, OMPI_PERSISTENT, NIMPL };
 static const char *iname[] = { "cadrt", "openmpi", "openmpi-blocking", "cadrt-persistent", "openmpi-persistent" };
 static int g_rank, g_size;
+static double g_skew; /* seconds, BENCH_SKEW_NS */
+static const int late_ns[2] = { 300, 3000 };
 static char *g_send, *g_recv;
 #define MAXB (4u << 20)
 
@@ -194,6 +206,12 @@ static double measure(enum coll c, size_t bytes, enum impl im, int iters, double
 		if (i >= 0) {
 			PMPI_Barrier(MPI_COMM_WORLD);
 			t0 = MPI_Wtime();
+			if (g_rank == 0 && g_skew > 0) { /* untimed: rank 0 comes late */
+				const double b = t0;
+
+				while ((t0 = MPI_Wtime()) - b < g_skew)
+					;
+			}
 		}
 		if (persistent)
 			(ours(im) ? MPI_Start : PMPI_Start)(&r);
@@ -328,6 +346,8 @@ int main(int argc, char **argv)
 {
 	const char *json = bench_json_arg(argc, argv, "rt_bench");
 	const char *(*engine_fn)(void) = bench_mpi_init(&argc, &argv, "rt_bench", &g_rank, &g_size);
+	if (getenv("BENCH_SKEW_NS"))
+		g_skew = 1e-9 * atof(getenv("BENCH_SKEW_NS"));
 	const int quick = getenv("BENCH_QUICK") && strcmp(getenv("BENCH_QUICK"), "0");
 	const int reps = quick ? 3 : 7;
 	const size_t all_sizes[] = { 1, 8, 64, 1024, 16384, 65536, 262144, 1 << 20, 4 << 20 };
@@ -361,8 +381,8 @@ int main(int argc, char **argv)
 	PMPI_Bcast(&g_send0, sizeof g_send0, MPI_BYTE, 0, MPI_COMM_WORLD);
 
 	struct cell {
-		struct bench_fig *lat[NIMPL], *ratio, *ratio_blk, *ratio_pers, *ratio_start, *ov[2][2], *cap;
-		/* ov: [impl][tests?] */
+		struct bench_fig *lat[NIMPL], *ratio, *ratio_blk, *ratio_pers, *ratio_start, *ov[2][2], *cap, *late[2][2];
+		/* ov: [impl][tests?]; late: [impl][which of late_ns] */
 		int iters;
 		double floor;
 	} cells[NCOLL][9];
@@ -408,6 +428,16 @@ int main(int argc, char **argv)
 							"\"tests\": %d",
 							cname[c], b, g_size, iname[im], t ? 8 : 0);
 					}
+				for (int im = 0; im < 2 && c == BCAST && (b == 65536 || b == 1 << 20); im++)
+					for (int k = 0; k < 2; k++) {
+						snprintf(name, sizeof name, "overlap %s %s %s, root %d ns late", cname[c], sz,
+							 iname[im], late_ns[k]);
+						e->late[im][k] = bench_add(
+							name, "%", NULL,
+							"\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"of\": \"%s\", "
+							"\"tests\": 0, \"late_ns\": %d",
+							cname[c], b, g_size, iname[im], late_ns[k]);
+					}
 			}
 		}
 
@@ -442,6 +472,17 @@ int main(int argc, char **argv)
 							const double all = measure((enum coll)c, b, (enum impl)im, oi,
 										   pure[im], t ? 8 : 0);
 							bench_push(e->ov[im][t], overlap(all, pure[im]));
+						}
+				for (int im = 0; im < 2; im++)
+					for (int k = 0; k < 2; k++)
+						if (e->late[im][k]) {
+							const int oi = e->iters / 2 > 3 ? e->iters / 2 : 3;
+							const double keep = g_skew;
+
+							g_skew = 1e-9 * late_ns[k];
+							const double all = measure((enum coll)c, b, (enum impl)im, oi, pure[im], 0);
+							g_skew = keep;
+							bench_push(e->late[im][k], overlap(all, pure[im]));
 						}
 			}
 

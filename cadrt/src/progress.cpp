@@ -420,6 +420,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
   const cad_node &n = r->inst->prog.nodes[node];
   const MsgHeader &h = s.h;
   const int peer = r->comm->rank_of_ep[ep];
+  if (static_cast<int64_t>(node) == r->rdv_node && (h.kind == kRts || h.kind == kCts)) learn(r, h);
   if (is_recv_side(h.kind) && h.len != n.len) {
     give_up(r, ep, h, -EMSGSIZE,
          "rank " + std::to_string(r->comm->rank) + " receives " + std::to_string(n.len) + " bytes from rank " +
@@ -534,6 +535,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
     } else {
       MsgHeader h = header(r, node, kRts);
       h.addr = reinterpret_cast<uint64_t>(at(r, n.src_buf, n.src_off));
+      h.off = static_cast<uint64_t>(now_ns());  // for the receiver's rendezvous
       x.state = kWaitFin;
       push(ep, h, nullptr, 0, r);
     }
@@ -547,6 +549,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
   if (!eager && cma && (n.flags & CAD_XFER_SENDER_WRITES)) {
     MsgHeader h = header(r, node, kCts);
     h.addr = reinterpret_cast<uint64_t>(at(r, n.dst_buf, n.dst_off));
+    h.off = static_cast<uint64_t>(now_ns());  // for the sender's rendezvous
     x.state = kWaitFin;
     push(ep, h, nullptr, 0, r);
     return;

@@ -85,6 +85,10 @@ struct Instance {
   std::vector<Key> keys;                // SEND and RECV nodes, sorted
   bool large = false;                   // a SEND or RECV too long for a slot
   uint64_t size = 0;                    // its largest buffer, bytes
+  // Learned, not part of what the instance is (see Runtime::rendezvous()):
+  // how late, in ns, the announcement a start of it waited for came
+  // after that start, smoothed.
+  mutable std::atomic<int64_t> late_ns{0};
   // The node of kind with (peer, tag, occ), or -1.
   int64_t find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t occ) const;
   void index();                         // fills occ and keys from prog
@@ -150,6 +154,10 @@ struct cadrt_request_s {
   std::vector<uint32_t> outgoing;         // nodes in kFragOut
   std::vector<uint32_t> netwait;          // nodes in kNetRecv, kNetSend, kNetWait (capacity: every node)
   bool redrain = false;                   // unexpected messages left for later
+  // The transfer node whose announcement the start's rendezvous waited
+  // for or would have (-1: none), and when that began (now_ns).
+  int64_t rdv_node = -1;
+  int64_t rdv_since = 0;
   // Failed, but a peer may still read or write its buffers (an RTS or CTS
   // of it is unanswered): it completes once each is answered (FIN or
   // RELEASE) or its peer has exited, so that the application cannot free
@@ -391,6 +399,7 @@ class Runtime {
   // At start: waits (progressing) while a transfer r copies for waits for
   // the announcement of a peer that is inside the library, a few us at most.
   void rendezvous(cadrt_request_s *r);
+  void learn(cadrt_request_s *r, const MsgHeader &h);
   bool frag_out(cadrt_request_s *r, uint32_t node);
   cadrt_request_s *find_active(uint64_t ctx, uint64_t seq);
   bool recently_failed(uint64_t ctx, uint64_t seq) const;

@@ -64,7 +64,7 @@ struct MsgHeader {
   uint32_t frag;  // payload bytes
   uint64_t len;   // bytes of the whole message
   uint64_t addr;  // RTS: sender's source; CTS: receiver's destination
-  uint64_t off;   // FRAG: offset in the message
+  uint64_t off;   // FRAG: offset in the message; RTS, CTS: the sender's now_ns() then
   uint64_t fp;    // the sender's instance fingerprint
 };
 static_assert(sizeof(MsgHeader) == kHeaderBytes, "a slot header is 64 bytes");
