@@ -465,10 +465,11 @@ int main(int argc, char **argv)
 				bench_push(e->ratio_blk, pure[CADRT] / pure[OMPI_BLOCKING]);
 				bench_push(e->ratio_pers, pure[CADRT_PERSISTENT] / pure[OMPI_PERSISTENT]);
 				bench_push(e->ratio_start, pure[CADRT_PERSISTENT] / pure[CADRT]);
+				const int oi = e->iters / 2 > 3 ? e->iters / 2 : 3; /* overlap iterations */
+
 				for (int im = 0; im < 2; im++)
 					for (int t = 0; t < 2; t++)
 						if (e->ov[im][t]) {
-							const int oi = e->iters / 2 > 3 ? e->iters / 2 : 3;
 							const double all = measure((enum coll)c, b, (enum impl)im, oi,
 										   pure[im], t ? 8 : 0);
 							bench_push(e->ov[im][t], overlap(all, pure[im]));
@@ -476,7 +477,6 @@ int main(int argc, char **argv)
 				for (int im = 0; im < 2; im++)
 					for (int k = 0; k < 2; k++)
 						if (e->late[im][k]) {
-							const int oi = e->iters / 2 > 3 ? e->iters / 2 : 3;
 							const double keep = g_skew;
 
 							g_skew = 1e-9 * late_ns[k];

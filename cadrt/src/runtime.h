@@ -397,7 +397,8 @@ class Runtime {
   void finish(cadrt_request_s *r);
   bool issue(cadrt_request_s *r);
   // At start: waits (progressing) while a transfer r copies for waits for
-  // the announcement of a peer that is inside the library, a few us at most.
+  // the announcement of a peer that is inside the library, a few us at most,
+  // or of one not in it yet, for the grace the instance learned (learn()).
   void rendezvous(cadrt_request_s *r);
   void learn(cadrt_request_s *r, const MsgHeader &h);
   bool frag_out(cadrt_request_s *r, uint32_t node);
