@@ -4,16 +4,17 @@
 // What goes through cadrt: MPI_I{bcast, reduce, allreduce, gather,
 // scatter, allgather, alltoall, reduce_scatter_block, barrier}, their
 // blocking forms and their persistent forms (Open MPI's MPIX_*_init), on
-// intracommunicators, with predefined datatypes whose
-// extent is their size, predefined ops (MIN/MAXLOC on the pair types),
-// MPI_IN_PLACE where MPI has it.  Everything else (derived datatypes,
-// user ops, intercommunicators, MPI_THREAD_MULTIPLE programs) falls
-// through to the MPI library unchanged.  (Ranks on other nodes are reached
-// by MPI point-to-point inside cadrt: cadrt_net.h.)  The decision
-// is made from the call's own arguments, so every rank of a correct
-// program makes the same one -- except a program that describes the same
-// data with a predefined type on one rank and a derived type on another,
-// which must not use libcadmpi (CADMPI=0 turns it off).
+// intracommunicators: the data-moving ones with any datatype (derived
+// ones packed where their data has gaps or is out of order: see
+// "Datatypes" below), the reductions with predefined datatypes and
+// predefined ops (MIN/MAXLOC on the pair types), MPI_IN_PLACE where MPI
+// has it.  Everything else (derived datatypes in reductions, user ops,
+// intercommunicators, MPI_THREAD_MULTIPLE programs) falls through to the
+// MPI library unchanged.  (Ranks on other nodes are reached by MPI
+// point-to-point inside cadrt: cadrt_net.h.)  The decision is made from
+// the call's own arguments and depends on a datatype only through what
+// MPI requires the ranks to agree on, so every rank of a correct program
+// makes the same one.
 //
 // Requests: a cadrt collective is handed to the program as an MPI
 // generalized request.  The MPI_Wait/Test families are interposed: they
@@ -26,9 +27,11 @@
 #include <sched.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,9 +46,57 @@ namespace {
 bool g_on = false;
 long g_through = 0, g_fallen = 0;
 
+// A side of a call whose data cadrt cannot use where it lies (a derived
+// datatype with gaps or out of order, a pair type with a gap): cadrt works
+// on tmp, which MPI_Pack fills from the program's buffer before the
+// collective (in) and MPI_Unpack empties into it after (out).
+struct Stage {
+  void *user = nullptr;  // the program's buffer
+  int count = 0;         // elements of dt there
+  MPI_Datatype dt = MPI_DATATYPE_NULL;
+  bool own_dt = false;  // dt is our dup of the program's derived type (MPI lets it free its own meanwhile)
+  bool in = false, out = false;
+  std::unique_ptr<char[]> tmp;
+  int tmp_bytes = 0;
+};
+
+struct Staging {
+  std::vector<Stage> sides;
+
+  Staging() = default;
+  Staging(const Staging &) = delete;
+  Staging &operator=(const Staging &) = delete;
+  ~Staging() {
+    for (Stage &s : sides)
+      if (s.own_dt) PMPI_Type_free(&s.dt);
+  }
+  // Before the collective (every start of a persistent one).
+  void pack() {
+    for (Stage &s : sides) {
+      if (!s.in) continue;
+      int pos = 0;
+      PMPI_Pack(s.user, s.count, s.dt, s.tmp.get(), s.tmp_bytes, &pos, MPI_COMM_WORLD);
+    }
+  }
+  // After it, when it succeeded.
+  void unpack() {
+    for (Stage &s : sides) {
+      if (!s.out) continue;
+      int pos = 0;
+      PMPI_Unpack(s.tmp.get(), s.tmp_bytes, &pos, s.user, s.count, s.dt, MPI_COMM_WORLD);
+    }
+  }
+};
+
+// The staging of the call being decided (libcadmpi runs in one thread at
+// a time, or not at all): filled by the start_*() functions, then owned by
+// the call's request, or dropped when the call falls through to MPI.
+std::unique_ptr<Staging> g_staging;
+
 // A cadrt collective behind an MPI generalized request.
 struct Ours {
   cadrt_request req = nullptr;
+  Staging *st = nullptr;  // what to unpack when it completes
   int result = 0;
   std::string why;
   const char *fn = "";
@@ -61,6 +112,7 @@ struct Ours {
 // (report_failures()), as MPI_ERR_OTHER on the collective's communicator.
 struct Persistent {
   cadrt_request req = nullptr;  // cadrt's persistent request
+  Staging *st = nullptr;        // packed at each start, unpacked at each end
   MPI_Comm comm = MPI_COMM_NULL;
   const char *fn = "";
   int tag = 0;
@@ -125,6 +177,7 @@ int cancel_fn(void *, int) { return MPI_SUCCESS; }  // a collective is not cance
 // send to ourselves that the posted receive matches at once).
 void finish(Persistent *p, int err) {
   p->active = false;
+  if (!err && p->st) p->st->unpack();
   if (err) fprintf(stderr, "cadmpi: %s failed: %s\n", p->fn, cadrt_error_message());
   if (err && !p->failed) {
     p->failed = true;
@@ -151,7 +204,11 @@ void progress() {
       if (err) {
         o->why = cadrt_error_message();
         fprintf(stderr, "cadmpi: %s failed: %s\n", o->fn, o->why.c_str());
+      } else if (o->st) {
+        o->st->unpack();
       }
+      delete o->st;
+      o->st = nullptr;
       PMPI_Grequest_complete(g_live[i].req);
     }
     g_live[i] = g_live.back();
@@ -241,6 +298,7 @@ int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
   }
   o->req = r;
   o->fn = fn;
+  o->st = g_staging.release();
   PMPI_Grequest_start(query_fn, free_fn, cancel_fn, o, req);
   g_live.push_back({*req, o});
   g_through++;
@@ -253,6 +311,7 @@ int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
 // MPI_Allreduce through cadrt, where only MPI's progress would finish it).
 int finish_now(cadrt_request r, const char *fn) {
   g_through++;
+  const std::unique_ptr<Staging> st = std::move(g_staging);
   int flag = 0, err = cadrt_test(&r, &flag);
   if (!err && !flag) {
     Polling polling;
@@ -266,6 +325,7 @@ int finish_now(cadrt_request r, const char *fn) {
     fprintf(stderr, "cadmpi: %s failed: %s\n", fn, cadrt_error_message());
     return MPI_ERR_OTHER;
   }
+  if (st) st->unpack();
   return MPI_SUCCESS;
 }
 
@@ -273,6 +333,7 @@ int finish_now(cadrt_request r, const char *fn) {
 int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request *req) {
   Persistent *p = new Persistent;
   p->req = r;
+  p->st = g_staging.release();
   p->comm = comm;
   p->fn = fn;
   p->tag = g_next_tag;
@@ -280,6 +341,7 @@ int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request 
   const int rc = PMPI_Recv_init(&p->got, 1, MPI_INT, 0, p->tag, g_self, req);
   if (rc != MPI_SUCCESS) {
     cadrt_req_free(&p->req);
+    delete p->st;
     delete p;
     return rc;
   }
@@ -297,6 +359,7 @@ bool free_persistent(MPI_Request req) {
   forget_failure(p);
   cadrt_req_free(&p->req);
   g_persistent.erase(req);
+  delete p->st;
   delete p;
   return true;
 }
@@ -326,32 +389,94 @@ std::string type_name(MPI_Datatype dt) {
   return len ? std::string(name, static_cast<size_t>(len)) : std::string("a datatype");
 }
 
-const char *combiner_name(int c) {
-  switch (c) {
-    case MPI_COMBINER_DUP: return "MPI_Type_dup";
-    case MPI_COMBINER_CONTIGUOUS: return "MPI_Type_contiguous";
-    case MPI_COMBINER_VECTOR: return "MPI_Type_vector";
-    case MPI_COMBINER_HVECTOR: return "MPI_Type_create_hvector";
-    case MPI_COMBINER_INDEXED: return "MPI_Type_indexed";
-    case MPI_COMBINER_HINDEXED: return "MPI_Type_create_hindexed";
-    case MPI_COMBINER_INDEXED_BLOCK: return "MPI_Type_create_indexed_block";
-    case MPI_COMBINER_HINDEXED_BLOCK: return "MPI_Type_create_hindexed_block";
-    case MPI_COMBINER_STRUCT: return "MPI_Type_create_struct";
-    case MPI_COMBINER_SUBARRAY: return "MPI_Type_create_subarray";
-    case MPI_COMBINER_DARRAY: return "MPI_Type_create_darray";
-    case MPI_COMBINER_RESIZED: return "MPI_Type_create_resized";
-    default: return "a type constructor";
+
+// ---- Datatypes
+//
+// MPI asks only that the ranks' type signatures match in the collectives
+// that move data: MPI_INT x 4 on one rank may be a contiguous, strided or
+// indexed type of 4 MPI_INT on another.  So whether cadrt runs such a call
+// may not depend on how a rank describes its data, or the ranks would
+// split between cadrt and MPI and hang.  bcast, gather, scatter, allgather
+// and alltoall therefore take every datatype: cadrt moves the signature's
+// bytes, MPI_Pack's stream (in Open MPI's homogeneous build, the elements'
+// bytes in order; bytes_at() checks that it is no longer).  Data that lies in
+// the program's buffer as those bytes in order is used there; other data
+// goes through a Stage.  (The reductions take predefined types only: MPI
+// defines its predefined ops on those, and Open MPI rejects a derived
+// datatype in MPI_Reduce and the others with MPI_ERR_OP; so a derived one
+// is left to MPI, on every rank.)
+
+// What a datatype is to cadrt.
+struct Shape {
+  size_t size = 0;       // MPI_Type_size
+  MPI_Aint extent = 0;   // from one element to the next
+  MPI_Aint true_lb = 0;  // where its first byte is, from the buffer
+  bool dense = false;    // one element's bytes lie in signature order from true_lb, with no gap
+  bool predefined = false;
+};
+
+// Takes a datatype apart, with MPI_Type_get_envelope and get_contents, down
+// to its predefined leaves: whether one element is dense (Shape).
+bool walk(MPI_Datatype dt, bool *dense, int depth) {
+  if (depth > 64) return decline("a datatype nested more than 64 constructors deep");
+  int ni, na, nd, combiner;
+  if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+    return decline("MPI_Type_get_envelope rejects the datatype");
+  MPI_Aint lb, extent;
+  int size;
+  if (combiner == MPI_COMBINER_NAMED) {
+    PMPI_Type_get_extent(dt, &lb, &extent);
+    PMPI_Type_size(dt, &size);
+    *dense = lb == 0 && extent == size;
+    return true;
   }
+  *dense = false;
+  switch (combiner) {  // the constructors that may lay copies of one inner type back to back, in order
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_RESIZED:
+    case MPI_COMBINER_CONTIGUOUS:
+    case MPI_COMBINER_VECTOR:
+    case MPI_COMBINER_HVECTOR:
+      break;
+    default:  // indexed, struct, subarray, darray: packed (they may be dense, but rarely are)
+      return true;
+  }
+  std::vector<int> ints(static_cast<size_t>(ni));
+  std::vector<MPI_Aint> addrs(static_cast<size_t>(na));
+  std::vector<MPI_Datatype> types(static_cast<size_t>(nd));
+  if (nd != 1 || PMPI_Type_get_contents(dt, ni, na, nd, ints.data(), addrs.data(), types.data()) != MPI_SUCCESS)
+    return decline("MPI_Type_get_contents rejects the datatype");
+  bool inner = false;
+  const bool ok = walk(types[0], &inner, depth + 1);
+  PMPI_Type_get_extent(types[0], &lb, &extent);
+  PMPI_Type_size(types[0], &size);
+  const bool abutting = inner && extent == size;  // inner elements back to back
+  switch (combiner) {
+    case MPI_COMBINER_CONTIGUOUS:  // count
+      *dense = inner && (ints[0] <= 1 || abutting);
+      break;
+    case MPI_COMBINER_VECTOR:  // count, blocklength, stride (in elements)
+      *dense = inner && (ints[0] <= 1 ? ints[1] <= 1 || abutting : abutting && ints[2] == ints[1]);
+      break;
+    case MPI_COMBINER_HVECTOR:  // count, blocklength; stride (in bytes)
+      *dense = inner && (ints[0] <= 1 ? ints[1] <= 1 || abutting : abutting && addrs[0] == ints[1] * extent);
+      break;
+    default:  // dup, resized: the bounds move, not the data
+      *dense = inner;
+      break;
+  }
+  PMPI_Type_get_envelope(types[0], &ni, &na, &nd, &combiner);
+  if (combiner != MPI_COMBINER_NAMED) PMPI_Type_free(&types[0]);  // get_contents made a new handle of it
+  return ok;
 }
 
-// A predefined datatype whose extent is its size: true with its size.
-bool named(MPI_Datatype dt, int *size_out) {
+bool shape_of(MPI_Datatype dt, Shape *out) {
   // The answers for predefined types, which are never freed, are kept by
-  // handle (a derived type is asked every time: once freed, its handle
-  // may name another type).
+  // handle (a derived type is taken apart every time: once freed, its
+  // handle may name another type).
   static struct {
     MPI_Datatype dt;
-    int size;  // 0: not one we take
+    Shape shape;
   } seen[8];
   static unsigned n_seen;
   // Off (an MPI_THREAD_MULTIPLE program, say), nothing is cadrt's and the
@@ -360,31 +485,67 @@ bool named(MPI_Datatype dt, int *size_out) {
   if (dt == MPI_DATATYPE_NULL) return decline("the datatype is MPI_DATATYPE_NULL");
   for (unsigned i = 0; i < n_seen; i++)
     if (seen[i].dt == dt) {
-      *size_out = seen[i].size;
-      return seen[i].size > 0 || decline("%s: its extent is not its size", type_name(dt).c_str());
+      *out = seen[i].shape;
+      return true;
     }
   int ni, na, nd, combiner;
   if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
     return decline("MPI_Type_get_envelope rejects the datatype");
-  if (combiner != MPI_COMBINER_NAMED)
-    return decline("a derived datatype (made by %s): cadrt takes predefined ones", combiner_name(combiner));
-  MPI_Aint lb, extent;
+  Shape s;
+  MPI_Aint lb, true_extent;
   int size;
-  PMPI_Type_get_extent(dt, &lb, &extent);
   PMPI_Type_size(dt, &size);
-  const bool ok = lb == 0 && extent == size && size > 0;
-  if (n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = {dt, ok ? size : 0};
-  *size_out = size;
-  return ok || decline("%s: its extent (%ld bytes from %ld) is not its size (%d bytes)", type_name(dt).c_str(),
-                       static_cast<long>(extent), static_cast<long>(lb), size);
+  PMPI_Type_get_extent(dt, &lb, &s.extent);
+  PMPI_Type_get_true_extent(dt, &s.true_lb, &true_extent);
+  s.size = static_cast<size_t>(size);
+  s.predefined = combiner == MPI_COMBINER_NAMED;
+  if (!walk(dt, &s.dense, 0)) return false;
+  if (size == 0) s.dense = true;  // nothing to move
+  if (s.predefined && n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = {dt, s};
+  *out = s;
+  return true;
 }
 
-// Bytes of count elements of a datatype for the non-reducing collectives.
-bool bytes_of(int count, MPI_Datatype dt, size_t *out) {
-  int size;
+// count elements of dt at buf, blocks times over (a gather's receive
+// buffer: block after block, an array of count x blocks elements): the
+// bytes of one block, and where cadrt finds all of them.  In place when
+// they lie there in order; else in a new Stage of g_staging, packed before
+// the collective if `in`, unpacked after it if `out`.
+bool bytes_at(const void *buf, int count, int blocks, MPI_Datatype dt, bool in, bool out, size_t *bytes,
+              void **at) {
+  Shape s;
   if (count < 0) return decline("a negative count (%d)", count);
-  if (!named(dt, &size)) return false;
-  *out = static_cast<size_t>(count) * static_cast<size_t>(size);
+  if (!shape_of(dt, &s)) return false;
+  *bytes = static_cast<size_t>(count) * s.size;
+  const size_t n = static_cast<size_t>(count) * static_cast<size_t>(blocks), all = n * s.size;
+  if (all == 0 || (s.dense && (n == 1 || s.extent == static_cast<MPI_Aint>(s.size)))) {
+    *at = const_cast<char *>(static_cast<const char *>(buf)) + (all ? s.true_lb : 0);
+    return true;
+  }
+  if (n > INT_MAX || all > INT_MAX)
+    return decline("%zu elements of %s (%zu bytes) to pack: MPI_Pack takes less than 2 GiB", n,
+                   type_name(dt).c_str(), all);
+  int packed = 0;
+  PMPI_Pack_size(static_cast<int>(n), dt, MPI_COMM_WORLD, &packed);
+  if (static_cast<size_t>(packed) != all)
+    return decline("MPI packs %zu elements of %s in %d bytes, not in their size (%zu)", n, type_name(dt).c_str(),
+                   packed, all);
+  Stage st;
+  st.user = const_cast<void *>(buf);
+  st.count = static_cast<int>(n);
+  st.in = in;
+  st.out = out;
+  if (s.predefined) {
+    st.dt = dt;
+  } else {
+    PMPI_Type_dup(dt, &st.dt);
+    st.own_dt = true;
+  }
+  st.tmp.reset(new char[all]);
+  st.tmp_bytes = static_cast<int>(all);
+  *at = st.tmp.get();
+  if (!g_staging) g_staging.reset(new Staging);
+  g_staging->sides.push_back(std::move(st));
   return true;
 }
 
@@ -448,9 +609,10 @@ bool elem_lookup(MPI_Datatype dt, cadrt_datatype *out) {
     *out = d;
     return true;
   }
-  // Not one cadrt reduces: why (named() tells it for a derived type).
-  int size;
-  return g_verbose && named(dt, &size) && decline("%s is not a type cadrt reduces", type_name(dt).c_str());
+  int ni, na, nd, combiner;
+  if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner != MPI_COMBINER_NAMED)
+    return decline("a derived datatype in a reduction: MPI's predefined ops take predefined types");
+  return decline("%s is not a type cadrt reduces", type_name(dt).c_str());
 }
 
 bool elem_of(MPI_Datatype dt, cadrt_datatype *out) {
@@ -504,14 +666,13 @@ bool comm_of(MPI_Comm comm, cadrt_comm *out) {
   return decline("the communicator: %s", *cadrt_error_message() ? cadrt_error_message() : strerror(-err));
 }
 
-const void *in_send(const void *p) { return p == MPI_IN_PLACE ? CADRT_IN_PLACE : p; }
-
 // Counts a call left to MPI (and says why under CADRT_VERBOSE=1): the
 // reason libcadmpi declined it, or else cadrt's, whose call then failed
 // and set its message.  Printed before MPI runs the call, which may not
 // return (a mismatch between the ranks' decisions hangs or aborts in MPI).
 void fell(const char *fn) {
   g_fallen++;
+  g_staging.reset();
   if (g_verbose) {
     const char *why = *g_why ? g_why : cadrt_error_message();
     fprintf(stderr, "cadmpi: %s left to MPI: %s\n", fn, *why ? why : "cadrt declined it without a reason");
@@ -566,6 +727,7 @@ int MPI_Finalize(void) {
     progress_until([] { return g_live.empty(); });
     for (auto &kv : g_persistent) {  // the program's unfreed ones: cadrt's requests go with cadrt
       cadrt_req_free(&kv.second->req);
+      delete kv.second->st;
       delete kv.second;
     }
     g_persistent.clear();
@@ -709,6 +871,7 @@ int MPI_Start(MPI_Request *req) {
   if (rc != MPI_SUCCESS) return rc;
   g_through++;
   p->active = true;
+  if (p->st) p->st->pack();
   const int err = cadrt_start(&p->req);
   if (err)
     finish(p, err);  // reported by the call that completes the handle
@@ -738,18 +901,43 @@ int MPI_Startall(int n, MPI_Request reqs[]) {
 
 namespace {
 
+int rank_in(MPI_Comm comm) {
+  int r = -1;
+  PMPI_Comm_rank(comm, &r);
+  return r;
+}
+
+int size_of(MPI_Comm comm) {
+  int n = 0;
+  PMPI_Comm_size(comm, &n);
+  return n;
+}
+
+// Packs what the collective reads, just before cadrt is called.
+bool packed() {
+  if (g_staging) g_staging->pack();
+  return true;
+}
+
 bool start_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, cadrt_request *r,
                  decltype(&cadrt_ibcast) f = cadrt_ibcast) {
   size_t bytes;
   cadrt_comm c;
-  return bytes_of(count, dt, &bytes) && comm_of(comm, &c) && !f(buf, bytes, CADRT_BYTE, root, c, r);
+  void *at;
+  if (!comm_of(comm, &c)) return false;
+  const bool at_root = rank_in(comm) == root;
+  return bytes_at(buf, count, 1, dt, at_root, !at_root, &bytes, &at) && packed() &&
+         !f(at, bytes, CADRT_BYTE, root, c, r);
 }
 
 // The reducing ones: elements of a predefined type, a predefined op.
 bool reduce_args(int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, cadrt_datatype *d, cadrt_op *o,
                  cadrt_comm *c) {
-  return count >= 0 && elem_of(dt, d) && op_of(op, o) && comm_of(comm, c);
+  return (count >= 0 || decline("a negative count (%d)", count)) && elem_of(dt, d) && op_of(op, o) &&
+         comm_of(comm, c);
 }
+
+const void *in_send(const void *p) { return p == MPI_IN_PLACE ? CADRT_IN_PLACE : p; }
 
 bool start_reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
                   cadrt_request *r, decltype(&cadrt_ireduce) f = cadrt_ireduce) {
@@ -779,70 +967,80 @@ bool start_reduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype
          !f(in_send(s), rb, static_cast<size_t>(count), d, o, c, r);
 }
 
-// Gather-like calls: bytes per rank from whichever side is significant
-// here (the send side, or the receive side in place or at a root that only
-// receives); the two sides must describe the same bytes, as MPI requires.
-bool block_bytes(const void *s, int scount, MPI_Datatype stype, int rcount, MPI_Datatype rtype, bool recv_matters,
-                 size_t *out) {
-  size_t sb = 0, rb = 0;
-  const bool send_matters = s != MPI_IN_PLACE;
-  if (send_matters && !bytes_of(scount, stype, &sb)) return false;
-  if (recv_matters && !bytes_of(rcount, rtype, &rb)) return false;
-  if (send_matters && recv_matters && sb != rb)  // erroneous in MPI: MPI says so
-    return decline("the send side (%zu bytes) and the receive side (%zu bytes) differ", sb, rb);
-  *out = send_matters ? sb : rb;
-  return send_matters || recv_matters || decline("neither side describes the data here");
-}
+// The data-moving ones with a send and a receive side: bytes per rank from
+// whichever side is significant here; where both are, they must describe
+// the same bytes, as MPI requires.
+struct Sides {
+  size_t bytes = 0;
+  const void *send = nullptr;
+  void *recv = nullptr;
+};
 
-// Scatter: the root's send side, every rank's receive side (MPI_IN_PLACE
-// as the root's receive buffer).
-bool scatter_bytes(int sc, MPI_Datatype st, const void *rb, int rc, MPI_Datatype rt, bool root, size_t *out) {
+// send: (sc of st) x send_blocks, read, if send_matters and not in place;
+// recv: (rc of rt) x recv_blocks, written (and read, in place), if
+// recv_matters.
+bool sides(const void *s, int sc, MPI_Datatype st, int send_blocks, bool send_matters, void *rb, int rc,
+           MPI_Datatype rt, int recv_blocks, bool recv_matters, Sides *x) {
   size_t sb = 0, rbytes = 0;
-  if (root && !bytes_of(sc, st, &sb)) return false;
-  const bool recv_matters = rb != MPI_IN_PLACE;
-  if (recv_matters && !bytes_of(rc, rt, &rbytes)) return false;
-  if (root && recv_matters && sb != rbytes)
+  const bool in_place = s == MPI_IN_PLACE || rb == MPI_IN_PLACE;
+  void *at = nullptr;
+  x->send = s == MPI_IN_PLACE ? CADRT_IN_PLACE : s;
+  x->recv = rb == MPI_IN_PLACE ? CADRT_IN_PLACE : rb;
+  send_matters = send_matters && s != MPI_IN_PLACE;
+  recv_matters = recv_matters && rb != MPI_IN_PLACE;
+  if (send_matters) {
+    if (!bytes_at(s, sc, send_blocks, st, true, false, &sb, &at)) return false;
+    x->send = at;
+  }
+  if (recv_matters) {
+    if (!bytes_at(rb, rc, recv_blocks, rt, in_place, true, &rbytes, &at)) return false;
+    x->recv = at;
+  }
+  if (send_matters && recv_matters && sb != rbytes)  // erroneous in MPI: MPI says so
     return decline("the send side (%zu bytes) and the receive side (%zu bytes) differ", sb, rbytes);
-  *out = root ? sb : rbytes;
-  return true;
-}
-
-int rank_in(MPI_Comm comm) {
-  int r = -1;
-  PMPI_Comm_rank(comm, &r);
-  return r;
+  x->bytes = send_matters ? sb : rbytes;
+  return send_matters || recv_matters || decline("neither side describes the data here");
 }
 
 bool start_gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
                   cadrt_request *r, decltype(&cadrt_igather) f = cadrt_igather) {
-  size_t bytes;
+  Sides x;
   cadrt_comm c;
-  return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, rank_in(comm) == root, &bytes) &&
-         !f(in_send(s), rb, bytes, CADRT_BYTE, root, c, r);
+  return comm_of(comm, &c) &&
+         sides(s, sc, st, 1, true, rb, rc, rt, size_of(comm), rank_in(comm) == root, &x) && packed() &&
+         !f(x.send, x.recv, x.bytes, CADRT_BYTE, root, c, r);
 }
 
+// Scatter: the root's send side, every rank's receive side (MPI_IN_PLACE
+// as the root's receive buffer).
 bool start_scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
                    MPI_Comm comm, cadrt_request *r, decltype(&cadrt_iscatter) f = cadrt_iscatter) {
-  size_t bytes;
+  Sides x;
   cadrt_comm c;
-  return comm_of(comm, &c) && scatter_bytes(sc, st, rb, rc, rt, rank_in(comm) == root, &bytes) &&
-         !f(s, rb == MPI_IN_PLACE ? CADRT_IN_PLACE : rb, bytes, CADRT_BYTE, root, c, r);
+  if (!comm_of(comm, &c)) return false;
+  const bool at_root = rank_in(comm) == root;
+  // Off the root the send side is not significant: cadrt is given the
+  // program's pointer, as MPI is.
+  return sides(s, sc, st, size_of(comm), at_root, rb, rc, rt, 1, true, &x) && packed() &&
+         !f(at_root ? x.send : s, x.recv, x.bytes, CADRT_BYTE, root, c, r);
 }
 
 bool start_allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                      cadrt_request *r, decltype(&cadrt_iallgather) f = cadrt_iallgather) {
-  size_t bytes;
+  Sides x;
   cadrt_comm c;
-  return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
-         !f(in_send(s), rb, bytes, CADRT_BYTE, c, r);
+  return comm_of(comm, &c) && sides(s, sc, st, 1, true, rb, rc, rt, size_of(comm), true, &x) && packed() &&
+         !f(x.send, x.recv, x.bytes, CADRT_BYTE, c, r);
 }
 
 bool start_alltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                     cadrt_request *r, decltype(&cadrt_ialltoall) f = cadrt_ialltoall) {
-  size_t bytes;
+  Sides x;
   cadrt_comm c;
-  return comm_of(comm, &c) && block_bytes(s, sc, st, rc, rt, true, &bytes) &&
-         !f(in_send(s), rb, bytes, CADRT_BYTE, c, r);
+  if (!comm_of(comm, &c)) return false;
+  const int P = size_of(comm);
+  return sides(s, sc, st, P, true, rb, rc, rt, P, true, &x) && packed() &&
+         !f(x.send, x.recv, x.bytes, CADRT_BYTE, c, r);
 }
 
 bool start_barrier(MPI_Comm comm, cadrt_request *r, decltype(&cadrt_ibarrier) f = cadrt_ibarrier) {

@@ -7,14 +7,16 @@
  * and persistent forms complete through MPI_Wait, Waitall, Waitany,
  * Waitsome, Test, Testall, Testany, Testsome and Request_get_status in
  * turn, mixed with point-to-point requests in flight at the same time.
- * Communicators: the world, a dup, the halves of a split.  Also cases
- * libcadmpi must leave to MPI (a derived datatype, a user op), checked
- * the same way.
+ * Communicators: the world, a dup, the halves of a split.  Also a bcast
+ * of a derived datatype, and a case libcadmpi must leave to MPI (a user
+ * op), checked the same way.  --datatypes: ranks that describe the same
+ * data with different datatypes (see datatypes()).
  *
  *   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] mpi_check [--quick]
  *          [--thread-multiple]
  *   mpirun -n P -x LD_PRELOAD=libcadmpi.so mpi_check --mismatch
  *   mpirun -n P -x LD_PRELOAD=libcadmpi.so mpi_check --freed-comm
+ *   mpirun -n P [-x LD_PRELOAD=libcadmpi.so] mpi_check --datatypes
  *
  * Prints "mpi_check: ok (N checks)" at rank 0; exit 0 if all passed.
  */
@@ -496,6 +498,244 @@ static int freed_comm(void)
 }
 #endif
 
+/* --datatypes: the ranks describe the same ints in different ways, as MPI
+ * lets them (only the type signatures must match), and libcadmpi must
+ * take the call on every rank or on none.  Four kinds:
+ *   0: MPI_INT, N of them;
+ *   1: a contiguous type of 4 MPI_INT (used where it lies), N/4;
+ *   2: a vector of 4 MPI_INT with a gap after each (packed), N/4;
+ *   3: an indexed type that keeps its 4 ints in the order 2 3 0 1 (no
+ *      gap, but out of order: packed), N/4.
+ * Each rank's send and receive sides take different kinds, rotating with
+ * the rank, the collective and the form; results are compared with Open
+ * MPI's for the same descriptions, gaps included (nothing may be written
+ * into them).  Then a pair type with a gap: a bcast of MPI_SHORT_INT (6
+ * bytes in 8) on some ranks, of a resized copy of it on the others; and a
+ * derived datatype in a reduction, which MPI refuses (MPI has a
+ * reduction's predefined op take a predefined type). */
+enum { KINDS = 4, GAP = -7777 };
+static MPI_Datatype g_kind[KINDS];
+
+static void make_kinds(void)
+{
+	MPI_Datatype v;
+	g_kind[0] = MPI_INT;
+	MPI_Type_contiguous(4, MPI_INT, &g_kind[1]);
+	MPI_Type_vector(4, 1, 2, MPI_INT, &v);
+	MPI_Type_create_resized(v, 0, 8 * (MPI_Aint)sizeof(int), &g_kind[2]);
+	MPI_Type_free(&v);
+	int len[2] = { 2, 2 }, disp[2] = { 2, 0 };
+	MPI_Type_indexed(2, len, disp, MPI_INT, &g_kind[3]);
+	for (int k = 1; k < KINDS; k++)
+		MPI_Type_commit(&g_kind[k]);
+}
+
+/* Where the i-th int of the signature is in memory, in ints. */
+static size_t kpos(int kind, size_t i)
+{
+	switch (kind) {
+	case 2: return i / 4 * 8 + i % 4 * 2;
+	case 3: return i / 4 * 4 + (i % 4 + 2) % 4;
+	default: return i;
+	}
+}
+static size_t kints(int kind, size_t n) { return kind == 2 ? 2 * n : n; } /* memory for n ints */
+static int kcount(int kind, size_t n) { return (int)(kind == 0 ? n : n / 4); }
+
+/* n ints of values (rank, salt) from the i0-th of the signature on. */
+static void kfill(int *p, int kind, size_t i0, size_t n, int rank, int salt)
+{
+	for (size_t i = i0; i < i0 + n; i++)
+		p[kpos(kind, i)] = (int)mine_value(rank, i, salt);
+}
+
+static int *kalloc(int kind, size_t n)
+{
+	int *p = malloc((kints(kind, n) + 1) * sizeof *p);
+	for (size_t i = 0; i < kints(kind, n) + 1; i++)
+		p[i] = GAP;
+	return p;
+}
+
+static void one_mixed(enum coll c, size_t N, int root, int inplace, enum form form, MPI_Comm comm)
+{
+	int rank, size;
+	MPI_Comm_rank(comm, &rank);
+	MPI_Comm_size(comm, &size);
+	const size_t P = (size_t)size;
+	const int ks = (rank + (int)c + (int)form) % KINDS, kr = (ks + 1) % KINDS;
+	const MPI_Datatype st = g_kind[ks], rt = g_kind[kr];
+	size_t sn = N, rn = N;
+	switch (c) {
+	case GATHER: case ALLGATHER: rn = P * N; break;
+	case SCATTER: sn = P * N; break;
+	case ALLTOALL: sn = rn = P * N; break;
+	default: break;
+	}
+	const int scnt = kcount(ks, N), rcnt = kcount(kr, N);
+	/* a, b: the receive sides of the two runs (the bcast's buffer); send. */
+	int *send = kalloc(ks, sn), *a = kalloc(kr, rn), *b = kalloc(kr, rn);
+	const int rooted = c == BCAST || c == GATHER || c == SCATTER;
+	const int ip = inplace && (!rooted || rank == root);
+	const void *sbuf = ip && c != SCATTER ? MPI_IN_PLACE : send;
+	void *ra = ip && c == SCATTER ? MPI_IN_PLACE : a, *rb = ip && c == SCATTER ? MPI_IN_PLACE : b;
+	int rc = MPI_SUCCESS;
+	MPI_Request preq = MPI_REQUEST_NULL;
+#ifdef HAVE_PERSISTENT
+	if (form == PERSISTENT) {
+		MPI_Info in = MPI_INFO_NULL;
+		switch (c) {
+		case BCAST: rc = MPIX_Bcast_init(a, rcnt, rt, root, comm, in, &preq); break;
+		case GATHER: rc = MPIX_Gather_init(sbuf, scnt, st, a, rcnt, rt, root, comm, in, &preq); break;
+		case SCATTER: rc = MPIX_Scatter_init(send, scnt, st, ra, rcnt, rt, root, comm, in, &preq); break;
+		case ALLGATHER: rc = MPIX_Allgather_init(sbuf, scnt, st, a, rcnt, rt, comm, in, &preq); break;
+		case ALLTOALL: rc = MPIX_Alltoall_init(sbuf, scnt, st, a, rcnt, rt, comm, in, &preq); break;
+		default: break;
+		}
+	}
+#endif
+	const int reps = form == PERSISTENT ? 2 : 1;
+	for (int rep = 0; rep < reps && rc == MPI_SUCCESS; rep++) {
+		const int salt = (int)(N + (size_t)c * 101) + rep * 7;
+		kfill(send, ks, 0, sn, rank, salt);
+		for (int *q = a, k = 0; k < 2; q = b, k++) {
+			for (size_t i = 0; i < rn; i++)
+				q[kpos(kr, i)] = -1;
+			if (c == BCAST && rank == root)
+				kfill(q, kr, 0, N, rank, salt);
+			if (ip && (c == GATHER || c == ALLGATHER))
+				kfill(q, kr, (size_t)rank * N, N, rank, salt);
+		}
+		MPI_Request req = MPI_REQUEST_NULL;
+		const int blocking = form == BLOCKING;
+		if (form == PERSISTENT) {
+			req = preq;
+			rc = MPI_Start(&req);
+		} else {
+			switch (c) {
+			case BCAST: rc = blocking ? MPI_Bcast(a, rcnt, rt, root, comm) : MPI_Ibcast(a, rcnt, rt, root, comm, &req); break;
+			case GATHER: rc = blocking ? MPI_Gather(sbuf, scnt, st, a, rcnt, rt, root, comm) : MPI_Igather(sbuf, scnt, st, a, rcnt, rt, root, comm, &req); break;
+			case SCATTER: rc = blocking ? MPI_Scatter(send, scnt, st, ra, rcnt, rt, root, comm) : MPI_Iscatter(send, scnt, st, ra, rcnt, rt, root, comm, &req); break;
+			case ALLGATHER: rc = blocking ? MPI_Allgather(sbuf, scnt, st, a, rcnt, rt, comm) : MPI_Iallgather(sbuf, scnt, st, a, rcnt, rt, comm, &req); break;
+			case ALLTOALL: rc = blocking ? MPI_Alltoall(sbuf, scnt, st, a, rcnt, rt, comm) : MPI_Ialltoall(sbuf, scnt, st, a, rcnt, rt, comm, &req); break;
+			default: break;
+			}
+		}
+		if (rc == MPI_SUCCESS && !blocking)
+			rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+		switch (c) {
+		case BCAST: PMPI_Bcast(b, rcnt, rt, root, comm); break;
+		case GATHER: PMPI_Gather(sbuf, scnt, st, b, rcnt, rt, root, comm); break;
+		case SCATTER: PMPI_Scatter(send, scnt, st, rb, rcnt, rt, root, comm); break;
+		case ALLGATHER: PMPI_Allgather(sbuf, scnt, st, b, rcnt, rt, comm); break;
+		case ALLTOALL: PMPI_Alltoall(sbuf, scnt, st, b, rcnt, rt, comm); break;
+		default: break;
+		}
+		g_checks++;
+		/* The defined part of the receive side, in signature ints. */
+		size_t cmp = rn;
+		if (c == GATHER && rank != root)
+			cmp = 0;
+		if (c == SCATTER && ip)
+			cmp = 0;
+		const char *ipn = ip ? " in place" : "";
+		if (rc != MPI_SUCCESS) {
+			FAIL("%s%s%s, kinds %d/%d, N=%zu: MPI error %d", form_names[form], names[c], ipn, ks, kr, N, rc);
+			continue;
+		}
+		for (size_t i = 0; i < cmp; i++)
+			if (a[kpos(kr, i)] != b[kpos(kr, i)]) {
+				FAIL("%s%s%s, kinds %d/%d, N=%zu root=%d: int %zu is %d, Open MPI's %d", form_names[form],
+				     names[c], ipn, ks, kr, N, root, i, a[kpos(kr, i)], b[kpos(kr, i)]);
+				break;
+			}
+		if (kr == 2 && !(c == SCATTER && ip))
+			for (size_t i = 1; i < kints(kr, rn) + 1; i += 2)
+				if (a[i] != GAP) {
+					FAIL("%s%s%s, kinds %d/%d, N=%zu: the gap at int %zu was written", form_names[form],
+					     names[c], ipn, ks, kr, N, i);
+					break;
+				}
+	}
+	if (preq != MPI_REQUEST_NULL)
+		MPI_Request_free(&preq);
+	free(send);
+	free(a);
+	free(b);
+}
+
+/* A derived datatype in a reduction is MPI's, which refuses it: the same
+ * error (MPI_ERR_OP, returned on a communicator that returns errors) with
+ * or without libcadmpi. */
+static void derived_reduction(void)
+{
+	MPI_Comm comm;
+	MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	int in[8] = { 0 }, out[8], cls = MPI_SUCCESS;
+	const int rc = MPI_Allreduce(in, out, 2, g_kind[1], MPI_SUM, comm);
+	MPI_Error_class(rc, &cls);
+	g_checks++;
+	if (cls != MPI_ERR_OP)
+		FAIL("allreduce of a contiguous type with MPI_SUM: error class %d, not MPI_ERR_OP", cls);
+	MPI_Comm_free(&comm);
+}
+
+/* A bcast of MPI_SHORT_INT (6 bytes in 8) on even ranks, of a resized copy
+ * of it (a derived type of the same layout) on odd ones. */
+static void gapped_pairs(void)
+{
+	struct si { short s; int i; } s[100], sref[100];
+	MPI_Datatype two_s;
+	MPI_Type_create_resized(MPI_SHORT_INT, 0, sizeof(struct si), &two_s);
+	MPI_Type_commit(&two_s);
+	const int odd = g_wrank % 2;
+	for (int k = 0; k < 2; k++) {
+		struct si *q = k ? sref : s;
+		memset(q, 0x5c, sizeof s);
+		for (int i = 0; i < 100; i++)
+			if (g_wrank == 0) {
+				q[i].s = (short)i;
+				q[i].i = 1000 + i;
+			}
+	}
+	MPI_Bcast(s, 100, odd ? two_s : MPI_SHORT_INT, 0, MPI_COMM_WORLD);
+	PMPI_Bcast(sref, 100, odd ? two_s : MPI_SHORT_INT, 0, MPI_COMM_WORLD);
+	g_checks++;
+	if (memcmp(s, sref, sizeof s))
+		FAIL("bcast of MPI_SHORT_INT and a resized one: differs from Open MPI's (gaps included)");
+	MPI_Type_free(&two_s);
+}
+
+static int datatypes(void)
+{
+	int size, failures = 0;
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	make_kinds();
+	static const size_t sizes[] = { 4, 1000, 70000 };
+	static const enum coll moving[] = { BCAST, GATHER, SCATTER, ALLGATHER, ALLTOALL };
+	for (int m = 0; m < 5; m++)
+		for (int s = 0; s < 3; s++)
+			for (int root = 0; root < size; root += (size > 1 ? size - 1 : 1))
+				for (int form = 0; form < g_nforms; form++)
+					for (int inplace = 0; inplace < 2; inplace++) {
+						const enum coll c = moving[m];
+						int rooted = c == BCAST || c == GATHER || c == SCATTER;
+						if ((inplace && (c == BCAST || c == ALLTOALL)) || (!rooted && root > 0))
+							continue;
+						one_mixed(c, sizes[s], root, inplace, (enum form)form, MPI_COMM_WORLD);
+					}
+	gapped_pairs();
+	derived_reduction();
+	for (int k = 1; k < KINDS; k++)
+		MPI_Type_free(&g_kind[k]);
+	PMPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	if (g_wrank == 0 && !failures)
+		printf("mpi_check: datatypes ok (%d checks)\n", g_checks);
+	MPI_Finalize();
+	return failures ? 1 : 0;
+}
+
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
 	(void)dt;
@@ -534,12 +774,13 @@ static void all(MPI_Comm comm, const char *cname, int quick)
 
 int main(int argc, char **argv)
 {
-	int quick = 0, multiple = 0, mismatched = 0, freed = 0;
+	int quick = 0, multiple = 0, mismatched = 0, freed = 0, types = 0;
 	for (int i = 1; i < argc; i++) {
 		quick |= !strcmp(argv[i], "--quick");
 		multiple |= !strcmp(argv[i], "--thread-multiple");
 		mismatched |= !strcmp(argv[i], "--mismatch");
 		freed |= !strcmp(argv[i], "--freed-comm");
+		types |= !strcmp(argv[i], "--datatypes");
 	}
 	if (multiple) {
 		int provided;
@@ -548,6 +789,8 @@ int main(int argc, char **argv)
 		MPI_Init(&argc, &argv);
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &g_wrank);
+	if (types)
+		return datatypes();
 #ifdef HAVE_PERSISTENT
 	if (mismatched)
 		return mismatch();
@@ -580,7 +823,8 @@ int main(int argc, char **argv)
 	one(ALLREDUCE, 300, 0, MPI_2INTEGER, MPI_MINLOC, 0, BLOCKING, MPI_COMM_WORLD, "world");
 	one(ALLREDUCE, 100, 0, MPI_AINT, MPI_SUM, 0, NONBLOCKING, MPI_COMM_WORLD, "world");
 
-	/* Left to MPI: a derived datatype, a user op. */
+	/* A derived datatype (cadrt's since it takes every datatype in the
+	 * collectives that move data); left to MPI: a user op. */
 	MPI_Datatype pair;
 	MPI_Type_contiguous(2, MPI_INT, &pair);
 	MPI_Type_commit(&pair);
