@@ -26,6 +26,7 @@
 // how many calls went through cadrt and how many fell through.
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -50,14 +51,36 @@ long g_through = 0, g_fallen = 0;
 // datatype with gaps or out of order, a pair type with a gap): cadrt works
 // on tmp, which MPI_Pack fills from the program's buffer before the
 // collective (in) and MPI_Unpack empties into it after (out).
+// MPI_Pack and MPI_Unpack count in int: elements go in pieces of at most
+// kPiece bytes.
 struct Stage {
-  void *user = nullptr;  // the program's buffer
-  int count = 0;         // elements of dt there
+  static constexpr size_t kPiece = size_t{1} << 30;
+  char *user = nullptr;  // the program's buffer
+  size_t count = 0;      // elements of dt there
+  size_t size = 0;       // of one, packed
+  MPI_Aint extent = 0;
+  size_t piece = 0;  // elements in one MPI_Pack
   MPI_Datatype dt = MPI_DATATYPE_NULL;
   bool own_dt = false;  // dt is our dup of the program's derived type (MPI lets it free its own meanwhile)
   bool in = false, out = false;
   std::unique_ptr<char[]> tmp;
-  int tmp_bytes = 0;
+
+  void pack() {
+    for (size_t k = 0; k < count; k += piece) {
+      const int n = static_cast<int>(std::min(piece, count - k)), pos_end = static_cast<int>(n * size);
+      int pos = 0;
+      PMPI_Pack(user + static_cast<MPI_Aint>(k) * extent, n, dt, tmp.get() + k * size, pos_end, &pos,
+                MPI_COMM_WORLD);
+    }
+  }
+  void unpack() {
+    for (size_t k = 0; k < count; k += piece) {
+      const int n = static_cast<int>(std::min(piece, count - k)), pos_end = static_cast<int>(n * size);
+      int pos = 0;
+      PMPI_Unpack(tmp.get() + k * size, pos_end, &pos, user + static_cast<MPI_Aint>(k) * extent, n, dt,
+                  MPI_COMM_WORLD);
+    }
+  }
 };
 
 struct Staging {
@@ -72,19 +95,13 @@ struct Staging {
   }
   // Before the collective (every start of a persistent one).
   void pack() {
-    for (Stage &s : sides) {
-      if (!s.in) continue;
-      int pos = 0;
-      PMPI_Pack(s.user, s.count, s.dt, s.tmp.get(), s.tmp_bytes, &pos, MPI_COMM_WORLD);
-    }
+    for (Stage &s : sides)
+      if (s.in) s.pack();
   }
   // After it, when it succeeded.
   void unpack() {
-    for (Stage &s : sides) {
-      if (!s.out) continue;
-      int pos = 0;
-      PMPI_Unpack(s.tmp.get(), s.tmp_bytes, &pos, s.user, s.count, s.dt, MPI_COMM_WORLD);
-    }
+    for (Stage &s : sides)
+      if (s.out) s.unpack();
   }
 };
 
@@ -522,17 +539,19 @@ bool bytes_at(const void *buf, int count, int blocks, MPI_Datatype dt, bool in, 
     *at = const_cast<char *>(static_cast<const char *>(buf)) + (all ? s.true_lb : 0);
     return true;
   }
-  if (n > INT_MAX || all > INT_MAX)
-    return decline("%zu elements of %s (%zu bytes) to pack: MPI_Pack takes less than 2 GiB", n,
-                   type_name(dt).c_str(), all);
-  int packed = 0;
-  PMPI_Pack_size(static_cast<int>(n), dt, MPI_COMM_WORLD, &packed);
-  if (static_cast<size_t>(packed) != all)
-    return decline("MPI packs %zu elements of %s in %d bytes, not in their size (%zu)", n, type_name(dt).c_str(),
-                   packed, all);
   Stage st;
-  st.user = const_cast<void *>(buf);
-  st.count = static_cast<int>(n);
+  st.piece = std::min(n, std::max<size_t>(1, Stage::kPiece / s.size));
+  if (st.piece * s.size > INT_MAX)
+    return decline("one element of %s is %zu bytes: MPI_Pack takes less than 2 GiB", type_name(dt).c_str(), s.size);
+  int packed = 0;
+  PMPI_Pack_size(static_cast<int>(st.piece), dt, MPI_COMM_WORLD, &packed);
+  if (static_cast<size_t>(packed) != st.piece * s.size)
+    return decline("MPI packs %zu elements of %s in %d bytes, not in their size (%zu)", st.piece,
+                   type_name(dt).c_str(), packed, st.piece * s.size);
+  st.user = const_cast<char *>(static_cast<const char *>(buf));
+  st.count = n;
+  st.size = s.size;
+  st.extent = s.extent;
   st.in = in;
   st.out = out;
   if (s.predefined) {
@@ -542,7 +561,6 @@ bool bytes_at(const void *buf, int count, int blocks, MPI_Datatype dt, bool in, 
     st.own_dt = true;
   }
   st.tmp.reset(new char[all]);
-  st.tmp_bytes = static_cast<int>(all);
   *at = st.tmp.get();
   if (!g_staging) g_staging.reset(new Staging);
   g_staging->sides.push_back(std::move(st));
