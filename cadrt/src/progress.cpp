@@ -135,7 +135,16 @@ bool Runtime::room() {
 // the poll engine, or when the program goes off into other work, nobody
 // would send it, and a peer would wait for ever.  So a request completes
 // only once everything it sends is in the peers' rings.
-void Runtime::push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n, cadrt_request_s *owner) {
+void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, uint32_t n, cadrt_request_s *owner) {
+  MsgHeader inl;
+  const MsgHeader *hp = &header;
+  if (header.kind == kEager && n > 0 && n <= kInline) {  // in the header (shm.h)
+    inl = header;
+    memcpy(inline_bytes(inl), payload, n);
+    hp = &inl;
+    n = 0;
+  }
+  const MsgHeader &h = *hp;
   // Held here until it can go: in netq_ for a rank on another node (sent by
   // net_progress()), in pending_ while the ring is full.
   auto hold = [&](Queue &q) {
@@ -430,7 +439,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
   int err = 0;
   switch (h.kind) {
     case kEager:
-      if (h.len) memcpy(at(r, n.dst_buf, n.dst_off), s.payload, h.len);
+      if (h.len) memcpy(at(r, n.dst_buf, n.dst_off), eager_bytes(s), h.len);
       complete(r, node);
       break;
     case kFrag:
