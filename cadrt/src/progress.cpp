@@ -567,41 +567,28 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
   drain_unexpected(r, ep);
 }
 
-// Issues what is ready; true if a node was issued.  Transfers are posted
-// before local work (copies, reductions) that became ready with them, so a
-// peer can start reading or writing this rank's buffers while it copies:
-// alltoall_rotated's own block is a local copy ready at start beside the
-// sends, and doing it first delayed every RTS by the whole memcpy (2 MiB at
-// 4 MiB alltoall over two ranks).
-// The verifier proved nodes that are ready together race-free, so their
-// order is free.  Local nodes wait in a small array (progress keeps off the
-// heap) and run in their FIFO order once the transfers are out.
+// Issues what is ready; true if a node was issued.  The executor hands
+// out ready transfers before ready local work (cad_core.h), so a peer can
+// start reading or writing this rank's buffers while it copies.
 bool Runtime::issue(cadrt_request_s *r) {
-  constexpr size_t kHold = 16;
-  uint32_t held[kHold];
   bool moved = false;
-  for (;;) {
-    size_t nh = 0;
-    uint32_t i;
-    while (nh < kHold && !r->done && !r->draining && room() && cad_exec_next(&r->ex, &i)) {
-      const cad_node &n = r->inst->prog.nodes[i];
-      moved = true;
-      if (n.kind == CAD_NODE_COPY || n.kind == CAD_NODE_REDUCE) held[nh++] = i;
-      else post(r, i);
-    }
-    if (!nh) break;
-    // A post may have failed the request: its issued local nodes then stay
-    // undone, as its error (already in r->result) ends the run.
-    if (r->done || r->draining) break;
-    for (size_t k = 0; k < nh; k++) {
-      const cad_node &n = r->inst->prog.nodes[held[k]];
-      if (n.kind == CAD_NODE_COPY) {
+  uint32_t i;
+  while (!r->done && !r->draining && room() && cad_exec_next(&r->ex, &i)) {
+    const cad_node &n = r->inst->prog.nodes[i];
+    moved = true;
+    switch (n.kind) {
+      case CAD_NODE_COPY:
         if (n.len) memcpy(at(r, n.dst_buf, n.dst_off), at(r, n.src_buf, n.src_off), n.len);
-      } else {
+        complete(r, i);
+        break;
+      case CAD_NODE_REDUCE:
         cad_reduce(&r->inst->prog, &n, at(r, n.dst_buf, n.dst_off), at(r, n.src_buf, n.src_off),
                    vm_scratch_.data());
-      }
-      complete(r, held[k]);
+        complete(r, i);
+        break;
+      default:
+        post(r, i);
+        break;
     }
   }
   return moved;

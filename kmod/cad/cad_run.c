@@ -844,45 +844,38 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node)
 }
 
 /* Posts what is ready in r, performs its local nodes, finishes it when
- * every node is done.  Transfers are matched before the local work that
- * became ready with them, so that a transfer to a peer that already posted
- * can start (here or on the CPU it is deferred to) while this CPU copies:
+ * every node is done.  The executor hands out ready transfers before ready
+ * local nodes (cad_core.h), so a transfer to a peer that already posted
+ * starts (here or on the CPU it is deferred to) before this CPU copies:
  * alltoall_rotated's own block is a copy ready at start beside the sends.
- * The verifier proved nodes that are ready together race-free, so their
- * order is free; local nodes wait in a small array on the stack. */
+ * A failed match ends the run (its result is set): nothing more is
+ * issued. */
 static void issue(struct cad_group *g, struct cad_run *r)
 {
-	u32 held[16];
-	u32 node, nh, k;
+	u32 node;
 
-	do {
-		nh = 0;
-		while (nh < ARRAY_SIZE(held) && r->running && cad_exec_next(&r->ex, &node)) {
-			const struct cad_node *nd = &r->prog.nodes[node];
+	while (r->running && cad_exec_next(&r->ex, &node)) {
+		const struct cad_node *nd = &r->prog.nodes[node];
 
-			if (nd->kind == CAD_NODE_COPY || nd->kind == CAD_NODE_REDUCE)
-				held[nh++] = node;
-			else
-				match(g, r, node);
+		switch (nd->kind) {
+		case CAD_NODE_COPY:
+			if (nd->len)
+				copy_chunked(at(r, nd->dst_buf, nd->dst_off), at(r, nd->src_buf, nd->src_off),
+					     nd->len);
+			cad_exec_complete(&r->ex, node);
+			break;
+		case CAD_NODE_REDUCE:
+			if (nd->len)
+				cad_reduce(&r->prog, nd, at(r, nd->dst_buf, nd->dst_off),
+					   at(r, nd->src_buf, nd->src_off), g->vm_scratch);
+			cond_resched();
+			cad_exec_complete(&r->ex, node);
+			break;
+		default:
+			match(g, r, node);
+			break;
 		}
-		/* A failed match ended the run: its result is set, and the
-		 * held nodes stay undone. */
-		for (k = 0; k < nh && r->running; k++) {
-			const struct cad_node *nd = &r->prog.nodes[held[k]];
-
-			if (nd->kind == CAD_NODE_COPY) {
-				if (nd->len)
-					copy_chunked(at(r, nd->dst_buf, nd->dst_off), at(r, nd->src_buf, nd->src_off),
-						     nd->len);
-			} else {
-				if (nd->len)
-					cad_reduce(&r->prog, nd, at(r, nd->dst_buf, nd->dst_off),
-						   at(r, nd->src_buf, nd->src_off), g->vm_scratch);
-				cond_resched();
-			}
-			cad_exec_complete(&r->ex, held[k]);
-		}
-	} while (nh && r->running);
+	}
 	if (r->running && cad_exec_status(&r->ex) == 0)
 		finish(r, 0);
 }

@@ -117,7 +117,14 @@ const char *cad_prog_string(const struct cad_prog *prog, __u32 off);
 /* Executor: the DAG state machine.  No I/O: an engine pops ready nodes,
  * performs them (transfers, copies, reductions) and reports completion;
  * completion cascades readiness to successors at once.  NOP nodes are
- * completed inside the executor and never handed out. */
+ * completed inside the executor and never handed out.  Ready transfers
+ * (SEND, RECV) are handed out before ready local nodes (COPY, REDUCE),
+ * each kind in the order it became ready: an engine that performs a local
+ * node where it pops it has every transfer ready beside it posted first,
+ * so a peer can start on this rank's buffers while it copies or reduces
+ * (alltoall_rotated's own block is a copy ready at start beside the sends;
+ * copying it first delayed every send by the whole memcpy).  The verifier
+ * proved nodes that are ready together race-free, so their order is free. */
 
 enum cad_node_state {
 	CAD_NS_WAITING = 0,  /* predecessors outstanding */
@@ -132,8 +139,12 @@ struct cad_exec {
 	const __u32 *indegree;   /* per node, computed once */
 	__u32 *pending;          /* per node: predecessors not yet done */
 	__u8 *state;             /* per node: enum cad_node_state */
-	__u32 *ready;            /* FIFO of ready node indexes */
-	__u32 head, tail;
+	__u32 *ready;            /* ready node indexes: transfers (and NOPs) in a
+				  * FIFO from the front, local nodes in a FIFO
+				  * from the back (a node is ready once a run,
+				  * so the two never meet) */
+	__u32 head, tail;        /* the front FIFO: ready[head..tail) */
+	__u32 lhead, ltail;      /* the back one: ready[n-1-lhead] on, ltail - lhead of them */
 	__u32 n_done;            /* nodes DONE */
 	__u32 n_issued;          /* nodes ISSUED now */
 	int error;               /* first failure, 0 if none */
@@ -145,8 +156,9 @@ __u64 cad_exec_mem_size(const struct cad_prog *prog);
 void cad_exec_init(struct cad_exec *ex, const struct cad_prog *prog, void *mem);
 /* Arm (or re-arm, for a persistent collective) all nodes. */
 void cad_exec_start(struct cad_exec *ex);
-/* Pop the next ready node: true and *node set, marked ISSUED.  False when
- * nothing is ready or after a failure (nothing new is issued then). */
+/* Pop the next ready node, transfers first: true and *node set, marked
+ * ISSUED.  False when nothing is ready or after a failure (nothing new is
+ * issued then). */
 bool cad_exec_next(struct cad_exec *ex, __u32 *node);
 /* An ISSUED node finished: successors whose predecessors are all done
  * become ready.  Returns 0, or -EFAULT if node was not ISSUED (a bug). */

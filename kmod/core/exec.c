@@ -3,10 +3,12 @@
  * exec.c - the DAG executor state machine.
  *
  * Invariant: pending[i] is the number of predecessors of node i not yet
- * DONE; a node enters the ready FIFO exactly once, when its pending count
- * reaches 0 (roots at start).  Every node is popped at most once per run,
- * so the FIFO never holds more than n_nodes entries.  After a failure
- * nothing new is issued; the run ends when nothing is ISSUED.
+ * DONE; a node enters a ready FIFO exactly once, when its pending count
+ * reaches 0 (roots at start): local nodes (COPY, REDUCE) the one that
+ * grows from the back of ready[], the others the one from the front.  So
+ * the two together never hold more than n_nodes entries and never overlap.
+ * After a failure nothing new is issued; the run ends when nothing is
+ * ISSUED.
  */
 #include "cad_core.h"
 
@@ -34,10 +36,20 @@ void cad_exec_init(struct cad_exec *ex, const struct cad_prog *prog, void *mem)
 		indegree[prog->edges[e].to]++;
 }
 
+static bool is_local(const struct cad_exec *ex, __u32 node)
+{
+	const __u8 kind = ex->prog->nodes[node].kind;
+
+	return kind == CAD_NODE_COPY || kind == CAD_NODE_REDUCE;
+}
+
 static void make_ready(struct cad_exec *ex, __u32 node)
 {
 	ex->state[node] = CAD_NS_READY;
-	ex->ready[ex->tail++] = node;
+	if (is_local(ex, node))
+		ex->ready[ex->prog->n_nodes - 1 - ex->ltail++] = node;
+	else
+		ex->ready[ex->tail++] = node;
 }
 
 void cad_exec_start(struct cad_exec *ex)
@@ -49,7 +61,7 @@ void cad_exec_start(struct cad_exec *ex)
 		cad_memcpy(ex->pending, ex->indegree, (size_t)n * sizeof(__u32));
 		cad_memset(ex->state, CAD_NS_WAITING, n);
 	}
-	ex->head = ex->tail = 0;
+	ex->head = ex->tail = ex->lhead = ex->ltail = 0;
 	ex->n_done = ex->n_issued = 0;
 	ex->error = 0;
 	for (i = 0; i < n; i++)
@@ -75,12 +87,17 @@ static void finish(struct cad_exec *ex, __u32 node)
 
 bool cad_exec_next(struct cad_exec *ex, __u32 *node)
 {
-	while (!ex->error && ex->head != ex->tail) {
-		__u32 i = ex->ready[ex->head++];
+	while (!ex->error && (ex->head != ex->tail || ex->lhead != ex->ltail)) {
+		__u32 i;
 
-		if (ex->prog->nodes[i].kind == CAD_NODE_NOP) {
-			finish(ex, i);
-			continue;
+		if (ex->head != ex->tail) {
+			i = ex->ready[ex->head++];
+			if (ex->prog->nodes[i].kind == CAD_NODE_NOP) {
+				finish(ex, i);
+				continue;
+			}
+		} else {
+			i = ex->ready[ex->prog->n_nodes - 1 - ex->lhead++];
 		}
 		ex->state[i] = CAD_NS_ISSUED;
 		ex->n_issued++;

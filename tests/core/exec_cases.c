@@ -271,6 +271,47 @@ static int run_restart(struct cad_tctx *t)
 	return 0;
 }
 
+/* Ready transfers before ready local nodes, each kind in FIFO order, also
+ * for a transfer that a local node's completion makes ready:
+ * roots COPY 0, SEND 1, COPY 2, RECV 3; 0 -> SEND 4.  Twice (restart). */
+static int run_transfers_first(struct cad_tctx *t)
+{
+	struct cad_exec ex;
+	struct cad_prog p;
+	struct tb b;
+	__u32 n, round, got[5];
+
+	T_CHECK(t, tb_init(&b, t, 8, 0, 2, one_buf, 1), "out of work memory");
+	tb_add(&b, COPYN(0, 32, 0, 0, 8));
+	tb_add(&b, SENDN(0, 0, 8, 1, 0));
+	tb_add(&b, COPYN(0, 48, 0, 8, 8));
+	tb_add(&b, RECVN(0, 16, 8, 1, 1));
+	tb_add(&b, SENDN(0, 32, 8, 1, 2));
+	tb_edge(&b, 0, 4);
+	if (tb_build(&b, &p))
+		return -1;
+	cad_exec_init(&ex, &p, cad_talloc(t, cad_exec_mem_size(&p)));
+	for (round = 0; round < 2; round++) {
+		cad_exec_start(&ex);
+		T_CHECK(t, cad_exec_next(&ex, &got[0]) && cad_exec_next(&ex, &got[1]) && cad_exec_next(&ex, &got[2]),
+			"round %u: three of four roots not handed out", round);
+		T_CHECK(t, got[0] == 1 && got[1] == 3 && got[2] == 0,
+			"round %u: roots in the order %u %u %u, not 1 3 0", round, got[0], got[1], got[2]);
+		cad_exec_complete(&ex, 0);
+		T_CHECK(t, cad_exec_next(&ex, &got[3]) && got[3] == 4,
+			"round %u: the send made ready by the copy is not next (%u)", round, got[3]);
+		T_CHECK(t, cad_exec_next(&ex, &got[4]) && got[4] == 2, "round %u: the second copy is not last (%u)",
+			round, got[4]);
+		T_CHECK(t, !cad_exec_next(&ex, &n), "round %u: node %u handed out twice", round, n);
+		cad_exec_complete(&ex, 1);
+		cad_exec_complete(&ex, 2);
+		cad_exec_complete(&ex, 3);
+		cad_exec_complete(&ex, 4);
+		T_CHECK(t, cad_exec_status(&ex) == 0, "round %u: status %d", round, cad_exec_status(&ex));
+	}
+	return 0;
+}
+
 /* ---- whole collectives on the loopback engine ---- */
 
 struct world {
@@ -549,7 +590,7 @@ static const char *const names[] = {
 	"abort-waits-for-issued", "restart", "bcast-chain-p2", "bcast-chain-p5",
 	"bcast-chain-p7-1seg", "ring-allreduce-p3", "ring-allreduce-p4", "ring-allreduce-p7",
 	"rd-affine-p2", "rd-affine-p4", "rd-affine-p8", "deadlock-reported",
-	"size-mismatch-reported",
+	"size-mismatch-reported", "transfers-first",
 };
 
 static unsigned int ecount(void)
@@ -582,7 +623,8 @@ static int erun(unsigned int i, struct cad_tctx *t)
 	case 14: return run_rd_affine(t, 4, 129);
 	case 15: return run_rd_affine(t, 8, 65);
 	case 16: return run_deadlock(t, false);
-	default: return run_deadlock(t, true);
+	case 17: return run_deadlock(t, true);
+	default: return run_transfers_first(t);
 	}
 }
 
