@@ -244,61 +244,70 @@ static int calibrate(enum coll c, size_t bytes, double budget)
 static pid_t g_pid0;
 static uintptr_t g_send0;
 
-/* Seconds for rank 1 to read bytes of rank 0's memory with
- * process_vm_readv (the best of 5), the same on every rank; memcpy's if
- * the system does not permit it. */
-static double read_time(size_t bytes)
+/* The best of 5 timings of op(bytes) on rank `on` (-1: every rank), as
+ * rank `from` measured it: the same figure on every rank. */
+static double best_of_5(void (*op)(size_t), size_t bytes, int on, int from)
 {
 	double best = 1e9;
 
-	if (g_rank == 1)
+	if (on < 0 || g_rank == on)
 		for (int i = 0; i < 5; i++) {
-			struct iovec l = { g_recv, bytes }, r = { (void *)g_send0, bytes };
 			const double t0 = MPI_Wtime();
 
-			if (process_vm_readv(g_pid0, &l, 1, &r, 1, 0) != (ssize_t)bytes)
-				memcpy(g_recv, g_send, bytes);
-			if (MPI_Wtime() - t0 < best)
-				best = MPI_Wtime() - t0;
+			op(bytes);
+			const double t = MPI_Wtime() - t0;
+
+			if (t < best)
+				best = t;
 		}
-	PMPI_Bcast(&best, 1, MPI_DOUBLE, 1 % g_size, MPI_COMM_WORLD);
+	PMPI_Bcast(&best, 1, MPI_DOUBLE, from, MPI_COMM_WORLD);
 	return best;
+}
+
+/* Rank 1 reads bytes of rank 0's memory with process_vm_readv; memcpy's if
+ * the system does not permit it. */
+static void cma_read(size_t bytes)
+{
+	struct iovec l = { g_recv, bytes }, r = { (void *)g_send0, bytes };
+
+	if (process_vm_readv(g_pid0, &l, 1, &r, 1, 0) != (ssize_t)bytes)
+		memcpy(g_recv, g_send, bytes);
+}
+
+static void copy_once(size_t bytes)
+{
+	memcpy(g_recv, g_send, bytes);
+	__asm__ volatile("" ::"r"(g_recv) : "memory");
+}
+
+/* Sums bytes of doubles into others. */
+static void sum_once(size_t bytes)
+{
+	double *a = (double *)g_recv;
+	const double *b = (const double *)g_send;
+
+	for (size_t k = 0; k < bytes / 8; k++)
+		a[k] += b[k];
+	__asm__ volatile("" ::"r"(a) : "memory");
+}
+
+/* Seconds for rank 1 to read bytes of rank 0's memory (the best of 5),
+ * the same on every rank. */
+static double read_time(size_t bytes)
+{
+	return best_of_5(cma_read, bytes, 1, 1 % g_size);
 }
 
 /* Seconds to memcpy bytes within a rank (the best of 5). */
 static double copy_time(size_t bytes)
 {
-	double best = 1e9;
-
-	for (int i = 0; i < 5; i++) {
-		const double t0 = MPI_Wtime();
-
-		memcpy(g_recv, g_send, bytes);
-		__asm__ volatile("" ::"r"(g_recv) : "memory");
-		if (MPI_Wtime() - t0 < best)
-			best = MPI_Wtime() - t0;
-	}
-	PMPI_Bcast(&best, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-	return best;
+	return best_of_5(copy_once, bytes, -1, 0);
 }
 
 /* Seconds to sum bytes of doubles into others (the best of 5). */
 static double sum_time(size_t bytes)
 {
-	double best = 1e9, *a = (double *)g_recv;
-	const double *b = (const double *)g_send;
-
-	for (int i = 0; i < 5; i++) {
-		const double t0 = MPI_Wtime();
-
-		for (size_t k = 0; k < bytes / 8; k++)
-			a[k] += b[k];
-		__asm__ volatile("" ::"r"(a) : "memory");
-		if (MPI_Wtime() - t0 < best)
-			best = MPI_Wtime() - t0;
-	}
-	PMPI_Bcast(&best, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-	return best;
+	return best_of_5(sum_once, bytes, -1, 0);
 }
 
 /* The CPU time per rank the collective's copies (and reduction) take at
