@@ -717,7 +717,12 @@ void start() {
   g_verbose = v && strcmp(v, "0") != 0;
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (!g_on && v && strcmp(v, "0") != 0 && rank == 0)
+  // cadrt did not start (its library missing, say): every collective is
+  // MPI's, which is right but not what preloading libcadmpi asked for, so
+  // rank 0 says so, asked or not -- as cadrt says so when CMA is refused.
+  // (A program that turned it off, CADMPI=0, or that runs
+  // MPI_THREAD_MULTIPLE is not told: that is the documented behaviour.)
+  if (!g_on && rank == 0)
     fprintf(stderr, "cadmpi: collectives are left to MPI: %s\n",
             *cadrt_error_message() ? cadrt_error_message() : strerror(-err));
 }

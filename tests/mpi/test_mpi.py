@@ -119,6 +119,19 @@ def test_disabled(build_dir):
     r = mpirun(build_dir, 2, "--quick", env={"CADMPI": "0", "CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
     assert not through(r.stderr)
+    assert "left to MPI" not in r.stderr  # turned off on purpose: nothing to tell
+
+
+def test_cadrt_that_cannot_start_is_told(build_dir):
+    """libcadmpi preloaded, but cadrt cannot start (its algorithm library is
+    missing): every collective is Open MPI's, with the right results, and
+    rank 0 says so once without being asked (an A/B run of copied libraries
+    once measured Open MPI against itself this way, silently)."""
+    r = mpirun(build_dir, 2, "--quick", env={"CADRT_LIBRARY": "/nonexistent/cad-std.cadlib", "CADMPI_STATS": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "mpi_check: ok" in r.stdout
+    assert r.stderr.count("cadmpi: collectives are left to MPI: loading the algorithm library") == 1, r.stderr
+    assert not through(r.stderr)
 
 
 def test_thread_multiple_is_left_to_mpi(build_dir):
