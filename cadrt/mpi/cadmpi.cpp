@@ -65,21 +65,26 @@ struct Stage {
   bool in = false, out = false;
   std::unique_ptr<char[]> tmp;
 
-  void pack() {
+  // f(the program's elements, their bytes in tmp, how many, how many bytes)
+  // for each piece.
+  template <typename F>
+  void pieces(F f) {
     for (size_t k = 0; k < count; k += piece) {
-      const int n = static_cast<int>(std::min(piece, count - k)), pos_end = static_cast<int>(n * size);
-      int pos = 0;
-      PMPI_Pack(user + static_cast<MPI_Aint>(k) * extent, n, dt, tmp.get() + k * size, pos_end, &pos,
-                MPI_COMM_WORLD);
+      const int n = static_cast<int>(std::min(piece, count - k));
+      f(user + static_cast<MPI_Aint>(k) * extent, tmp.get() + k * size, n, static_cast<int>(n * size));
     }
   }
-  void unpack() {
-    for (size_t k = 0; k < count; k += piece) {
-      const int n = static_cast<int>(std::min(piece, count - k)), pos_end = static_cast<int>(n * size);
+  void pack() {
+    pieces([this](char *elems, char *bytes, int n, int nbytes) {
       int pos = 0;
-      PMPI_Unpack(tmp.get() + k * size, pos_end, &pos, user + static_cast<MPI_Aint>(k) * extent, n, dt,
-                  MPI_COMM_WORLD);
-    }
+      PMPI_Pack(elems, n, dt, bytes, nbytes, &pos, MPI_COMM_WORLD);
+    });
+  }
+  void unpack() {
+    pieces([this](char *elems, char *bytes, int n, int nbytes) {
+      int pos = 0;
+      PMPI_Unpack(bytes, nbytes, &pos, elems, n, dt, MPI_COMM_WORLD);
+    });
   }
 };
 
@@ -516,7 +521,10 @@ bool shape_of(MPI_Datatype dt, Shape *out) {
   PMPI_Type_get_true_extent(dt, &s.true_lb, &true_extent);
   s.size = static_cast<size_t>(size);
   s.predefined = combiner == MPI_COMBINER_NAMED;
-  if (!walk(dt, &s.dense, 0)) return false;
+  if (s.predefined)
+    s.dense = lb == 0 && s.extent == size;  // what walk() would find, without asking MPI again
+  else if (!walk(dt, &s.dense, 0))
+    return false;
   if (size == 0) s.dense = true;  // nothing to move
   if (s.predefined && n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = {dt, s};
   *out = s;
@@ -627,6 +635,8 @@ bool elem_lookup(MPI_Datatype dt, cadrt_datatype *out) {
     *out = d;
     return true;
   }
+  // Why not: asked of MPI only when it will be told (CADRT_VERBOSE).
+  if (!g_verbose) return false;
   int ni, na, nd, combiner;
   if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner != MPI_COMBINER_NAMED)
     return decline("a derived datatype in a reduction: MPI's predefined ops take predefined types");
@@ -1007,7 +1017,7 @@ bool sides(const void *s, int sc, MPI_Datatype st, int send_blocks, bool send_ma
   size_t sb = 0, rbytes = 0;
   const bool in_place = s == MPI_IN_PLACE || rb == MPI_IN_PLACE;
   void *at = nullptr;
-  x->send = s == MPI_IN_PLACE ? CADRT_IN_PLACE : s;
+  x->send = in_send(s);
   x->recv = rb == MPI_IN_PLACE ? CADRT_IN_PLACE : rb;
   send_matters = send_matters && s != MPI_IN_PLACE;
   recv_matters = recv_matters && rb != MPI_IN_PLACE;
