@@ -111,13 +111,17 @@ void Runtime::ring(uint32_t ep, bool urgent) {
     }
     ri.kicked.store(0, std::memory_order_relaxed);  // not permitted: wake its helper instead
   }
-  if (!ri.sleepers.load(std::memory_order_relaxed)) return;
-  const uint32_t polling = ri.polling.load(std::memory_order_relaxed);
-  if (polling == kRankAsleep || (polling == kRankOutside && urgent)) {
-    ri.bell.fetch_add(1, std::memory_order_release);
-    futex_wake(&ri.bell);
-    n_wakes.fetch_add(1, std::memory_order_relaxed);
+  // Its main thread asleep in the library: every message wakes it.  Else
+  // its helper, if it sleeps, for an urgent message while the main thread
+  // computes (polling, the one word that changes with every call, is read
+  // only then: shm.h).
+  if (!ri.asleep.load(std::memory_order_relaxed)) {
+    if (!urgent || !ri.sleepers.load(std::memory_order_relaxed)) return;
+    if (ri.polling.load(std::memory_order_relaxed) != kRankOutside) return;
   }
+  ri.bell.fetch_add(1, std::memory_order_release);
+  futex_wake(&ri.bell);
+  n_wakes.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool Runtime::room() {
@@ -732,11 +736,11 @@ void Runtime::finish(cadrt_request_s *r) {
     // Only then a system call: the progress thread also waits on the bell
     // while the main thread polls, and waking it would only take the CPU.
     RankInfo &mine = seg.rank(me);
-    mine.bell.fetch_add(1, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (mine.sleepers.load(std::memory_order_relaxed) &&
-        mine.polling.load(std::memory_order_relaxed) == kRankAsleep)
+    if (mine.asleep.load(std::memory_order_relaxed)) {
+      mine.bell.fetch_add(1, std::memory_order_release);
       futex_wake(&mine.bell);
+    }
   }
 }
 
@@ -826,12 +830,14 @@ void Runtime::progress_in_handler() {
 // thread finished *done's request.
 void Runtime::sleep_until_message(int timeout_ms, bool progress_thread, const bool *done) {
   RankInfo &mine = seg.rank(me);
-  // The main thread stops looking while it sleeps.
+  // The main thread stops looking while it sleeps, and every message
+  // wakes it; a helper is woken for urgent ones (ring()).
   const uint32_t polling = progress_thread ? 0 : mine.polling.exchange(kRankAsleep, std::memory_order_relaxed);
-  mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic<uint32_t> &count = progress_thread ? mine.sleepers : mine.asleep;
+  count.fetch_add(1, std::memory_order_seq_cst);
   const uint32_t v = mine.bell.load(std::memory_order_acquire);
   if (!incoming() && !(done && __atomic_load_n(done, __ATOMIC_ACQUIRE))) futex_wait(&mine.bell, v, timeout_ms);
-  mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
+  count.fetch_sub(1, std::memory_order_relaxed);
   if (!progress_thread) mine.polling.store(polling, std::memory_order_relaxed);
 }
 

@@ -125,6 +125,13 @@ Runtime &rt_first() {
 
 int kick_signal() { return kSignal; }
 
+// armed shares its cache line with what every producer reads when it
+// rings us (shm.h): written only when it changes, the line stays in the
+// producers' caches.
+static void set_armed(RankInfo &mine, bool on) {
+  if (mine.armed.load(std::memory_order_relaxed) != (on ? 1u : 0u)) mine.armed.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
 // Outside the library: kicked while collectives are active, else idle.
 // Active, the flags are published before the caller looks at its rings
 // (a producer that saw us polling did not kick); idle, nothing is looked
@@ -133,7 +140,7 @@ void Runtime::arm() {
   if (engine != Engine::Signal || !initialised_) return;
   RankInfo &mine = seg.rank(me);
   const bool active = active_count.load(std::memory_order_relaxed) > 0;
-  mine.armed.store(active ? 1 : 0, std::memory_order_relaxed);
+  set_armed(mine, active);
   mine.polling.store(idle() ? kRankIdle : kRankOutside, std::memory_order_relaxed);
   if (active) std::atomic_thread_fence(std::memory_order_seq_cst);
 }
@@ -177,7 +184,7 @@ void Runtime::enter() {
   // collective that this rank is in the library (rendezvous).
   settled_.store(false, std::memory_order_relaxed);
   if (bump_in_library(1) == 0 && engine != Engine::Kernel && initialised_) {
-    if (engine != Engine::Poll) seg.rank(me).armed.store(0, std::memory_order_relaxed);
+    if (engine != Engine::Poll) set_armed(seg.rank(me), false);
     seg.rank(me).polling.store(kRankPolling, std::memory_order_relaxed);
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);  // before any library work
@@ -237,7 +244,7 @@ void Runtime::leave() {
     // than by signalling ourselves (a system call and a signal frame,
     // microseconds in a virtual machine): back in the library, polling.
     in_library.store(1, std::memory_order_relaxed);
-    mine.armed.store(0, std::memory_order_relaxed);
+    set_armed(mine, false);
     mine.polling.store(kRankPolling, std::memory_order_relaxed);
     mine.kicked.store(0, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -3,7 +3,7 @@
 // One segment per job (cadrun creates it as a memfd and hands it to its
 // children; under MPI the node's first rank creates it).  Layout:
 //   Header                         page 0
-//   RankInfo[n]                    one cache line each
+//   RankInfo[n]                    two cache lines each
 //   Ring[n * n]                    ring (s, d) carries messages from s to d
 // A ring is single-producer (s), single-consumer (d): the producer fills
 // slots at tail and publishes tail; the consumer takes them in order from
@@ -12,23 +12,22 @@
 // or a control message (RTS, CTS, FIN, ABORT).  Nothing in a slot is a
 // pointer into the segment, so each process may map it anywhere.
 //
-// Waking: a process that is about to sleep raises its `sleepers` count and
-// waits on its `bell` (a futex in the segment); a producer that finds the
-// consumer's sleepers non-zero rings the bell if the consumer's main thread
-// sleeps in the library waiting for it (kRankAsleep), or is outside the
-// library with collectives active (kRankOutside: its progress helper
-// sleeps) and the message is urgent (a step of a transfer of a collective
-// of at least CADRT_KICK_MIN bytes, room in a ring: what is worth an
-// interrupt).  It
-// spares the wake-up when the main thread is `polling` (kRankPolling:
-// inside the library, looking at its rings anyway) or idle (kRankIdle:
-// outside the library with no collective active and nothing queued to
-// send, so the message is for one it has not posted yet, and the call that
-// posts it finds the message).  Under the
-// signal engine a consumer whose main thread is outside the library with
-// collectives active is `armed`: the producer signals that thread itself
-// (tgkill), so progress does not wait for a helper thread to be scheduled
-// on cores the application keeps busy.
+// Waking: a thread that is about to sleep raises its rank's `asleep`
+// (the main thread, waiting in the library) or `sleepers` (a helper)
+// count and waits on its `bell` (a futex in the segment).  A producer
+// rings the bell if the consumer's main thread sleeps in the library
+// waiting for it, or if a helper sleeps while the main thread is outside
+// the library with collectives active (kRankOutside) and the message is
+// urgent (a step of a transfer of a collective of at least CADRT_KICK_MIN
+// bytes, room in a ring: what is worth an interrupt).  It spares the
+// wake-up when the main thread is `polling` (kRankPolling: inside the
+// library, looking at its rings anyway) or idle (kRankIdle: outside the
+// library with no collective active and nothing queued to send, so the
+// message is for one it has not posted yet, and the call that posts it
+// finds the message).  Under the signal engine a consumer whose main
+// thread is outside the library with collectives active is `armed`: the
+// producer signals that thread itself (tgkill), so progress does not wait
+// for a helper thread to be scheduled on cores the application keeps busy.
 #pragma once
 
 #include <atomic>
@@ -98,19 +97,27 @@ struct alignas(64) Ring {
   alignas(64) Slot slots[kSlots];
 };
 
-// What a rank publishes.
+// What a rank publishes, on two cache lines.  A producer reads the first
+// on every message it rings (armed, asleep) and its owner writes it only
+// to sleep or, under the signal engine, when it arms or disarms: while
+// the owner calls in and out of the library it stays shared in both
+// caches, and ringing costs no miss.  The second changes with every call
+// (polling) and is read by a producer only for an urgent message to a
+// rank whose helper sleeps.
 struct alignas(64) RankInfo {
   std::atomic<int32_t> pid;
-  std::atomic<uint32_t> bell;      // futex word
-  std::atomic<uint32_t> sleepers;  // threads waiting on bell
-  std::atomic<uint32_t> state;     // kAlive, kExited, kDead (set by cadrun)
-  std::atomic<uint32_t> polling;   // a Polling: whom a message wakes
-  std::atomic<int32_t> tid;        // the main thread (signal engine)
+  std::atomic<uint32_t> asleep;    // the main thread sleeps in the library, waiting on bell
+  std::atomic<uint32_t> sleepers;  // helper threads waiting on bell
   std::atomic<uint32_t> armed;     // signal engine, outside the library, requests active: kick it
-  std::atomic<uint32_t> kicked;    // a kick is on its way (one at a time)
+  std::atomic<int32_t> tid;        // the main thread (signal engine)
   uint64_t probe_addr;             // a private word, for the CMA probe
   int32_t place[4];                // node, package, NUMA domain, L3 (or -1)
+  alignas(64) std::atomic<uint32_t> polling;  // a Polling: whom a message wakes
+  std::atomic<uint32_t> bell;                 // futex word
+  std::atomic<uint32_t> kicked;               // a kick is on its way (one at a time)
+  std::atomic<uint32_t> state;                // kAlive, kExited, kDead (set by cadrun)
 };
+static_assert(sizeof(RankInfo) == 128, "two cache lines");
 
 // RankInfo::polling: whether a producer wakes the rank's sleepers.
 enum Polling : uint32_t {
@@ -135,7 +142,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);
