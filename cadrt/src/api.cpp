@@ -438,6 +438,18 @@ int cadrt_start(cadrt_request *req) {
   return rt().start(*req);
 }
 
+int cadrt_request_get_status(cadrt_request req, int *flag) {
+  cadrt::clear_error();
+  if (!flag) return set_error(-EINVAL, "cadrt_request_get_status: NULL flag");
+  // (Atomic loads: under the thread engine the progress thread writes
+  // them.)
+  if (!req || !__atomic_load_n(&req->active, __ATOMIC_RELAXED) || __atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+    *flag = 1;
+  else
+    *flag = rt().engine == cadrt::Engine::Kernel && !rt().kernel_running(req);
+  return 0;
+}
+
 int cadrt_test(cadrt_request *req, int *flag) {
   // The kernel engine's test of a running collective is one look at the
   // status page: no library state to guard, nothing to progress (the

@@ -85,6 +85,14 @@
 static int g_rank, g_size, g_failures, g_checks;
 static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
 
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		fprintf(stderr, "rt_check: rank %d: ", g_rank);                \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, "\n");                                         \
+		g_failures++;                                                  \
+	} while (0)
+
 /* The first error of K requests, each completed by cadrt_waitall or, with
  * --test, by cadrt_test calls in turn until all are done.  A request that
  * ends with an error ends the loop (as cadrt_waitall would). */
@@ -94,14 +102,28 @@ static int complete(int K, cadrt_request *req)
 
 	if (!g_test)
 		return K == 1 ? cadrt_wait(&req[0]) : cadrt_waitall(K, req);
+	if (cadrt_request_get_status(req[0], NULL) != -EINVAL)
+		FAIL("cadrt_request_get_status took a NULL flag");
 	while (left) {
 		for (int j = 0; j < K; j++) {
 			int flag = 0, err;
 
 			if (done[j])
 				continue;
+			/* cadrt_request_get_status answers without progress:
+			 * what it calls complete, a test completes at once;
+			 * what a test completed (freed, or inactive), it calls
+			 * complete. */
+			int was = 0, now = 0;
+
+			if (cadrt_request_get_status(req[j], &was))
+				FAIL("cadrt_request_get_status: %s", cadrt_error_message());
 			if ((err = cadrt_test(&req[j], &flag)))
 				return err;
+			if (was && !flag)
+				FAIL("cadrt_request_get_status said complete, cadrt_test did not");
+			if (flag && (cadrt_request_get_status(req[j], &now) || !now))
+				FAIL("a completed request is not complete to cadrt_request_get_status");
 			if (flag) {
 				done[j] = 1;
 				left--;
@@ -110,14 +132,6 @@ static int complete(int K, cadrt_request *req)
 	}
 	return 0;
 }
-
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		fprintf(stderr, "rt_check: rank %d: ", g_rank);                \
-		fprintf(stderr, __VA_ARGS__);                                  \
-		fprintf(stderr, "\n");                                         \
-		g_failures++;                                                  \
-	} while (0)
 
 /* Inputs: small integers, so that sums and products of doubles are exact. */
 static int32_t gen(int r, size_t i, int salt)
