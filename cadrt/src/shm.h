@@ -98,10 +98,11 @@ struct alignas(64) Ring {
 };
 
 // What a rank publishes, on two cache lines.  A producer reads the first
-// on every message it rings (armed, asleep) and its owner writes it only
-// to sleep or, under the signal engine, when it arms or disarms: while
-// the owner calls in and out of the library it stays shared in both
-// caches, and ringing costs no miss.  The second changes with every call
+// on every message it rings (armed, asleep), a peer polling for its
+// requests reads it on every test (state: check_peers()), and its owner
+// writes it only to sleep or, under the signal engine, when it arms or
+// disarms: while the owner calls in and out of the library it stays
+// shared in both caches, and neither costs a miss.  The second changes with every call
 // (polling) and is read by a producer only for an urgent message to a
 // rank whose helper sleeps.
 struct alignas(64) RankInfo {
@@ -110,12 +111,12 @@ struct alignas(64) RankInfo {
   std::atomic<uint32_t> sleepers;  // helper threads waiting on bell
   std::atomic<uint32_t> armed;     // signal engine, outside the library, requests active: kick it
   std::atomic<int32_t> tid;        // the main thread (signal engine)
+  std::atomic<uint32_t> state;     // kAlive, kExited, kDead (set by cadrun)
   uint64_t probe_addr;             // a private word, for the CMA probe
   int32_t place[4];                // node, package, NUMA domain, L3 (or -1)
   alignas(64) std::atomic<uint32_t> polling;  // a Polling: whom a message wakes
   std::atomic<uint32_t> bell;                 // futex word
   std::atomic<uint32_t> kicked;               // a kick is on its way (one at a time)
-  std::atomic<uint32_t> state;                // kAlive, kExited, kDead (set by cadrun)
 };
 static_assert(sizeof(RankInfo) == 128, "two cache lines");
 
