@@ -132,17 +132,32 @@ static void set_armed(RankInfo &mine, bool on) {
   if (mine.armed.load(std::memory_order_relaxed) != (on ? 1u : 0u)) mine.armed.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
-// Outside the library: kicked while collectives are active, else idle.
-// Active, the flags are published before the caller looks at its rings
-// (a producer that saw us polling did not kick); idle, nothing is looked
-// at after, and a small collective's last call spares the fence.
+// Outside the library: kicked while collectives that a peer would kick
+// for are active (below), else not; idle when none is active.  Armed, the
+// flags are published before the caller looks at its rings (a producer
+// that saw us polling did not kick); else nothing kicks us, and the fence
+// is spared.
 void Runtime::arm() {
   if (engine != Engine::Signal || !initialised_) return;
   RankInfo &mine = seg.rank(me);
-  const bool active = active_count.load(std::memory_order_relaxed) > 0;
-  set_armed(mine, active);
+  const bool kick = active_count.load(std::memory_order_relaxed) > 0 && kickable();
+  set_armed(mine, kick);
   mine.polling.store(idle() ? kRankIdle : kRankOutside, std::memory_order_relaxed);
-  if (active) std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (kick) std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// A peer kicks only for urgent messages (ring()): steps of a transfer of
+// a collective whose largest buffer on the sender is at least kick_min,
+// and room in a ring.  Arming for smaller collectives alone bought
+// nothing, and cost every message a peer sent us a miss on the line armed
+// lives on (the rank's first, shm.h), written at every call.  A peer's
+// largest buffer is taken to be at most comm size times ours (a gather's
+// root holds every rank's block).  Output waiting for room is armed for.
+bool Runtime::kickable() const {
+  if (waiting_output.load(std::memory_order_relaxed) > 0) return true;
+  for (const cadrt_request_s *r = active_; r; r = r->next)
+    if (r->inst->size * static_cast<uint64_t>(r->comm->size) >= kick_min) return true;
+  return false;
 }
 
 // Nothing for a helper to do until the next call: no collective active,

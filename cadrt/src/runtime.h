@@ -271,6 +271,7 @@ class Runtime {
   std::mutex lock;
   std::unique_lock<std::mutex> guard();
   const char *engine_name() const;
+  bool kickable() const;
   bool idle() const;
   int make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int64_t>> &places);
   // A message waits in one of our rings.
