@@ -704,11 +704,11 @@ void Runtime::unlink_active(cadrt_request_s *r) {
 // active_count is read by other threads (the helpers) but written only
 // where the active list is: under the lock (thread engine), or by the one
 // thread in the library or in the signal handler, which runs only outside
-// it.  So a plain load and store do; the thread engine keeps the locked
-// increment (it takes a mutex around this anyway).
+// it.  So a plain load and store do, under every engine: a locked
+// increment would also wait for the stores before it, such as a message
+// just written into a peer's ring.
 void Runtime::count_active(int by) {
-  if (engine == Engine::Thread) active_count.fetch_add(by, std::memory_order_relaxed);
-  else active_count.store(active_count.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  active_count.store(active_count.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
 // r is done (or failed): off the active list; wake whoever waits for it.
