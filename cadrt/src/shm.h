@@ -25,9 +25,10 @@
 // library with no collective active and nothing queued to send, so the
 // message is for one it has not posted yet, and the call that posts it
 // finds the message).  Under the signal engine a consumer whose main
-// thread is outside the library with collectives active is `armed`: the
-// producer signals that thread itself (tgkill), so progress does not wait
-// for a helper thread to be scheduled on cores the application keeps busy.
+// thread is outside the library with collectives active that a peer
+// would interrupt it for (Runtime::kickable()) is `armed`: the producer
+// signals that thread itself (tgkill), so progress does not wait for a
+// helper thread to be scheduled on cores the application keeps busy.
 #pragma once
 
 #include <atomic>
@@ -102,14 +103,14 @@ struct alignas(64) Ring {
 // requests reads it on every test (state: check_peers()), and its owner
 // writes it only to sleep or, under the signal engine, when it arms or
 // disarms: while the owner calls in and out of the library it stays
-// shared in both caches, and neither costs a miss.  The second changes with every call
-// (polling) and is read by a producer only for an urgent message to a
-// rank whose helper sleeps.
+// shared in both caches, and neither costs a miss.  The second changes
+// with every call (polling) and is read by a producer only for an urgent
+// message to a rank whose helper sleeps.
 struct alignas(64) RankInfo {
   std::atomic<int32_t> pid;
   std::atomic<uint32_t> asleep;    // the main thread sleeps in the library, waiting on bell
   std::atomic<uint32_t> sleepers;  // helper threads waiting on bell
-  std::atomic<uint32_t> armed;     // signal engine, outside the library, requests active: kick it
+  std::atomic<uint32_t> armed;     // signal engine, outside the library, kickable collectives active: kick it
   std::atomic<int32_t> tid;        // the main thread (signal engine)
   std::atomic<uint32_t> state;     // kAlive, kExited, kDead (set by cadrun)
   uint64_t probe_addr;             // a private word, for the CMA probe
