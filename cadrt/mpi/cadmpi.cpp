@@ -340,8 +340,8 @@ int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
   o->fn = fn;
   o->st = g_staging.release();
   PMPI_Grequest_start(query_fn, free_fn, cancel_fn, o, req);
-  g_live.push_back({*req, o});
   g_through++;
+  go_live({*req, o});
   return MPI_SUCCESS;
 }
 
