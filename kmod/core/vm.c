@@ -30,6 +30,8 @@
 #define NF_SKIP 0x1   /* per-pc flag: nothing to do here (an identity, or
 		       * an FMUL that its NF_DOT2 reader computes) */
 #define NF_DOT2 0x2   /* per-pc flag: FADD/FSUB of two skipped FMULs */
+#define NF_LDOP 0x4   /* per-pc flag (narrow): a ring op on the two loads
+		       * before it, which are skipped (ldop_plan) */
 
 typedef __s8  s8_u  CAD_UNALIGNED;
 typedef __s16 s16_u CAD_UNALIGNED;
@@ -161,6 +163,7 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 #define SEM_LT_U(a, b)   (((~(a) & (b)) | ((~((a) ^ (b))) & ((a) - (b)))) >> 63)
 #define SEM_LE_U(a, b)   (SEM_LT_U(b, a) ^ 1)
 #define INT_CMP(c)       ((c) >= CAD_VM_EQ && (c) <= CAD_VM_LE_U)
+#define F64_CMP(c)       ((c) >= CAD_VM_FEQ && (c) <= CAD_VM_FLE)
 /* t ? x : y for t = 0 or 1, as a blend with an all-ones or all-zero mask */
 #define BLEND64(t, x, y) ((((x) ^ (y)) & (0 - (t))) ^ (y))
 
@@ -243,6 +246,8 @@ struct vm_env {
 	const __u16 (*prod)[2]; /* per NF_DOT2 pc: its FMULs */
 	const __u8 *flags;  /* per pc: NF_* */
 	__u32 nl;           /* narrow mode: 32-bit lanes per register */
+	const __u8 (*rmap)[4]; /* narrow mode, per pc: the rows its operands
+			     * a, b and a SEL's imm are read from (consts_plan) */
 };
 
 /* One lane, from pc to EXIT. */
@@ -296,19 +301,6 @@ static __u32 reads(const struct cad_vm_insn *in)
 	}
 }
 
-/* after[pc]: the registers that an instruction after pc may read.  Jumps
- * only go forward, so whatever runs after pc has a larger index: a sound
- * over-estimate of what is live after pc, computed once per dispatch. */
-static void reads_after(const struct cad_vm_insn *code, __u32 n, __u16 *after)
-{
-	__u32 mask = 0;
-
-	while (n--) {
-		after[n] = (__u16)mask;
-		mask |= reads(&code[n]);
-	}
-}
-
 /* Writes a register (dst): every format with one. */
 static bool writes(const struct cad_vm_insn *in)
 {
@@ -318,6 +310,34 @@ static bool writes(const struct cad_vm_insn *in)
 		return true;
 	default:
 		return false;
+	}
+}
+
+/* The registers live on entry to pc, from those live after it. */
+static __u32 live_in(const struct cad_vm_insn *in, __u32 out)
+{
+	if (in->code == CAD_VM_EXIT)
+		return 0;
+	if (writes(in))
+		out &= ~(1u << in->dst);
+	return out | reads(in);
+}
+
+/* after[pc]: the registers live after pc, those that some path from pc
+ * reads before writing them.  Jumps only go forward, so one backward pass
+ * is exact: the instructions after pc, and a jump's target, have larger
+ * indexes.  Computed once per dispatch. */
+static void reads_after(const struct cad_vm_insn *code, __u32 n, __u16 *after)
+{
+	while (n--) {
+		const struct cad_vm_insn *in = &code[n];
+		__u32 out = 0;
+
+		if (in->code != CAD_VM_EXIT && in->code != CAD_VM_JA)
+			out = live_in(&code[n + 1], after[n + 1]);
+		if (in->code == CAD_VM_JA || in->code == CAD_VM_JZ || in->code == CAD_VM_JNZ)
+			out |= live_in(&code[n + 1 + in->imm], after[n + 1 + in->imm]);
+		after[n] = (__u16)out;
 	}
 }
 
@@ -642,9 +662,11 @@ static void run_block(const struct vm_env *e, __u32 n)
 		const struct cad_vm_insn *sel_ = &in[1];                   \
 		A = g.p[in->a]; sa_ = g.s[in->a];                          \
 		B = g.p[in->b]; sb_ = g.s[in->b];                          \
+		const unsigned int mm_ = sel_->b == in->a && (__u32)sel_->imm == in->b ? 1 \
+				       : sel_->b == in->b && (__u32)sel_->imm == in->a ? 2 : 0; \
 		if (sel_->code == CAD_VM_SEL && sel_->a == in->dst &&      \
 		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
-		    g.s[sel_->b] == 8 && g.s[sel_->imm] == 8 &&            \
+		    (mm_ || (g.s[sel_->b] == 8 && g.s[sel_->imm] == 8)) && \
 		    !(e->after[pc + 1] & (1u << in->dst))) {              \
 			const u64_u *X = (const u64_u *)g.p[sel_->b];      \
 			const u64_u *Y = (const u64_u *)g.p[sel_->imm];    \
@@ -654,10 +676,25 @@ static void run_block(const struct vm_env *e, __u32 n)
 			C = A; sc_ = 8;                                    \
 			(void)C;                                           \
 			B_DEST_FUSED();                                    \
-			B_OPLOOP(const __u64 x_ = X[l]; const __u64 y_ = Y[l]; \
-				 OUT(l) = INT_CMP(CAD_VM_##name)           \
-				 ? BLEND64(SEM_##name(OPA(l), OPB(l)), x_, y_) \
-				 : SEM_##name(OPA(l), OPB(l)) ? x_ : y_);  \
+			if (mm_ == 1)  /* a op b ? a : b */                \
+				B_OPLOOP(const __u64 a_ = OPA(l); const __u64 b_ = OPB(l); \
+					 OUT(l) = INT_CMP(CAD_VM_##name)   \
+					 ? BLEND64(SEM_##name(a_, b_), a_, b_) \
+					 : F64_CMP(CAD_VM_##name)          \
+					 ? bits64(SEM_##name(a_, b_) ? f64(a_) : f64(b_)) \
+					 : SEM_##name(a_, b_) ? a_ : b_);  \
+			else if (mm_ == 2)  /* a op b ? b : a */           \
+				B_OPLOOP(const __u64 a_ = OPA(l); const __u64 b_ = OPB(l); \
+					 OUT(l) = INT_CMP(CAD_VM_##name)   \
+					 ? BLEND64(SEM_##name(a_, b_), b_, a_) \
+					 : F64_CMP(CAD_VM_##name)          \
+					 ? bits64(SEM_##name(a_, b_) ? f64(b_) : f64(a_)) \
+					 : SEM_##name(a_, b_) ? b_ : a_);  \
+			else                                               \
+				B_OPLOOP(const __u64 x_ = X[l]; const __u64 y_ = Y[l]; \
+					 OUT(l) = INT_CMP(CAD_VM_##name)   \
+					 ? BLEND64(SEM_##name(OPA(l), OPB(l)), x_, y_) \
+					 : SEM_##name(OPA(l), OPB(l)) ? x_ : y_); \
 		} else {                                                   \
 			C = A; sc_ = sa_;                                  \
 			(void)C;                                           \
@@ -872,6 +909,161 @@ static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64
 #define NSTORE_ST_32(p, v) (*(u32_u *)(p) = (v))
 #define NSTORE_ST_64(p, v) (*(u64_u *)(p) = (__u64)(__s64)(__s32)(v))
 
+/*
+ * Loads fused into the ring operation that reads them (narrow mode):
+ *   ld.K ra, [X+0]; ld.K rb, [Y+0]; OP d, ra, rb   (or OP d, rb, ra)
+ * with the same load K of the whole element (its width is esz), OP one
+ * of add, sub, mul, and, or, xor, and ra, rb dead after OP unless it
+ * overwrites them: the elementwise integer operators (a sum, a product, a
+ * bitwise op of 8-, 16- or 32-bit values).  OP then reads the elements
+ * itself in one pass, instead of three passes through two rows.
+ */
+static bool ldop_op(unsigned int code)
+{
+	return code == CAD_VM_ADD || code == CAD_VM_SUB || code == CAD_VM_MUL ||
+	       code == CAD_VM_AND || code == CAD_VM_OR || code == CAD_VM_XOR;
+}
+
+static void ldop_plan(const struct cad_vm_insn *code, __u32 count, __u32 esz, const __u16 *after,
+		      __u8 *flags)
+{
+	__u32 pc;
+
+	for (pc = 2; pc < count; pc++) {
+		const struct cad_vm_insn *in = &code[pc], *l0 = in - 2, *l1 = in - 1;
+		const __u32 ra = l0->dst, rb = l1->dst;
+
+		if (!ldop_op(in->code) || l0->code != l1->code ||
+		    cad_vm_opcode_format(l0->code) != CAD_VMF_LD || l0->code == CAD_VM_LD_64 ||
+		    cad_vm_opcode_width(l0->code) != esz || l0->imm || l1->imm || ra == rb ||
+		    !((in->a == ra && in->b == rb) || (in->a == rb && in->b == ra)) ||
+		    ((flags[pc - 2] | flags[pc - 1] | flags[pc]) & (NF_SKIP | NF_LDOP)) ||
+		    ((after[pc] & (1u << ra)) && in->dst != ra) ||
+		    ((after[pc] & (1u << rb)) && in->dst != rb))
+			continue;
+		flags[pc - 2] |= NF_SKIP;
+		flags[pc - 1] |= NF_SKIP;
+		flags[pc] |= NF_LDOP;
+	}
+}
+
+/*
+ * Constants of narrow code in rows of their own, filled once per call.
+ * Code compiled from C loads its constants into registers that it then
+ * overwrites (a clamp: movi r1, 32767; ...; sel r1, t ? r1 : x), so the
+ * MOVI would refill a row for every block.  Instead each distinct
+ * constant value gets a row after the registers' rows, the MOVI or LDK is
+ * skipped, and the instructions that read the register before it is next
+ * written read that row (rmap).  Narrow code has no jumps, so the
+ * definition that reaches each read is the last write before it.  An
+ * instruction already skipped (an identity SEXT) leaves its register
+ * where it was.  Returns the number of constant rows; kval: their values.
+ */
+#define NARROW_KROWS 8
+
+static __u32 consts_plan(const struct cad_vm_insn *code, __u32 count, const __u64 *consts,
+			 __u32 nregs, __u8 *flags, __u8 (*rmap)[4], __u32 *kval)
+{
+	__u8 cur[CAD_VM_NREGS];
+	__u32 pc, r, k, nk = 0;
+
+	for (r = 0; r < CAD_VM_NREGS; r++)
+		cur[r] = (__u8)r;
+	for (pc = 0; pc < count; pc++) {
+		const struct cad_vm_insn *in = &code[pc];
+
+		rmap[pc][0] = cur[in->a & (CAD_VM_NREGS - 1)];
+		rmap[pc][1] = cur[in->b & (CAD_VM_NREGS - 1)];
+		rmap[pc][2] = cur[(__u32)in->imm & (CAD_VM_NREGS - 1)];
+		rmap[pc][3] = 0;
+		if (!writes(in) || (flags[pc] & NF_SKIP))
+			continue;
+		cur[in->dst] = in->dst;
+		if (in->code != CAD_VM_MOVI && in->code != CAD_VM_LDK)
+			continue;
+		{
+			const __u32 v = in->code == CAD_VM_MOVI ? (__u32)in->imm
+							      : (__u32)consts[in->imm];
+
+			for (k = 0; k < nk && kval[k] != v; k++)
+				;
+			if (k == nk) {
+				if (nk == NARROW_KROWS)
+					continue;  /* a row refilled per block, as written */
+				kval[nk++] = v;
+			}
+			cur[in->dst] = (__u8)(CAD_VM_NREGS + k);
+			flags[pc] |= NF_SKIP;
+		}
+	}
+	/* constant rows follow the nregs registers' rows */
+	for (pc = 0; pc < count; pc++)
+		for (r = 0; r < 3; r++)
+			if (rmap[pc][r] >= CAD_VM_NREGS)
+				rmap[pc][r] = (__u8)(rmap[pc][r] - CAD_VM_NREGS + nregs);
+	return nk;
+}
+
+/* Whether the instruction after pc stores all of the element (esz bytes at
+ * offset 0) from register r, which nothing reads afterwards: then the
+ * instruction at pc writes its result straight into inout (run_block32). */
+static bool narrow_store_next(const struct vm_env *e, __u32 pc, __u32 r)
+{
+	const struct cad_vm_insn *st = &e->code[pc + 1];
+
+	return cad_vm_opcode_format(st->code) == CAD_VMF_ST && st->a == r && st->imm == 0 &&
+	       cad_vm_opcode_width(st->code) == e->esz && !(e->after[pc + 1] & (1u << r));
+}
+
+/* An NF_LDOP instruction at pc over n elements; returns its pc, or that of
+ * the store it did in the same loop. */
+static __attribute__((__noinline__)) __u32 run_ldop(const struct vm_env *e, __u32 pc, __u32 n)
+{
+	const struct cad_vm_insn *in = &e->code[pc], *l0 = in - 2, *l1 = in - 1;
+	const struct cad_vm_insn *la = in->a == l0->dst ? l0 : l1, *lb = la == l0 ? l1 : l0;
+	const __u8 *const pa = la->a ? e->io : e->ip, *const pb = lb->a ? e->io : e->ip;
+	__u8 *const o = e->io;
+	__u32 *const D = (__u32 *)e->R + (__u64)in->dst * e->nl;
+	const bool put = narrow_store_next(e, pc, in->dst);
+	__u32 l;
+
+#define LDOP_ST1 NSTORE_ST_8
+#define LDOP_ST2 NSTORE_ST_16
+#define LDOP_ST4 NSTORE_ST_32
+#define LDOP_LOOP(k, w, op) do {                                           \
+		if (put)                                                   \
+			CAD_IVDEP for (l = 0; l < n; l++)                  \
+				LDOP_ST##w(o + (__u64)l * (w), N_##op(NLOAD_##k(pa + (__u64)l * (w)), \
+								     NLOAD_##k(pb + (__u64)l * (w)))); \
+		else                                                       \
+			CAD_IVDEP for (l = 0; l < n; l++)                  \
+				D[l] = N_##op(NLOAD_##k(pa + (__u64)l * (w)), \
+					      NLOAD_##k(pb + (__u64)l * (w))); \
+	} while (0)
+#define LDOP_OPS(k, w) case CAD_VM_##k:                                    \
+		switch (in->code) {                                        \
+		case CAD_VM_ADD: LDOP_LOOP(k, w, ADD); break;              \
+		case CAD_VM_SUB: LDOP_LOOP(k, w, SUB); break;              \
+		case CAD_VM_MUL: LDOP_LOOP(k, w, MUL); break;              \
+		case CAD_VM_AND: LDOP_LOOP(k, w, AND); break;              \
+		case CAD_VM_OR:  LDOP_LOOP(k, w, OR);  break;              \
+		default:         LDOP_LOOP(k, w, XOR); break;              \
+		}                                                          \
+		break
+	switch (l0->code) {
+	LDOP_OPS(LD_I8, 1);
+	LDOP_OPS(LD_U8, 1);
+	LDOP_OPS(LD_I16, 2);
+	LDOP_OPS(LD_U16, 2);
+	LDOP_OPS(LD_I32, 4);
+	default:
+	LDOP_OPS(LD_U32, 4);
+	}
+#undef LDOP_OPS
+#undef LDOP_LOOP
+	return put ? pc + 1 : pc;
+}
+
 /* n (1..e->nl) elements of narrow code, from pc 0 to EXIT: the registers
  * are rows of e->nl 32-bit lanes in e->R, no views (every load copies).
  * Not inlined into its caller, whose frame (the plans) would then add to
@@ -894,6 +1086,24 @@ static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __
 		default: for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * esz; body; } break; \
 		}                                                          \
 	} while (0)
+/* D[l] = v, where body sets v for lane l; or, when the next instruction
+ * stores v as the whole element and nothing reads it after, that store in
+ * the same loop (skipped at its own pc). */
+#define N_PUT(r, body) do {                                                \
+		if (esz <= 8 && (esz & (esz - 1)) == 0 && narrow_store_next(e, pc, (r))) { \
+			__u8 *const o_ = e->io;                            \
+			switch (esz) {                                     \
+			case 1: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_8(o_ + l, v); } break; \
+			case 2: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_16(o_ + (__u64)l * 2, v); } break; \
+			case 4: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_32(o_ + (__u64)l * 4, v); } break; \
+			default: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_64(o_ + (__u64)l * 8, v); } break; \
+			}                                                  \
+			pc++;                                              \
+		} else {                                                   \
+			__u32 *const D_ = R(r);                            \
+			CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; D_[l] = v; } \
+		}                                                          \
+	} while (0)
 #define N_CASE_LD(name) case CAD_VM_##name: {                              \
 		const __u8 *p_ = (in->a ? e->io : e->ip) + in->imm;        \
 		__u32 *D = R(in->dst);                                     \
@@ -902,44 +1112,53 @@ static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __
 	}
 #define N_CASE_ST(name) case CAD_VM_##name: {                              \
 		__u8 *p_ = e->io + in->imm;                                \
-		const __u32 *A = R(in->a);                                 \
+		const __u32 *A = R(M[0]);                                  \
 		N_LOOP(NSTORE_##name(p_ + s_, A[l]));                      \
 		break;                                                     \
 	}
 #define N_CASE_OP(name) case CAD_VM_##name: {                              \
-		const __u32 *A = R(in->a), *B = R(in->b);                  \
-		__u32 *D = R(in->dst);                                     \
+		const __u32 *A = R(M[0]), *B = R(M[1]);                    \
 		(void)B;                                                   \
-		CAD_IVDEP for (l = 0; l < n; l++)                          \
-			D[l] = N_##name(A[l], B[l]);                       \
+		N_PUT(in->dst, v = N_##name(A[l], B[l]));                  \
 		break;                                                     \
 	}
 /* As in 64-bit lanes, a compare only the next SEL reads runs with it. */
 #define N_CASE_CMP(name) case CAD_VM_##name: {                             \
-		const __u32 *A = R(in->a), *B = R(in->b);                  \
+		const __u32 *A = R(M[0]), *B = R(M[1]);                    \
 		const struct cad_vm_insn *sel_ = &in[1];                   \
 		if (sel_->code == CAD_VM_SEL && sel_->a == in->dst &&      \
 		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
 		    !(e->after[pc + 1] & (1u << in->dst))) {              \
-			const __u32 *X = R(sel_->b), *Y = R(sel_->imm);    \
-			__u32 *D = R(sel_->dst);                           \
-			CAD_IVDEP for (l = 0; l < n; l++) {                \
-				const __u32 x_ = X[l], y_ = Y[l];          \
-				D[l] = N_##name(A[l], B[l]) ? x_ : y_;     \
-			}                                                  \
+			const __u8 *const MS = e->rmap[pc + 1];            \
+			const __u32 *X = R(MS[1]), *Y = R(MS[2]);          \
 			pc++;                                              \
+			if (MS[1] == M[0] && MS[2] == M[1])                \
+				N_PUT(sel_->dst, const __u32 a_ = A[l];    \
+				      const __u32 b_ = B[l];               \
+				      v = N_##name(a_, b_) ? a_ : b_);     \
+			else if (MS[1] == M[1] && MS[2] == M[0])           \
+				N_PUT(sel_->dst, const __u32 a_ = A[l];    \
+				      const __u32 b_ = B[l];               \
+				      v = N_##name(a_, b_) ? b_ : a_);     \
+			else                                               \
+				N_PUT(sel_->dst, const __u32 x_ = X[l];    \
+				      const __u32 y_ = Y[l];               \
+				      v = N_##name(A[l], B[l]) ? x_ : y_); \
 		} else {                                                   \
-			__u32 *D = R(in->dst);                             \
-			CAD_IVDEP for (l = 0; l < n; l++)                  \
-				D[l] = N_##name(A[l], B[l]);               \
+			N_PUT(in->dst, v = N_##name(A[l], B[l]));          \
 		}                                                          \
 		break;                                                     \
 	}
 	for (pc = 0;; pc++) {
 		const struct cad_vm_insn *in = &e->code[pc];
+		const __u8 *const M = e->rmap[pc];
 
 		if (e->flags[pc] & NF_SKIP)
 			continue;
+		if (e->flags[pc] & NF_LDOP) {
+			pc = run_ldop(e, pc, n);
+			continue;
+		}
 		switch (in->code) {
 		N_CASE_LD(LD_I8) N_CASE_LD(LD_U8) N_CASE_LD(LD_I16) N_CASE_LD(LD_U16)
 		N_CASE_LD(LD_I32) N_CASE_LD(LD_U32) N_CASE_LD(LD_64)
@@ -961,7 +1180,7 @@ static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __
 			break;
 		}
 		case CAD_VM_SEL: {
-			const __u32 *C = R(in->a), *A = R(in->b), *B = R(in->imm);
+			const __u32 *C = R(M[0]), *A = R(M[1]), *B = R(M[2]);
 			__u32 *D = R(in->dst);
 
 			CAD_IVDEP for (l = 0; l < n; l++) {
@@ -992,6 +1211,43 @@ static __u32 narrow_lanes(__u32 nregs)
 	return nl < NARROW_LANES ? nl & ~15u : NARROW_LANES;
 }
 
+/*
+ * Constants hoisted out of the blocks.  A MOVI or LDK whose register no
+ * other instruction writes gives that register the same value wherever it
+ * is read (the verifier proves that every read follows a write on every
+ * path), so the register's row is filled once per call, for the longest
+ * block, and the instruction skipped in every block (NF_SKIP; the lane by
+ * lane path still runs it, harmlessly).  64-bit lanes; narrow mode has
+ * consts_plan.
+ */
+static void hoist_consts(const struct vm_env *e, __u32 count, __u8 *flags, __u32 lanes)
+{
+	__u8 nw[CAD_VM_NREGS] = { 0 };
+	__u16 at[CAD_VM_NREGS];
+	__u32 pc, r, l;
+
+	for (pc = 0; pc < count; pc++)
+		if (writes(&e->code[pc])) {
+			r = e->code[pc].dst;
+			nw[r] = (__u8)(nw[r] < 2 ? nw[r] + 1 : 2);
+			at[r] = (__u16)pc;
+		}
+	for (r = 0; r < CAD_VM_NREGS; r++) {
+		const struct cad_vm_insn *in;
+		__u64 v;
+
+		if (nw[r] != 1)
+			continue;
+		in = &e->code[at[r]];
+		if ((in->code != CAD_VM_MOVI && in->code != CAD_VM_LDK) || (flags[at[r]] & NF_SKIP))
+			continue;
+		v = in->code == CAD_VM_MOVI ? (__u64)(__s64)in->imm : e->consts[in->imm];
+		for (l = 0; l < lanes; l++)
+			e->R[r][l] = v;
+		flags[at[r]] |= NF_SKIP;
+	}
+}
+
 void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		    void *inout, const void *in, __u64 count, void *scratch)
 {
@@ -1013,10 +1269,26 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 
 	reads_after(e.code, op->code_count, w->after);
 	narrow = narrow_plan(e.code, op->code_count, e.consts, w->after, w->flags, &nregs);
-	if (narrow)
-		e.nl = narrow_lanes(nregs);
-	else
+	if (narrow) {
+		__u8 (*rmap)[4] = (__u8 (*)[4])w->prod;
+		__u32 kval[NARROW_KROWS], nk, k, l;
+
+		nk = consts_plan(e.code, op->code_count, e.consts, nregs, w->flags, rmap, kval);
+		e.nl = narrow_lanes(nregs + nk);
+		e.rmap = (const __u8 (*)[4])rmap;
+		for (k = 0; k < nk; k++) {
+			__u32 *row = (__u32 *)e.R + (__u64)(nregs + k) * e.nl;
+
+			for (l = 0; l < e.nl && l < count; l++)
+				row[l] = kval[k];
+		}
+		ldop_plan(e.code, op->code_count, e.esz, w->after, w->flags);
+	} else {
 		dot2_plan(e.code, op->code_count, w->after, w->flags, w->prod);
+		if (count)
+			hoist_consts(&e, op->code_count, w->flags,
+				     count < LANES ? (__u32)count : LANES);
+	}
 	while (count) {
 		const __u32 max = narrow ? e.nl : LANES;
 		const __u32 n = count < max ? (__u32)count : max;

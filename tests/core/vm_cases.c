@@ -763,6 +763,14 @@ static const struct narrow_prog narrow_progs[] = {
 	      MOVI(0, -32768), MOVI(1, 32767), LD(LD_I16, 2, 0, 0), LD(LD_I16, 3, 1, 0),
 	      OP(ADD, 2, 2, 3), OP(LT_S, 3, 1, 2), SEL(1, 3, 1, 2), OP(LT_S, 2, 1, 0),
 	      SEL(0, 2, 0, 1), ST(ST_16, 0, 0), EXIT),
+	/* narrow: nine distinct constants (one more than get rows of their
+	 * own) and a repeated one, read by ops and by a store */
+	NPROG("narrow-many-consts", 16,
+	      LD(LD_I32, 0, 0, 0), MOVI(1, 1), MOVI(2, -2), MOVI(3, 3), MOVI(4, 0x7fff),
+	      MOVI(5, 5), MOVI(6, 6), MOVI(7, -7), MOVI(8, 8), MOVI(9, 0x1234), MOVI(10, 3),
+	      OP(ADD, 11, 0, 1), OP(MUL, 11, 11, 2), OP(SUB, 11, 11, 3), OP(XOR, 11, 11, 4),
+	      ST(ST_32, 11, 0), OP(ADD, 12, 5, 6), OP(MUL, 12, 12, 7), OP(SUB, 12, 12, 8),
+	      OP(ADD, 12, 12, 10), ST(ST_32, 12, 4), ST(ST_16, 9, 8), EXIT),
 	/* narrow: all 16 registers (the shortest rows) */
 	NPROG("narrow-16-regs", 8,
 	      LD(LD_I8, 0, 0, 0), LD(LD_U8, 1, 1, 1), LD(LD_I16, 2, 0, 2), LD(LD_U16, 3, 1, 4),
@@ -794,6 +802,12 @@ static const struct narrow_prog narrow_progs[] = {
 	FPROG("dot2-store-between", 16,
 	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), LD(LD_64, 5, 0, 8), OP(FMUL, 2, 0, 1),
 	      ST(ST_64, 5, 0), OP(FMUL, 3, 5, 1), OP(FADD, 4, 2, 3), ST(ST_64, 4, 8), EXIT),
+	/* liveness through a jump: the sum stored at inout+0 is stored again
+	 * on the path that jumps over the MOVI overwriting it, so it must
+	 * stay in its register (not only go straight into inout) */
+	FPROG("live-jump-target", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FADD, 2, 0, 1), ST(ST_64, 2, 0),
+	      OP(FLT, 3, 0, 1), I(CAD_VM_JNZ, 0, 3, 0, 1), MOVI(2, 7), ST(ST_64, 2, 8), EXIT),
 	/* not fused: code with jumps; here one skips a product that its
 	 * reader would otherwise compute (blocks of one element go one way) */
 	FPROG("dot2-jump", 16,
@@ -811,7 +825,120 @@ static int run_narrow_named(struct cad_tctx *t, unsigned int i)
 			       p->n_consts, p->elem_size, p->nan_any);
 }
 
-#define N_NARROW (N_NOPS + N_NLD + N_NST + N_NPROGS)
+/*
+ * fuse-*: the passes vm.c fuses, in every shape, against ref_vm_elem:
+ *   fuse-ldop-<ld>   ld.K r0,[in]; ld.K r1,[inout]; OP r2 (r0, r1 in both
+ *                    orders) for the six ring ops, with the store of the
+ *                    whole element after it or a value between them;
+ *   fuse-minmax-<cmp>  cmp t,a,b; sel d,t,a,b and sel d,t,b,a (a min or a
+ *                    max) for every compare, on fields of 16-byte
+ *                    elements (views with their stride, 64-bit lanes), of
+ *                    8-byte ones and, for the integer compares, on
+ *                    narrow values, stored or kept in a register.
+ */
+static const __u8 fuse_loads[] = {
+	CAD_VM_LD_I8, CAD_VM_LD_U8, CAD_VM_LD_I16, CAD_VM_LD_U16, CAD_VM_LD_I32, CAD_VM_LD_U32,
+};
+#define N_FLD CAD_ARRAY_SIZE(fuse_loads)
+static const __u8 fuse_ring_ops[] = {
+	CAD_VM_ADD, CAD_VM_SUB, CAD_VM_MUL, CAD_VM_AND, CAD_VM_OR, CAD_VM_XOR,
+};
+static const __u8 fuse_cmps[] = {
+	CAD_VM_EQ, CAD_VM_NE, CAD_VM_LT_S, CAD_VM_LE_S, CAD_VM_LT_U, CAD_VM_LE_U,
+	CAD_VM_FEQ, CAD_VM_FNE, CAD_VM_FLT, CAD_VM_FLE,
+	CAD_VM_SEQ, CAD_VM_SNE, CAD_VM_SLT, CAD_VM_SLE,
+};
+#define N_FCMP CAD_ARRAY_SIZE(fuse_cmps)
+
+static int run_fuse_ldop(struct cad_tctx *t, unsigned int ld)
+{
+	const __u32 w = cad_vm_opcode_width(ld);
+	const __u8 st = w == 1 ? CAD_VM_ST_8 : w == 2 ? CAD_VM_ST_16 : CAD_VM_ST_32;
+	unsigned int k, order, between;
+
+	for (k = 0; k < CAD_ARRAY_SIZE(fuse_ring_ops); k++)
+		for (order = 0; order < 2; order++)
+			for (between = 0; between < 2; between++) {
+				struct cad_vm_insn c[8];
+				__u32 n = 0;
+
+				c[n++] = (struct cad_vm_insn)I(ld, 0, 0, 0, 0);
+				c[n++] = (struct cad_vm_insn)I(ld, 1, 1, 0, 0);
+				c[n++] = (struct cad_vm_insn)I(fuse_ring_ops[k], order ? 1 : 2,
+							       order ? 1 : 0, order ? 0 : 1, 0);
+				if (between)  /* the store no longer follows the op */
+					c[n++] = (struct cad_vm_insn)MOVI(3, 5);
+				c[n++] = (struct cad_vm_insn)I(st, 0, order ? 1 : 2, 0, 0);
+				c[n++] = (struct cad_vm_insn)EXIT;
+				if (run_narrow_prog(t, cad_vm_opcode_name(fuse_ring_ops[k]), c, n,
+						    NULL, 0, w, false))
+					return -1;
+			}
+	return 0;
+}
+
+static int run_fuse_minmax(struct cad_tctx *t, unsigned int cmp)
+{
+	const bool fp = cmp >= CAD_VM_FEQ;
+	unsigned int shape;
+
+	for (shape = 0; shape < 2; shape++) {
+		const __u8 x = shape ? 1 : 0, y = shape ? 0 : 1;
+		/* fields of 16-byte elements, the result into the field that
+		 * one operand is a view of, then kept and stored again */
+		const struct cad_vm_insn wide16[] = {
+			LD(LD_64, 0, 0, 8), LD(LD_64, 1, 1, 0), I(cmp, 2, 0, 1, 0), SEL(3, 2, x, y),
+			ST(ST_64, 3, 0), I(cmp, 4, 1, 0, 0), SEL(5, 4, y, x), ST(ST_64, 5, 8),
+			ST(ST_64, 3, 8), EXIT,
+		};
+		/* whole 8-byte elements, the result stored at once */
+		const struct cad_vm_insn wide8[] = {
+			LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), I(cmp, 2, 0, 1, 0), SEL(3, 2, x, y),
+			ST(ST_64, 3, 0), EXIT,
+		};
+		/* narrow values: 16-bit elements stored at once, then a
+		 * constant operand whose register is overwritten */
+		const struct cad_vm_insn narrow2[] = {
+			LD(LD_I16, 0, 0, 0), LD(LD_I16, 1, 1, 0), I(cmp, 2, 0, 1, 0),
+			SEL(3, 2, x, y), ST(ST_16, 3, 0), EXIT,
+		};
+		const struct cad_vm_insn narrowk[] = {
+			MOVI(0, -77), LD(LD_I32, 1, 1, 0), I(cmp, 2, shape ? 1 : 0, shape ? 0 : 1, 0),
+			SEL(0, 2, 0, 1), OP(ADD, 3, 0, 1), UN(SEXT32, 3, 3), ST(ST_64, 3, 0),
+			MOVI(0, 1000), I(cmp, 2, 1, 0, 0), SEL(1, 2, 1, 0), ST(ST_32, 1, 8), EXIT,
+		};
+		const char *name = cad_vm_opcode_name(cmp);
+
+		if (run_narrow_prog(t, name, wide16, CAD_ARRAY_SIZE(wide16), NULL, 0, 16, fp) ||
+		    run_narrow_prog(t, name, wide8, CAD_ARRAY_SIZE(wide8), NULL, 0, 8, fp))
+			return -1;
+		if (!fp && (run_narrow_prog(t, name, narrow2, CAD_ARRAY_SIZE(narrow2), NULL, 0, 2,
+					    false) ||
+			    run_narrow_prog(t, name, narrowk, CAD_ARRAY_SIZE(narrowk), NULL, 0, 16,
+					    false)))
+			return -1;
+	}
+	return 0;
+}
+
+#define N_FUSE (N_FLD + N_FCMP)
+
+static void fuse_name(unsigned int i, char *buf, size_t size)
+{
+	if (i < N_FLD)
+		cad_snprintf(buf, size, "fuse-ldop-%s", cad_vm_opcode_name(fuse_loads[i]));
+	else
+		cad_snprintf(buf, size, "fuse-minmax-%s", cad_vm_opcode_name(fuse_cmps[i - N_FLD]));
+}
+
+static int fuse_run(unsigned int i, struct cad_tctx *t)
+{
+	if (i < N_FLD)
+		return run_fuse_ldop(t, fuse_loads[i]);
+	return run_fuse_minmax(t, fuse_cmps[i - N_FLD]);
+}
+
+#define N_NARROW (N_NOPS + N_NLD + N_NST + N_NPROGS + N_FUSE)
 
 static void narrow_name(unsigned int i, char *buf, size_t size)
 {
@@ -823,8 +950,11 @@ static void narrow_name(unsigned int i, char *buf, size_t size)
 		op = cad_vm_opcode_name(narrow_loads[i]);
 	else if ((i -= N_NLD) < N_NST)
 		op = cad_vm_opcode_name(narrow_stores[i]);
-	else {
-		cad_snprintf(buf, size, "%s", narrow_progs[i - N_NST].name);
+	else if ((i -= N_NST) < N_NPROGS) {
+		cad_snprintf(buf, size, "%s", narrow_progs[i].name);
+		return;
+	} else {
+		fuse_name(i - N_NPROGS, buf, size);
 		return;
 	}
 	cad_snprintf(buf, size, "narrow-%s", op);
@@ -838,7 +968,9 @@ static int narrow_run(unsigned int i, struct cad_tctx *t)
 		return run_narrow_load(t, narrow_loads[i]);
 	if ((i -= N_NLD) < N_NST)
 		return run_narrow_store(t, narrow_stores[i]);
-	return run_narrow_named(t, i - N_NST);
+	if ((i -= N_NST) < N_NPROGS)
+		return run_narrow_named(t, i);
+	return fuse_run(i - N_NPROGS, t);
 }
 
 static unsigned int vmcount(void)
