@@ -30,6 +30,8 @@
 #define NF_SKIP 0x1   /* per-pc flag: nothing to do here (an identity, or
 		       * an FMUL that its NF_DOT2 reader computes) */
 #define NF_DOT2 0x2   /* per-pc flag: FADD/FSUB of two skipped FMULs */
+#define NF_PAIR 0x8   /* per-pc flag: an NF_DOT2 stored at once, whose next
+		       * instruction run is another (pair_plan) */
 #define NF_LDOP 0x4   /* per-pc flag (narrow): a ring op on the two loads
 		       * before it, which are skipped (ldop_plan) */
 
@@ -393,6 +395,51 @@ static void dot2_plan(const struct cad_vm_insn *code, __u32 count, const __u16 *
 	}
 }
 
+/*
+ * Pairs of stored products: an NF_DOT2 at q1 whose result only the ST_64
+ * after it reads, where the next instruction run (after FMULs skipped for
+ * the second) is another such at q2, storing to another field.  Complex
+ * multiply is one: re = a.re * b.re - a.im * b.im; im = a.re * b.im +
+ * a.im * b.re.  The pair runs as one loop (run_pair) that reads all eight
+ * operands of an element before it writes its two fields, so the field
+ * the first store overwrites need not be copied for the second product to
+ * read.
+ */
+static __u32 pair_second(const struct cad_vm_insn *code, const __u8 *flags, __u32 q1)
+{
+	__u32 q = q1 + 2;
+
+	while (flags[q] & NF_SKIP)
+		q++;
+	return q;
+}
+
+static bool dot2_stored(const struct cad_vm_insn *code, const __u16 *after, const __u8 *flags,
+			__u32 q)
+{
+	return (flags[q] & NF_DOT2) && code[q + 1].code == CAD_VM_ST_64 &&
+	       code[q + 1].a == code[q].dst && !(after[q + 1] & (1u << code[q].dst));
+}
+
+static void pair_plan(const struct cad_vm_insn *code, __u32 count, const __u16 *after,
+		      __u8 *flags)
+{
+	__u32 q1, q2;
+
+	for (q1 = 0; q1 + 1 < count; q1++) {
+		__s32 d;
+
+		if (!dot2_stored(code, after, flags, q1))
+			continue;
+		q2 = pair_second(code, flags, q1);
+		d = code[q1 + 1].imm - code[q2 + 1].imm;
+		if (q2 + 1 < count && dot2_stored(code, after, flags, q2) && (d >= 8 || d <= -8)) {
+			flags[q1] |= NF_PAIR;
+			q1 = q2 + 1;
+		}
+	}
+}
+
 /* Register r read through a view: lane l of it. */
 #define AT(P, s, l) (*(const u64_u *)((P) + (__u64)(l) * (s)))
 
@@ -440,6 +487,87 @@ static __u32 overlapping(const struct regs *g, __u32 views, __s32 off, __u32 w)
 		if ((views & (1u << r)) && g->off[r] < off + (__s32)w && off < g->off[r] + 8)
 			m |= 1u << r;
 	return m;
+}
+
+/*
+ * The NF_PAIR at q1 and its second at q2 as one loop over n elements, if
+ * no view of the two fields they store is read after them (the values
+ * before the stores would then have to be kept); false: run them apart.
+ */
+static bool run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
+{
+	const __u32 q2 = pair_second(e->code, e->flags, q1), esz = e->esz;
+	const struct cad_vm_insn *c = e->code, *s1 = &c[q1 + 1], *s2 = &c[q2 + 1];
+	const struct cad_vm_insn *m[4] = {
+		&c[e->prod[q1][0]], &c[e->prod[q1][1]], &c[e->prod[q2][0]], &c[e->prod[q2][1]],
+	};
+	const __u8 *P[8];
+	__u32 S[8], views = g->io_views, k, l;
+	__u8 *const D1 = e->io + s1->imm, *const D2 = e->io + s2->imm;
+	const bool sub1 = c[q1].code == CAD_VM_FSUB, sub2 = c[q2].code == CAD_VM_FSUB;
+
+	if (e->ip == e->io)
+		views |= g->in_views;
+	views = overlapping(g, views, s1->imm, 8) | overlapping(g, views, s2->imm, 8);
+	if (views & e->after[q2 + 1])
+		return false;
+	for (k = 0; k < 4; k++) {
+		P[2 * k] = g->p[m[k]->a];
+		S[2 * k] = g->s[m[k]->a];
+		P[2 * k + 1] = g->p[m[k]->b];
+		S[2 * k + 1] = g->s[m[k]->b];
+	}
+#define PAIR_AT(k, st) f64(AT(P[k], st, l))
+#define PAIR_LOOP(st0, st1, st2, st3, st4, st5, st6, st7, sd) \
+	CAD_IVDEP for (l = 0; l < n; l++) {                                \
+		const double x0 = PAIR_AT(0, st0) * PAIR_AT(1, st1);       \
+		const double x1 = PAIR_AT(2, st2) * PAIR_AT(3, st3);       \
+		const double y0 = PAIR_AT(4, st4) * PAIR_AT(5, st5);       \
+		const double y1 = PAIR_AT(6, st6) * PAIR_AT(7, st7);       \
+		const double r1 = sub1 ? x0 - x1 : x0 + x1;                \
+		const double r2 = sub2 ? y0 - y1 : y0 + y1;                \
+		*(u64_u *)(D1 + (__u64)l * (sd)) = bits64(r1);             \
+		*(u64_u *)(D2 + (__u64)l * (sd)) = bits64(r2);             \
+	}
+	for (k = 0; k < 8 && S[k] == esz; k++)
+		;
+	if (k == 8 && esz == 16 && sub1 && !sub2 && D2 == D1 + 8 &&
+	    P[2] == P[0] + 8 && P[3] == P[1] + 8 && P[4] == P[0] && P[5] == P[3] &&
+	    P[6] == P[2] && P[7] == P[1]) {
+		/* the complex product, x * y on { re, im } pairs, operands in
+		 * this order: written so that gcc runs both fields at once */
+		const __u8 *const X = P[0], *const Y = P[1];
+
+		CAD_IVDEP for (l = 0; l < n; l++) {
+			const __u64 o = (__u64)l * 16;
+			const double xr = f64(*(const u64_u *)(X + o));
+			const double xi = f64(*(const u64_u *)(X + o + 8));
+			const double yr = f64(*(const u64_u *)(Y + o));
+			const double yi = f64(*(const u64_u *)(Y + o + 8));
+			const double re = xr * yr - xi * yi, im = xr * yi + xi * yr;
+
+			*(u64_u *)(D1 + o) = bits64(re);
+			*(u64_u *)(D1 + o + 8) = bits64(im);
+		}
+	} else if (k == 8 && esz == 16) {
+		PAIR_LOOP(16, 16, 16, 16, 16, 16, 16, 16, 16)
+	} else {
+		PAIR_LOOP(S[0], S[1], S[2], S[3], S[4], S[5], S[6], S[7], esz)
+	}
+#undef PAIR_LOOP
+#undef PAIR_AT
+	/* as before_store would: the views of the stored fields are dead */
+	g->io_views &= ~views;
+	g->in_views &= ~views;
+	for (k = 0; k < 2; k++) {
+		const __u32 r = c[k ? q2 : q1].dst;
+
+		g->p[r] = (const __u8 *)e->R[r];
+		g->s[r] = 8;
+		g->io_views &= ~(1u << r);
+		g->in_views &= ~(1u << r);
+	}
+	return true;
 }
 
 /*
@@ -620,6 +748,10 @@ static void run_block(const struct vm_env *e, __u32 n)
 #define B_BIN(name, w)    do {                                             \
 		if ((CAD_VM_##name == CAD_VM_FADD || CAD_VM_##name == CAD_VM_FSUB) && \
 		    (e->flags[pc] & NF_DOT2)) {                            \
+			if ((e->flags[pc] & NF_PAIR) && run_pair(e, &g, pc, n)) { \
+				pc = pair_second(e->code, e->flags, pc) + 1; \
+				break;                                     \
+			}                                                  \
 			B_DOT2(name);                                      \
 			break;                                             \
 		}                                                          \
@@ -1285,6 +1417,7 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		ldop_plan(e.code, op->code_count, e.esz, w->after, w->flags);
 	} else {
 		dot2_plan(e.code, op->code_count, w->after, w->flags, w->prod);
+		pair_plan(e.code, op->code_count, w->after, w->flags);
 		if (count)
 			hoist_consts(&e, op->code_count, w->flags,
 				     count < LANES ? (__u32)count : LANES);

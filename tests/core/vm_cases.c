@@ -784,6 +784,27 @@ static const struct narrow_prog narrow_progs[] = {
 	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FMUL, 2, 0, 1), LD(LD_64, 3, 0, 8),
 	      LD(LD_64, 4, 1, 8), OP(FMUL, 5, 3, 4), OP(FSUB, 2, 2, 5), ST(ST_64, 2, 0),
 	      OP(FMUL, 0, 0, 4), OP(FMUL, 1, 3, 1), OP(FADD, 0, 0, 1), ST(ST_64, 0, 8), EXIT),
+	/* pairs of stored products (run_pair): the complex product with its
+	 * imaginary part first; its sum's products in the other order (not
+	 * the complex loop's); a field the pair overwrites read after it (the
+	 * two run apart); 24-byte elements */
+	FPROG("pair-im-first", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), LD(LD_64, 3, 0, 8), LD(LD_64, 4, 1, 8),
+	      OP(FMUL, 5, 0, 4), OP(FMUL, 6, 3, 1), OP(FADD, 7, 5, 6), ST(ST_64, 7, 8),
+	      OP(FMUL, 8, 0, 1), OP(FMUL, 9, 3, 4), OP(FSUB, 10, 8, 9), ST(ST_64, 10, 0), EXIT),
+	FPROG("pair-other-order", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FMUL, 2, 0, 1), LD(LD_64, 3, 0, 8),
+	      LD(LD_64, 4, 1, 8), OP(FMUL, 5, 3, 4), OP(FSUB, 2, 2, 5), ST(ST_64, 2, 0),
+	      OP(FMUL, 0, 0, 4), OP(FMUL, 1, 3, 1), OP(FADD, 0, 1, 0), ST(ST_64, 0, 8), EXIT),
+	FPROG("pair-not-complex", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FMUL, 2, 0, 1), LD(LD_64, 3, 0, 8),
+	      LD(LD_64, 4, 1, 8), OP(FMUL, 5, 3, 4), OP(FSUB, 2, 2, 5), ST(ST_64, 2, 0),
+	      OP(FMUL, 6, 0, 4), OP(FMUL, 7, 3, 0), OP(FADD, 6, 6, 7), ST(ST_64, 6, 8), EXIT),
+	FPROG("pair-field-kept", 24,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FMUL, 2, 0, 1), LD(LD_64, 3, 0, 8),
+	      LD(LD_64, 4, 1, 8), OP(FMUL, 5, 3, 4), OP(FSUB, 2, 2, 5), ST(ST_64, 2, 0),
+	      OP(FMUL, 6, 0, 4), OP(FMUL, 7, 3, 1), OP(FADD, 6, 6, 7), ST(ST_64, 6, 8),
+	      ST(ST_64, 1, 16), EXIT),
 	/* dot2: products of computed values (own lanes), the sum kept in a
 	 * register that is read again, the products' operands read after */
 	FPROG("dot2-own-lanes", 16,
