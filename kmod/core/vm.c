@@ -30,10 +30,10 @@
 #define NF_SKIP 0x1   /* per-pc flag: nothing to do here (an identity, or
 		       * an FMUL that its NF_DOT2 reader computes) */
 #define NF_DOT2 0x2   /* per-pc flag: FADD/FSUB of two skipped FMULs */
-#define NF_PAIR 0x8   /* per-pc flag: an NF_DOT2 stored at once, whose next
-		       * instruction run is another (pair_plan) */
 #define NF_LDOP 0x4   /* per-pc flag (narrow): a ring op on the two loads
 		       * before it, which are skipped (ldop_plan) */
+#define NF_PAIR 0x8   /* per-pc flag: an NF_DOT2 stored at once, whose next
+		       * instruction run is another (pair_plan) */
 
 typedef __s8  s8_u  CAD_UNALIGNED;
 typedef __s16 s16_u CAD_UNALIGNED;
@@ -453,6 +453,15 @@ struct regs {
 	__u32 io_views, in_views;
 };
 
+/* Register r is read from its own lanes again: it stops being a view. */
+static inline void own_lanes(__u64 (*R)[LANES], struct regs *g, __u32 r)
+{
+	g->p[r] = (const __u8 *)R[r];
+	g->s[r] = 8;
+	g->io_views &= ~(1u << r);
+	g->in_views &= ~(1u << r);
+}
+
 /* Copy the views in mask into their registers' own lanes. */
 static void materialise(__u64 (*R)[LANES], struct regs *g, __u32 *views, __u32 mask, __u32 n)
 {
@@ -492,9 +501,10 @@ static __u32 overlapping(const struct regs *g, __u32 views, __s32 off, __u32 w)
 /*
  * The NF_PAIR at q1 and its second at q2 as one loop over n elements, if
  * no view of the two fields they store is read after them (the values
- * before the stores would then have to be kept); false: run them apart.
+ * before the stores would then have to be kept).  Returns the pc of the
+ * second store, where the block goes on; 0: not run, run them apart.
  */
-static bool run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
+static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 {
 	const __u32 q2 = pair_second(e->code, e->flags, q1), esz = e->esz;
 	const struct cad_vm_insn *c = e->code, *s1 = &c[q1 + 1], *s2 = &c[q2 + 1];
@@ -510,7 +520,7 @@ static bool run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		views |= g->in_views;
 	views = overlapping(g, views, s1->imm, 8) | overlapping(g, views, s2->imm, 8);
 	if (views & e->after[q2 + 1])
-		return false;
+		return 0;
 	for (k = 0; k < 4; k++) {
 		P[2 * k] = g->p[m[k]->a];
 		S[2 * k] = g->s[m[k]->a];
@@ -559,15 +569,9 @@ static bool run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 	/* as before_store would: the views of the stored fields are dead */
 	g->io_views &= ~views;
 	g->in_views &= ~views;
-	for (k = 0; k < 2; k++) {
-		const __u32 r = c[k ? q2 : q1].dst;
-
-		g->p[r] = (const __u8 *)e->R[r];
-		g->s[r] = 8;
-		g->io_views &= ~(1u << r);
-		g->in_views &= ~(1u << r);
-	}
-	return true;
+	own_lanes(e->R, g, c[q1].dst);
+	own_lanes(e->R, g, c[q2].dst);
+	return q2 + 1;
 }
 
 /*
@@ -638,11 +642,7 @@ static void run_block(const struct vm_env *e, __u32 n)
 #define OPC(l) AT(C, kc_, l)
 #define OUT(l) (*(u64_u *)(D + (__u64)(l) * kd_))
 /* The destination's own lanes; it stops being a view. */
-#define B_DEST() do {                                                      \
-		g.p[in->dst] = (const __u8 *)R[in->dst];                   \
-		g.s[in->dst] = 8;                                          \
-		g.io_views &= ~(1u << in->dst); g.in_views &= ~(1u << in->dst); \
-	} while (0)
+#define B_DEST() own_lanes(R, &g, in->dst)
 /* D and its stride: the destination's own lanes, or, when the next
  * instruction stores this result as an 8-byte field of inout and nothing
  * reads it after, inout itself (and the store is skipped). */
@@ -748,8 +748,9 @@ static void run_block(const struct vm_env *e, __u32 n)
 #define B_BIN(name, w)    do {                                             \
 		if ((CAD_VM_##name == CAD_VM_FADD || CAD_VM_##name == CAD_VM_FSUB) && \
 		    (e->flags[pc] & NF_DOT2)) {                            \
-			if ((e->flags[pc] & NF_PAIR) && run_pair(e, &g, pc, n)) { \
-				pc = pair_second(e->code, e->flags, pc) + 1; \
+			const __u32 q_ = e->flags[pc] & NF_PAIR ? run_pair(e, &g, pc, n) : 0; \
+			if (q_) {                                          \
+				pc = q_;                                   \
 				break;                                     \
 			}                                                  \
 			B_DOT2(name);                                      \
@@ -785,6 +786,13 @@ static void run_block(const struct vm_env *e, __u32 n)
 			*(u64_u *)(D + (__u64)l * (kd)) = SEM_##name(      \
 				SEM_FMUL(AT(P0, k0, l), AT(P1, k1, l)),    \
 				SEM_FMUL(AT(P2, k2, l), AT(P3, k3, l)))
+/* a op b ? x : y where x and y are a and b: a blend for the integer
+ * compares, a select of doubles for the f64 ones (gcc's maxpd, minpd),
+ * else a select of the bits. */
+#define B_PICK(name, a, b, x, y)                                           \
+	(INT_CMP(CAD_VM_##name) ? BLEND64(SEM_##name(a, b), x, y)          \
+	 : F64_CMP(CAD_VM_##name) ? bits64(SEM_##name(a, b) ? f64(x) : f64(y)) \
+	 : SEM_##name(a, b) ? (x) : (y))
 /* A compare whose result only the next SEL reads (as its condition) runs
  * with it as one loop, t = a op b; d = t ? x : y, which vectorises as a
  * compare and a blend.  The compare's register is then dead and never
@@ -810,18 +818,10 @@ static void run_block(const struct vm_env *e, __u32 n)
 			B_DEST_FUSED();                                    \
 			if (mm_ == 1)  /* a op b ? a : b */                \
 				B_OPLOOP(const __u64 a_ = OPA(l); const __u64 b_ = OPB(l); \
-					 OUT(l) = INT_CMP(CAD_VM_##name)   \
-					 ? BLEND64(SEM_##name(a_, b_), a_, b_) \
-					 : F64_CMP(CAD_VM_##name)          \
-					 ? bits64(SEM_##name(a_, b_) ? f64(a_) : f64(b_)) \
-					 : SEM_##name(a_, b_) ? a_ : b_);  \
+					 OUT(l) = B_PICK(name, a_, b_, a_, b_)); \
 			else if (mm_ == 2)  /* a op b ? b : a */           \
 				B_OPLOOP(const __u64 a_ = OPA(l); const __u64 b_ = OPB(l); \
-					 OUT(l) = INT_CMP(CAD_VM_##name)   \
-					 ? BLEND64(SEM_##name(a_, b_), b_, a_) \
-					 : F64_CMP(CAD_VM_##name)          \
-					 ? bits64(SEM_##name(a_, b_) ? f64(b_) : f64(a_)) \
-					 : SEM_##name(a_, b_) ? b_ : a_);  \
+					 OUT(l) = B_PICK(name, a_, b_, b_, a_)); \
 			else                                               \
 				B_OPLOOP(const __u64 x_ = X[l]; const __u64 y_ = Y[l]; \
 					 OUT(l) = INT_CMP(CAD_VM_##name)   \
@@ -1097,7 +1097,7 @@ static __u32 consts_plan(const struct cad_vm_insn *code, __u32 count, const __u6
 			 __u32 nregs, __u8 *flags, __u8 (*rmap)[4], __u32 *kval)
 {
 	__u8 cur[CAD_VM_NREGS];
-	__u32 pc, r, k, nk = 0;
+	__u32 pc, r, k, v, nk = 0;
 
 	for (r = 0; r < CAD_VM_NREGS; r++)
 		cur[r] = (__u8)r;
@@ -1113,20 +1113,16 @@ static __u32 consts_plan(const struct cad_vm_insn *code, __u32 count, const __u6
 		cur[in->dst] = in->dst;
 		if (in->code != CAD_VM_MOVI && in->code != CAD_VM_LDK)
 			continue;
-		{
-			const __u32 v = in->code == CAD_VM_MOVI ? (__u32)in->imm
-							      : (__u32)consts[in->imm];
-
-			for (k = 0; k < nk && kval[k] != v; k++)
-				;
-			if (k == nk) {
-				if (nk == NARROW_KROWS)
-					continue;  /* a row refilled per block, as written */
-				kval[nk++] = v;
-			}
-			cur[in->dst] = (__u8)(CAD_VM_NREGS + k);
-			flags[pc] |= NF_SKIP;
+		v = in->code == CAD_VM_MOVI ? (__u32)in->imm : (__u32)consts[in->imm];
+		for (k = 0; k < nk && kval[k] != v; k++)
+			;
+		if (k == nk) {
+			if (nk == NARROW_KROWS)
+				continue;  /* a row refilled per block, as written */
+			kval[nk++] = v;
 		}
+		cur[in->dst] = (__u8)(CAD_VM_NREGS + k);
+		flags[pc] |= NF_SKIP;
 	}
 	/* constant rows follow the nregs registers' rows */
 	for (pc = 0; pc < count; pc++)
@@ -1222,7 +1218,7 @@ static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __
  * stores v as the whole element and nothing reads it after, that store in
  * the same loop (skipped at its own pc). */
 #define N_PUT(r, body) do {                                                \
-		if (esz <= 8 && (esz & (esz - 1)) == 0 && narrow_store_next(e, pc, (r))) { \
+		if (narrow_store_next(e, pc, (r))) { /* esz is 1, 2, 4 or 8 */ \
 			__u8 *const o_ = e->io;                            \
 			switch (esz) {                                     \
 			case 1: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_8(o_ + l, v); } break; \
