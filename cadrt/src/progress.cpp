@@ -832,6 +832,10 @@ void Runtime::sleep_until_message(int timeout_ms, bool progress_thread, const bo
   RankInfo &mine = seg.rank(me);
   // The main thread stops looking while it sleeps, and every message
   // wakes it; a helper is woken for urgent ones (ring()).
+  // (The progress thread may pass while the main thread sleeps: it owns
+  // the runtime again after, see own().)
+  const bool owned = !progress_thread && owned_;
+  if (owned) owned_ = false;
   const uint32_t polling = progress_thread ? 0 : mine.polling.exchange(kRankAsleep, std::memory_order_relaxed);
   std::atomic<uint32_t> &count = progress_thread ? mine.sleepers : mine.asleep;
   count.fetch_add(1, std::memory_order_seq_cst);
@@ -839,6 +843,7 @@ void Runtime::sleep_until_message(int timeout_ms, bool progress_thread, const bo
   if (!incoming() && !(done && __atomic_load_n(done, __ATOMIC_ACQUIRE))) futex_wait(&mine.bell, v, timeout_ms);
   count.fetch_sub(1, std::memory_order_relaxed);
   if (!progress_thread) mine.polling.store(polling, std::memory_order_relaxed);
+  if (owned) own();
 }
 
 // A peer that cadrun saw die: every active request fails.  While a failed

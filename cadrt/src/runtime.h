@@ -268,8 +268,13 @@ class Runtime {
 
   // The thread engine's lock over all runtime state; guard() takes it
   // under that engine and is a no-op under the others.
+  // Under it, the main thread's passes while it polls take no lock: see
+  // own().
   std::mutex lock;
   std::unique_lock<std::mutex> guard();
+  void own();
+  bool owned_ = false;                 // the main thread's (guard() is a no-op)
+  std::atomic<int> pass_busy_{0};      // a pass of the progress thread is under way
   const char *engine_name() const;
   bool kickable() const;
   bool idle() const;

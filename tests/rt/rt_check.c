@@ -5,7 +5,8 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--inplace] [--mismatch
- *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--iters N] [--churn N] [--test]
+ *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--iters N] [--churn N] [--test
+ *          [--jitter]]
  *
  * --persistent   the _init forms, started --iters times
  * --outstanding  K collectives in flight at once, then waitall
@@ -13,6 +14,13 @@
  *                says done (the kernel engine answers most of these calls
  *                from its status page alone), instead of cadrt_wait(all);
  *                with --die too
+ * --jitter       with --test: between two tests, compute outside the
+ *                library for 0 to 40 us (pseudo-random), so that the
+ *                thread engine's progress thread makes passes while the
+ *                rank is out, and the rank comes back in while one may be
+ *                under way: the handshake that lets the main thread's own
+ *                passes go without a lock (Runtime::own) is what keeps the
+ *                two apart
  * --inplace      CADRT_IN_PLACE where MPI allows it
  * --mismatch     rank 1 passes a different count: rank 1 must get an
  *                error and no rank may hang; a rank whose own part of the
@@ -84,6 +92,21 @@
 
 static int g_rank, g_size, g_failures, g_checks;
 static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
+static int g_jitter;
+
+static double now(void);
+
+/* --jitter: up to 40 us of work outside the library. */
+static void jitter(void)
+{
+	static uint64_t x = 88172645463325252ull;
+	volatile double v = 1;
+
+	x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+	const double end = now() + 1e-9 * (double)((x ^ (uint64_t)g_rank * 0x9e3779b97f4a7c15ull) % 40000);
+	while (now() < end)
+		v = v * 1.0000001 + 1e-9;
+}
 
 #define FAIL(...)                                                              \
 	do {                                                                   \
@@ -118,6 +141,8 @@ static int complete(int K, cadrt_request *req)
 
 			if (cadrt_request_get_status(req[j], &was))
 				FAIL("cadrt_request_get_status: %s", cadrt_error_message());
+			if (g_jitter)
+				jitter();
 			if ((err = cadrt_test(&req[j], &flag)))
 				return err;
 			if (was && !flag)
@@ -662,6 +687,8 @@ int main(int argc, char **argv)
 			g_inplace = 1;
 		else if (!strcmp(argv[i], "--test"))
 			g_test = 1;
+		else if (!strcmp(argv[i], "--jitter"))
+			g_jitter = 1;
 		else if (!strcmp(argv[i], "--mismatch"))
 			want_mismatch = 1;
 		else if (!strcmp(argv[i], "--split"))

@@ -64,6 +64,20 @@ def test_modes(build_dir, engine, mode):
         assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
 
 
+def test_thread_engine_main_thread_and_progress_thread_apart(build_dir):
+    """Under the thread engine the main thread's passes while it polls
+    take no lock: a handshake keeps the progress thread out (see
+    Runtime::own).  Tests with 0-40 us of work outside the library between
+    them make the peers wake the progress thread while the rank is out, and
+    the rank come back while a pass may be under way.  (Without the
+    handshake, this crashed 2 runs of 9.)"""
+    for attempt in range(3):
+        for p in (2, 3, 4):
+            r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,1,1000,70000", "--outstanding", "3",
+                    "--persistent", "--iters", "100", "--test", "--jitter", env={"CADRT_ENGINE": "thread"})
+            assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
+
+
 def test_signal_engine_kicking_every_transfer(build_dir):
     """CADRT_KICK_MIN=0: every step of a transfer signals its peer if it
     is armed; results stay right with several collectives outstanding."""
