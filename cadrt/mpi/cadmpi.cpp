@@ -964,9 +964,12 @@ int size_of(MPI_Comm comm) {
   return n;
 }
 
-// Packs what the collective reads, just before cadrt is called.
-bool packed() {
-  if (g_staging) g_staging->pack();
+// Packs what the collective reads, just before cadrt is called -- unless
+// the call makes a persistent collective (persistent, f is a cadrt_*_init),
+// which MPI_Start packs every time it starts it: nothing runs at init.
+template <typename F>
+bool packed(F f, F nonblocking) {
+  if (g_staging && f == nonblocking) g_staging->pack();
   return true;
 }
 
@@ -977,7 +980,7 @@ bool start_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
   void *at;
   if (!comm_of(comm, &c)) return false;
   const bool at_root = rank_in(comm) == root;
-  return bytes_at(buf, count, 1, dt, at_root, !at_root, &bytes, &at) && packed() &&
+  return bytes_at(buf, count, 1, dt, at_root, !at_root, &bytes, &at) && packed(f, cadrt_ibcast) &&
          !f(at, bytes, CADRT_BYTE, root, c, r);
 }
 
@@ -1058,7 +1061,7 @@ bool start_gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_
   Sides x;
   cadrt_comm c;
   return comm_of(comm, &c) &&
-         sides(s, sc, st, 1, true, rb, rc, rt, size_of(comm), rank_in(comm) == root, &x) && packed() &&
+         sides(s, sc, st, 1, true, rb, rc, rt, size_of(comm), rank_in(comm) == root, &x) && packed(f, cadrt_igather) &&
          !f(x.send, x.recv, x.bytes, CADRT_BYTE, root, c, r);
 }
 
@@ -1072,7 +1075,7 @@ bool start_scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI
   const bool at_root = rank_in(comm) == root;
   // Off the root the send side is not significant: cadrt is given the
   // program's pointer, as MPI is.
-  return sides(s, sc, st, size_of(comm), at_root, rb, rc, rt, 1, true, &x) && packed() &&
+  return sides(s, sc, st, size_of(comm), at_root, rb, rc, rt, 1, true, &x) && packed(f, cadrt_iscatter) &&
          !f(at_root ? x.send : s, x.recv, x.bytes, CADRT_BYTE, root, c, r);
 }
 
@@ -1080,7 +1083,7 @@ bool start_allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, M
                      cadrt_request *r, decltype(&cadrt_iallgather) f = cadrt_iallgather) {
   Sides x;
   cadrt_comm c;
-  return comm_of(comm, &c) && sides(s, sc, st, 1, true, rb, rc, rt, size_of(comm), true, &x) && packed() &&
+  return comm_of(comm, &c) && sides(s, sc, st, 1, true, rb, rc, rt, size_of(comm), true, &x) && packed(f, cadrt_iallgather) &&
          !f(x.send, x.recv, x.bytes, CADRT_BYTE, c, r);
 }
 
@@ -1090,7 +1093,7 @@ bool start_alltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MP
   cadrt_comm c;
   if (!comm_of(comm, &c)) return false;
   const int P = size_of(comm);
-  return sides(s, sc, st, P, true, rb, rc, rt, P, true, &x) && packed() &&
+  return sides(s, sc, st, P, true, rb, rc, rt, P, true, &x) && packed(f, cadrt_ialltoall) &&
          !f(x.send, x.recv, x.bytes, CADRT_BYTE, c, r);
 }
 
