@@ -836,7 +836,7 @@ void Runtime::sleep_until_message(int timeout_ms, bool progress_thread, const bo
   // the runtime again after, see own().)
   const bool owned = !progress_thread && owned_;
   if (owned) owned_ = false;
-  const uint32_t polling = progress_thread ? 0 : mine.polling.exchange(kRankAsleep, std::memory_order_relaxed);
+  const uint32_t polling = progress_thread ? 0 : mine.polling.exchange(kRankAsleep, std::memory_order_release);
   std::atomic<uint32_t> &count = progress_thread ? mine.sleepers : mine.asleep;
   count.fetch_add(1, std::memory_order_seq_cst);
   const uint32_t v = mine.bell.load(std::memory_order_acquire);

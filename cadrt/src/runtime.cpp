@@ -230,12 +230,14 @@ void Runtime::leave() {
     // which shares our CPU when the rank is bound to a core (a wake-up and
     // two context switches, tens of microseconds in a virtual machine); it
     // is woken only for output that waits for room.
+    // (Release: the progress thread's next pass reads what ours wrote, see
+    // own().)
     RankInfo &mine = seg.rank(me);
     if (idle()) {
-      mine.polling.store(kRankIdle, std::memory_order_relaxed);
+      mine.polling.store(kRankIdle, std::memory_order_release);
       return;
     }
-    mine.polling.store(kRankOutside, std::memory_order_relaxed);
+    mine.polling.store(kRankOutside, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (active_count.load(std::memory_order_relaxed) > 0 && incoming()) {
       std::lock_guard<std::mutex> g(lock);
@@ -287,7 +289,10 @@ Entered::~Entered() { rt().leave(); }
 // on two flags: the main thread publishes polling = kRankPolling, fences,
 // and waits while a pass of the progress thread is under way (pass_busy_);
 // the progress thread sets pass_busy_, fences, and makes no pass while the
-// main thread polls (runtime_thread_main).  One of the two sees the other.
+// main thread polls (thread_main).  One of the two sees the other.  The
+// main thread stops polling with a release store, which the progress
+// thread reads with acquire: its next pass sees what the main thread's
+// passes without the lock wrote.
 // From then until the main thread stops polling (it leaves the library,
 // or sleeps in a wait), its passes need no lock: guard() is a no-op, and
 // two locked instructions a pass fewer -- of about ten that set the thread
@@ -527,7 +532,7 @@ void Runtime::thread_main() {
       std::lock_guard<std::mutex> g(lock);
       pass_busy_.store(1, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      const bool polling = mine.polling.load(std::memory_order_relaxed) == kRankPolling;
+      const bool polling = mine.polling.load(std::memory_order_acquire) == kRankPolling;
       if (!polling) moved = progress();
       pass_busy_.store(0, std::memory_order_release);
       if (polling) continue;
