@@ -70,12 +70,12 @@ def test_thread_engine_main_thread_and_progress_thread_apart(build_dir):
     Runtime::own).  Tests with 0-40 us of work outside the library between
     them make the peers wake the progress thread while the rank is out, and
     the rank come back while a pass may be under way.  (Without the
-    handshake, this crashed 2 runs of 9.)"""
-    for attempt in range(3):
-        for p in (2, 3, 4):
-            r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,1,1000,70000", "--outstanding", "3",
-                    "--persistent", "--iters", "100", "--test", "--jitter", env={"CADRT_ENGINE": "thread"})
-            assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
+    handshake, 4 ranks crashed or hung in 6 runs of 6, 2 ranks in 2 of 6
+    with 200 starts.)  About 20 s: 3 and 4 ranks oversubscribe 2 cores."""
+    for p, iters in ((2, 100), (3, 30), (4, 30)):
+        r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,1,1000,70000", "--outstanding", "3",
+                "--persistent", "--iters", str(iters), "--test", "--jitter", env={"CADRT_ENGINE": "thread"})
+        assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
 
 
 def test_signal_engine_kicking_every_transfer(build_dir):
