@@ -405,7 +405,7 @@ static void dot2_plan(const struct cad_vm_insn *code, __u32 count, const __u16 *
  * the first store overwrites need not be copied for the second product to
  * read.
  */
-static __u32 pair_second(const struct cad_vm_insn *code, const __u8 *flags, __u32 q1)
+static __u32 pair_second(const __u8 *flags, __u32 q1)
 {
 	__u32 q = q1 + 2;
 
@@ -431,9 +431,11 @@ static void pair_plan(const struct cad_vm_insn *code, __u32 count, const __u16 *
 
 		if (!dot2_stored(code, after, flags, q1))
 			continue;
-		q2 = pair_second(code, flags, q1);
+		q2 = pair_second(flags, q1);  /* EXIT at the latest */
+		if (q2 + 1 >= count || !dot2_stored(code, after, flags, q2))
+			continue;
 		d = code[q1 + 1].imm - code[q2 + 1].imm;
-		if (q2 + 1 < count && dot2_stored(code, after, flags, q2) && (d >= 8 || d <= -8)) {
+		if (d >= 8 || d <= -8) {
 			flags[q1] |= NF_PAIR;
 			q1 = q2 + 1;
 		}
@@ -506,7 +508,7 @@ static __u32 overlapping(const struct regs *g, __u32 views, __s32 off, __u32 w)
  */
 static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 {
-	const __u32 q2 = pair_second(e->code, e->flags, q1), esz = e->esz;
+	const __u32 q2 = pair_second(e->flags, q1), esz = e->esz;
 	const struct cad_vm_insn *c = e->code, *s1 = &c[q1 + 1], *s2 = &c[q2 + 1];
 	const struct cad_vm_insn *m[4] = {
 		&c[e->prod[q1][0]], &c[e->prod[q1][1]], &c[e->prod[q2][0]], &c[e->prod[q2][1]],
