@@ -122,6 +122,7 @@ static void group_free(struct cad_group *g)
 static int join(struct cad_file *f, const struct cad_ioc_join *a)
 {
 	struct cad_group *g;
+	bool created = false;
 	int err = 0;
 
 	if (a->flags)
@@ -157,6 +158,7 @@ static int join(struct cad_file *f, const struct cad_ioc_join *a)
 		mutex_init(&g->lock);
 		INIT_LIST_HEAD(&g->work);
 		list_add(&g->link, &cad_groups);
+		created = true;
 	} else if (!uid_eq(current_euid(), g->owner) && !capable(CAP_SYS_ADMIN)) {
 		err = -EPERM;
 		goto out;
@@ -170,6 +172,11 @@ static int join(struct cad_file *f, const struct cad_ioc_join *a)
 	else if (g->gone[a->rank])
 		err = -EPIPE;
 	if (!err) {
+		/* One reference per member, dropped when its release ends. */
+		if (created)
+			refcount_set(&g->refs, 1);
+		else
+			refcount_inc(&g->refs);
 		g->members[a->rank] = f;
 		g->alive++;
 		f->rank = a->rank;
@@ -212,13 +219,10 @@ static int cad_release(struct inode *inode, struct file *file)
 	u32 h;
 
 	if (g) {
-		bool last;
-
 		mutex_lock(&cad_groups_lock);
 		mutex_lock(&g->lock);
 		cad_group_leave_locked(g, f);
-		last = g->alive == 0;
-		if (last)
+		if (!g->alive)  /* no join finds it any more */
 			list_del(&g->link);
 		mutex_unlock(&g->lock);
 		mutex_unlock(&cad_groups_lock);
@@ -229,7 +233,10 @@ static int cad_release(struct inode *inode, struct file *file)
 		for (h = 0; h < CAD_MAX_PROGRAMS; h++)
 			if (f->runs[h])
 				cad_run_wait_idle(g, f->runs[h]);
-		if (last)
+		/* Not when alive reached 0: the member that left last may end
+		 * its release before one that left earlier, which still waits
+		 * above (on g's lock and idle queue) or runs its work item. */
+		if (refcount_dec_and_test(&g->refs))
 			group_free(g);
 	}
 	/* Nobody reaches f's runs now: the group forgot f. */

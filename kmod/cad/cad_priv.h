@@ -23,6 +23,7 @@
 
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/refcount.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/uidgid.h>
@@ -49,6 +50,10 @@ struct cad_group {
 	struct cad_file **members;      /* [nranks]: NULL until joined, after leaving */
 	u8 *gone;                       /* [nranks]: joined once, left since */
 	u32 alive;                      /* members joined and not gone */
+	refcount_t refs;                /* members whose release has not ended:
+					 * a member that left still waits on the
+					 * lock and on idle, and its work item
+					 * may still run, after alive is 0 */
 	struct list_head work;          /* runs with nodes to issue */
 	struct cad_tomb tombs[CAD_TOMBS];
 	u32 tomb_next;

@@ -9,6 +9,10 @@
  *   kcad_check kill P N S      the same pipeline; rank 1 never starts and
  *                              is killed once the others are in flight:
  *                              each must end with -EPIPE within 1 s
+ *   kcad_check exit P N S K    K times: the same pipeline, and every rank
+ *                              killed at once as soon as all have started
+ *                              (copies queued or in flight): the P
+ *                              releases of one group race each other
  *   kcad_check cancel          a rank cancels; its peer ends -ECANCELED,
  *                              also when it starts afterwards
  *   kcad_check cycles K        2 ranks, K x (load+start, wait through
@@ -641,7 +645,8 @@ static unsigned char pattern(uint64_t i)
 }
 
 /* Rank r of the chain: loads and starts (unless it is the one that never
- * starts), then spins on its status page only.  Reports through the exit
+ * starts), then spins on its status page only (mode 0: pipeline, 1: kill,
+ * 2: exit).  Reports through the exit
  * status: 0 ok; 10 + k: failed check k. */
 static int chain_rank(uint64_t key, uint32_t rank, uint32_t P, uint64_t n, uint32_t S, int mode, int pfd)
 {
@@ -677,6 +682,12 @@ static int chain_rank(uint64_t key, uint32_t rank, uint32_t P, uint64_t n, uint3
 		return 13;
 	(void)!write(pfd, "s", 1);
 	t0 = now();
+	if (mode == 2) {  /* exit: spin on the page until killed */
+		while (d.st[r.handle].result == -EINPROGRESS && now() - t0 < 30)
+			;
+		pause();
+		return 0;
+	}
 	if (mode == 0) {
 		/* No system call from here: the peers' calls move our data. */
 		while (d.st[r.handle].result == -EINPROGRESS)
@@ -716,6 +727,17 @@ static int do_chain(const char *name, uint32_t P, uint64_t n, uint32_t S, int mo
 		}
 	}
 	close(pfd[1]);
+	if (mode == 2) {
+		/* Every rank started: kill them all at once, copies queued or
+		 * running, so that their files are released side by side. */
+		char c;
+		uint32_t got = 0;
+
+		while (got < P && read(pfd[0], &c, 1) == 1)
+			got++;
+		for (uint32_t r = 0; r < P; r++)
+			kill(pids[r], SIGKILL);
+	}
 	if (mode == 1) {
 		/* Everyone but rank 1 started (rank 0 after its delay), and
 		 * rank 1 joined: the pipeline is stuck before it.  Kill it. */
@@ -734,7 +756,7 @@ static int do_chain(const char *name, uint32_t P, uint64_t n, uint32_t S, int mo
 		int st;
 
 		waitpid(pids[r], &st, 0);
-		if (mode == 1 && r == 1)
+		if ((mode == 1 && r == 1) || (mode == 2 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
 			continue;
 		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 			printf("KCAD rank %u: status 0x%x\n", r, st);
@@ -954,6 +976,9 @@ int main(int argc, char **argv)
 		do_chain("pipeline", atoi(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), 0);
 	else if (!strcmp(what, "kill") && argc == 5)
 		do_chain("kill", atoi(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), 1);
+	else if (!strcmp(what, "exit") && argc == 6)
+		for (long k = atol(argv[5]), i = 0; i < k; i++)
+			do_chain("exit", atoi(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), 2);
 	else if (!strcmp(what, "cancel"))
 		do_cancel();
 	else if (!strcmp(what, "cycles") && argc == 3)
@@ -961,7 +986,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(what, "inflight") && argc == 4 && (!strcmp(argv[2], "cancel") || !strcmp(argv[2], "free")))
 		do_inflight(!strcmp(argv[2], "free"), strtoull(argv[3], NULL, 0));
 	else {
-		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | cancel | cycles K | "
+		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
 				"inflight cancel|free N\n");
 		return 2;
 	}

@@ -131,8 +131,10 @@ def _newc(entries: list[tuple[str, int, bytes]]) -> bytes:
 class VM:
     """One boot of the kernel with an initramfs built from added files."""
 
-    def __init__(self, version: str | None = None, memory_mb: int = 512, cpus: int = 2):
+    def __init__(self, version: str | None = None, memory_mb: int = 512, cpus: int = 2, append: str = ""):
+        """append: more of the kernel's command line (slub_debug=P, ...)."""
         self.version = version or kernel_version()
+        self.append = append
         self.kernel = Path(f"/boot/vmlinuz-{self.version}")
         self.memory_mb = memory_mb
         self.cpus = cpus
@@ -245,7 +247,7 @@ class VM:
             cmd = [
                 qemu, "-accel", "tcg", "-m", str(self.memory_mb), "-smp", str(self.cpus),
                 "-kernel", str(self.kernel), "-initrd", str(initrd),
-                "-append", "console=ttyS0 quiet panic=-1",
+                "-append", f"console=ttyS0 quiet panic=-1 {self.append}".rstrip(),
                 "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
             ]
             start = time.monotonic()
