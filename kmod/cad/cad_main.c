@@ -40,6 +40,21 @@ unsigned int cad_max_image_kb = 64 << 10;
 module_param_named(max_image_kb, cad_max_image_kb, uint, 0644);
 MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB");
 
+/* The scratch buffers of one program are kernel memory (charged to the
+ * process's memory cgroup, like its image); below 2 GiB, so that no
+ * single allocation goes past what kvmalloc takes. */
+unsigned int cad_max_scratch_mb = 1024;
+static int set_max_scratch_mb(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, 2047);
+}
+static const struct kernel_param_ops max_scratch_ops = {
+	.set = set_max_scratch_mb,
+	.get = param_get_uint,
+};
+module_param_cb(max_scratch_mb, &max_scratch_ops, &cad_max_scratch_mb, 0644);
+MODULE_PARM_DESC(max_scratch_mb, "Bytes of all scratch buffers of one program, MiB (1..2047)");
+
 /*
  * Who copies a matched transfer (see cad_run.c, "Deferred transfers"):
  * 0, the process whose call completed the match, in that call; 1, a

@@ -154,6 +154,7 @@ extern atomic64_t cad_split;
 extern unsigned int cad_max_pinned_mb;
 extern unsigned int cad_max_programs;
 extern unsigned int cad_max_image_kb;
+extern unsigned int cad_max_scratch_mb;
 extern unsigned int cad_defer;
 extern unsigned int cad_defer_min;
 extern unsigned int cad_split_min;

@@ -99,7 +99,7 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 			 index, name, npages, cad_max_pinned_mb);
 		return -ENOMEM;
 	}
-	b->pages = kvmalloc_array(npages, sizeof(*b->pages), GFP_KERNEL);
+	b->pages = kvmalloc_array(npages, sizeof(*b->pages), GFP_KERNEL_ACCOUNT);
 	if (!b->pages) {
 		atomic64_sub(npages, &f->mm->pinned_vm);
 		return -ENOMEM;
@@ -281,7 +281,7 @@ static int bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs,
 		if (!b->size)
 			continue;
 		if (b->kind == CAD_BUF_SCRATCH) {
-			kb->scratch = kvzalloc(b->size, GFP_KERNEL);
+			kb->scratch = kvzalloc(b->size, GFP_KERNEL_ACCOUNT);
 			if (!kb->scratch)
 				return -ENOMEM;
 			kb->kaddr = kb->scratch;
@@ -966,6 +966,7 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		return -EINVAL;
 	}
 	limits.max_image_size = min_t(u64, limits.max_image_size, (u64)cad_max_image_kb << 10);
+	limits.max_scratch = min_t(u64, limits.max_scratch, (u64)READ_ONCE(cad_max_scratch_mb) << 20);
 	if (a->prog_size > limits.max_image_size) {
 		cad_logf(log, "load: the image has %u bytes, more than the limit of %u (max_image_kb)",
 			 a->prog_size, limits.max_image_size);
@@ -976,7 +977,7 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		return -EINVAL;
 	}
 	/* Verified from a kernel copy: the process cannot change it after. */
-	r->image = kvmalloc(a->prog_size, GFP_KERNEL);
+	r->image = kvmalloc(a->prog_size, GFP_KERNEL_ACCOUNT);
 	if (!r->image)
 		return -ENOMEM;
 	if (copy_from_user(r->image, u64_to_user_ptr(a->prog), a->prog_size)) {
@@ -992,7 +993,7 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		cad_logf(log, "load: the program is for %u ranks, the group has %u", hdr->nranks, g->nranks);
 		return -EINVAL;
 	}
-	r->ranks = kvcalloc(hdr->nranks, sizeof(u32), GFP_KERNEL);
+	r->ranks = kvcalloc(hdr->nranks, sizeof(u32), GFP_KERNEL_ACCOUNT);
 	if (!r->ranks)
 		return -ENOMEM;
 	if (a->ranks) {
@@ -1049,7 +1050,7 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 	err = index_keys(r);
 	if (err)
 		return err;
-	r->exec_mem = kvzalloc(cad_exec_mem_size(&r->prog) + 4, GFP_KERNEL);
+	r->exec_mem = kvzalloc(cad_exec_mem_size(&r->prog) + 4, GFP_KERNEL_ACCOUNT);
 	if (!r->exec_mem)
 		return -ENOMEM;
 	cad_exec_init(&r->ex, &r->prog, r->exec_mem);
@@ -1102,10 +1103,13 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 			err = -ENOMEM;
 	}
 	if (!err) {
+		/* Read once: root may change it meanwhile (it is <= CAD_MAX_PROGRAMS). */
+		const u32 max = READ_ONCE(cad_max_programs);
+
 		mutex_lock(&g->lock);
-		for (h = 0; h < cad_max_programs && f->runs[h]; h++)
+		for (h = 0; h < max && f->runs[h]; h++)
 			;
-		if (h == cad_max_programs) {
+		if (h == max) {
 			cad_logf(&log, "load: this file has %u programs loaded, the limit (max_programs)", h);
 			err = -EMFILE;
 		} else {

@@ -48,5 +48,7 @@ void cad_reduce(const struct cad_prog *prog, const struct cad_node *node,
 		d += n * esz;
 		s += n * esz;
 		count -= n;
+		if (count)
+			cad_yield();  /* a long REDUCE holds no CPU for long */
 	}
 }

@@ -18,14 +18,17 @@
 #include <linux/string.h>
 #include <linux/stdarg.h>
 #include <linux/mm.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <asm/fpu/api.h>
 
 typedef uintptr_t cad_uptr;
 
+/* What the verifier allocates for a program is the caller's: charged to
+ * its memory cgroup. */
 static inline void *cad_zalloc(size_t size)
 {
-	return kvzalloc(size, GFP_KERNEL);
+	return kvzalloc(size, GFP_KERNEL_ACCOUNT);
 }
 
 static inline void cad_free(void *p)
@@ -37,6 +40,8 @@ static inline void cad_free(void *p)
  * preemption, so callers keep each section short (see cad_reduce). */
 #define cad_fpu_begin() kernel_fpu_begin()
 #define cad_fpu_end()   kernel_fpu_end()
+/* Between two chunks of a long step (outside FPU sections). */
+#define cad_yield()     cond_resched()
 
 #define CAD_PRINTF(a, b) __printf(a, b)
 
@@ -72,6 +77,7 @@ static inline void cad_free(void *p)
 
 #define cad_fpu_begin() do { } while (0)
 #define cad_fpu_end()   do { } while (0)
+#define cad_yield()     do { } while (0)
 
 #define CAD_PRINTF(a, b) __attribute__((format(printf, a, b)))
 

@@ -624,9 +624,23 @@ static int do_reject(void)
 			r = load(d2.fd, p, size_r, bb, 3, 1, CAD_LOAD_START, 1);
 			res = r.err ? r.err : wait_run(&d2, r.handle, 1, 0);
 			CHECK("two-mib-reduce", res == 0, "got %d: %s", res, r.log);
+			/* the same program's 2 MiB of scratch, over 1 MiB */
+			set_param("max_scratch_mb", "1");
+			r = load(d2.fd, p, size_r, bb, 3, 1, 0, 0);
+			EXPECT_LOAD("scratch-limit", r, -E2BIG, "scratch buffers total 2097152 bytes");
+			set_param("max_scratch_mb", "1024");
 			free(p);
 			free(src);
 			free(dst);
+		}
+		{
+			/* 2 GiB of scratch (and of each buffer): refused by the
+			 * verifier, before anything is pinned or allocated */
+			void *p = reduce_one(&size_r, 1ull << 31);
+
+			r = load(d2.fd, p, size_r, b3, 3, 1, 0, 0);
+			EXPECT_LOAD("scratch-2gib", r, -E2BIG, "over the limit of 1073741824");
+			free(p);
 		}
 	}
 	close(d2.fd);

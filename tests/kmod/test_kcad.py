@@ -28,7 +28,8 @@ CASES = {
     "cycles": "kcad_check cycles 10000",
     # Parameters out of their range are refused and leave the value as it was.
     "param-bounds": "P=/sys/module/cad/parameters; ! echo 3 > $P/defer && ! echo 0 > $P/max_programs && "
-                    "! echo 513 > $P/max_programs && "
+                    "! echo 513 > $P/max_programs && ! echo 0 > $P/max_scratch_mb && "
+                    "! echo 2048 > $P/max_scratch_mb && test $(cat $P/max_scratch_mb) = 1024 && "
                     "echo 1 > $P/defer && test $(cat $P/defer) = 1 && "
                     "echo 2 > $P/defer && test $(cat $P/defer) = 2 && test $(cat $P/max_programs) = 512 && "
                     "echo 'KCAD PASS param-bounds' && echo 'KCAD SUMMARY passed=1 failed=0'",
