@@ -24,6 +24,15 @@
  *   cpustart <bytes> <m>     the part of the codelet's time its rank spent
  *                            in the call that posts the broadcast, %: no
  *                            product runs there, so it is loss too
+ *   cpusys <bytes> <m>       the part of the codelet's time one bare
+ *                            ioctl on /dev/cad would take, %: the share of
+ *                            cpustart that is the system call itself and
+ *                            not the module's work (the kernel engine
+ *                            makes one per iteration, the start; tests
+ *                            read the status page).  Only where /dev/cad
+ *                            opens; the same for every engine
+ *   ioctl                    seconds of that bare ioctl (CAD_IOC_VERSION:
+ *                            a copy in and a copy out), both ranks at once
  * Iterations start after an untimed barrier.  BENCH_QUICK=1: fewer
  * iterations.  KBENCH_LABEL names the run in place of CADRT_ENGINE (the
  * kernel engine under each setting of cad.ko's defer parameter).
@@ -33,7 +42,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
+#include "../kmod/uapi/cad.h"
 #include "bench_out.h"
 #include "cadrt/cadrt.h"
 
@@ -134,6 +148,35 @@ static double copy_time(size_t bytes)
 	return best;
 }
 
+/* Seconds per bare ioctl on /dev/cad, the mean over ranks, both ranks
+ * calling at once; 0 where /dev/cad does not open (no module). */
+static double ioctl_time(void)
+{
+	const int n = g_quick ? 250 : 1000;
+	const int fd = open("/dev/cad", O_RDWR | O_CLOEXEC);
+	double t = 0;
+
+	barrier();
+	if (fd >= 0) {
+		struct cad_ioc_version v;
+		const double t0 = bench_now();
+
+		for (int i = 0; i < n; i++) {
+			memset(&v, 0, sizeof v);
+			v.size = sizeof v;
+			if (ioctl(fd, CAD_IOC_VERSION, &v)) {
+				fprintf(stderr, "kbench: rank %d: CAD_IOC_VERSION: %s\n", g_rank, strerror(errno));
+				exit(1);
+			}
+		}
+		t = (bench_now() - t0) / n;
+		close(fd);
+	}
+	return mean(t);
+}
+
+static double g_ioctl;
+
 static double g_a[40 * 40], g_b[40 * 40], g_c[40 * 40];
 
 /* The KACC codelet: loss in %, and the floor the copy explains.  Each
@@ -143,7 +186,8 @@ static double g_a[40 * 40], g_b[40 * 40], g_c[40 * 40];
  * bench_ref_stride products) for the same elapsed time, and the
  * products possible are counted at that loop's rate (as in rt_codelets.c:
  * a rate timed once beforehand does not see the same machine). */
-static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor, double *in_start)
+static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor, double *in_start,
+		     double *in_sys)
 {
 	double e_sum = 0, done_sum = 0, reference = 0, start_sum = 0;
 	const int stride = bench_ref_stride(m, g_a, g_b, g_c);
@@ -188,6 +232,7 @@ static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor
 	*loss = mean(100.0 * (1.0 - done_sum / reference));
 	*floor = mean(100.0 * copy_time(bytes * (size_t)(g_size - 1) / (size_t)g_size) / (e_sum / iters));
 	*in_start = mean(100.0 * start_sum / e_sum);
+	*in_sys = mean(100.0 * g_ioctl * iters / e_sum);
 }
 
 static char g_json[16384];
@@ -244,19 +289,23 @@ int main(void)
 			}
 		}
 	}
+	g_ioctl = ioctl_time();
+	fig("ioctl", g_ioctl);
 	for (size_t i = 0; i < sizeof loss_sizes / sizeof loss_sizes[0]; i++) {
 		const int ms[] = { 4, 40 };
 
 		for (int k = 0; k < 2; k++) {
-			double loss, floor, in_start;
+			double loss, floor, in_start, in_sys;
 
-			cpu_loss(loss_sizes[i], ms[k], g_quick ? 3 : 10, &loss, &floor, &in_start);
+			cpu_loss(loss_sizes[i], ms[k], g_quick ? 3 : 10, &loss, &floor, &in_start, &in_sys);
 			snprintf(name, sizeof name, "cpuloss %zu %d", loss_sizes[i], ms[k]);
 			fig(name, loss);
 			snprintf(name, sizeof name, "cpufloor %zu %d", loss_sizes[i], ms[k]);
 			fig(name, floor);
 			snprintf(name, sizeof name, "cpustart %zu %d", loss_sizes[i], ms[k]);
 			fig(name, in_start);
+			snprintf(name, sizeof name, "cpusys %zu %d", loss_sizes[i], ms[k]);
+			fig(name, in_sys);
 		}
 	}
 	if (g_rank == 0)

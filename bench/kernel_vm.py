@@ -37,7 +37,9 @@ METHOD = ("bench/kbench.c under cadrun -n 2 --bind core in qemu (TCG, 2 vCPUs), 
           "kernel-deferN with defer=N. Overlap: OSU, no test calls, "
           "compute = pure latency; cap = 100 - 100 x (memcpy of the bytes each CPU must copy) / pure; CPU loss: "
           "KACC codelet (ibcast overlapped with m x m products, test after each), 1 - done / possible, possible "
-          "= the rate of a loop without communication run for the same time after each iteration; "
+          "= the rate of a loop without communication run for the same time after each iteration; in start = "
+          "the share of the codelet's time spent in the call that posts the broadcast, bare ioctl = the share one "
+          "CAD_IOC_VERSION ioctl per iteration would take; "
           "small-message ratio: kernel / poll call + wait of an 8-byte ibcast.")
 
 
@@ -109,6 +111,16 @@ def report(runs):
                                       [f[f"cpufloor {b} {m}"] for f in by[e]], params))
                 results.append(result(f"{e} cpu loss in start {b} {m}x{m}", "%",
                                       [f[f"cpustart {b} {m}"] for f in by[e]], params))
+                if e.startswith("kernel"):
+                    results.append(result(f"{e} cpu loss bare ioctl {b} {m}x{m}", "%",
+                                          [f[f"cpusys {b} {m}"] for f in by[e]], params))
+        if e == "kernel":
+            # One bare ioctl (CAD_IOC_VERSION) against the poll engine's
+            # whole 8-byte ibcast: what the system call alone costs under
+            # TCG, in the unit of the small-message target.
+            results.append(result("bare ioctl/poll latency ibcast 8", "ratio",
+                                  [k["ioctl"] / p["lat ibcast 8"] for k, p in zip(by[e], by["poll"])],
+                                  {"engine": e, "collective": "ibcast", "bytes": 8, "ranks": 2}))
         if e != "poll":
             for coll in ("ibcast", "ialltoall"):
                 for b in (8, 65536, 1048576):
@@ -177,7 +189,7 @@ def main():
         wakeup_latency(args.build.resolve())
         return
     quick = bool(int(os.environ.get("BENCH_QUICK", "0") or 0))
-    runs = run_vm(args.build.resolve(), 3 if quick else 5, quick)
+    runs = run_vm(args.build.resolve(), 3 if quick else 11, quick)
     results = report(runs)
     doc = {
         "benchmark": "kernel-vm",
