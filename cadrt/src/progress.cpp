@@ -35,6 +35,23 @@ constexpr size_t kReserve = 8;
 
 bool is_recv_side(uint32_t kind) { return kind == kEager || kind == kRts || kind == kFrag; }
 
+// What is wrong with a message for posted node n, nullptr if nothing.  A
+// peer's slot is its own to write, so a broken (or hostile) peer could send
+// anything: the header checked here is a copy, and nothing is copied
+// before it passes.  done: the bytes of n's fragments already received.
+const char *malformed(const MsgHeader &h, const cad_node &n, uint64_t done) {
+  switch (h.kind) {
+    case kEager:
+      if (h.frag ? h.frag != h.len || h.frag > kPayload : h.len > kInline) return "an eager message longer than its slot";
+      break;
+    case kFrag:
+      if (!h.frag || h.frag > kPayload || h.off > n.len || h.frag > n.len - h.off || h.frag > n.len - done)
+        return "a fragment outside its message";
+      break;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- pool
@@ -241,6 +258,14 @@ bool Runtime::poll_incoming() {
     uint64_t head = q.head.load(std::memory_order_relaxed);
     const uint64_t tail = q.tail.load(std::memory_order_acquire);
     if (head == tail) continue;
+    if (tail - head > kSlots) {
+      // Only a broken peer writes this: nothing in its ring can be trusted.
+      if (!corrupt_[ep]) {
+        corrupt_[ep] = tail - head;
+        seg.rank(ep).state.store(kDead, std::memory_order_release);
+      }
+      continue;
+    }
     while (head != tail && room()) {
       dispatch(ep, q.slots[head % kSlots]);
       head++;
@@ -300,7 +325,7 @@ static bool is_answer(uint32_t kind) {
 }
 
 void Runtime::dispatch(uint32_t ep, const Slot &s) {
-  const MsgHeader &h = s.h;
+  const MsgHeader h = s.h;  // a copy: the slot is the peer's to rewrite
   cadrt_request_s *r = find_active(h.ctx, h.seq);
   if (r && r->draining) {
     if (is_answer(h.kind)) answered(r, ep, h);
@@ -329,13 +354,14 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
   }
   if (r && disagree(r, ep, h)) return;
   if (node >= 0) {
-    handle(r, static_cast<uint32_t>(node), ep, s);
+    handle(r, static_cast<uint32_t>(node), ep, h, s.payload);
     return;
   }
   Entry *e = pool_.get();  // room() was checked by the caller
   e->ep = ep;
   e->slot.h = h;
-  if (h.frag) memcpy(e->slot.payload, s.payload, std::min<uint32_t>(h.frag, kPayload));
+  e->slot.h.frag = std::min<uint32_t>(h.frag, kPayload);  // what is kept of it
+  if (e->slot.h.frag) memcpy(e->slot.payload, s.payload, e->slot.h.frag);
   unexpected_[ep].push(e);
 }
 
@@ -370,7 +396,7 @@ void Runtime::drain_unexpected(cadrt_request_s *r, uint32_t ep) {
     }
     const int64_t node = mine && !r->done ? target(e->slot.h, ep, &t) : -1;
     if (node >= 0 && t == r) {
-      if (!disagree(r, ep, e->slot.h)) handle(r, static_cast<uint32_t>(node), ep, e->slot);
+      if (!disagree(r, ep, e->slot.h)) handle(r, static_cast<uint32_t>(node), ep, e->slot.h, e->slot.payload);
       pool_.put(e);
     } else {
       keep.push(e);
@@ -429,9 +455,9 @@ void Runtime::complete(cadrt_request_s *r, uint32_t node) {
 }
 
 // A message for a posted node.
-void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot &s) {
+void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h,
+                     const unsigned char *payload) {
   const cad_node &n = r->inst->prog.nodes[node];
-  const MsgHeader &h = s.h;
   const int peer = r->comm->rank_of_ep[ep];
   if (static_cast<int64_t>(node) == r->rdv_node && (h.kind == kRts || h.kind == kCts)) learn(r, h);
   if (is_recv_side(h.kind) && h.len != n.len) {
@@ -440,14 +466,20 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
              std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which sends " + std::to_string(h.len));
     return;
   }
+  if (const char *bad = malformed(h, n, r->xfer[node].done)) {
+    give_up(r, ep, h, -EPROTO,
+            "rank " + std::to_string(peer) + " sent " + bad + " to rank " + std::to_string(r->comm->rank) +
+                " (tag " + std::to_string(n.tag) + ", " + std::to_string(n.len) + " bytes)");
+    return;
+  }
   int err = 0;
   switch (h.kind) {
     case kEager:
-      if (h.len) memcpy(at(r, n.dst_buf, n.dst_off), eager_bytes(s), h.len);
+      if (h.len) memcpy(at(r, n.dst_buf, n.dst_off), eager_bytes(h, payload), h.len);
       complete(r, node);
       break;
     case kFrag:
-      memcpy(at(r, n.dst_buf, n.dst_off) + h.off, s.payload, h.frag);
+      memcpy(at(r, n.dst_buf, n.dst_off) + h.off, payload, h.frag);
       r->xfer[node].done += h.frag;
       if (r->xfer[node].done == n.len) complete(r, node);
       break;
@@ -461,13 +493,16 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot 
       complete(r, node);
       break;
     case kCts:
+      // Also over CMA: a longer CTS would make this rank read past its
+      // source and write that into the peer.
+      if (h.len != n.len) {
+        give_up(r, ep, h, -EMSGSIZE,
+                "rank " + std::to_string(r->comm->rank) + " sends " + std::to_string(n.len) + " bytes to rank " +
+                    std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which receives " +
+                    std::to_string(h.len));
+        return;
+      }
       if (remote(ep)) {
-        if (h.len != n.len) {
-          give_up(r, ep, h, -EMSGSIZE,
-               "rank " + std::to_string(r->comm->rank) + " sends " + std::to_string(n.len) + " bytes to rank " +
-                   std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which receives " + std::to_string(h.len));
-          return;
-        }
         r->xfer[node].token = h.addr;  // the receiver's tag
         r->xfer[node].state = kNetSend;
         r->netwait.push_back(node);
@@ -859,7 +894,10 @@ bool Runtime::check_peers() {
       if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) ri.state.store(kDead, std::memory_order_release);
     }
     if (ri.state.load(std::memory_order_acquire) != kDead) continue;
-    const std::string why = "rank " + std::to_string(ep) + " of the job died";
+    const std::string why = corrupt_[ep] ? "rank " + std::to_string(ep) + " of the job wrote a corrupt ring (" +
+                                               std::to_string(corrupt_[ep]) + " messages in a ring of " +
+                                               std::to_string(kSlots) + ")"
+                                         : "rank " + std::to_string(ep) + " of the job died";
     for (cadrt_request_s *r = active_, *next; r; r = next) {
       next = r->next;
       if (r->draining) {

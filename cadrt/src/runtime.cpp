@@ -664,6 +664,7 @@ int Runtime::init() {
   unexpected_.assign(nep, Queue());
   pending_.assign(nep, Queue());
   head_seen_.assign(nep, 0);
+  corrupt_.assign(nep, 0);
   pool_.grow(256);
   vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
 

@@ -341,6 +341,9 @@ class Runtime {
   // (a cache line the consumer writes on every message) only when the
   // cached one says full.
   std::vector<uint64_t> head_seen_;
+  // Peers whose ring to this rank was found corrupt (its tail more than a
+  // ring ahead of the head): treated as dead (check_peers).
+  std::vector<uint64_t> corrupt_;
   cadrt_request_s *active_ = nullptr;
   std::vector<unsigned char> vm_scratch_;
   std::map<std::string, std::shared_ptr<const Instance>> cache_;
@@ -393,7 +396,7 @@ class Runtime {
   void dispatch(uint32_t ep, const Slot &s);
   int64_t target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out);
   void drain_unexpected(cadrt_request_s *r, uint32_t ep);
-  void handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const Slot &s);
+  void handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h, const unsigned char *payload);
   unsigned char *at(cadrt_request_s *r, uint32_t buf, uint64_t off);
   MsgHeader header(cadrt_request_s *r, uint32_t node, uint32_t kind);
   void post(cadrt_request_s *r, uint32_t node);

@@ -87,7 +87,9 @@ struct Slot {
 };
 
 // An eager message's bytes, in its header or its payload.
-inline const unsigned char *eager_bytes(const Slot &s) { return s.h.frag ? s.payload : inline_bytes(s.h); }
+inline const unsigned char *eager_bytes(const MsgHeader &h, const unsigned char *payload) {
+  return h.frag ? payload : inline_bytes(h);
+}
 
 struct alignas(64) Ring {
   alignas(64) std::atomic<uint64_t> tail;  // written by the producer

@@ -1,8 +1,8 @@
 """cadrt under cadrun: every standard algorithm on every engine and job
 size, checked against references each rank computes on its own
 (tests/rt/rt_check.c); the hand-built CAD path (rt_cad.c); and the bad
-cases: a mismatched count, a rank killed mid-collective, a corrupt
-library, CMA forbidden, bad settings.  Each must end with a clear error
+cases: a mismatched count, a rank killed mid-collective, a broken peer
+writing bad messages, a corrupt library, CMA forbidden, bad settings.  Each must end with a clear error
 and no hang: every run has a timeout well above its normal duration."""
 
 import json
@@ -195,6 +195,22 @@ def test_mismatched_count_is_an_error(build_dir, engine, coll):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "rank 1: error as expected" in r.stdout, r.stdout
     assert "ranks disagree on collective #0" in r.stdout or "receives" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("how,message", [
+    ("frag", "rank 1 sent a fragment outside its message to rank 0 (tag 0, 65536 bytes)"),
+    ("eager", "rank 1 sent an eager message longer than its slot to rank 0 (tag 0, 65536 bytes)"),
+    ("ring", "rank 1 of the job wrote a corrupt ring (1000 messages in a ring of 32)"),
+])
+def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
+    """A peer rewrites what it published in its ring (tests/rt/rt_peer.cpp):
+    a fragment outside the message, an eager message longer than a slot, a
+    tail far past the head.  Rank 0 fails with that error instead of
+    copying outside its buffers (a segfault) or reading past the slot (a
+    wrong result), and the job ends."""
+    r = run(build_dir, 2, "rt_peer", how, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"rank 0: error -{71 if how != 'ring' else 32}: {message}" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)

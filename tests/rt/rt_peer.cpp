@@ -1,0 +1,113 @@
+// rt_peer - a broken peer: rank 1 rewrites a message it has published in
+// its ring to rank 0, and rank 0 must end its collective with a clear
+// error, not copy outside its buffers.  A peer's ring slots are its own to
+// write, so whatever a process of the job writes there is untrusted input.
+//
+//   cadrun -n 2 rt_peer frag|eager|ring
+//
+//   frag   the RTS of a 64 KiB broadcast becomes a fragment 1 TiB past
+//          the start of the message
+//   eager  it becomes an eager message of its length (more than a 2 KiB
+//          slot holds) "in the header"
+//   ring   the ring's tail is moved 1000 messages past its head
+//
+// Rank 0 posts its receive, then stays out of the library (poll engine:
+// nothing reads its rings meanwhile) while rank 1 starts the broadcast as
+// its root and rewrites the message its start just published.  Rank 0 then
+// waits and prints "rank 0: error <n>: <message>"; it exits 0 if the wait
+// failed, 1 if it "succeeded".  Rank 1 waits for its own request, which
+// fails once rank 0 gives up or exits, and exits 0.
+//
+// Compiled with cadrt's shm.cpp to map the job's segment the way cadrt
+// does (libcadrt exports only cadrt_*, so nothing clashes).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cadrt/cadrt.h"
+#include "shm.h"
+
+namespace {
+
+constexpr size_t kBytes = 65536;
+
+[[noreturn]] void die(const char *what) {
+  fprintf(stderr, "rt_peer: %s: %s\n", what, cadrt_error_message());
+  exit(2);
+}
+
+// Rank 1: the message it published last in ring (1, 0), rewritten.
+void tamper(const char *how) {
+  const char *fd = getenv("CADRT_JOB_FD");
+  if (!fd) die("CADRT_JOB_FD is not set: run under cadrun");
+  cadrt::Segment seg;
+  std::string error;
+  if (!seg.map(atoi(fd), false, 2, &error)) {
+    fprintf(stderr, "rt_peer: mapping the segment: %s\n", error.c_str());
+    exit(2);
+  }
+  cadrt::Ring &q = seg.ring(1, 0);
+  const uint64_t tail = q.tail.load(std::memory_order_acquire);
+  if (tail == q.head.load(std::memory_order_acquire)) {
+    fprintf(stderr, "rt_peer: rank 0 took the message already\n");
+    exit(2);
+  }
+  cadrt::MsgHeader &h = q.slots[(tail - 1) % cadrt::kSlots].h;
+  if (h.kind != cadrt::kRts || h.len <= cadrt::kPayload) {
+    fprintf(stderr, "rt_peer: the last message is of kind %u, %llu bytes, not the broadcast's RTS\n", h.kind,
+            static_cast<unsigned long long>(h.len));
+    exit(2);
+  }
+  if (!strcmp(how, "frag")) {
+    h.kind = cadrt::kFrag;
+    h.off = 1ull << 40;
+    h.frag = 100;
+  } else if (!strcmp(how, "eager")) {
+    h.kind = cadrt::kEager;
+    h.frag = 0;  // "in the header": at most 16 bytes
+  } else {
+    q.tail.store(q.head.load(std::memory_order_acquire) + 1000, std::memory_order_release);
+  }
+  seg.unmap();
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2 || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring"))) {
+    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring\n");
+    return 2;
+  }
+  setenv("CADRT_ENGINE", "poll", 1);
+  if (cadrt_init()) die("init");
+  cadrt_comm world = cadrt_comm_world();
+  int rank, size;
+  cadrt_comm_rank(world, &rank);
+  cadrt_comm_size(world, &size);
+  if (size != 2) {
+    fprintf(stderr, "rt_peer: needs 2 ranks\n");
+    return 2;
+  }
+  static char buf[kBytes];
+  memset(buf, rank, sizeof buf);
+  cadrt_request r;
+  if (rank == 0) {
+    if (cadrt_ibcast(buf, kBytes, CADRT_BYTE, 1, world, &r)) die("ibcast");
+    usleep(500000);  // out of the library while rank 1 tampers
+    const int err = cadrt_wait(&r);
+    printf("rank 0: error %d: %s\n", err, err ? cadrt_error_message() : "none");
+    fflush(stdout);
+    cadrt_finalize();
+    return err ? 0 : 1;
+  }
+  usleep(100000);
+  if (cadrt_ibcast(buf, kBytes, CADRT_BYTE, 1, world, &r)) die("ibcast");
+  tamper(argv[1]);
+  const int err = cadrt_wait(&r);
+  printf("rank 1: ended with %d\n", err);
+  cadrt_finalize();
+  return 0;
+}
