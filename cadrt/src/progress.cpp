@@ -201,6 +201,11 @@ void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, ui
   hold(pending_[ep]);
   waiting_output.fetch_add(1, std::memory_order_relaxed);
   q.want_space.store(1, std::memory_order_seq_cst);
+  // The consumer may have freed slots after the look above and read
+  // want_space before it was raised: then it rings nobody, and this output
+  // would wait for the next pass, after a sleep.  Look again (Dekker: the
+  // consumer publishes head, fences, reads want_space).
+  if (q.tail.load(std::memory_order_relaxed) - q.head.load(std::memory_order_seq_cst) < kSlots) flush_pending();
 }
 
 bool Runtime::flush_pending() {
@@ -210,20 +215,26 @@ bool Runtime::flush_pending() {
     if (pq.empty()) continue;
     Ring &q = seg.ring(me, ep);
     uint64_t tail = q.tail.load(std::memory_order_relaxed);
-    const uint64_t head = head_seen_[ep] = q.head.load(std::memory_order_acquire);
+    uint64_t head = q.head.load(std::memory_order_acquire);
     bool pushed = false;
-    while (!pq.empty() && tail - head < kSlots) {
-      Entry *e = pq.pop();
-      Slot &s = q.slots[tail % kSlots];
-      s.h = e->slot.h;
-      if (e->slot.h.frag) memcpy(s.payload, e->slot.payload, e->slot.h.frag);
-      tail++;
-      if (e->owner) e->owner->unsent--;
-      pool_.put(e);
-      waiting_output.fetch_sub(1, std::memory_order_relaxed);
-      pushed = true;
+    for (;;) {
+      while (!pq.empty() && tail - head < kSlots) {
+        Entry *e = pq.pop();
+        Slot &s = q.slots[tail % kSlots];
+        s.h = e->slot.h;
+        if (e->slot.h.frag) memcpy(s.payload, e->slot.payload, e->slot.h.frag);
+        tail++;
+        if (e->owner) e->owner->unsent--;
+        pool_.put(e);
+        waiting_output.fetch_sub(1, std::memory_order_relaxed);
+        pushed = true;
+      }
+      if (pq.empty()) break;
+      q.want_space.store(1, std::memory_order_seq_cst);
+      head = q.head.load(std::memory_order_seq_cst);  // freed meanwhile? (see push)
+      if (tail - head >= kSlots) break;
     }
-    if (!pq.empty()) q.want_space.store(1, std::memory_order_seq_cst);
+    head_seen_[ep] = head;
     if (pushed) {
       q.tail.store(tail, std::memory_order_release);
       ring(ep, true);
@@ -529,19 +540,25 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
   if (!pending_[ep].empty()) return false;
   Ring &q = seg.ring(me, ep);
   uint64_t tail = q.tail.load(std::memory_order_relaxed);
-  const uint64_t head = q.head.load(std::memory_order_acquire);
+  uint64_t head = q.head.load(std::memory_order_acquire);
   Xfer &x = r->xfer[node];
   bool moved = false;
-  while (x.done < n.len && tail - head < kSlots) {
-    const uint32_t part = static_cast<uint32_t>(std::min<uint64_t>(kPayload, n.len - x.done));
-    Slot &s = q.slots[tail % kSlots];
-    s.h = header(r, node, kFrag);
-    s.h.off = x.done;
-    s.h.frag = part;
-    memcpy(s.payload, at(r, n.src_buf, n.src_off) + x.done, part);
-    x.done += part;
-    tail++;
-    moved = true;
+  for (;;) {
+    while (x.done < n.len && tail - head < kSlots) {
+      const uint32_t part = static_cast<uint32_t>(std::min<uint64_t>(kPayload, n.len - x.done));
+      Slot &s = q.slots[tail % kSlots];
+      s.h = header(r, node, kFrag);
+      s.h.off = x.done;
+      s.h.frag = part;
+      memcpy(s.payload, at(r, n.src_buf, n.src_off) + x.done, part);
+      x.done += part;
+      tail++;
+      moved = true;
+    }
+    if (x.done == n.len) break;
+    q.want_space.store(1, std::memory_order_seq_cst);
+    head = q.head.load(std::memory_order_seq_cst);  // freed meanwhile? (see push)
+    if (tail - head >= kSlots) break;
   }
   if (moved) {
     q.tail.store(tail, std::memory_order_release);
@@ -551,8 +568,6 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
     r->outgoing.erase(std::find(r->outgoing.begin(), r->outgoing.end(), node));
     waiting_output.fetch_sub(1, std::memory_order_relaxed);
     complete(r, node);
-  } else {
-    q.want_space.store(1, std::memory_order_seq_cst);
   }
   return moved;
 }
