@@ -254,6 +254,8 @@ int cadrt_cad_issue(cadrt_cad cad, cadrt_request *req) {
   for (const auto &b : cad->bufs) r->bufs.push_back(b.base);
   r->exec_mem.assign((cad_exec_mem_size(&inst->prog) + 3) / 4, 0);
   r->xfer.assign(inst->prog.n_nodes, cadrt::Xfer());
+  r->netwait.reserve(inst->prog.n_nodes);  // progress() must not allocate (Runtime::bind)
+  r->outgoing.reserve(inst->prog.n_nodes);
   cad_exec_init(&r->ex, &inst->prog, r->exec_mem.data());
   rt().start(r.get());
   *req = r.release();

@@ -329,7 +329,10 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   }
   r->xfer.resize(p.n_nodes);  // (start() resets them)
   r->netwait.clear();
-  r->netwait.reserve(p.n_nodes);  // progress() must not allocate
+  // progress() must not allocate (the signal engine runs it in a handler,
+  // which may have interrupted malloc): room for every node in both.
+  r->netwait.reserve(p.n_nodes);
+  r->outgoing.reserve(p.n_nodes);
   return 0;
 }
 
