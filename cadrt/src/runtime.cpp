@@ -89,12 +89,25 @@ void my_place(int32_t place[4]) {
   hwloc_topology_destroy(t);
 }
 
+// This thread's id, read once (the signal handler uses it too).
+thread_local int32_t t_tid = 0;
+int32_t this_tid() {
+  if (!t_tid) t_tid = static_cast<int32_t>(gettid());
+  return t_tid;
+}
+
 void on_signal(int) {
   const int saved = errno;
   g_signal_sent.store(false, std::memory_order_relaxed);
   Runtime &r = rt();
+  bool entered = false;
   if (!r.initialised()) {
     // finalize has begun or ended: nothing to progress
+  } else if (!(entered = r.handler_enter(this_tid()))) {
+    // Sent to a thread that no longer calls cadrt (the calls moved to
+    // another, which is inside the library now or will see what came on
+    // leaving it): nothing to do here.
+    r.seg.rank(r.me).kicked.store(0, std::memory_order_relaxed);
   } else if (r.in_library.load(std::memory_order_relaxed)) {
     r.seg.rank(r.me).kicked.store(0, std::memory_order_relaxed);
     r.deferred.store(1, std::memory_order_relaxed);
@@ -110,6 +123,7 @@ void on_signal(int) {
     r.in_library.store(0, std::memory_order_relaxed);
     // What came during the pass (while armed, a kick is pending too).
   }
+  if (entered) r.handler_leave();
   errno = saved;
 }
 
@@ -191,6 +205,36 @@ int Runtime::bump_in_library(int by) {
   return was;
 }
 
+// Signal engine: whether the handler, on thread tid, may go on: not on a
+// thread the signals no longer go to.  It counts itself first, against a
+// caller moving the signals to its own thread (retarget): Dekker, each side
+// publishes, fences, and reads the other's word.
+// A count, not a flag: a stale signal's handler on one thread must not
+// clear the mark of a handler running on another.
+bool Runtime::handler_enter(int32_t tid) {
+  handler_running_.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // before reading in_library and signal_tid_
+  if (signal_tid_.load(std::memory_order_relaxed) == tid) return true;
+  handler_running_.fetch_sub(1, std::memory_order_release);
+  return false;
+}
+
+// Signal engine: an outermost call from a thread other than the one the
+// signals go to (the thread that initialised cadrt, or the last caller).
+// It has counted itself in the library; a handler already running on the
+// old thread either saw that (and deferred its work to this call) or is
+// waited for here.  Then the signals come to this thread.  Its handler
+// leaves in_library as it found it, which may have been before this
+// thread's count, so the count is set again.
+void Runtime::retarget(int32_t tid) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  while (handler_running_.load(std::memory_order_acquire)) sched_yield();
+  main_thread_.store(pthread_self(), std::memory_order_relaxed);
+  seg.rank(me).tid.store(tid, std::memory_order_relaxed);
+  signal_tid_.store(tid, std::memory_order_seq_cst);
+  in_library.store(1, std::memory_order_relaxed);
+}
+
 void Runtime::enter() {
   // The kernel engine needs no flags: nobody signals or wakes a rank for
   // it.  Under the poll engine, polling only tells peers starting a
@@ -198,6 +242,8 @@ void Runtime::enter() {
   settled_.store(false, std::memory_order_relaxed);
   if (bump_in_library(1) == 0) {
     owned_ = false;
+    if (engine == Engine::Signal && initialised_ && this_tid() != signal_tid_.load(std::memory_order_relaxed))
+      retarget(this_tid());
     if (engine != Engine::Kernel && initialised_) {
       if (engine != Engine::Poll) set_armed(seg.rank(me), false);
       seg.rank(me).polling.store(kRankPolling, std::memory_order_relaxed);
@@ -570,7 +616,7 @@ void Runtime::signal_helper_main() {
     if (work() && !in_library.load(std::memory_order_relaxed) && !g_signal_sent.exchange(true))
     {
       n_helper_signals.fetch_add(1, std::memory_order_relaxed);
-      pthread_kill(main_thread_, kSignal);
+      pthread_kill(main_thread_.load(std::memory_order_relaxed), kSignal);
     }
   }
 }
@@ -615,7 +661,8 @@ int Runtime::start_engine() {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(kSignal, &sa, nullptr) != 0) return set_error(-errno, "installing the signal handler failed");
-    main_thread_ = pthread_self();
+    main_thread_.store(pthread_self(), std::memory_order_relaxed);
+    signal_tid_.store(this_tid(), std::memory_order_relaxed);
     helper_ = std::thread([this] { signal_helper_main(); });
   } else if (name == "kernel") {
     if (nlocal < nep)

@@ -377,7 +377,21 @@ class Runtime {
   std::vector<cadrt_request_s *> spare_;
   std::thread helper_;
   std::atomic<bool> stop_{false};
-  pthread_t main_thread_{};
+  // Signal engine: the thread its signals go to, the one that last made an
+  // outermost call (cadrt.h lets calls come from any thread, one at a
+  // time); see retarget().
+  std::atomic<pthread_t> main_thread_{};
+  std::atomic<int32_t> signal_tid_{0};
+  std::atomic<int> handler_running_{0};  // handlers past handler_enter, on any thread
+  void retarget(int32_t tid);
+
+ public:
+  // Whether the handler may progress on the thread it interrupted (see
+  // on_signal).
+  bool handler_enter(int32_t tid);
+  void handler_leave() { handler_running_.fetch_sub(1, std::memory_order_release); }
+
+ private:
 
   // transport (progress.cpp)
   bool room();

@@ -6,7 +6,7 @@
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--inplace] [--mismatch
  *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--iters N] [--churn N] [--test
- *          [--jitter]]
+ *          [--jitter]] [--other-thread]
  *
  * --persistent   the _init forms, started --iters times
  * --outstanding  K collectives in flight at once, then waitall
@@ -21,6 +21,12 @@
  *                under way: the handshake that lets the main thread's own
  *                passes go without a lock (Runtime::own) is what keeps the
  *                two apart
+ * --other-thread every call after cadrt_init from another thread, while
+ *                the thread that initialised cadrt waits in pthread_join
+ *                (as MPI_THREAD_SERIALIZED allows): the signal engine must
+ *                interrupt the thread that calls, not the one that
+ *                initialised, whose handler would otherwise progress
+ *                while the caller is inside the library
  * --inplace      CADRT_IN_PLACE where MPI allows it
  * --mismatch     rank 1 passes a different count: rank 1 must get an
  *                error and no rank may hang; a rank whose own part of the
@@ -80,6 +86,7 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -662,7 +669,45 @@ static int parse_sizes(const char *s, size_t *out, int max)
 	return n;
 }
 
+static int body(int argc, char **argv);
+static int g_argc;
+static char **g_argv;
+static int g_body_result;
+
+static void *other_thread(void *unused)
+{
+	(void)unused;
+	g_body_result = body(g_argc, g_argv);
+	return NULL;
+}
+
 int main(int argc, char **argv)
+{
+	int other = 0, err;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--other-thread"))
+			other = 1;
+	if ((err = cadrt_init())) {
+		fprintf(stderr, "rt_check: cadrt_init: %s\n", cadrt_error_message());
+		return 1;
+	}
+	if (!other)
+		return body(argc, argv);
+	pthread_t t;
+
+	g_argc = argc;
+	g_argv = argv;
+	if (pthread_create(&t, NULL, other_thread, NULL)) {
+		fprintf(stderr, "rt_check: pthread_create failed\n");
+		return 1;
+	}
+	pthread_join(t, NULL);
+	return g_body_result;
+}
+
+/* Everything after cadrt_init (main's thread, or another: --other-thread). */
+static int body(int argc, char **argv)
 {
 	const char *only = "all";
 	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
@@ -689,6 +734,8 @@ int main(int argc, char **argv)
 			g_test = 1;
 		else if (!strcmp(argv[i], "--jitter"))
 			g_jitter = 1;
+		else if (!strcmp(argv[i], "--other-thread"))
+			continue;  /* main() */
 		else if (!strcmp(argv[i], "--mismatch"))
 			want_mismatch = 1;
 		else if (!strcmp(argv[i], "--split"))
@@ -720,10 +767,6 @@ int main(int argc, char **argv)
 	if (g_outstanding < 1 || g_outstanding > 16 || g_iters < 1) {
 		fprintf(stderr, "rt_check: --outstanding takes 1..16, --iters at least 1\n");
 		return 2;
-	}
-	if ((err = cadrt_init())) {
-		fprintf(stderr, "rt_check: cadrt_init: %s\n", cadrt_error_message());
-		return 1;
 	}
 	cadrt_comm_rank(cadrt_comm_world(), &g_rank);
 	cadrt_comm_size(cadrt_comm_world(), &g_size);

@@ -7,8 +7,10 @@
  * holds a line saying why ("cadrt_ibcast: root 7 is not below the 4 ranks
  * of the communicator").  Nothing prints unless CADRT_VERBOSE=1.
  *
- * Threads: calls come from one thread at a time (as MPI_THREAD_SERIALIZED);
- * the thread and signal engines progress in the background on their own.
+ * Threads: calls come from one thread at a time (as MPI_THREAD_SERIALIZED),
+ * any thread, not only the one that called cadrt_init; the thread and
+ * signal engines progress in the background on their own (the signal
+ * engine interrupts the thread that made the last call).
  *
  * Environment:
  *   CADRT_LIBRARY=FILE          the .cadlib to load (default: the standard
