@@ -702,11 +702,33 @@ int Runtime::init() {
   verbose = v && strcmp(v, "0") != 0;
   const std::string path = env("CADRT_LIBRARY") ? env("CADRT_LIBRARY") : default_library();
   cad::Diagnostics diags;
+  lib = cad::Library();  // not what an earlier init (failed, or finalized since) loaded
   if (!cad::load_library(path, &lib, &diags)) {
     std::string why = diags.empty() ? path + ": cannot load" : diags.list()[0].message;
     return set_error(-EINVAL, "loading the algorithm library: " + why);
   }
   if (int err = setup_world()) return err;
+  const int err = init_joined();
+  if (err) undo_init();
+  return err;
+}
+
+// A failure after the job's segment was joined leaves nothing behind: no
+// helper thread (a later cadrt_init would assign to a joinable std::thread,
+// which terminates), no /dev/cad, no mapping; peers see this rank exited.
+void Runtime::undo_init() {
+  stop_helper();
+  stop_.store(false);
+  kernel_close();
+  world.reset();
+  has_net_ = false;
+  if (seg.mapped()) {
+    seg.rank(me).state.store(kExited, std::memory_order_release);
+    seg.unmap();
+  }
+}
+
+int Runtime::init_joined() {
   if (int err = probe_cma()) return err;
   unexpected_.assign(nep, Queue());
   pending_.assign(nep, Queue());

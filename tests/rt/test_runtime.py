@@ -78,6 +78,17 @@ def test_thread_engine_main_thread_and_progress_thread_apart(build_dir):
         assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_initialised_again_after_a_failed_init_and_after_finalize(build_dir, engine):
+    """A cadrt_init that fails after joining the job (a bad engine name)
+    leaves nothing behind, and init / collectives / finalize run four
+    times in one process (before, every init after a finalize failed: the
+    library was loaded a second time into the same table)."""
+    for p in (1, 3):
+        r = run(build_dir, p, "rt_reinit", engine, 4, timeout=60)
+        assert r.returncode == 0 and "rt_reinit: ok" in r.stdout, f"P={p}: {r.stdout}{r.stderr}"
+
+
 def test_signal_engine_calls_from_another_thread(build_dir):
     """Calls after cadrt_init come from another thread while the one that
     initialised waits in pthread_join (rt_check --other-thread): the
