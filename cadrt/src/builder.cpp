@@ -256,6 +256,7 @@ int cadrt_cad_issue(cadrt_cad cad, cadrt_request *req) {
   r->xfer.assign(inst->prog.n_nodes, cadrt::Xfer());
   r->netwait.reserve(inst->prog.n_nodes);  // progress() must not allocate (Runtime::bind)
   r->outgoing.reserve(inst->prog.n_nodes);
+  r->error.reserve(cadrt::kWhyBytes);
   cad_exec_init(&r->ex, &inst->prog, r->exec_mem.data());
   rt().start(r.get());
   *req = r.release();

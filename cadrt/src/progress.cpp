@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 
 #include "runtime.h"
 
@@ -34,6 +35,46 @@ namespace {
 constexpr size_t kReserve = 8;
 
 bool is_recv_side(uint32_t kind) { return kind == kEager || kind == kRts || kind == kFrag; }
+
+// A failure's message, built without the heap: messages are taken in the
+// signal handler too, which may have interrupted malloc.  (A request's
+// error string has room reserved for it, Runtime::bind.)  Cut at
+// kWhyBytes - 1.
+class Why {
+ public:
+  Why &operator<<(std::string_view s) {
+    const size_t n = std::min(s.size(), sizeof buf_ - 1 - len_);
+    memcpy(buf_ + len_, s.data(), n);
+    len_ += n;
+    return *this;
+  }
+  template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+  Why &operator<<(T v) {
+    char t[24];
+    char *e = t + sizeof t, *p = e;
+    const bool neg = v < 0;
+    uint64_t u = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+    do {
+      *--p = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u);
+    if (neg) *--p = '-';
+    return *this << std::string_view(p, static_cast<size_t>(e - p));
+  }
+  operator std::string_view() const { return {buf_, len_}; }
+
+ private:
+  char buf_[kWhyBytes];
+  size_t len_ = 0;
+};
+
+// Why a single copy failed, in the words of its likely cause (no locale,
+// no heap: strerrordesc_np).
+const char *cma_why(int err) {
+  if (err == -ESRCH) return "the peer process has exited (it may have failed this collective first)";
+  const char *d = strerrordesc_np(-err);
+  return d ? d : "unknown error";
+}
 
 // What is wrong with a message for posted node n, nullptr if nothing.  A
 // peer's slot is its own to write, so a broken (or hostile) peer could send
@@ -349,8 +390,8 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
   }
   const int64_t node = target(h, ep, &r);
   if (r && h.kind == kAbort) {
-    fail(r, -ECANCELED, std::string(reinterpret_cast<const char *>(s.payload), std::min<uint32_t>(h.frag, kPayload)),
-         false);
+    fail(r, -ECANCELED,
+         std::string_view(reinterpret_cast<const char *>(s.payload), std::min<uint32_t>(h.frag, kPayload)), false);
     return;
   }
   if (h.kind == kRelSend || h.kind == kRelRecv) {
@@ -358,8 +399,7 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
     // not get through); nothing to answer if it is not running here.
     if (r) {
       give_up(r, ep, h, -ECANCELED,
-           "rank " + std::to_string(r->comm->rank_of_ep[ep]) + " gave up collective #" + std::to_string(h.seq) +
-               " of the communicator");
+              Why() << "rank " << r->comm->rank_of_ep[ep] << " gave up collective #" << h.seq << " of the communicator");
     }
     return;
   }
@@ -385,10 +425,9 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
 bool Runtime::disagree(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
   if (r->from_cad || h.fp == r->inst->fp) return false;
   give_up(r, ep, h, -EINVAL,
-       "ranks disagree on collective #" + std::to_string(h.seq) +
-           " of their communicator (count, root, datatype, op, algorithm or its parameters): rank " +
-           std::to_string(r->comm->rank) + " runs " + r->inst->desc + ", rank " +
-           std::to_string(r->comm->rank_of_ep[ep]) + " another");
+          Why() << "ranks disagree on collective #" << h.seq
+                << " of their communicator (count, root, datatype, op, algorithm or its parameters): rank "
+                << r->comm->rank << " runs " << r->inst->desc << ", rank " << r->comm->rank_of_ep[ep] << " another");
   return true;
 }
 
@@ -454,12 +493,6 @@ bool Runtime::cma_copy(bool read, uint32_t ep, void *local, uint64_t remote, uin
   return true;
 }
 
-// Why a single copy failed, in the words of its likely cause.
-static std::string cma_why(int err) {
-  if (err == -ESRCH) return "the peer process has exited (it may have failed this collective first)";
-  return strerror(-err);
-}
-
 void Runtime::complete(cadrt_request_s *r, uint32_t node) {
   r->xfer[node].state = kIdle;
   cad_exec_complete(&r->ex, node);
@@ -473,14 +506,14 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
   if (static_cast<int64_t>(node) == r->rdv_node && (h.kind == kRts || h.kind == kCts)) learn(r, h);
   if (is_recv_side(h.kind) && h.len != n.len) {
     give_up(r, ep, h, -EMSGSIZE,
-         "rank " + std::to_string(r->comm->rank) + " receives " + std::to_string(n.len) + " bytes from rank " +
-             std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which sends " + std::to_string(h.len));
+            Why() << "rank " << r->comm->rank << " receives " << n.len << " bytes from rank " << peer << " (tag "
+                  << n.tag << "), which sends " << h.len);
     return;
   }
   if (const char *bad = malformed(h, n, r->xfer[node].done)) {
     give_up(r, ep, h, -EPROTO,
-            "rank " + std::to_string(peer) + " sent " + bad + " to rank " + std::to_string(r->comm->rank) +
-                " (tag " + std::to_string(n.tag) + ", " + std::to_string(n.len) + " bytes)");
+            Why() << "rank " << peer << " sent " << bad << " to rank " << r->comm->rank << " (tag " << n.tag << ", "
+                  << n.len << " bytes)");
     return;
   }
   int err = 0;
@@ -496,8 +529,8 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
       break;
     case kRts:
       if (!cma_copy(true, ep, at(r, n.dst_buf, n.dst_off), h.addr, h.len, &err)) {
-        give_up(r, ep, h, -EPIPE, "reading " + std::to_string(h.len) + " bytes from rank " + std::to_string(peer) +
-                            " failed: " + cma_why(err));
+        give_up(r, ep, h, -EPIPE,
+                Why() << "reading " << h.len << " bytes from rank " << peer << " failed: " << cma_why(err));
         return;
       }
       push(ep, header(r, node, kFinSend), nullptr, 0, r);
@@ -508,9 +541,8 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
       // source and write that into the peer.
       if (h.len != n.len) {
         give_up(r, ep, h, -EMSGSIZE,
-                "rank " + std::to_string(r->comm->rank) + " sends " + std::to_string(n.len) + " bytes to rank " +
-                    std::to_string(peer) + " (tag " + std::to_string(n.tag) + "), which receives " +
-                    std::to_string(h.len));
+                Why() << "rank " << r->comm->rank << " sends " << n.len << " bytes to rank " << peer << " (tag "
+                      << n.tag << "), which receives " << h.len);
         return;
       }
       if (remote(ep)) {
@@ -520,8 +552,8 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
         break;
       }
       if (!cma_copy(false, ep, at(r, n.src_buf, n.src_off), h.addr, h.len, &err)) {
-        give_up(r, ep, h, -EPIPE, "writing " + std::to_string(h.len) + " bytes to rank " + std::to_string(peer) +
-                            " failed: " + cma_why(err));
+        give_up(r, ep, h, -EPIPE,
+                Why() << "writing " << h.len << " bytes to rank " << peer << " failed: " << cma_why(err));
         return;
       }
       push(ep, header(r, node, kFinRecv), nullptr, 0, r);
@@ -652,9 +684,11 @@ bool Runtime::issue(cadrt_request_s *r) {
 // answers what it holds of theirs, and completes -- unless a peer may still
 // copy from or into its buffers, see draining.  Leaves at least kReserve - 1
 // free entries, enough for a release by the caller.
-void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tell_peers) {
+void Runtime::fail(cadrt_request_s *r, int err, std::string_view why, bool tell_peers) {
   if (r->done || r->draining) return;
-  if (r->error.empty()) r->error = why;
+  // (In the handler within the room bind() reserved: no allocation.)
+  if (r->error.empty())
+    r->error.assign(why.data(), t_in_handler ? std::min(why.size(), r->error.capacity()) : why.size());
   cad_exec_abort(&r->ex, err);
   if (tell_peers && room()) {
     MsgHeader h{};
@@ -675,7 +709,7 @@ void Runtime::fail(cadrt_request_s *r, int err, const std::string &why, bool tel
   finish(r);
 }
 
-void Runtime::give_up(cadrt_request_s *r, uint32_t ep, const MsgHeader &h, int err, const std::string &why) {
+void Runtime::give_up(cadrt_request_s *r, uint32_t ep, const MsgHeader &h, int err, std::string_view why) {
   fail(r, err, why, true);
   settle(r, ep, h);
 }
@@ -817,7 +851,7 @@ void Runtime::activate(cadrt_request_s *r) {
   for (uint32_t ep = 0; ep < nep && !r->done; ep++) {
     for (Entry *e = unexpected_[ep].head; e; e = e->next)
       if (e->slot.h.kind == kAbort && e->slot.h.ctx == r->comm->ctx && e->slot.h.seq == r->seq) {
-        fail(r, -ECANCELED, std::string(reinterpret_cast<const char *>(e->slot.payload), e->slot.h.frag), false);
+        fail(r, -ECANCELED, std::string_view(reinterpret_cast<const char *>(e->slot.payload), e->slot.h.frag), false);
         break;
       }
   }

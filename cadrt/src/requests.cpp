@@ -333,6 +333,7 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   // which may have interrupted malloc): room for every node in both.
   r->netwait.reserve(p.n_nodes);
   r->outgoing.reserve(p.n_nodes);
+  r->error.reserve(kWhyBytes);
   return 0;
 }
 

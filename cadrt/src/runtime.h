@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +33,11 @@
 #include "shm.h"
 
 namespace cadrt {
+
+// Room for a failure's message (progress.cpp's Why), reserved in each
+// request's error string so that failing in the signal handler does not
+// allocate.
+constexpr size_t kWhyBytes = 512;
 
 // A message held by this process: one that arrived before its operation
 // was posted, or one waiting for room in a full ring.
@@ -418,7 +424,7 @@ class Runtime {
   void post(cadrt_request_s *r, uint32_t node);
   bool disagree(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   void complete(cadrt_request_s *r, uint32_t node);
-  void fail(cadrt_request_s *r, int err, const std::string &why, bool tell_peers);
+  void fail(cadrt_request_s *r, int err, std::string_view why, bool tell_peers);
   void finish(cadrt_request_s *r);
   bool issue(cadrt_request_s *r);
   // At start: waits (progressing) while a transfer r copies for waits for
@@ -442,7 +448,7 @@ class Runtime {
   // r has just failed on message h: h is answered or released.
   void settle(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   // r fails on message h from ep: its peers are told, h is settled.
-  void give_up(cadrt_request_s *r, uint32_t ep, const MsgHeader &h, int err, const std::string &why);
+  void give_up(cadrt_request_s *r, uint32_t ep, const MsgHeader &h, int err, std::string_view why);
   bool cma_copy(bool read, uint32_t ep, void *local, uint64_t remote, uint64_t len, int *err);
   std::array<std::pair<uint64_t, uint64_t>, 16> failed_{};  // (ctx, seq) that failed lately
   size_t failed_next_ = 0;
