@@ -20,20 +20,25 @@
 /* ------------------------------------------------------------------ */
 /* Parameters and counters                                             */
 
+/* A writable uint parameter that refuses values outside [lo, hi] (and
+ * keeps the one it had). */
+#define CAD_PARAM_RANGE(name, var, lo, hi)                                   \
+	static int set_##name(const char *val, const struct kernel_param *kp) \
+	{                                                                     \
+		return param_set_uint_minmax(val, kp, lo, hi);                \
+	}                                                                     \
+	static const struct kernel_param_ops name##_ops = {                   \
+		.set = set_##name,                                            \
+		.get = param_get_uint,                                        \
+	};                                                                    \
+	module_param_cb(name, &name##_ops, &var, 0644)
+
 unsigned int cad_max_pinned_mb = 1024;
 module_param_named(max_pinned_mb, cad_max_pinned_mb, uint, 0644);
 MODULE_PARM_DESC(max_pinned_mb, "Memory a process may have pinned by the module, MiB");
 
 unsigned int cad_max_programs = CAD_MAX_PROGRAMS;
-static int set_max_programs(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 1, CAD_MAX_PROGRAMS);
-}
-static const struct kernel_param_ops max_programs_ops = {
-	.set = set_max_programs,
-	.get = param_get_uint,
-};
-module_param_cb(max_programs, &max_programs_ops, &cad_max_programs, 0644);
+CAD_PARAM_RANGE(max_programs, cad_max_programs, 1, CAD_MAX_PROGRAMS);
 MODULE_PARM_DESC(max_programs, "Programs loaded per open file (1.." __stringify(CAD_MAX_PROGRAMS) ")");
 
 unsigned int cad_max_image_kb = 64 << 10;
@@ -44,15 +49,7 @@ MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB");
  * process's memory cgroup, like its image); below 2 GiB, so that no
  * single allocation goes past what kvmalloc takes. */
 unsigned int cad_max_scratch_mb = 1024;
-static int set_max_scratch_mb(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 1, 2047);
-}
-static const struct kernel_param_ops max_scratch_ops = {
-	.set = set_max_scratch_mb,
-	.get = param_get_uint,
-};
-module_param_cb(max_scratch_mb, &max_scratch_ops, &cad_max_scratch_mb, 0644);
+CAD_PARAM_RANGE(max_scratch_mb, cad_max_scratch_mb, 1, 2047);
 MODULE_PARM_DESC(max_scratch_mb, "Bytes of all scratch buffers of one program, MiB (1..2047)");
 
 /*
@@ -71,15 +68,7 @@ MODULE_PARM_DESC(max_scratch_mb, "Bytes of all scratch buffers of one program, M
  * about 2x the poll engine's time against 0.8x with 0.
  */
 unsigned int cad_defer = 2;
-static int set_defer(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 0, 2);
-}
-static const struct kernel_param_ops defer_ops = {
-	.set = set_defer,
-	.get = param_get_uint,
-};
-module_param_cb(defer, &defer_ops, &cad_defer, 0644);
+CAD_PARAM_RANGE(defer, cad_defer, 0, 2);
 MODULE_PARM_DESC(defer, "Who copies a matched transfer: 0 the caller, 1 an idle member, 2 a work item on another CPU");
 
 unsigned int cad_defer_min = 4096;
