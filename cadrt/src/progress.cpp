@@ -241,12 +241,20 @@ void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, ui
   }
   hold(pending_[ep]);
   waiting_output.fetch_add(1, std::memory_order_relaxed);
+  uint64_t head;
+  if (!still_full(q, q.tail.load(std::memory_order_relaxed), &head)) flush_pending();
+}
+
+// Output to q waits for room: raise want_space, so that the consumer rings
+// when it frees slots, and look at head again.  The consumer may have
+// freed slots after the producer's last look and read want_space before
+// it was raised: then it rings nobody, and the output would wait for the
+// next pass, after a sleep (Dekker: the consumer publishes head, fences,
+// reads want_space).  Whether the ring is still full; *head: what was read.
+bool Runtime::still_full(Ring &q, uint64_t tail, uint64_t *head) {
   q.want_space.store(1, std::memory_order_seq_cst);
-  // The consumer may have freed slots after the look above and read
-  // want_space before it was raised: then it rings nobody, and this output
-  // would wait for the next pass, after a sleep.  Look again (Dekker: the
-  // consumer publishes head, fences, reads want_space).
-  if (q.tail.load(std::memory_order_relaxed) - q.head.load(std::memory_order_seq_cst) < kSlots) flush_pending();
+  *head = q.head.load(std::memory_order_seq_cst);
+  return tail - *head >= kSlots;
 }
 
 bool Runtime::flush_pending() {
@@ -270,10 +278,7 @@ bool Runtime::flush_pending() {
         waiting_output.fetch_sub(1, std::memory_order_relaxed);
         pushed = true;
       }
-      if (pq.empty()) break;
-      q.want_space.store(1, std::memory_order_seq_cst);
-      head = q.head.load(std::memory_order_seq_cst);  // freed meanwhile? (see push)
-      if (tail - head >= kSlots) break;
+      if (pq.empty() || still_full(q, tail, &head)) break;
     }
     head_seen_[ep] = head;
     if (pushed) {
@@ -587,10 +592,7 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
       tail++;
       moved = true;
     }
-    if (x.done == n.len) break;
-    q.want_space.store(1, std::memory_order_seq_cst);
-    head = q.head.load(std::memory_order_seq_cst);  // freed meanwhile? (see push)
-    if (tail - head >= kSlots) break;
+    if (x.done == n.len || still_full(q, tail, &head)) break;
   }
   if (moved) {
     q.tail.store(tail, std::memory_order_release);

@@ -407,6 +407,7 @@ class Runtime {
   // r's work is done and all its messages are in peers' rings.
   bool complete_now(const cadrt_request_s *r) const;
   bool flush_pending();
+  bool still_full(Ring &q, uint64_t tail, uint64_t *head);
   void ring(uint32_t ep, bool urgent);
   // The smallest collective (its largest buffer, bytes) whose transfers'
   // steps interrupt a computing peer: signal it (signal engine) or wake its
