@@ -709,14 +709,15 @@ int Runtime::init() {
   }
   if (int err = setup_world()) return err;
   const int err = init_joined();
-  if (err) undo_init();
+  if (err) leave_job();
   return err;
 }
 
-// A failure after the job's segment was joined leaves nothing behind: no
-// helper thread (a later cadrt_init would assign to a joinable std::thread,
-// which terminates), no /dev/cad, no mapping; peers see this rank exited.
-void Runtime::undo_init() {
+// What finalize and an init failing after the segment was joined both
+// undo, so that nothing is left behind: the helper thread (a later
+// cadrt_init would assign to a joinable std::thread, which terminates),
+// /dev/cad, the world, the mapping; peers see this rank exited.
+void Runtime::leave_job() {
   stop_helper();
   stop_.store(false);
   kernel_close();
@@ -814,8 +815,7 @@ int Runtime::finalize() {
     sleep_until_message(10);
   }
   if (has_net_) net_stop();
-  stop_helper();
-  kernel_close();
+  leave_job();
   if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
     fprintf(stderr,
             "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "
@@ -823,15 +823,11 @@ int Runtime::finalize() {
             me, engine_name(), static_cast<unsigned long long>(n_kicks.load()),
             static_cast<unsigned long long>(n_handler.load()), static_cast<unsigned long long>(n_deferred.load()),
             static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()));
-  seg.rank(me).state.store(kExited, std::memory_order_release);
   cache_.clear();
   fast_.clear();
   for (cadrt_request_s *r : spare_) delete r;
   spare_.clear();
-  world.reset();
-  seg.unmap();
   initialised_ = false;
-  stop_.store(false);
   return 0;
 }
 

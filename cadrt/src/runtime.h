@@ -391,7 +391,7 @@ class Runtime {
   std::atomic<int> handler_running_{0};  // handlers past handler_enter, on any thread
   void retarget(int32_t tid);
   int init_joined();  // init() after the segment is joined
-  void undo_init();
+  void leave_job();  // (finalize, a failed init)
 
  public:
   // Whether the handler may progress on the thread it interrupted (see
