@@ -3,7 +3,7 @@
 // error, not copy outside its buffers.  A peer's ring slots are its own to
 // write, so whatever a process of the job writes there is untrusted input.
 //
-//   cadrun -n 2 rt_peer frag|eager|ring
+//   cadrun -n 2 rt_peer frag|eager|ring [signal]
 //
 //   frag   the RTS of a 64 KiB broadcast becomes a fragment 1 TiB past
 //          the start of the message
@@ -18,9 +18,20 @@
 // failed, 1 if it "succeeded".  Rank 1 waits for its own request, which
 // fails once rank 0 gives up or exits, and exits 0.
 //
+// signal: rank 0 runs the signal engine and can be interrupted for its
+// 64 KiB broadcast (CADRT_KICK_MIN=0; rank 1 keeps the default, so its
+// start does not interrupt rank 0 before the rewrite), and rank 1 sends
+// the kick itself once the message is rewritten: rank 0 finds the damage
+// in its signal handler, while it is out of the library, and its wait
+// then returns the error.  (Under libcad_nomalloc.so, test_runtime.py
+// checks that the handler builds that error without allocating.)
+//
 // Compiled with cadrt's shm.cpp to map the job's segment the way cadrt
 // does (libcadrt exports only cadrt_*, so nothing clashes).
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -39,8 +50,9 @@ constexpr size_t kBytes = 65536;
   exit(2);
 }
 
-// Rank 1: the message it published last in ring (1, 0), rewritten.
-void tamper(const char *how) {
+// Rank 1: the message it published last in ring (1, 0), rewritten; with
+// kick, then rank 0 signalled the way a peer's ring() does.
+void tamper(const char *how, bool kick) {
   const char *fd = getenv("CADRT_JOB_FD");
   if (!fd) die("CADRT_JOB_FD is not set: run under cadrun");
   cadrt::Segment seg;
@@ -71,17 +83,38 @@ void tamper(const char *how) {
   } else {
     q.tail.store(q.head.load(std::memory_order_acquire) + 1000, std::memory_order_release);
   }
+  if (kick) {
+    cadrt::RankInfo &r0 = seg.rank(0);
+    for (int i = 0; !r0.armed.load(std::memory_order_seq_cst); i++) {
+      if (i == 1000) {
+        fprintf(stderr, "rt_peer: rank 0 is not armed for a kick\n");
+        exit(2);
+      }
+      usleep(1000);
+    }
+    r0.kicked.store(1, std::memory_order_release);
+    if (syscall(SYS_tgkill, r0.pid.load(), r0.tid.load(), SIGRTMIN + 5)) {
+      perror("rt_peer: tgkill");
+      exit(2);
+    }
+  }
   seg.unmap();
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2 || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring"))) {
-    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring\n");
+  const bool sig = argc == 3 && !strcmp(argv[2], "signal");
+  if ((argc != 2 && !sig) || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring"))) {
+    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal]\n");
     return 2;
   }
-  setenv("CADRT_ENGINE", "poll", 1);
+  const char *me = getenv("CADRT_RANK");
+  setenv("CADRT_ENGINE", sig ? "signal" : "poll", 1);
+  if (sig && me && !strcmp(me, "0"))
+    setenv("CADRT_KICK_MIN", "0", 1);
+  else
+    unsetenv("CADRT_KICK_MIN");
   if (cadrt_init()) die("init");
   cadrt_comm world = cadrt_comm_world();
   int rank, size;
@@ -96,7 +129,10 @@ int main(int argc, char **argv) {
   cadrt_request r;
   if (rank == 0) {
     if (cadrt_ibcast(buf, kBytes, CADRT_BYTE, 1, world, &r)) die("ibcast");
-    usleep(500000);  // out of the library while rank 1 tampers
+    // Out of the library while rank 1 tampers (a signal cuts a sleep short).
+    timespec left = {0, 500000000};
+    while (nanosleep(&left, &left)) {
+    }
     const int err = cadrt_wait(&r);
     printf("rank 0: error %d: %s\n", err, err ? cadrt_error_message() : "none");
     fflush(stdout);
@@ -105,7 +141,7 @@ int main(int argc, char **argv) {
   }
   usleep(100000);
   if (cadrt_ibcast(buf, kBytes, CADRT_BYTE, 1, world, &r)) die("ibcast");
-  tamper(argv[1]);
+  tamper(argv[1], sig);
   const int err = cadrt_wait(&r);
   printf("rank 1: ended with %d\n", err);
   cadrt_finalize();

@@ -8,6 +8,7 @@ and no hang: every run has a timeout well above its normal duration."""
 import json
 import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -235,6 +236,58 @@ def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     r = run(build_dir, 2, "rt_peer", how, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"rank 0: error -{71 if how != 'ring' else 32}: {message}" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_allocation_trap_works(build_dir):
+    """libcad_nomalloc.so (tests/rt/nomalloc.c), which the next test
+    preloads, aborts a process whose signal handler allocates: its
+    self-test installs a handler that calls malloc and raises its signal."""
+    r = subprocess.run(["/bin/true"], capture_output=True, text=True, timeout=30,
+                       env={**os.environ, "LD_PRELOAD": str(build_dir / "lib" / "libcad_nomalloc.so"),
+                            "CAD_NOMALLOC_SELFTEST": "1"})
+    assert r.returncode == -signal.SIGABRT, r.stderr
+    assert "cad_nomalloc: malloc called in a signal handler" in r.stderr, r.stderr
+
+
+NO_MALLOC_CASES = {
+    "all-p2": (2, "rt_check", ["--coll", "all", "--sizes", "0,1,1000,70000", "--outstanding", "3"], {}),
+    "all-p5": (5, "rt_check", ["--coll", "all", "--sizes", "0,1,1000,70000", "--outstanding", "3"], {}),
+    "nocma": (3, "rt_check", ["--coll", "all", "--sizes", "0,1000,100000,300000", "--outstanding", "3"],
+              {"CADRT_CMA": "0"}),
+    "persistent": (3, "rt_check", ["--coll", "all", "--sizes", "0,1,1000,70000", "--persistent", "--iters", "5",
+                                   "--outstanding", "3", "--jitter", "--test"], {}),
+    "other-thread": (2, "rt_check", ["--coll", "all", "--sizes", "0,1000,70000", "--outstanding", "3",
+                                     "--other-thread", "--persistent", "--iters", "10", "--test", "--jitter"], {}),
+    "away-nocma": (3, "rt_check", ["--away", "{tmp}", "--sizes", "262144"], {"CADRT_CMA": "0"}),
+    "hand-built": (5, "rt_cad", [], {}),
+    "peer-frag": (2, "rt_peer", ["frag", "signal"], {}),
+    "peer-eager": (2, "rt_peer", ["eager", "signal"], {}),
+    "peer-ring": (2, "rt_peer", ["ring", "signal"], {}),
+}
+
+
+@pytest.mark.parametrize("case", list(NO_MALLOC_CASES))
+def test_signal_handler_does_not_allocate(build_dir, tmp_path, case):
+    """The signal engine progresses in a handler that may have interrupted
+    malloc, so nothing it runs may allocate or free: not a transfer's step,
+    a reduction, a message to a peer (the pools are grown outside the
+    handler), nor the error of a failed request (its text goes into room
+    reserved at bind).  Under libcad_nomalloc.so any allocator call in a
+    handler aborts the process with a backtrace.  Every transfer may
+    interrupt (CADRT_KICK_MIN=0); the peer-* cases (rt_peer ... signal)
+    make rank 0 find a broken peer's message in its handler, while it is
+    out of the library.  The handlers must have run."""
+    p, program, args, env = NO_MALLOC_CASES[case]
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    r = run(build_dir, p, program, *args, timeout=90,
+            env={"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0",
+                 "LD_PRELOAD": str(build_dir / "lib" / "libcad_nomalloc.so"), **env})
+    assert "called in a signal handler" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
+    runs = [int(n) for n in re.findall(r"cad_nomalloc: pid \d+: (\d+) signal handler runs", r.stderr)]
+    assert sum(runs) > 0, r.stderr
+    if case.startswith("peer-"):
+        assert "rank 0: error -" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
