@@ -21,6 +21,22 @@ def test_open_mpi_alone(build_dir):
     assert "mpi_check: ok" in r.stdout
 
 
+def test_signal_handler_does_not_allocate_under_mpi(build_dir):
+    """libcadmpi.so under the signal engine with every transfer
+    interrupting, and libcad_nomalloc.so (tests/rt/nomalloc.c) preloaded
+    after it: no allocator call in any signal handler while mpi_check runs
+    every collective, mixed with point-to-point traffic."""
+    lib = build_dir / "lib"
+    r = mpirun(build_dir, 3, "--quick", preload=False,
+               env={"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0",
+                    "LD_PRELOAD": f"{lib / 'libcadmpi.so'}:{lib / 'libcad_nomalloc.so'}"})
+    assert "called in a signal handler" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "mpi_check: ok" in r.stdout
+    runs = [int(n) for n in re.findall(r"cad_nomalloc: pid \d+: (\d+) signal handler runs", r.stderr)]
+    assert len(runs) == 3 and all(runs), r.stderr
+
+
 @pytest.mark.parametrize("engine", ["poll", "thread", "signal"])
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_same_results_as_open_mpi(build_dir, engine, n):
