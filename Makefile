@@ -74,7 +74,7 @@ fuzz: build
 		$(BUILD)/fuzz/corpus $(BUILD)/fuzz/seeds
 	rm -rf $(BUILD)/fuzz_cadc/seeds
 	mkdir -p $(BUILD)/fuzz_cadc/seeds $(BUILD)/fuzz_cadc/corpus $(BUILD)/fuzz_cadc/crashes
-	cp algorithms/*.cad tests/cli/cases/* $(BUILD)/lib/cad-std.cadlib $(BUILD)/fuzz_cadc/seeds/
+	cp algorithms/*.cad algorithms/topologies/*.json tests/cli/cases/* $(BUILD)/lib/cad-std.cadlib $(BUILD)/fuzz_cadc/seeds/
 	for f in algorithms/*.cad; do \
 		$(BUILD)/bin/cadc fmt --to json $$f -o $(BUILD)/fuzz_cadc/seeds/$$(basename $$f .cad).json || exit 1; \
 	done

@@ -74,23 +74,27 @@ bool parse_setting(const std::string &text, std::string *name, std::vector<int64
 bool load_machine(const std::string &path, Machine *out, std::string *error) {
   std::string text;
   if (!read_file(path, kMaxSourceBytes, &text, error)) return false;
+  if (!parse_machine(text, out, error)) {
+    *error = path + (error->empty() || (*error)[0] != '/' ? ": " : ":") + *error;
+    return false;
+  }
+  return true;
+}
+
+bool parse_machine(const std::string &text, Machine *out, std::string *error) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
-    *error = path + ": invalid JSON: " + e.what();
+    *error = std::string("invalid JSON: ") + e.what();
     return false;
   }
   std::vector<SchemaError> errors;
   if (!Schema::builtin("topology.schema.json").validate(j, &errors)) {
-    *error = path + ":" + (errors[0].pointer.empty() ? "/" : errors[0].pointer) + ": " + errors[0].message;
+    *error = (errors[0].pointer.empty() ? "/" : errors[0].pointer) + ": " + errors[0].message;
     return false;
   }
-  if (!Machine::from_json(j, out, error)) {
-    *error = path + ": " + *error;
-    return false;
-  }
-  return true;
+  return Machine::from_json(j, out, error);
 }
 
 }  // namespace cad

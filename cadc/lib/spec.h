@@ -18,5 +18,8 @@ bool parse_setting(const std::string &text, std::string *name, std::vector<int64
                    std::string *error);
 // Reads and validates a topology file (schemas/topology.schema.json).
 bool load_machine(const std::string &path, Machine *out, std::string *error);
+// The same for the text of one; a schema error is "/pointer: message"
+// (load_machine prefixes "path:" to that, "path: " to the others).
+bool parse_machine(const std::string &text, Machine *out, std::string *error);
 
 }  // namespace cad

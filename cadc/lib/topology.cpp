@@ -54,6 +54,18 @@ bool Machine::from_json(const nlohmann::json &j, Machine *out, std::string *erro
       !positive(j, "l3_per_numa", &m.l3_per_numa, error) ||
       !positive(j, "cores_per_l3", &m.cores_per_l3, error))
     return false;
+  // Topology::make numbers cores with int64_t arithmetic: the product of the
+  // counts must stay far from overflowing (2^20 at each of five levels is
+  // 2^100, which wrapped to 0 cores and divided by it).
+  int64_t cores = 1;
+  for (int64_t count : {m.nodes, m.packages_per_node, m.numa_per_package, m.l3_per_numa, m.cores_per_l3}) {
+    cores *= count;  // at most 2^30 * 2^20
+    if (cores > kMaxCores) {
+      *error = "the machine has more than " + std::to_string(kMaxCores) +
+               " cores (nodes * packages_per_node * numa_per_package * l3_per_numa * cores_per_l3)";
+      return false;
+    }
+  }
   if (j.contains("mapping")) {
     if (!j["mapping"].is_string() || (j["mapping"] != "block" && j["mapping"] != "cyclic")) {
       *error = "\"mapping\" must be \"block\" or \"cyclic\"";

@@ -27,6 +27,8 @@ struct Machine {
   // Or explicit places, one per rank: {node, package, numa, l3}.
   std::vector<std::vector<int64_t>> places;
 
+  // The most cores a regular machine may have (the product of its counts).
+  static constexpr int64_t kMaxCores = int64_t{1} << 30;
   // Parses and validates a topology document; false with *error set.
   static bool from_json(const nlohmann::json &j, Machine *out, std::string *error);
   nlohmann::ordered_json to_json() const;

@@ -67,3 +67,20 @@ TEST(Topology, RejectsBadDocuments) {
   EXPECT_NE(error.find("unknown key"), std::string::npos);
   EXPECT_FALSE(cad::Machine::from_json({{"places", {{0, 1}}}}, &m, &error));
 }
+
+// Each count is within the schema's 1..2^20, but their product is 2^80,
+// which wrapped to 0 cores: Topology::make divided by it (SIGFPE).
+TEST(Topology, RejectsAMachineTooLargeToNumber) {
+  cad::Machine m;
+  std::string error;
+  const int64_t big = 1 << 20;
+  EXPECT_FALSE(cad::Machine::from_json(
+      {{"packages_per_node", big}, {"numa_per_package", big}, {"l3_per_numa", big}, {"cores_per_l3", big}}, &m,
+      &error));
+  EXPECT_NE(error.find("more than 1073741824 cores"), std::string::npos) << error;
+  EXPECT_FALSE(cad::Machine::from_json({{"nodes", 2049}, {"cores_per_l3", 1 << 19}}, &m, &error));
+  ASSERT_TRUE(cad::Machine::from_json({{"nodes", 1024}, {"cores_per_l3", 1 << 20}}, &m, &error)) << error;
+  std::shared_ptr<const cad::Topology> t;
+  ASSERT_TRUE(cad::Topology::make(m, 8, &t, &error)) << error;
+  EXPECT_EQ(t->ndomains(cad::kNode), 1);
+}

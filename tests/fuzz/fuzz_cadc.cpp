@@ -8,6 +8,12 @@
 //     the schema, the sources, the operators and the rules; a library that
 //     loads then selects an algorithm for every collective and op (the
 //     built-ins and each of its operators);
+//   - a topology file if it is a JSON object that names "places" or a
+//     count of a level ("nodes", "..._per_...") and no "algorithms" (the
+//     key of an algorithm file's JSON form): one that loads places
+//     P = 1, 2, 3, 5, 8 and 64 ranks, and every query must agree with the
+//     others (a rank is the member of its domain it says it is), and its
+//     JSON form loads again;
 //   - a .cadop if it is a JSON object with a "cadop" key: every operator
 //     the verifier accepts is disassembled and run by the interpreter on
 //     elements taken from the input (block sizes 1, 7 and 64 + 3, in place
@@ -37,6 +43,8 @@
 #include "library.h"
 #include "parser.h"
 #include "printer.h"
+#include "spec.h"
+#include "topology.h"
 #include "userop.h"
 #include "verify.h"
 
@@ -138,6 +146,38 @@ void verify_small(const cad::Algorithm &a, const cad::SourceManager &sm) {
 
 }  // namespace
 
+void topology(const std::string &text) {
+  cad::Machine m;
+  std::string error;
+  if (!cad::parse_machine(text, &m, &error)) {
+    if (error.empty()) abort();
+    return;
+  }
+  cad::Machine again;
+  if (!cad::parse_machine(m.to_json().dump(), &again, &error)) {
+    fprintf(stderr, "a topology's JSON form does not load: %s\n", error.c_str());
+    abort();
+  }
+  for (int64_t P : {1, 2, 3, 5, 8, 64}) {
+    std::shared_ptr<const cad::Topology> t;
+    if (!cad::Topology::make(m, P, &t, &error)) {
+      if (m.max_ranks() == 0 || P <= m.max_ranks()) abort();  // only too few places may fail
+      continue;
+    }
+    for (int level = 0; level < cad::kLevels; level++) {
+      int64_t members = 0;
+      for (int64_t d = 0; d < t->ndomains(level); d++) members += t->domain_size(level, d);
+      if (members != P) abort();
+      for (int64_t r = 0; r < P; r++) {
+        const int64_t d = t->domain(level, r);
+        if (d < 0 || d >= t->ndomains(level) || t->domain_rank(level, d, t->local_rank(level, r)) != r ||
+            t->local_size(level, r) != t->domain_size(level, d) || t->leader(level, r) > r)
+          abort();
+      }
+    }
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string text(reinterpret_cast<const char *>(data), size);
   if (text.find("\"cadlib\"") != std::string::npos && !text.empty() && text[0] == '{') {
@@ -146,6 +186,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (text.find("\"cadop\"") != std::string::npos && !text.empty() && text[0] == '{') {
     operators(text);
+    return 0;
+  }
+  if (!text.empty() && text[0] == '{' && text.find("\"algorithms\"") == std::string::npos &&
+      (text.find("\"places\"") != std::string::npos || text.find("\"nodes\"") != std::string::npos ||
+       text.find("_per_") != std::string::npos)) {
+    topology(text);
     return 0;
   }
   const bool json = !text.empty() && text[0] == '{';
