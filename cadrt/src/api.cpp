@@ -537,9 +537,15 @@ int cadrt_req_free(cadrt_request *req) {
   return 0;
 }
 
-void cadrt_poll_begin(void) { rt().enter(); }
+void cadrt_poll_begin(void) {
+  rt().enter();
+  rt().commit(1);
+}
 
-void cadrt_poll_end(void) { rt().leave(); }
+void cadrt_poll_end(void) {
+  rt().commit(-1);
+  rt().leave();
+}
 
 const char *cadrt_request_algorithm(cadrt_request req) {
   if (!req || !req->inst) return "";

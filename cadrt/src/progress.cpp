@@ -371,14 +371,22 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
   if (r->ex.state[node] != CAD_NS_ISSUED) return -1;
   const uint8_t st = r->xfer[node].state;
   switch (h.kind) {
-    case kEager: case kRts: case kFrag: return st == kWaitData ? node : -1;
+    case kRts:
+      if (st != kWaitData) return -1;
+      if (hold_rts(r, static_cast<uint32_t>(node), ep)) {
+        r->redrain = true;  // looked at again by the next pass
+        return -1;
+      }
+      return node;
+    case kEager: case kFrag: return st == kWaitData ? node : -1;
     case kCts: return st == kWaitCts ? node : -1;
     default: return st == kWaitFin ? node : -1;
   }
 }
 
+// (A GRANT answers an RTS too: the receiver will not read.)
 static bool is_answer(uint32_t kind) {
-  return kind == kFinSend || kind == kFinRecv || kind == kRelSend || kind == kRelRecv;
+  return kind == kFinSend || kind == kFinRecv || kind == kRelSend || kind == kRelRecv || kind == kGrant;
 }
 
 void Runtime::dispatch(uint32_t ep, const Slot &s) {
@@ -413,6 +421,7 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
     handle(r, static_cast<uint32_t>(node), ep, h, s.payload);
     return;
   }
+  if (h.kind == kGrant) return;  // answers an RTS, so its send is posted: only a broken peer sends this
   Entry *e = pool_.get();  // room() was checked by the caller
   e->ep = ep;
   e->slot.h = h;
@@ -533,6 +542,11 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
       if (r->xfer[node].done == n.len) complete(r, node);
       break;
     case kRts:
+      if (grant(r, node, ep)) {
+        n_lane.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      n_cma.fetch_add(1, std::memory_order_relaxed);
       if (!cma_copy(true, ep, at(r, n.dst_buf, n.dst_off), h.addr, h.len, &err)) {
         give_up(r, ep, h, -EPIPE,
                 Why() << "reading " << h.len << " bytes from rank " << peer << " failed: " << cma_why(err));
@@ -564,10 +578,179 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
       push(ep, header(r, node, kFinRecv), nullptr, 0, r);
       complete(r, node);
       break;
+    case kGrant:
+      // The receiver takes the data through the lane to it, which must be
+      // empty: our tail where its head is.
+      if (h.len != n.len || h.off != seg.lane(me, ep).tail.load(std::memory_order_relaxed)) {
+        give_up(r, ep, h, -EPROTO,
+                Why() << "rank " << peer << " granted rank " << r->comm->rank << " a lane that is not empty (tag "
+                      << n.tag << ", " << n.len << " bytes)");
+        return;
+      }
+      r->xfer[node].state = kBulkOut;
+      r->xfer[node].done = 0;
+      r->xfer[node].token = h.off;  // the first chunk
+      r->outgoing.push_back(node);
+      waiting_output.fetch_add(1, std::memory_order_relaxed);
+      bulk_out(r, node);
+      break;
     default:  // kFinSend, kFinRecv
       complete(r, node);
       break;
   }
+}
+
+// Only an exchange goes through a lane: a transfer between two ranks that
+// send each other data in the collective (alltoall, the steps of an
+// allreduce).  There both CPUs copy whichever way, and the two copies of a
+// lane cost less than one single copy.  A one-way transfer (an edge of a
+// broadcast tree) is read by the receiver alone: the sender, with nothing
+// left to do in it, may compute meanwhile.
+bool Runtime::lane_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const std::vector<uint8_t> &to = r->inst->sends_to;
+  return bulk && n.len >= bulk_min && !remote(ep) && lane_in_[ep] == kLaneFree && !t_in_handler &&
+         n.peer < to.size() && to[n.peer];
+}
+
+// A lane needs both ranks, and a rank in the library now may be back at
+// its work in a moment.  An RTS is taken through the lane when both wait
+// (grant()).  When the sender waits and this rank does not (it starts or
+// tests), the receiver reads with CMA at once, so that the sender can go
+// (unless this rank starts and the message fits in the lane, see grant()).
+// When the sender is in the library but does not wait (it starts the
+// collective too, say), the RTS waits for a while: throughout this rank's
+// start, then kHoldNs from when it was first seen (ranks reach a
+// collective together: the sender is likely to wait soon).  Otherwise --
+// the sender away at its work, the time up, this rank in the signal
+// handler or the lane in use -- the receiver reads with CMA, on its own.
+bool Runtime::hold_rts(cadrt_request_s *r, uint32_t node, uint32_t ep) {
+  constexpr int64_t kHoldNs = 10000;
+  if (!lane_fits(r, node, ep)) return false;
+  const RankInfo &peer = seg.rank(ep);
+  if (peer.committed.load(std::memory_order_relaxed)) return false;  // a grant, or CMA at once
+  if (peer.polling.load(std::memory_order_relaxed) != kRankPolling) return false;
+  Xfer &x = r->xfer[node];
+  const int64_t t = now_ns();
+  if (!x.token) x.token = static_cast<uint64_t>(t);  // (kWaitData: token is free)
+  return r == starting_ || t - static_cast<int64_t>(x.token) < kHoldNs;
+}
+
+bool Runtime::grant(cadrt_request_s *r, uint32_t node, uint32_t ep) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  // Both ranks must stay to make their copies: this one waits (not in a
+  // start or a test, after which it may compute for a long time), and so
+  // does the sender.  Else the receiver's single copy is the better deal.
+  // Or this rank starts the collective and the message fits in the lane:
+  // the sender (which waits) puts it all in and completes on its own, and
+  // this rank takes it out at its next call.
+  const bool fits = n.len <= static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk;
+  if (!lane_fits(r, node, ep) || !seg.rank(ep).committed.load(std::memory_order_relaxed) ||
+      (committed_.load(std::memory_order_relaxed) <= 0 && !(r == starting_ && fits)))
+    return false;
+  MsgHeader h = header(r, node, kGrant);
+  h.off = seg.lane(ep, me).head.load(std::memory_order_relaxed);
+  push(ep, h, nullptr, 0, r);
+  r->xfer[node].state = kBulkIn;
+  r->xfer[node].done = 0;
+  r->xfer[node].token = h.off;  // the first chunk
+  lane_in_[ep] = kLaneGranted;
+  r->outgoing.push_back(node);  // (input: not counted in waiting_output)
+  bulk_in(r, node);
+  return true;
+}
+
+// The sender's side of a granted lane: chunks in while it has room (each
+// published at once, so that the receiver copies one out while the next
+// goes in).
+bool Runtime::bulk_out(cadrt_request_s *r, uint32_t node) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const uint32_t ep = r->comm->ep[n.peer];
+  Lane &l = seg.lane(me, ep);
+  const uint32_t chunks = seg.lane_chunks();
+  Xfer &x = r->xfer[node];
+  uint64_t tail = l.tail.load(std::memory_order_relaxed);
+  uint64_t head = l.head.load(std::memory_order_acquire);
+  bool moved = false;
+  for (;;) {
+    if (tail - head > chunks) {  // (a head past the tail wraps too)
+      lane_corrupt(ep, tail - head);
+      return moved;
+    }
+    while (x.done < n.len && tail - head < chunks) {
+      const uint64_t part = std::min<uint64_t>(kLaneChunk, n.len - x.done);
+      memcpy(l.chunk(tail - x.token, seg.nranks()), at(r, n.src_buf, n.src_off) + x.done, part);
+      x.done += part;
+      l.tail.store(++tail, std::memory_order_release);
+      moved = true;
+    }
+    if (x.done == n.len) break;
+    // Full: the receiver rings when it frees a chunk; it may have freed
+    // them after the look above and read want_space before it was raised
+    // (see still_full).
+    l.want_space.store(1, std::memory_order_seq_cst);
+    head = l.head.load(std::memory_order_seq_cst);
+    if (tail - head == chunks) break;
+  }
+  if (moved) ring(ep, r->inst->size >= kick_min);  // (as for the messages of a transfer)
+  if (x.done == n.len) out_done(r, node);
+  return moved;
+}
+
+// The receiver's side: chunks out as they come.  It knows how many are to
+// come (the length it posted), so a tail past them is a broken peer's.
+bool Runtime::bulk_in(cadrt_request_s *r, uint32_t node) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const uint32_t ep = r->comm->ep[n.peer];
+  Lane &l = seg.lane(ep, me);
+  Xfer &x = r->xfer[node];
+  uint64_t head = l.head.load(std::memory_order_relaxed);
+  const uint64_t tail = l.tail.load(std::memory_order_acquire);
+  const uint64_t to_come = (n.len - x.done + kLaneChunk - 1) / kLaneChunk;
+  if (tail - head > std::min<uint64_t>(seg.lane_chunks(), to_come)) {
+    lane_corrupt(ep, tail - head);
+    return false;
+  }
+  bool moved = false;
+  while (head != tail) {
+    const uint64_t part = std::min<uint64_t>(kLaneChunk, n.len - x.done);
+    memcpy(at(r, n.dst_buf, n.dst_off) + x.done, l.chunk(head - x.token, seg.nranks()), part);
+    x.done += part;
+    l.head.store(++head, std::memory_order_release);
+    moved = true;
+  }
+  if (moved) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (l.want_space.load(std::memory_order_relaxed)) {
+      l.want_space.store(0, std::memory_order_relaxed);
+      ring(ep, true);
+    }
+  }
+  if (x.done == n.len) {
+    lane_in_[ep] = kLaneFree;
+    out_done(r, node);
+  }
+  return moved;
+}
+
+void Runtime::lane_corrupt(uint32_t ep, uint64_t what) {
+  if (corrupt_lane_[ep]) return;
+  corrupt_lane_[ep] = what ? what : 1;
+  seg.rank(ep).state.store(kDead, std::memory_order_release);  // check_peers fails what runs
+}
+
+bool Runtime::move_out(cadrt_request_s *r, uint32_t node) {
+  switch (r->xfer[node].state) {
+    case kBulkOut: return bulk_out(r, node);
+    case kBulkIn: return bulk_in(r, node);
+    default: return frag_out(r, node);
+  }
+}
+
+void Runtime::out_done(cadrt_request_s *r, uint32_t node) {
+  r->outgoing.erase(std::find(r->outgoing.begin(), r->outgoing.end(), node));
+  if (r->xfer[node].state != kBulkIn) waiting_output.fetch_sub(1, std::memory_order_relaxed);
+  complete(r, node);
 }
 
 // Fragments of a send while the ring has room.
@@ -598,11 +781,7 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
     q.tail.store(tail, std::memory_order_release);
     ring(ep, true);
   }
-  if (x.done == n.len) {
-    r->outgoing.erase(std::find(r->outgoing.begin(), r->outgoing.end(), node));
-    waiting_output.fetch_sub(1, std::memory_order_relaxed);
-    complete(r, node);
-  }
+  if (x.done == n.len) out_done(r, node);
   return moved;
 }
 
@@ -767,7 +946,7 @@ bool Runtime::exposed(const cadrt_request_s *r) const {
 void Runtime::answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
   const int32_t peer = ep < r->comm->rank_of_ep.size() ? r->comm->rank_of_ep[ep] : -1;
   if (peer >= 0) {
-    const uint8_t kind = h.kind == kFinSend || h.kind == kRelSend ? CAD_NODE_SEND : CAD_NODE_RECV;
+    const uint8_t kind = h.kind == kFinSend || h.kind == kRelSend || h.kind == kGrant ? CAD_NODE_SEND : CAD_NODE_RECV;
     const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
     if (node >= 0 && r->xfer[node].state == kWaitFin) r->xfer[node].state = kIdle;
     // A receive from another node whose sender will not send: cancelled
@@ -812,10 +991,15 @@ void Runtime::finish(cadrt_request_s *r) {
   if (!r->result) r->result = cad_exec_status(&r->ex);
   r->draining = false;
   unlink_active(r);
-  if (!r->outgoing.empty()) {
-    waiting_output.fetch_sub(static_cast<int>(r->outgoing.size()), std::memory_order_relaxed);
-    r->outgoing.clear();
+  // A lane granted to a receive that did not complete holds what the
+  // sender put in (or will): never granted again.
+  int output = 0;
+  for (uint32_t node : r->outgoing) {
+    if (r->xfer[node].state == kBulkIn) lane_in_[r->comm->ep[r->inst->prog.nodes[node].peer]] = kLaneRetired;
+    else output++;
   }
+  if (output) waiting_output.fetch_sub(output, std::memory_order_relaxed);
+  r->outgoing.clear();
   if (engine == Engine::Thread) {
     // The main thread may sleep in wait() for it while the progress thread
     // worked (sleep_until_message looks at done after reading the bell).
@@ -890,7 +1074,7 @@ bool Runtime::progress() {
     for (size_t k = 0; k < r->outgoing.size();) {
       const uint32_t node = r->outgoing[k];
       const size_t before = r->outgoing.size();
-      moved |= frag_out(r, node);
+      moved |= move_out(r, node);
       if (r->outgoing.size() == before) k++;
     }
     moved |= issue(r);
@@ -948,7 +1132,9 @@ bool Runtime::check_peers() {
     const std::string why = corrupt_[ep] ? "rank " + std::to_string(ep) + " of the job wrote a corrupt ring (" +
                                                std::to_string(corrupt_[ep]) + " messages in a ring of " +
                                                std::to_string(kSlots) + ")"
-                                         : "rank " + std::to_string(ep) + " of the job died";
+                            : corrupt_lane_[ep] ? "rank " + std::to_string(ep) + " of the job wrote a corrupt lane (" +
+                                                      std::to_string(corrupt_lane_[ep]) + " chunks ahead)"
+                                                : "rank " + std::to_string(ep) + " of the job died";
     for (cadrt_request_s *r = active_, *next; r; r = next) {
       next = r->next;
       if (r->draining) {

@@ -35,6 +35,7 @@ int64_t Instance::find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t o) co
 void Instance::index() {
   occ.assign(prog.n_nodes, 0);
   keys.clear();
+  sends_to.clear();
   large = false;
   size = 0;
   for (uint32_t b = 0; b < prog.n_buffers; b++) size = std::max<uint64_t>(size, prog.buffers[b].size);
@@ -44,6 +45,10 @@ void Instance::index() {
     if (n.kind != CAD_NODE_SEND && n.kind != CAD_NODE_RECV) continue;
     occ[i] = seen[{n.kind, n.peer, n.tag}]++;
     large |= n.len > kPayload;
+    if (n.kind == CAD_NODE_SEND) {
+      if (sends_to.size() <= n.peer) sends_to.resize(n.peer + 1, 0);
+      sends_to[n.peer] = 1;
+    }
     keys.push_back({n.kind, n.peer, n.tag, occ[i], i});
   }
   std::sort(keys.begin(), keys.end());
@@ -348,6 +353,11 @@ int Runtime::start(cadrt_request_s *r) {
   r->rdv_node = -1;
   r->seq = r->comm->next_seq++;
   cad_exec_start(&r->ex);
+  starting_ = r;
+  struct Started {
+    Runtime *rt;
+    ~Started() { rt->starting_ = nullptr; }
+  } started{this};
   activate(r);
   // A peer that posted first has announced its transfers (an RTS for a
   // receiver that reads, a CTS for a sender that writes): take them in now,
@@ -402,6 +412,7 @@ void Runtime::rendezvous(cadrt_request_s *r) {
       if (r->ex.state[i] != CAD_NS_ISSUED || n.len <= kPayload || (st != kWaitData && st != kWaitCts)) continue;
       const uint32_t ep = r->comm->ep[n.peer];
       if (remote(ep)) continue;
+      if (n.kind == CAD_NODE_RECV && lane_fits(r, i, ep)) continue;  // its RTS waits for the wait (hold_rts)
       if (first < 0) first = i;
       bytes = std::max<uint64_t>(bytes, n.len);
       inside |= seg.rank(ep).polling.load(std::memory_order_relaxed) == kRankPolling;
@@ -457,6 +468,11 @@ int Runtime::wait(cadrt_request_s *r) {
     kernel_wait(r);
     return r->result;
   }
+  commit(1);
+  struct Uncommit {
+    Runtime *rt;
+    ~Uncommit() { rt->commit(-1); }
+  } uncommit{this};
   for (int idle = 0;;) {
     {
       auto g = guard();

@@ -253,6 +253,15 @@ void Runtime::enter() {
   std::atomic_signal_fence(std::memory_order_seq_cst);  // before any library work
 }
 
+// (Calls come one at a time; the count is atomic for the thread engine's
+// progress thread, which reads it.)
+void Runtime::commit(int by) {
+  if (!initialised_ || engine == Engine::Kernel) return;
+  const int now = std::max(0, committed_.load(std::memory_order_relaxed) + by);
+  committed_.store(now, std::memory_order_relaxed);
+  seg.rank(me).committed.store(now > 0, std::memory_order_relaxed);
+}
+
 void Runtime::leave() {
   if (engine == Engine::Kernel) {
     bump_in_library(-1);
@@ -735,6 +744,22 @@ int Runtime::init_joined() {
   pending_.assign(nep, Queue());
   head_seen_.assign(nep, 0);
   corrupt_.assign(nep, 0);
+  corrupt_lane_.assign(nep, 0);
+  lane_in_.assign(nep, kLaneFree);
+  committed_.store(0);
+  seg.rank(me).committed.store(0);
+  bulk = cma && seg.has_lanes();
+  if (const char *v = env("CADRT_BULK")) {
+    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+      return set_error(-EINVAL, std::string("CADRT_BULK=") + v + ": not 0 or 1");
+    bulk &= strcmp(v, "1") == 0;
+  }
+  if (const char *v = env("CADRT_BULK_MIN")) {
+    long k;
+    if (!env_long("CADRT_BULK_MIN", &k) || k < 0)
+      return set_error(-EINVAL, std::string("CADRT_BULK_MIN=") + v + ": not a number of bytes");
+    bulk_min = static_cast<uint64_t>(k);
+  }
   pool_.grow(256);
   vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
 
@@ -816,6 +841,9 @@ int Runtime::finalize() {
   }
   if (has_net_) net_stop();
   leave_job();
+  if (verbose && engine != Engine::Kernel && nlocal > 1)
+    fprintf(stderr, "cadrt: rank %u: large receives: %llu through lanes, %llu by a single copy (CMA)\n", me,
+            static_cast<unsigned long long>(n_lane.load()), static_cast<unsigned long long>(n_cma.load()));
   if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
     fprintf(stderr,
             "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "

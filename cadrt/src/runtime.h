@@ -90,6 +90,7 @@ struct Instance {
   };
   std::vector<Key> keys;                // SEND and RECV nodes, sorted
   bool large = false;                   // a SEND or RECV too long for a slot
+  std::vector<uint8_t> sends_to;        // per peer rank: a SEND to it (an exchange if it sends too)
   uint64_t size = 0;                    // its largest buffer, bytes
   // Learned, not part of what the instance is (see Runtime::rendezvous()):
   // how late, in ns, the announcement a start of it waited for came
@@ -107,6 +108,8 @@ enum XferState : uint8_t {
   kWaitCts,     // sender-writes: the receiver's address is to come
   kWaitData,    // a receive waiting for EAGER, RTS or FRAGs
   kFragOut,     // sending FRAGs as the ring has room
+  kBulkOut,     // granted: copying into the lane to the receiver as it has room
+  kBulkIn,      // granted the lane: copying out what the sender has put in
   // With a rank on another node (the network transport):
   kNetRecv,     // a large receive to post, then say CTS with its tag
   kNetSend,     // the CTS came: send to its tag
@@ -116,7 +119,8 @@ enum XferState : uint8_t {
 struct Xfer {
   uint8_t state = kIdle;
   uint64_t done = 0;  // bytes
-  uint64_t token = 0; // kNetSend, kNetWait: the tag's token
+  uint64_t token = 0; // kNetSend, kNetWait: the tag's token; kWaitData: when an RTS was first held;
+                      // kBulkOut, kBulkIn: the lane's first chunk of the transfer
   void *net = nullptr;
 };
 
@@ -157,7 +161,7 @@ struct cadrt_request_s {
   std::vector<unsigned char *> bufs;      // base address of each program buffer
   std::vector<std::vector<unsigned char>> scratch;
   std::vector<cadrt::Xfer> xfer;          // per node
-  std::vector<uint32_t> outgoing;         // nodes in kFragOut
+  std::vector<uint32_t> outgoing;         // nodes in kFragOut, kBulkOut, kBulkIn
   std::vector<uint32_t> netwait;          // nodes in kNetRecv, kNetSend, kNetWait (capacity: every node)
   bool redrain = false;                   // unexpected messages left for later
   // The transfer node whose announcement the start's rendezvous waited
@@ -297,6 +301,14 @@ class Runtime {
   bool remote(uint32_t ep) const { return !remote_.empty() && remote_[ep]; }
   Segment seg;
   bool cma = false;
+  // Large local messages may go through the bulk lanes (shm.h): the
+  // segment has them, CMA works (the other way when a grant is not
+  // made), CADRT_BULK is not 0.  From bulk_min bytes (CADRT_BULK_MIN).
+  bool bulk = false;
+  uint64_t bulk_min = 16384;
+  // Waiting in cadrt_wait, or between cadrt_poll_begin and end: the caller
+  // keeps progressing until its request completes (RankInfo::committed).
+  void commit(int by);
 
   // Inside the library (Entered), or polling it (cadrt_poll_begin).
   void enter();
@@ -317,6 +329,8 @@ class Runtime {
   std::atomic<unsigned> quiet_tests_{0};
   // Counts for CADRT_VERBOSE's report at finalize.
   std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0}, n_wakes{0};
+  // Large local receives: through a lane, by a single copy (CMA).
+  std::atomic<uint64_t> n_lane{0}, n_cma{0};
 
  private:
   bool initialised_ = false;
@@ -350,6 +364,13 @@ class Runtime {
   // Peers whose ring to this rank was found corrupt (its tail more than a
   // ring ahead of the head): treated as dead (check_peers).
   std::vector<uint64_t> corrupt_;
+  // Per endpoint: the lane from that peer to this rank (shm.h) is free,
+  // granted to a receive, or no longer used: a transfer through it failed
+  // half-way, and what the sender left in it is not to be read.
+  enum LaneUse : uint8_t { kLaneFree = 0, kLaneGranted, kLaneRetired };
+  std::vector<uint8_t> lane_in_;
+  std::vector<uint64_t> corrupt_lane_;  // the peer wrote a corrupt lane (check_peers): how far ahead
+  std::atomic<int> committed_{0};
   cadrt_request_s *active_ = nullptr;
   std::vector<unsigned char> vm_scratch_;
   std::map<std::string, std::shared_ptr<const Instance>> cache_;
@@ -434,6 +455,23 @@ class Runtime {
   void rendezvous(cadrt_request_s *r);
   void learn(cadrt_request_s *r, const MsgHeader &h);
   bool frag_out(cadrt_request_s *r, uint32_t node);
+  // A receive whose RTS came: whether it takes the lane from the sender
+  // (and says kGrant) rather than reading with CMA.
+  bool grant(cadrt_request_s *r, uint32_t node, uint32_t ep);
+  // Whether receive node of r (from ep) could go through the lane now.
+  bool lane_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
+  // Whether the RTS for receive node waits (in the unexpected queue) for a
+  // grant: see progress.cpp.
+  bool hold_rts(cadrt_request_s *r, uint32_t node, uint32_t ep);
+  const cadrt_request_s *starting_ = nullptr;  // the request start() is starting
+  bool bulk_out(cadrt_request_s *r, uint32_t node);
+  bool bulk_in(cadrt_request_s *r, uint32_t node);
+  // The step of an outgoing node (FRAGs, or either side of a lane).
+  bool move_out(cadrt_request_s *r, uint32_t node);
+  // A node of outgoing is done: off the list, completed.
+  void out_done(cadrt_request_s *r, uint32_t node);
+  // A peer wrote something no working peer writes into its lane.
+  void lane_corrupt(uint32_t ep, uint64_t what);
   cadrt_request_s *find_active(uint64_t ctx, uint64_t seq);
   bool recently_failed(uint64_t ctx, uint64_t seq) const;
   // Tells ep that the RTS or CTS h will not be answered by a copy.

@@ -23,10 +23,17 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 uint64_t ranks_offset() { return sizeof(Header); }
 uint64_t rings_offset(uint32_t n) { return align_up(ranks_offset() + n * sizeof(RankInfo), 4096); }
+uint64_t lanes_offset(uint32_t n) {
+  return align_up(rings_offset(n) + static_cast<uint64_t>(n) * n * sizeof(Ring), 4096);
+}
 
 }  // namespace
 
-uint64_t segment_size(uint32_t n) { return rings_offset(n) + static_cast<uint64_t>(n) * n * sizeof(Ring); }
+// (Pages of shared memory are allocated as they are first touched: a lane
+// costs memory only once a transfer has used it.)
+uint64_t segment_size(uint32_t n) {
+  return lanes_offset(n) + (n <= kLaneMaxRanks ? static_cast<uint64_t>(n) * n * lane_bytes(n) : 0);
+}
 
 bool Segment::map(int fd, bool create, uint32_t n, std::string *error) {
   if (create) {
@@ -87,6 +94,10 @@ RankInfo &Segment::rank(uint32_t r) const {
 
 Ring &Segment::ring(uint32_t from, uint32_t to) const {
   return reinterpret_cast<Ring *>(base_ + rings_offset(n_))[static_cast<uint64_t>(from) * n_ + to];
+}
+
+Lane &Segment::lane(uint32_t from, uint32_t to) const {
+  return *reinterpret_cast<Lane *>(base_ + lanes_offset(n_) + (static_cast<uint64_t>(from) * n_ + to) * lane_bytes(n_));
 }
 
 void Segment::barrier() {

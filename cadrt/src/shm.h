@@ -53,6 +53,7 @@ enum MsgKind : uint32_t {
   kAbort,      // the collective (ctx, seq) failed; payload: why
   kRelSend,    // answers an RTS of a failed collective: the receiver will not read
   kRelRecv,    // answers a CTS of a failed collective: the sender will not write
+  kGrant,      // answers an RTS: the sender copies the data into the lane to the receiver
 };
 
 struct MsgHeader {
@@ -64,7 +65,8 @@ struct MsgHeader {
   uint32_t frag;  // payload bytes
   uint64_t len;   // bytes of the whole message
   uint64_t addr;  // RTS: sender's source; CTS: receiver's destination
-  uint64_t off;   // FRAG: offset in the message; RTS, CTS: the sender's now_ns() then
+  uint64_t off;   // FRAG: offset in the message; RTS, CTS: the sender's now_ns() then;
+                  // GRANT: the lane's head (chunks), where the data starts
   uint64_t fp;    // the sender's instance fingerprint
 };
 static_assert(sizeof(MsgHeader) == kHeaderBytes, "a slot header is 64 bytes");
@@ -120,6 +122,7 @@ struct alignas(64) RankInfo {
   alignas(64) std::atomic<uint32_t> polling;  // a Polling: whom a message wakes
   std::atomic<uint32_t> bell;                 // futex word
   std::atomic<uint32_t> kicked;               // a kick is on its way (one at a time)
+  std::atomic<uint32_t> committed;            // waiting, or between cadrt_poll_begin and end
 };
 static_assert(sizeof(RankInfo) == 128, "two cache lines");
 
@@ -130,6 +133,35 @@ enum Polling : uint32_t {
   kRankIdle = 2,     // outside, nothing active or queued: the next call looks, no wake-up
   kRankAsleep = 3,   // the main thread sleeps in the library, waiting: every message wakes it
 };
+
+// A bulk lane, one per ordered pair of ranks of a job of at most
+// kLaneMaxRanks: a ring of chunks (lane_chunks(n): 2 MiB in all for up to
+// 8 ranks, 1 MiB for up to 16) through which the sender copies a large
+// message in and the receiver copies it out, the two copies running side
+// by side chunk by chunk.  The receiver grants it to one transfer at a
+// time (kGrant), when both ranks are there to copy: on the machines
+// measured a process_vm_readv costs 4-5 times a memcpy of the same bytes
+// (the kernel pins, maps and copies page by page), so two memcpys beat the
+// single copy when both CPUs make one.  Otherwise (a peer computing) the
+// receiver reads with CMA, on its own.  Pages of a lane are allocated as
+// they are first touched: a lane costs memory only once used.
+constexpr uint32_t kLaneChunk = 65536;
+constexpr uint32_t kLaneMaxRanks = 16;
+constexpr uint32_t lane_chunks(uint32_t n) { return n <= 8 ? 32 : 16; }
+
+struct alignas(4096) Lane {
+  alignas(64) std::atomic<uint64_t> tail;         // chunks written, by the sender
+  alignas(64) std::atomic<uint64_t> head;         // chunks copied out, by the receiver
+  alignas(64) std::atomic<uint32_t> want_space;   // the sender waits for a chunk
+  // (lane_chunks(n) chunks of kLaneChunk bytes follow.)  Chunk i of a
+  // transfer: each starts at the first (the lane is empty when granted),
+  // so that a small one uses the pages, and the cache lines, the last did.
+  unsigned char *chunk(uint64_t i, uint32_t n) {
+    return reinterpret_cast<unsigned char *>(this) + sizeof(Lane) + i % lane_chunks(n) * kLaneChunk;
+  }
+};
+static_assert(sizeof(Lane) == 4096, "a lane's header is a page");
+inline uint64_t lane_bytes(uint32_t n) { return sizeof(Lane) + static_cast<uint64_t>(lane_chunks(n)) * kLaneChunk; }
 
 enum RankState : uint32_t { kStarting = 0, kAlive = 1, kExited = 2, kDead = 3 };
 
@@ -146,7 +178,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);
@@ -163,6 +195,10 @@ class Segment {
   uint32_t nranks() const { return n_; }
   RankInfo &rank(uint32_t r) const;
   Ring &ring(uint32_t from, uint32_t to) const;
+  // The bulk lanes exist for jobs of at most kLaneMaxRanks.
+  bool has_lanes() const { return n_ <= kLaneMaxRanks; }
+  uint32_t lane_chunks() const { return cadrt::lane_chunks(n_); }
+  Lane &lane(uint32_t from, uint32_t to) const;
 
   // All ranks of the segment meet (spinning briefly, then on a futex).
   void barrier();

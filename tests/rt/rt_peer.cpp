@@ -4,6 +4,7 @@
 // write, so whatever a process of the job writes there is untrusted input.
 //
 //   cadrun -n 2 rt_peer frag|eager|ring [signal]
+//   cadrun -n 2 rt_peer lane
 //
 //   frag   the RTS of a 64 KiB broadcast becomes a fragment 1 TiB past
 //          the start of the message
@@ -17,6 +18,14 @@
 // waits and prints "rank 0: error <n>: <message>"; it exits 0 if the wait
 // failed, 1 if it "succeeded".  Rank 1 waits for its own request, which
 // fails once rank 0 gives up or exits, and exits 0.
+//
+// lane: an alltoall of 64 KiB blocks, an exchange that goes through the
+// bulk lanes when both ranks wait.  Rank 1 starts it, says it waits (its
+// committed flag) without doing so, moves the tail of its lane to rank 0
+// 1000 chunks past the head, and stays out of the library for a second:
+// rank 0, waiting, grants the lane and must fail with "wrote a corrupt
+// lane" rather than copy what is not a chunk.  Rank 1 then waits for its
+// own request, which fails, and exits 0.
 //
 // signal: rank 0 runs the signal engine and can be interrupted for its
 // 64 KiB broadcast (CADRT_KICK_MIN=0; rank 1 keeps the default, so its
@@ -101,12 +110,44 @@ void tamper(const char *how, bool kick) {
   seg.unmap();
 }
 
+// rt_peer lane (see the header).
+int lane(int rank, cadrt_comm world) {
+  static char in[2 * kBytes], out[2 * kBytes];
+  memset(in, rank + 1, sizeof in);
+  if (rank == 1) {  // before the start: rank 0 grants as soon as the RTS comes
+    cadrt::Segment seg;
+    std::string error;
+    if (!seg.map(atoi(getenv("CADRT_JOB_FD")), false, 2, &error)) {
+      fprintf(stderr, "rt_peer: mapping the segment: %s\n", error.c_str());
+      exit(2);
+    }
+    if (!seg.has_lanes()) {
+      fprintf(stderr, "rt_peer: the segment has no lanes\n");
+      exit(2);
+    }
+    cadrt::Lane &l = seg.lane(1, 0);
+    l.tail.store(l.head.load() + 1000, std::memory_order_release);
+    seg.rank(1).committed.store(1, std::memory_order_release);
+    seg.unmap();
+  }
+  cadrt_request r;
+  if (cadrt_ialltoall(in, out, kBytes, CADRT_BYTE, world, &r)) die("ialltoall");
+  if (rank == 1) usleep(1000000);  // out of the library: rank 0 alone meets the lane
+  const int err = cadrt_wait(&r);
+  printf("rank %d: error %d: %s\n", rank, err, err ? cadrt_error_message() : "none");
+  fflush(stdout);
+  cadrt_finalize();
+  return rank == 0 && !err ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   const bool sig = argc == 3 && !strcmp(argv[2], "signal");
-  if ((argc != 2 && !sig) || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring"))) {
-    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal]\n");
+  const bool lanes = argc == 2 && !strcmp(argv[1], "lane");
+  if ((argc != 2 && !sig) ||
+      (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring") && !lanes)) {
+    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane\n");
     return 2;
   }
   const char *me = getenv("CADRT_RANK");
@@ -124,6 +165,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rt_peer: needs 2 ranks\n");
     return 2;
   }
+  if (lanes) return lane(rank, world);
   static char buf[kBytes];
   memset(buf, rank, sizeof buf);
   cadrt_request r;

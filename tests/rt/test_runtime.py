@@ -226,16 +226,18 @@ def test_mismatched_count_is_an_error(build_dir, engine, coll):
     ("frag", "rank 1 sent a fragment outside its message to rank 0 (tag 0, 65536 bytes)"),
     ("eager", "rank 1 sent an eager message longer than its slot to rank 0 (tag 0, 65536 bytes)"),
     ("ring", "rank 1 of the job wrote a corrupt ring (1000 messages in a ring of 32)"),
+    ("lane", "rank 1 of the job wrote a corrupt lane (1000 chunks ahead)"),
 ])
 def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     """A peer rewrites what it published in its ring (tests/rt/rt_peer.cpp):
     a fragment outside the message, an eager message longer than a slot, a
     tail far past the head.  Rank 0 fails with that error instead of
     copying outside its buffers (a segfault) or reading past the slot (a
-    wrong result), and the job ends."""
+    wrong result), and the job ends.  lane: the tail of its bulk lane far
+    past the head, when rank 0 grants it (an alltoall)."""
     r = run(build_dir, 2, "rt_peer", how, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"rank 0: error -{71 if how != 'ring' else 32}: {message}" in r.stdout, r.stdout + r.stderr
+    assert f"rank 0: error -{32 if how in ('ring', 'lane') else 71}: {message}" in r.stdout, r.stdout + r.stderr
 
 
 def test_the_allocation_trap_works(build_dir):
@@ -381,6 +383,26 @@ def test_corrupt_library_is_a_clear_error(build_dir, tmp_path, variant):
     assert "Traceback" not in r.stderr and "terminate" not in r.stderr
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_exchanges_go_through_the_lanes(build_dir, engine, p):
+    """Large receives of an exchange (alltoall, allreduce: the two ranks
+    send each other data) go through the bulk lanes when both ranks wait,
+    a broadcast's by a single copy; results stay right (rt_check compares
+    every element), and with CADRT_BULK=0 nothing goes through a lane."""
+    def counts(env):
+        r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,700000",
+                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", **env}, timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
+        assert len(found) == p, r.stderr
+        return sum(int(a) for a, _ in found), sum(int(b) for _, b in found)
+    lanes, single = counts({})
+    assert lanes > 0 and single > 0, (lanes, single)
+    lanes, single = counts({"CADRT_BULK": "0"})
+    assert lanes == 0 and single > 0, (lanes, single)
+
+
 def test_cma_forbidden_falls_back_with_a_notice(build_dir):
     """seccomp makes process_vm_readv/writev fail with EPERM, as in a
     locked-down container: the job still runs, copying through the
@@ -406,6 +428,8 @@ def test_cma_off_by_setting(build_dir):
     ({"CADRT_TOPOLOGY": "/nonexistent/topo.json"}, "CADRT_TOPOLOGY"),
     ({"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "lots"}, "CADRT_KICK_MIN=lots: not a number of bytes"),
     ({"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "-1"}, "CADRT_KICK_MIN=-1: not a number of bytes"),
+    ({"CADRT_BULK": "2"}, "CADRT_BULK=2: not 0 or 1"),
+    ({"CADRT_BULK_MIN": "-1"}, "CADRT_BULK_MIN=-1: not a number of bytes"),
 ])
 def test_bad_settings_are_clear_errors(build_dir, setting, message):
     r = run(build_dir, 2, "rt_check", "--coll", "bcast", env=setting, timeout=60)

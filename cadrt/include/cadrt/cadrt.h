@@ -204,7 +204,9 @@ int cadrt_req_free(cadrt_request *req);
 /* For glue that polls cadrt in a loop together with another library's
  * progress (libcadmpi's MPI_Wait): between begin and end the caller
  * promises to call cadrt_test often, and the signal engine neither wakes
- * its helper nor interrupts the caller for each message.  They nest. */
+ * its helper nor interrupts the caller for each message; peers take it
+ * as waiting (as in cadrt_wait), so exchanges with them may go through
+ * the shared-memory lanes (README, Transports).  They nest. */
 void cadrt_poll_begin(void);
 void cadrt_poll_end(void);
 
