@@ -303,7 +303,9 @@ class Runtime {
   bool cma = false;
   // Large local messages may go through the bulk lanes (shm.h): the
   // segment has them, CMA works (the other way when a grant is not
-  // made), CADRT_BULK is not 0.  From bulk_min bytes (CADRT_BULK_MIN).
+  // made), and CADRT_BULK is 1, or auto (the default) and two memcpys
+  // measured faster than a process_vm_readv (lanes_pay()).  From
+  // bulk_min bytes (CADRT_BULK_MIN).
   bool bulk = false;
   uint64_t bulk_min = 16384;
   // Waiting in cadrt_wait, or between cadrt_poll_begin and end: the caller
@@ -535,6 +537,7 @@ class Runtime {
   Bootstrap boot_;
   bool booted_ = false;
   int probe_cma();
+  bool lanes_pay();
   int start_engine();
   void stop_helper();
 };

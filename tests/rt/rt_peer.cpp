@@ -151,6 +151,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *me = getenv("CADRT_RANK");
+  if (lanes) setenv("CADRT_BULK", "1", 1);  // whatever they measure here
   setenv("CADRT_ENGINE", sig ? "signal" : "poll", 1);
   if (sig && me && !strcmp(me, "0"))
     setenv("CADRT_KICK_MIN", "0", 1);
