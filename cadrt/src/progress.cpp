@@ -80,6 +80,20 @@ const char *cma_why(int err) {
 // peer's slot is its own to write, so a broken (or hostile) peer could send
 // anything: the header checked here is a copy, and nothing is copied
 // before it passes.  done: the bytes of n's fragments already received.
+// Output to a ring (or a lane) of `slots` entries waits for room: raise
+// want_space, so that the consumer rings when it frees some (freed()), and
+// look at head again.  The consumer may have freed slots after the
+// producer's last look and read want_space before it was raised: then it
+// rings nobody, and the output would wait for the next pass, after a sleep
+// (Dekker: the consumer publishes head, fences, reads want_space).
+// Whether it is still full; *head: what was read.
+bool still_full(std::atomic<uint32_t> &want_space, const std::atomic<uint64_t> &head_word, uint64_t tail,
+                uint64_t slots, uint64_t *head) {
+  want_space.store(1, std::memory_order_seq_cst);
+  *head = head_word.load(std::memory_order_seq_cst);
+  return tail - *head >= slots;
+}
+
 const char *malformed(const MsgHeader &h, const cad_node &n, uint64_t done) {
   switch (h.kind) {
     case kEager:
@@ -242,19 +256,7 @@ void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, ui
   hold(pending_[ep]);
   waiting_output.fetch_add(1, std::memory_order_relaxed);
   uint64_t head;
-  if (!still_full(q, q.tail.load(std::memory_order_relaxed), &head)) flush_pending();
-}
-
-// Output to q waits for room: raise want_space, so that the consumer rings
-// when it frees slots, and look at head again.  The consumer may have
-// freed slots after the producer's last look and read want_space before
-// it was raised: then it rings nobody, and the output would wait for the
-// next pass, after a sleep (Dekker: the consumer publishes head, fences,
-// reads want_space).  Whether the ring is still full; *head: what was read.
-bool Runtime::still_full(Ring &q, uint64_t tail, uint64_t *head) {
-  q.want_space.store(1, std::memory_order_seq_cst);
-  *head = q.head.load(std::memory_order_seq_cst);
-  return tail - *head >= kSlots;
+  if (!still_full(q.want_space, q.head, q.tail.load(std::memory_order_relaxed), kSlots, &head)) flush_pending();
 }
 
 bool Runtime::flush_pending() {
@@ -278,7 +280,7 @@ bool Runtime::flush_pending() {
         waiting_output.fetch_sub(1, std::memory_order_relaxed);
         pushed = true;
       }
-      if (pq.empty() || still_full(q, tail, &head)) break;
+      if (pq.empty() || still_full(q.want_space, q.head, tail, kSlots, &head)) break;
     }
     head_seen_[ep] = head;
     if (pushed) {
@@ -329,13 +331,19 @@ bool Runtime::poll_incoming() {
       moved = true;
     }
     q.head.store(head, std::memory_order_release);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (q.want_space.load(std::memory_order_relaxed)) {
-      q.want_space.store(0, std::memory_order_relaxed);
-      ring(ep, true);
-    }
+    freed(q.want_space, ep);
   }
   return moved;
+}
+
+// The consumer published a new head: ring the producer if it waits for
+// room (the other side of still_full()).
+void Runtime::freed(std::atomic<uint32_t> &want_space, uint32_t ep) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (want_space.load(std::memory_order_relaxed)) {
+    want_space.store(0, std::memory_order_relaxed);
+    ring(ep, true);
+  }
 }
 
 // ---------------------------------------------------------------- matching
@@ -684,13 +692,7 @@ bool Runtime::bulk_out(cadrt_request_s *r, uint32_t node) {
       l.tail.store(++tail, std::memory_order_release);
       moved = true;
     }
-    if (x.done == n.len) break;
-    // Full: the receiver rings when it frees a chunk; it may have freed
-    // them after the look above and read want_space before it was raised
-    // (see still_full).
-    l.want_space.store(1, std::memory_order_seq_cst);
-    head = l.head.load(std::memory_order_seq_cst);
-    if (tail - head == chunks) break;
+    if (x.done == n.len || still_full(l.want_space, l.head, tail, chunks, &head)) break;
   }
   if (moved) ring(ep, r->inst->size >= kick_min);  // (as for the messages of a transfer)
   if (x.done == n.len) out_done(r, node);
@@ -719,13 +721,7 @@ bool Runtime::bulk_in(cadrt_request_s *r, uint32_t node) {
     l.head.store(++head, std::memory_order_release);
     moved = true;
   }
-  if (moved) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (l.want_space.load(std::memory_order_relaxed)) {
-      l.want_space.store(0, std::memory_order_relaxed);
-      ring(ep, true);
-    }
-  }
+  if (moved) freed(l.want_space, ep);
   if (x.done == n.len) {
     lane_in_[ep] = kLaneFree;
     out_done(r, node);
@@ -775,7 +771,7 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
       tail++;
       moved = true;
     }
-    if (x.done == n.len || still_full(q, tail, &head)) break;
+    if (x.done == n.len || still_full(q.want_space, q.head, tail, kSlots, &head)) break;
   }
   if (moved) {
     q.tail.store(tail, std::memory_order_release);

@@ -783,15 +783,11 @@ int Runtime::init_joined() {
   lane_in_.assign(nep, kLaneFree);
   committed_.store(0);
   seg.rank(me).committed.store(0);
-  bulk = cma && seg.has_lanes() && nlocal > 1;
-  if (const char *v = env("CADRT_BULK")) {
-    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0 && strcmp(v, "auto") != 0)
-      return set_error(-EINVAL, std::string("CADRT_BULK=") + v + ": not 0, 1 or auto");
-    if (strcmp(v, "0") == 0) bulk = false;
-    else if (strcmp(v, "auto") == 0 && bulk) bulk = lanes_pay();
-  } else if (bulk) {
-    bulk = lanes_pay();
-  }
+  const std::string want_bulk = env("CADRT_BULK") ? env("CADRT_BULK") : "auto";
+  if (want_bulk != "0" && want_bulk != "1" && want_bulk != "auto")
+    return set_error(-EINVAL, "CADRT_BULK=" + want_bulk + ": not 0, 1 or auto");
+  bulk = cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
+  if (bulk && want_bulk == "auto") bulk = lanes_pay();
   if (const char *v = env("CADRT_BULK_MIN")) {
     long k;
     if (!env_long("CADRT_BULK_MIN", &k) || k < 0)

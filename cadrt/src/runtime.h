@@ -430,7 +430,7 @@ class Runtime {
   // r's work is done and all its messages are in peers' rings.
   bool complete_now(const cadrt_request_s *r) const;
   bool flush_pending();
-  bool still_full(Ring &q, uint64_t tail, uint64_t *head);
+  void freed(std::atomic<uint32_t> &want_space, uint32_t ep);
   void ring(uint32_t ep, bool urgent);
   // The smallest collective (its largest buffer, bytes) whose transfers'
   // steps interrupt a computing peer: signal it (signal engine) or wake its
