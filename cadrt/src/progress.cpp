@@ -429,7 +429,9 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
     handle(r, static_cast<uint32_t>(node), ep, h, s.payload);
     return;
   }
-  if (h.kind == kGrant) return;  // answers an RTS, so its send is posted: only a broken peer sends this
+  // Both answer an RTS, so their send is posted: only a broken peer sends
+  // one for no send (or a SPLIT that a failed send's draining let through).
+  if (h.kind == kGrant || h.kind == kSplit) return;
   Entry *e = pool_.get();  // room() was checked by the caller
   e->ep = ep;
   e->slot.h = h;
@@ -555,6 +557,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
         break;
       }
       n_cma.fetch_add(1, std::memory_order_relaxed);
+      if (split_in(r, node, ep, h)) break;
       if (!cma_copy(true, ep, at(r, n.dst_buf, n.dst_off), h.addr, h.len, &err)) {
         give_up(r, ep, h, -EPIPE,
                 Why() << "reading " << h.len << " bytes from rank " << peer << " failed: " << cma_why(err));
@@ -601,6 +604,9 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
       r->outgoing.push_back(node);
       waiting_output.fetch_add(1, std::memory_order_relaxed);
       bulk_out(r, node);
+      break;
+    case kSplit:
+      split_out(r, node, ep, h);
       break;
     default:  // kFinSend, kFinRecv
       complete(r, node);
@@ -729,6 +735,161 @@ bool Runtime::bulk_in(cadrt_request_s *r, uint32_t node) {
   return moved;
 }
 
+// ---------------------------------------------------------------- split single copy
+
+// A one-way transfer (a broadcast's edge) is read by the receiver with
+// process_vm_readv, which the kernel makes page by page, at 4-5 times the
+// cost of a memcpy on the machines measured.  When the sender waits too
+// (RankInfo::committed: in cadrt_wait, or MPI_Wait through libcadmpi),
+// its CPU has nothing else to do: the receiver offers it a share (SPLIT,
+// with its destination's address), and both copy chunks, the receiver
+// reading, the sender writing with process_vm_writev, each claiming the
+// next chunk from the Split's counter.  Two CPUs make the copy in about
+// half the time (bench/results: pt), and a sender that is away at its
+// work loses nothing: it never sees the offer until its next call, and
+// the receiver reads the rest meanwhile, so the overlap of a broadcast is
+// the single copy's.  The receiver waits at the end only for chunks the
+// sender claimed, which it is writing at that moment.
+namespace {
+
+uint64_t split_chunk(uint64_t len) { return len < (1u << 20) ? 65536 : 131072; }
+uint64_t split_chunks(uint64_t len) { return (len + split_chunk(len) - 1) / split_chunk(len); }
+
+// The next chunk of s's transfer of generation gen and n chunks, claimed;
+// n when none is left (or s is another transfer's now).
+uint64_t claim_chunk(Split &s, uint64_t gen, uint64_t n) {
+  uint64_t c = s.claim.load(std::memory_order_acquire);
+  for (;;) {
+    if (c >> 32 != gen || (c & 0xffffffffu) >= n) return n;
+    if (s.claim.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      return c & 0xffffffffu;
+  }
+}
+
+// Claims what is left (the receiver, failing): how many chunks were
+// claimed in all before.
+uint64_t close_split(Split &s, uint64_t gen, uint64_t n) {
+  uint64_t c = s.claim.load(std::memory_order_acquire);
+  for (;;) {
+    if (c >> 32 != gen || (c & 0xffffffffu) >= n) return n;
+    if (s.claim.compare_exchange_weak(c, gen << 32 | n, std::memory_order_acq_rel, std::memory_order_acquire))
+      return c & 0xffffffffu;
+  }
+}
+
+}  // namespace
+
+Split &Runtime::split_of(const cadrt_request_s *r, uint32_t node) const {
+  const uint32_t ep = r->comm->ep[r->inst->prog.nodes[node].peer];
+  return seg.lane(ep, me).split[r->xfer[node].token & 0xff];
+}
+
+void Runtime::split_free(const cadrt_request_s *r, uint32_t node) {
+  const uint32_t ep = r->comm->ep[r->inst->prog.nodes[node].peer];
+  split_used_[ep] &= static_cast<uint8_t>(~(1u << (r->xfer[node].token & 0xff)));
+}
+
+bool Runtime::split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const uint64_t chunk = split_chunk(n.len), chunks = split_chunks(n.len);
+  uint8_t &used = split_used_[ep];
+  if (!split || remote(ep) || chunks < 2 || chunks >= (1u << 31) || used == 0xff ||
+      !seg.rank(ep).committed.load(std::memory_order_relaxed))
+    return false;
+  static_assert(kSplitSlots == 8, "a bit of split_used_ per Split");
+  const uint32_t i = static_cast<uint32_t>(__builtin_ctz(~used & 0xffu));
+  Split &s = seg.lane(ep, me).split[i];
+  const uint64_t gen = ((s.claim.load(std::memory_order_relaxed) >> 32) + 1) & 0xffffffu;
+  s.sent.store(0, std::memory_order_relaxed);
+  s.claim.store(gen << 32, std::memory_order_release);
+  unsigned char *dst = at(r, n.dst_buf, n.dst_off);
+  MsgHeader m = header(r, node, kSplit);
+  m.addr = reinterpret_cast<uint64_t>(dst);
+  m.off = gen << 8 | i;
+  push(ep, m, nullptr, 0, r);
+  used |= static_cast<uint8_t>(1u << i);
+  n_split.fetch_add(1, std::memory_order_relaxed);
+  Xfer &x = r->xfer[node];
+  x.state = kSplitIn;
+  x.token = m.off;
+  r->outgoing.push_back(node);  // (input: not counted in waiting_output)
+  uint64_t own = 0;
+  int err = 0;
+  for (uint64_t k; (k = claim_chunk(s, gen, chunks)) < chunks;) {
+    own++;
+    const uint64_t off = k * chunk;
+    if (!cma_copy(true, ep, dst + off, h.addr + off, std::min<uint64_t>(chunk, n.len - off), &err)) break;
+  }
+  x.done = close_split(s, gen, chunks) - own;  // the sender's chunks
+  // The sender is writing its last chunks now: they are waited for here,
+  // for a while (a chunk takes some 10 us; the sender may have lost its
+  // CPU, then the next pass looks again), so that the FIN goes out from
+  // this call: this rank may go back to its work after it, and the sender
+  // would wait for its next call.
+  for (const int64_t until = now_ns() + 200000;
+       !err && s.sent.load(std::memory_order_acquire) < x.done && now_ns() < until;)
+    cpu_relax();
+  if (err) {
+    give_up(r, ep, h, -EPIPE,
+            Why() << "reading " << h.len << " bytes from rank " << r->comm->rank_of_ep[ep]
+                  << " failed: " << cma_why(err));
+    return true;
+  }
+  split_wait(r, node);
+  return true;
+}
+
+// The receiver's side, after its own chunks: done once the sender has
+// written the chunks it claimed.
+bool Runtime::split_wait(cadrt_request_s *r, uint32_t node) {
+  const uint32_t ep = r->comm->ep[r->inst->prog.nodes[node].peer];
+  const uint64_t sent = split_of(r, node).sent.load(std::memory_order_acquire);
+  const uint64_t want = r->xfer[node].done;
+  if (sent > want) {
+    lane_corrupt(ep, sent - want);
+    return false;
+  }
+  if (sent < want || !room()) return false;
+  push(ep, header(r, node, kFinSend), nullptr, 0, r);
+  out_done(r, node);
+  return true;
+}
+
+// The sender's side: chunks while any is left, if it waits (else it may
+// be about to go back to its work; and in the signal handler it was taken
+// from it).  A chunk it claims is counted in sent even if it failed, so
+// that the receiver does not wait for it.
+void Runtime::split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const uint64_t chunk = split_chunk(n.len), chunks = split_chunks(n.len);
+  if (h.len != n.len || (h.off & 0xff) >= kSplitSlots || chunks < 2 || chunks >= (1u << 31) || !seg.has_lanes()) {
+    give_up(r, ep, h, -EPROTO,
+            Why() << "rank " << r->comm->rank_of_ep[ep] << " offered rank " << r->comm->rank
+                  << " a split that does not fit its message (tag " << n.tag << ", " << n.len << " bytes)");
+    return;
+  }
+  if (committed_.load(std::memory_order_relaxed) <= 0 || t_in_handler) return;
+  Split &s = seg.lane(me, ep).split[h.off & 0xff];
+  const unsigned char *src = at(r, n.src_buf, n.src_off);
+  uint64_t wrote = 0;
+  int err = 0;
+  for (uint64_t k; (k = claim_chunk(s, h.off >> 8, chunks)) < chunks;) {
+    const uint64_t off = k * chunk;
+    const bool ok = cma_copy(false, ep, const_cast<unsigned char *>(src) + off, h.addr + off,
+                             std::min<uint64_t>(chunk, n.len - off), &err);
+    s.sent.fetch_add(1, std::memory_order_release);
+    wrote++;
+    if (!ok) break;
+  }
+  if (!wrote) return;
+  n_split_chunks.fetch_add(wrote, std::memory_order_relaxed);
+  ring(ep, true);  // the receiver may wait for the last chunk
+  if (err)
+    give_up(r, ep, h, -EPIPE,
+            Why() << "writing " << n.len << " bytes to rank " << r->comm->rank_of_ep[ep]
+                  << " failed: " << cma_why(err));
+}
+
 void Runtime::lane_corrupt(uint32_t ep, uint64_t what) {
   if (corrupt_lane_[ep]) return;
   corrupt_lane_[ep] = what ? what : 1;
@@ -739,13 +900,16 @@ bool Runtime::move_out(cadrt_request_s *r, uint32_t node) {
   switch (r->xfer[node].state) {
     case kBulkOut: return bulk_out(r, node);
     case kBulkIn: return bulk_in(r, node);
+    case kSplitIn: return split_wait(r, node);
     default: return frag_out(r, node);
   }
 }
 
 void Runtime::out_done(cadrt_request_s *r, uint32_t node) {
   r->outgoing.erase(std::find(r->outgoing.begin(), r->outgoing.end(), node));
-  if (r->xfer[node].state != kBulkIn) waiting_output.fetch_sub(1, std::memory_order_relaxed);
+  const uint8_t st = r->xfer[node].state;
+  if (st == kSplitIn) split_free(r, node);
+  else if (st != kBulkIn) waiting_output.fetch_sub(1, std::memory_order_relaxed);
   complete(r, node);
 }
 
@@ -931,8 +1095,11 @@ bool Runtime::release_failed() {
 bool Runtime::exposed(const cadrt_request_s *r) const {
   const cad_prog &p = r->inst->prog;
   for (uint32_t i = 0; i < p.n_nodes; i++) {
-    if (r->xfer[i].state == kNetSend || r->xfer[i].state == kNetWait) return true;
-    if (r->xfer[i].state != kWaitFin) continue;
+    const uint8_t st = r->xfer[i].state;
+    if (st == kNetSend || st == kNetWait) return true;
+    if (st != kWaitFin && st != kSplitIn) continue;
+    // (A split: while the sender may still write a chunk it claimed.)
+    if (st == kSplitIn && split_of(r, i).sent.load(std::memory_order_acquire) >= r->xfer[i].done) continue;
     const uint32_t ep = r->comm->ep[p.nodes[i].peer];
     if (seg.rank(ep).state.load(std::memory_order_acquire) < kExited) return true;
   }
@@ -992,6 +1159,7 @@ void Runtime::finish(cadrt_request_s *r) {
   int output = 0;
   for (uint32_t node : r->outgoing) {
     if (r->xfer[node].state == kBulkIn) lane_in_[r->comm->ep[r->inst->prog.nodes[node].peer]] = kLaneRetired;
+    else if (r->xfer[node].state == kSplitIn) split_free(r, node);  // (not exposed: the sender is done or gone)
     else output++;
   }
   if (output) waiting_output.fetch_sub(output, std::memory_order_relaxed);

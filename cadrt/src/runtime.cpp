@@ -781,6 +781,15 @@ int Runtime::init_joined() {
   corrupt_.assign(nep, 0);
   corrupt_lane_.assign(nep, 0);
   lane_in_.assign(nep, kLaneFree);
+  split_used_.assign(nep, 0);
+  // A lane a transfer left half-full (this process's earlier cadrt_init
+  // in the same job, cut off at finalize by a peer that died, say) holds
+  // chunks no grant can account for: not used again.
+  if (seg.has_lanes())
+    for (uint32_t ep = 0; ep < nep; ep++)
+      if (ep != me && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
+                          seg.lane(ep, me).head.load(std::memory_order_relaxed))
+        lane_in_[ep] = kLaneRetired;
   committed_.store(0);
   seg.rank(me).committed.store(0);
   const std::string want_bulk = env("CADRT_BULK") ? env("CADRT_BULK") : "auto";
@@ -788,6 +797,10 @@ int Runtime::init_joined() {
     return set_error(-EINVAL, "CADRT_BULK=" + want_bulk + ": not 0, 1 or auto");
   bulk = cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
   if (bulk && want_bulk == "auto") bulk = lanes_pay();
+  const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";
+  if (want_split != "0" && want_split != "1")
+    return set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");
+  split = cma && seg.has_lanes() && nlocal > 1 && want_split == "1";
   if (const char *v = env("CADRT_BULK_MIN")) {
     long k;
     if (!env_long("CADRT_BULK_MIN", &k) || k < 0)
@@ -876,8 +889,11 @@ int Runtime::finalize() {
   if (has_net_) net_stop();
   leave_job();
   if (verbose && engine != Engine::Kernel && nlocal > 1)
-    fprintf(stderr, "cadrt: rank %u: large receives: %llu through lanes, %llu by a single copy (CMA)\n", me,
-            static_cast<unsigned long long>(n_lane.load()), static_cast<unsigned long long>(n_cma.load()));
+    fprintf(stderr,
+            "cadrt: rank %u: large receives: %llu through lanes, %llu by a single copy (CMA), %llu of them split "
+            "with the sender; %llu chunks written for receivers\n",
+            me, static_cast<unsigned long long>(n_lane.load()), static_cast<unsigned long long>(n_cma.load()),
+            static_cast<unsigned long long>(n_split.load()), static_cast<unsigned long long>(n_split_chunks.load()));
   if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
     fprintf(stderr,
             "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "

@@ -110,6 +110,7 @@ enum XferState : uint8_t {
   kFragOut,     // sending FRAGs as the ring has room
   kBulkOut,     // granted: copying into the lane to the receiver as it has room
   kBulkIn,      // granted the lane: copying out what the sender has put in
+  kSplitIn,     // a split single copy: read our chunks, waiting for the sender's (done: how many)
   // With a rank on another node (the network transport):
   kNetRecv,     // a large receive to post, then say CTS with its tag
   kNetSend,     // the CTS came: send to its tag
@@ -120,7 +121,8 @@ struct Xfer {
   uint8_t state = kIdle;
   uint64_t done = 0;  // bytes
   uint64_t token = 0; // kNetSend, kNetWait: the tag's token; kWaitData: when an RTS was first held;
-                      // kBulkOut, kBulkIn: the lane's first chunk of the transfer
+                      // kBulkOut, kBulkIn: the lane's first chunk of the transfer;
+                      // kSplitIn: generation << 8 | the Split's index
   void *net = nullptr;
 };
 
@@ -161,7 +163,7 @@ struct cadrt_request_s {
   std::vector<unsigned char *> bufs;      // base address of each program buffer
   std::vector<std::vector<unsigned char>> scratch;
   std::vector<cadrt::Xfer> xfer;          // per node
-  std::vector<uint32_t> outgoing;         // nodes in kFragOut, kBulkOut, kBulkIn
+  std::vector<uint32_t> outgoing;         // nodes in kFragOut, kBulkOut, kBulkIn, kSplitIn
   std::vector<uint32_t> netwait;          // nodes in kNetRecv, kNetSend, kNetWait (capacity: every node)
   bool redrain = false;                   // unexpected messages left for later
   // The transfer node whose announcement the start's rendezvous waited
@@ -308,6 +310,11 @@ class Runtime {
   // bulk_min bytes (CADRT_BULK_MIN).
   bool bulk = false;
   uint64_t bulk_min = 16384;
+  // A large one-way receive read by a single copy is split with its
+  // sender when the sender waits (progress.cpp, split_in): the segment
+  // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is
+  // not 0.
+  bool split = false;
   // Waiting in cadrt_wait, or between cadrt_poll_begin and end: the caller
   // keeps progressing until its request completes (RankInfo::committed).
   void commit(int by);
@@ -333,6 +340,9 @@ class Runtime {
   std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0}, n_wakes{0};
   // Large local receives: through a lane, by a single copy (CMA).
   std::atomic<uint64_t> n_lane{0}, n_cma{0};
+  // Single copies split with the sender (receiver's count), and the
+  // chunks written for receivers that split (sender's count).
+  std::atomic<uint64_t> n_split{0}, n_split_chunks{0};
 
  private:
   bool initialised_ = false;
@@ -372,6 +382,7 @@ class Runtime {
   enum LaneUse : uint8_t { kLaneFree = 0, kLaneGranted, kLaneRetired };
   std::vector<uint8_t> lane_in_;
   std::vector<uint64_t> corrupt_lane_;  // the peer wrote a corrupt lane (check_peers): how far ahead
+  std::vector<uint8_t> split_used_;     // per endpoint: a bit per Split of its lane to us in use
   std::atomic<int> committed_{0};
   cadrt_request_s *active_ = nullptr;
   std::vector<unsigned char> vm_scratch_;
@@ -472,6 +483,14 @@ class Runtime {
   bool move_out(cadrt_request_s *r, uint32_t node);
   // A node of outgoing is done: off the list, completed.
   void out_done(cadrt_request_s *r, uint32_t node);
+  // The split single copy (progress.cpp): the receiver's side, at an RTS
+  // (false: not split); its wait for the sender's chunks; the sender's
+  // side, at a SPLIT.
+  bool split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
+  bool split_wait(cadrt_request_s *r, uint32_t node);
+  void split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
+  Split &split_of(const cadrt_request_s *r, uint32_t node) const;
+  void split_free(const cadrt_request_s *r, uint32_t node);
   // A peer wrote something no working peer writes into its lane.
   void lane_corrupt(uint32_t ep, uint64_t what);
   cadrt_request_s *find_active(uint64_t ctx, uint64_t seq);

@@ -54,6 +54,7 @@ enum MsgKind : uint32_t {
   kRelSend,    // answers an RTS of a failed collective: the receiver will not read
   kRelRecv,    // answers a CTS of a failed collective: the sender will not write
   kGrant,      // answers an RTS: the sender copies the data into the lane to the receiver
+  kSplit,      // answers an RTS: the receiver reads, and the waiting sender may write chunks too (Split)
 };
 
 struct MsgHeader {
@@ -64,9 +65,10 @@ struct MsgHeader {
   uint32_t occ;   // which message of (src, dst, tag) in program order
   uint32_t frag;  // payload bytes
   uint64_t len;   // bytes of the whole message
-  uint64_t addr;  // RTS: sender's source; CTS: receiver's destination
+  uint64_t addr;  // RTS: sender's source; CTS, SPLIT: receiver's destination
   uint64_t off;   // FRAG: offset in the message; RTS, CTS: the sender's now_ns() then;
-                  // GRANT: the lane's head (chunks), where the data starts
+                  // GRANT: the lane's head (chunks), where the data starts;
+                  // SPLIT: generation << 8 | the Split's index
   uint64_t fp;    // the sender's instance fingerprint
 };
 static_assert(sizeof(MsgHeader) == kHeaderBytes, "a slot header is 64 bytes");
@@ -149,10 +151,25 @@ constexpr uint32_t kLaneChunk = 65536;
 constexpr uint32_t kLaneMaxRanks = 16;
 constexpr uint32_t lane_chunks(uint32_t n) { return n <= 8 ? 32 : 16; }
 
+// A split single copy (progress.cpp, split_in): a large message the
+// receiver reads with process_vm_readv while its sender waits is copied
+// by both, chunk by chunk, the sender writing with process_vm_writev.
+// Each side claims the next chunk from `claim`; a sender called away
+// leaves the rest to the receiver.  The receiver owns the kSplitSlots
+// Splits in the header of the lane to it and starts each use with a new
+// generation, so that a claim of a finished transfer can never take a
+// chunk of the next.
+struct alignas(64) Split {
+  std::atomic<uint64_t> claim;  // generation << 32 | chunks claimed (at most the transfer's)
+  std::atomic<uint64_t> sent;   // chunks the sender claimed and wrote (or failed to write)
+};
+constexpr uint32_t kSplitSlots = 8;
+
 struct alignas(4096) Lane {
   alignas(64) std::atomic<uint64_t> tail;         // chunks written, by the sender
   alignas(64) std::atomic<uint64_t> head;         // chunks copied out, by the receiver
   alignas(64) std::atomic<uint32_t> want_space;   // the sender waits for a chunk
+  Split split[kSplitSlots];                       // (not part of the lane's ring)
   // (lane_chunks(n) chunks of kLaneChunk bytes follow.)  Chunk i of a
   // transfer: each starts at the first (the lane is empty when granted),
   // so that a small one uses the pages, and the cache lines, the last did.
@@ -178,7 +195,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);

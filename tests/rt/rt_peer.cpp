@@ -4,7 +4,7 @@
 // write, so whatever a process of the job writes there is untrusted input.
 //
 //   cadrun -n 2 rt_peer frag|eager|ring [signal]
-//   cadrun -n 2 rt_peer lane
+//   cadrun -n 2 rt_peer lane|split|offer
 //
 //   frag   the RTS of a 64 KiB broadcast becomes a fragment 1 TiB past
 //          the start of the message
@@ -26,6 +26,20 @@
 // rank 0, waiting, grants the lane and must fail with "wrote a corrupt
 // lane" rather than copy what is not a chunk.  Rank 1 then waits for its
 // own request, which fails, and exits 0.
+//
+// split: a 64 MiB broadcast from rank 1, which says it waits (as in
+// lane) so that rank 0 splits the single copy with it (a Split in the
+// header of the lane from rank 1).  Rank 1 watches the Split until rank 0
+// takes it, then claims every chunk left and says it wrote 1000: rank 0
+// must fail with "wrote a corrupt lane" rather than wait for chunks that
+// do not exist or complete without them.
+//
+// offer: a 256 KiB broadcast from rank 0, which waits.  Rank 1 never
+// starts it: it takes the RTS rank 0 sent it, turns it into a SPLIT naming
+// a Split that does not exist, and puts that in its ring to rank 0, which
+// must fail with "offered rank 0 a split that does not fit" rather than
+// write anywhere.  Rank 1 then exits (after a while), which ends rank 0's
+// wait for an answer to its RTS.
 //
 // signal: rank 0 runs the signal engine and can be interrupted for its
 // 64 KiB broadcast (CADRT_KICK_MIN=0; rank 1 keeps the default, so its
@@ -110,21 +124,30 @@ void tamper(const char *how, bool kick) {
   seg.unmap();
 }
 
+cadrt::Segment map_segment() {
+  cadrt::Segment seg;
+  std::string error;
+  if (!seg.map(atoi(getenv("CADRT_JOB_FD")), false, 2, &error)) {
+    fprintf(stderr, "rt_peer: mapping the segment: %s\n", error.c_str());
+    exit(2);
+  }
+  if (!seg.has_lanes()) {
+    fprintf(stderr, "rt_peer: the segment has no lanes\n");
+    exit(2);
+  }
+  return seg;
+}
+
 // rt_peer lane (see the header).
 int lane(int rank, cadrt_comm world) {
   static char in[2 * kBytes], out[2 * kBytes];
   memset(in, rank + 1, sizeof in);
+  // (After rank 0's cadrt_init, which would find the lane not empty and
+  // never grant it.)
+  cadrt_request b;
+  if (cadrt_ibarrier(world, &b) || cadrt_wait(&b)) die("ibarrier");
   if (rank == 1) {  // before the start: rank 0 grants as soon as the RTS comes
-    cadrt::Segment seg;
-    std::string error;
-    if (!seg.map(atoi(getenv("CADRT_JOB_FD")), false, 2, &error)) {
-      fprintf(stderr, "rt_peer: mapping the segment: %s\n", error.c_str());
-      exit(2);
-    }
-    if (!seg.has_lanes()) {
-      fprintf(stderr, "rt_peer: the segment has no lanes\n");
-      exit(2);
-    }
+    cadrt::Segment seg = map_segment();
     cadrt::Lane &l = seg.lane(1, 0);
     l.tail.store(l.head.load() + 1000, std::memory_order_release);
     seg.rank(1).committed.store(1, std::memory_order_release);
@@ -140,14 +163,91 @@ int lane(int rank, cadrt_comm world) {
   return rank == 0 && !err ? 1 : 0;
 }
 
+// rt_peer split (see the header).
+int split(int rank, cadrt_comm world) {
+  constexpr size_t kBig = 64u << 20;
+  constexpr uint64_t kChunks = kBig / 131072;  // (progress.cpp: split_chunk)
+  static char buf[kBig];
+  memset(buf, rank, sizeof buf);
+  cadrt::Segment seg = map_segment();
+  cadrt::Split &s = seg.lane(1, 0).split[0];
+  const uint64_t before = s.claim.load(std::memory_order_acquire);
+  if (rank == 1) seg.rank(1).committed.store(1, std::memory_order_release);
+  cadrt_request r;
+  if (cadrt_ibcast(buf, kBig, CADRT_BYTE, 1, world, &r)) die("ibcast");
+  if (rank == 1) {
+    uint64_t c;
+    for (long i = 0; ((c = s.claim.load(std::memory_order_acquire)) >> 32) == before >> 32; i++) {
+      if (i == 2000000000L) {
+        fprintf(stderr, "rt_peer: rank 0 did not split the copy\n");
+        exit(2);
+      }
+    }
+    s.claim.store((c >> 32) << 32 | kChunks, std::memory_order_release);
+    s.sent.store(1000, std::memory_order_release);
+    usleep(500000);
+  }
+  seg.unmap();
+  const int err = cadrt_wait(&r);
+  printf("rank %d: error %d: %s\n", rank, err, err ? cadrt_error_message() : "none");
+  fflush(stdout);
+  cadrt_finalize();
+  return rank == 0 && !err ? 1 : 0;
+}
+
+// rt_peer offer (see the header).
+int offer(int rank, cadrt_comm world) {
+  constexpr size_t kMid = 256 * 1024;
+  static char buf[kMid];
+  memset(buf, rank, sizeof buf);
+  if (rank == 0) {
+    cadrt_request r;
+    if (cadrt_ibcast(buf, kMid, CADRT_BYTE, 0, world, &r)) die("ibcast");
+    const int err = cadrt_wait(&r);
+    printf("rank 0: error %d: %s\n", err, err ? cadrt_error_message() : "none");
+    fflush(stdout);
+    cadrt_finalize();
+    return err ? 0 : 1;
+  }
+  cadrt::Segment seg = map_segment();
+  cadrt::Ring &in = seg.ring(0, 1), &out = seg.ring(1, 0);
+  for (int i = 0; in.tail.load(std::memory_order_acquire) == in.head.load(std::memory_order_relaxed); i++) {
+    if (i == 5000) {
+      fprintf(stderr, "rt_peer: no RTS from rank 0\n");
+      exit(2);
+    }
+    usleep(1000);
+  }
+  cadrt::MsgHeader h = in.slots[in.head.load() % cadrt::kSlots].h;
+  if (h.kind != cadrt::kRts) {
+    fprintf(stderr, "rt_peer: rank 0's message is of kind %u, not an RTS\n", h.kind);
+    exit(2);
+  }
+  h.kind = cadrt::kSplit;
+  h.addr = reinterpret_cast<uint64_t>(buf);
+  h.off = 1u << 8 | 200;  // Split 200 of 8
+  const uint64_t tail = out.tail.load(std::memory_order_relaxed);
+  out.slots[tail % cadrt::kSlots].h = h;
+  out.tail.store(tail + 1, std::memory_order_release);
+  seg.rank(0).bell.fetch_add(1, std::memory_order_release);
+  cadrt::futex_wake(&seg.rank(0).bell);
+  seg.unmap();
+  usleep(500000);
+  printf("rank 1: offered\n");
+  cadrt_finalize();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   const bool sig = argc == 3 && !strcmp(argv[2], "signal");
   const bool lanes = argc == 2 && !strcmp(argv[1], "lane");
-  if ((argc != 2 && !sig) ||
-      (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring") && !lanes)) {
-    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane\n");
+  const bool splits = argc == 2 && !strcmp(argv[1], "split");
+  const bool offers = argc == 2 && !strcmp(argv[1], "offer");
+  if ((argc != 2 && !sig) || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring") &&
+                              !lanes && !splits && !offers)) {
+    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane | split | offer\n");
     return 2;
   }
   const char *me = getenv("CADRT_RANK");
@@ -167,6 +267,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (lanes) return lane(rank, world);
+  if (splits) return split(rank, world);
+  if (offers) return offer(rank, world);
   static char buf[kBytes];
   memset(buf, rank, sizeof buf);
   cadrt_request r;

@@ -227,6 +227,8 @@ def test_mismatched_count_is_an_error(build_dir, engine, coll):
     ("eager", "rank 1 sent an eager message longer than its slot to rank 0 (tag 0, 65536 bytes)"),
     ("ring", "rank 1 of the job wrote a corrupt ring (1000 messages in a ring of 32)"),
     ("lane", "rank 1 of the job wrote a corrupt lane (1000 chunks ahead)"),
+    ("split", "rank 1 of the job wrote a corrupt lane ("),
+    ("offer", "rank 1 offered rank 0 a split that does not fit its message (tag 0, 262144 bytes)"),
 ])
 def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     """A peer rewrites what it published in its ring (tests/rt/rt_peer.cpp):
@@ -234,10 +236,13 @@ def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     tail far past the head.  Rank 0 fails with that error instead of
     copying outside its buffers (a segfault) or reading past the slot (a
     wrong result), and the job ends.  lane: the tail of its bulk lane far
-    past the head, when rank 0 grants it (an alltoall)."""
+    past the head, when rank 0 grants it (an alltoall).  split: the sender
+    of a split single copy says it wrote more chunks than it claimed.
+    offer: a receiver offers a split that does not exist."""
     r = run(build_dir, 2, "rt_peer", how, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"rank 0: error -{32 if how in ('ring', 'lane') else 71}: {message}" in r.stdout, r.stdout + r.stderr
+    code = 32 if how in ("ring", "lane", "split") else 71
+    assert f"rank 0: error -{code}: {message}" in r.stdout, r.stdout + r.stderr
 
 
 def test_the_allocation_trap_works(build_dir):
@@ -260,6 +265,7 @@ NO_MALLOC_CASES = {
                                    "--outstanding", "3", "--jitter", "--test"], {}),
     "other-thread": (2, "rt_check", ["--coll", "all", "--sizes", "0,1000,70000", "--outstanding", "3",
                                      "--other-thread", "--persistent", "--iters", "10", "--test", "--jitter"], {}),
+    "split": (3, "rt_check", ["--coll", "all", "--sizes", "0,300000,1500000", "--outstanding", "3"], {}),
     "away-nocma": (3, "rt_check", ["--away", "{tmp}", "--sizes", "262144"], {"CADRT_CMA": "0"}),
     "hand-built": (5, "rt_cad", [], {}),
     "peer-frag": (2, "rt_peer", ["frag", "signal"], {}),
@@ -410,6 +416,31 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     assert len(said) == p, r.stderr
 
 
+SPLIT_COUNTS = r"by a single copy \(CMA\), (\d+) of them split with the sender; (\d+) chunks written for receivers"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_one_way_copies_are_split_with_a_waiting_sender(build_dir, engine, p):
+    """A large receive read by a single copy (a broadcast's edge, a
+    gather's, a scatter's) is split with its sender when the sender waits:
+    the receiver reads chunks, the sender writes the others.  Every
+    collective stays right (rt_check compares every element) and senders
+    did write chunks; CADRT_SPLIT=0 splits nothing.  (Lanes off, so that
+    exchanges take the single copy too.)"""
+    def counts(split):
+        r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,200000,1500000",
+                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "0", "CADRT_SPLIT": split},
+                timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        found = re.findall(SPLIT_COUNTS, r.stderr)
+        assert len(found) == p, r.stderr
+        return sum(int(a) for a, _ in found), sum(int(b) for _, b in found)
+    splits, chunks = counts("1")
+    assert splits > 0 and chunks > 0, (splits, chunks)
+    assert counts("0") == (0, 0)
+
+
 def test_cma_forbidden_falls_back_with_a_notice(build_dir):
     """seccomp makes process_vm_readv/writev fail with EPERM, as in a
     locked-down container: the job still runs, copying through the
@@ -437,6 +468,7 @@ def test_cma_off_by_setting(build_dir):
     ({"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "-1"}, "CADRT_KICK_MIN=-1: not a number of bytes"),
     ({"CADRT_BULK": "2"}, "CADRT_BULK=2: not 0, 1 or auto"),
     ({"CADRT_BULK_MIN": "-1"}, "CADRT_BULK_MIN=-1: not a number of bytes"),
+    ({"CADRT_SPLIT": "yes"}, "CADRT_SPLIT=yes: not 0 or 1"),
 ])
 def test_bad_settings_are_clear_errors(build_dir, setting, message):
     r = run(build_dir, 2, "rt_check", "--coll", "bcast", env=setting, timeout=60)
