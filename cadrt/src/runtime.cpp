@@ -556,38 +556,83 @@ int Runtime::probe_cma() {
   return 0;
 }
 
-// Whether two memcpys beat one process_vm_readv here (CADRT_BULK=auto,
-// the default): 256 KiB of this process read through CMA (the kernel's
-// pinning, mapping and page-by-page copy are the same as from a peer)
-// against a memcpy of as much, the best of 3 each, a few hundred us at
-// start.  On the AMD EPYC VM this project is measured on the read takes
-// 4-5 memcpys; under qemu's emulation (the kernel tests) the balance can
-// go the other way, where an emulated vector memcpy is the slower.
-bool Runtime::lanes_pay() {
+// Whether the lanes beat the single copy here (CADRT_BULK=auto, the
+// default).  Each rank and its partner (ranks 2k and 2k+1 of the node)
+// exchange 256 KiB through their lanes the way a granted transfer does,
+// a chunk published as soon as it is in, and each compares its time with
+// a process_vm_readv of 256 KiB of its own memory (the kernel's pinning,
+// mapping and page-by-page copy are the same as from a peer); the best of
+// 4 each, some hundreds of us at start.  Two memcpys of private memory,
+// which this measured before 2026-11-25, do not see what a lane pays on a
+// machine whose two CPUs sit on different caches of the host: there a
+// memcpy into lines the other CPU has just read costs 6 times a private
+// one (7 us for 64 KiB), and the lanes lose to the single copy by 2x at
+// 256 KiB, where two private memcpys said they would win by 4x.  Under
+// qemu's emulation (the kernel tests) the balance can go either way.  A
+// rank whose partner does not take part (another CADRT_BULK, or no
+// partner on this node) measures two private memcpys as before.  Called
+// between two barriers of the node's ranks (init_joined).
+bool Runtime::lanes_pay(uint32_t partner) {
   constexpr size_t kProbe = 256 << 10;
+  constexpr uint32_t kChunks = kProbe / kLaneChunk;
   std::vector<unsigned char> a(kProbe, 1), b(kProbe, 2);
-  auto best = [](auto fn) {
+  auto best = [](int n, auto fn) {
     int64_t m = INT64_MAX;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n; i++) {
       const int64_t t = now_ns();
-      fn();
+      if (!fn()) return INT64_MAX;
       m = std::min(m, now_ns() - t);
     }
     return m;
   };
-  const int64_t copy = best([&] {
-    memcpy(b.data(), a.data(), kProbe);
-    __asm__ volatile("" ::"r"(b.data()) : "memory");
-  });
   bool ok = true;
-  const int64_t read = best([&] {
+  const int64_t read = best(3, [&] {
     struct iovec l = {b.data(), kProbe}, r = {a.data(), kProbe};
     ok &= process_vm_readv(getpid(), &l, 1, &r, 1, 0) == static_cast<ssize_t>(kProbe);
+    return true;
   });
-  const bool pay = ok && 2 * copy < read;
-  if (verbose)
-    fprintf(stderr, "cadrt: rank %u: bulk lanes %s: 256 KiB by memcpy %lld ns, by process_vm_readv %lld ns\n", me,
-            pay ? "on" : "off", static_cast<long long>(copy), static_cast<long long>(read));
+  int64_t lane;
+  const char *how;
+  if (partner < nep) {
+    // In and out at once, as both sides of an exchange; a partner that
+    // does not come within 20 ms (not measuring, or not running) ends it:
+    // lanes need both ranks on a CPU.
+    Lane &out = seg.lane(me, partner), &in = seg.lane(partner, me);
+    const uint32_t n = seg.nranks();
+    const int64_t give_up = now_ns() + 20000000;
+    lane = best(5, [&] {
+      const uint64_t t0 = out.tail.load(std::memory_order_relaxed), h0 = in.head.load(std::memory_order_relaxed);
+      uint32_t put = 0, got = 0;
+      while (put < kChunks || got < kChunks || out.head.load(std::memory_order_acquire) != t0 + kChunks) {
+        if (now_ns() > give_up) return false;
+        if (put < kChunks) {
+          memcpy(out.chunk(put, n), a.data() + static_cast<size_t>(put) * kLaneChunk, kLaneChunk);
+          out.tail.store(t0 + ++put, std::memory_order_release);
+        }
+        if (got < kChunks && in.tail.load(std::memory_order_acquire) > h0 + got) {
+          memcpy(b.data() + static_cast<size_t>(got) * kLaneChunk, in.chunk(got, n), kLaneChunk);
+          in.head.store(h0 + ++got, std::memory_order_release);
+        }
+      }
+      return true;
+    });
+    how = "through the lanes with rank";
+  } else {
+    lane = 2 * best(3, [&] {
+      memcpy(b.data(), a.data(), kProbe);
+      __asm__ volatile("" ::"r"(b.data()) : "memory");
+      return true;
+    });
+    how = "by two memcpys";
+  }
+  const bool pay = ok && lane < read;
+  if (verbose) {
+    char with[32] = "";
+    if (partner < nep) snprintf(with, sizeof with, " %u", partner);
+    fprintf(stderr, "cadrt: rank %u: lanes measured %s: 256 KiB %s%s %lld ns, by process_vm_readv %lld ns\n", me,
+            pay ? "faster" : "slower", how, with, lane == INT64_MAX ? -1ll : static_cast<long long>(lane),
+            static_cast<long long>(read));
+  }
   return pay;
 }
 
@@ -782,21 +827,47 @@ int Runtime::init_joined() {
   corrupt_lane_.assign(nep, 0);
   lane_in_.assign(nep, kLaneFree);
   split_used_.assign(nep, 0);
-  // A lane a transfer left half-full (this process's earlier cadrt_init
-  // in the same job, cut off at finalize by a peer that died, say) holds
-  // chunks no grant can account for: not used again.
-  if (seg.has_lanes())
-    for (uint32_t ep = 0; ep < nep; ep++)
-      if (ep != me && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
-                          seg.lane(ep, me).head.load(std::memory_order_relaxed))
-        lane_in_[ep] = kLaneRetired;
   committed_.store(0);
   seg.rank(me).committed.store(0);
   const std::string want_bulk = env("CADRT_BULK") ? env("CADRT_BULK") : "auto";
   if (want_bulk != "0" && want_bulk != "1" && want_bulk != "auto")
     return set_error(-EINVAL, "CADRT_BULK=" + want_bulk + ": not 0, 1 or auto");
   bulk = cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
-  if (bulk && want_bulk == "auto") bulk = lanes_pay();
+  if (cma && seg.has_lanes() && nlocal > 1) {
+    // Every local rank meets here (CADRT_BULK may differ between ranks);
+    // after the second barrier nobody touches the measuring lanes.  A lane
+    // left half-full -- by a partner that gave up measuring, or by this
+    // process's earlier cadrt_init in the same job, cut off at finalize --
+    // holds chunks no grant can account for: not used.
+    // The node decides as one: lanes off if a pair measured them losing,
+    // on if one measured them paying; a rank without a partner (the last
+    // of an odd number) that learns nothing from the others measures two
+    // memcpys.
+    const bool measure = bulk && want_bulk == "auto";
+    std::vector<uint32_t> local;
+    for (uint32_t ep = 0; ep < nep; ep++)
+      if (!remote(ep)) local.push_back(ep);
+    const size_t j = (std::find(local.begin(), local.end(), me) - local.begin()) ^ 1;
+    const uint32_t partner = j < local.size() ? local[j] : nep;
+    seg.rank(me).lanes_verdict.store(0, std::memory_order_relaxed);
+    seg.barrier();
+    if (measure && partner < nep) seg.rank(me).lanes_verdict.store(lanes_pay(partner) ? 1 : 2);
+    seg.barrier();
+    if (measure) {
+      bool pay = false, lose = false;
+      for (uint32_t ep : local) {
+        const uint32_t v = seg.rank(ep).lanes_verdict.load();
+        pay |= v == 1;
+        lose |= v == 2;
+      }
+      bulk = !lose && (pay || lanes_pay(nep));
+      if (verbose) fprintf(stderr, "cadrt: rank %u: bulk lanes %s\n", me, bulk ? "on" : "off");
+    }
+    for (uint32_t ep = 0; ep < nep; ep++)
+      if (ep != me && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
+                          seg.lane(ep, me).head.load(std::memory_order_relaxed))
+        lane_in_[ep] = kLaneRetired;
+  }
   const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";
   if (want_split != "0" && want_split != "1")
     return set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");

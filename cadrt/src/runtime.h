@@ -556,7 +556,7 @@ class Runtime {
   Bootstrap boot_;
   bool booted_ = false;
   int probe_cma();
-  bool lanes_pay();
+  bool lanes_pay(uint32_t partner);  // partner: nep if none
   int start_engine();
   void stop_helper();
 };

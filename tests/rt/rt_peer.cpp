@@ -284,7 +284,11 @@ int main(int argc, char **argv) {
     cadrt_finalize();
     return err ? 0 : 1;
   }
-  usleep(100000);
+  // Half-way between two looks of rank 0's signal helper (every 100 ms
+  // from its start, which cadrt_init's last barrier makes the same moment
+  // on both ranks), so that it does not take the message before the
+  // rewrite.
+  usleep(150000);
   if (cadrt_ibcast(buf, kBytes, CADRT_BYTE, 1, world, &r)) die("ibcast");
   tamper(argv[1], sig);
   const int err = cadrt_wait(&r);
