@@ -106,6 +106,8 @@ bench: build
 	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
 	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_codelets --json bench/results/codelets-$$e.json || exit 1; \
 	done
+	$(MPIRUN_BENCH) -x CADRT_ENGINE=thread -x CADRT_SPLIT=0 -x BENCH_LABEL=thread-nosplit \
+	  $(BUILD)/bin/rt_bench --json bench/results/rt-thread-nosplit.json
 	$(BUILD)/bin/cadrun -n 3 --bind core $(BUILD)/bin/seg_bench --json bench/results/segments.json
 	$(PYTHON) bench/kernel_vm.py $(BUILD) --json bench/results/kernel-vm.json
 	$(PYTHON) bench/report.py --readme README.md

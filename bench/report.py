@@ -153,7 +153,7 @@ def bars(name, title, ylabel, groups, out_dir, hline=None, logy=False):
     return save(fig, ax, name, title, ylabel, out_dir, grid_axis="y")
 
 
-ENGINES = ("kernel", "kernel-nosplit", "kernel-defer0", "kernel-defer1", "poll", "thread", "signal")
+ENGINES = ("kernel", "kernel-nosplit", "kernel-defer0", "kernel-defer1", "poll", "thread", "signal", "thread-nosplit")
 RT_COLLS = ("ibcast", "ireduce", "iallreduce", "igather", "iscatter", "iallgather", "ialltoall",
             "ireduce_scatter_block", "ibarrier")
 

@@ -76,6 +76,8 @@
  * overlap of the others. Iteration counts are calibrated once per
  * collective and size (about 10 ms of work per measurement, 3 - 500).
  * BENCH_QUICK=1: 3 repetitions instead of 7, fewer sizes.
+ * BENCH_LABEL=name: the engine's name in the title and the JSON, for a run
+ * with other settings (the Makefile's thread-nosplit: CADRT_SPLIT=0).
  * BENCH_ONLY=ibcast:65536 measures one collective (and, after the colon,
  * one size) alone, for studying it; the JSON then holds only that.
  * BENCH_SKEW_NS=N, for studying too: rank 0 leaves each barrier N ns after
@@ -368,6 +370,7 @@ int main(int argc, char **argv)
 {
 	const char *json = bench_json_arg(argc, argv, "rt_bench");
 	const char *(*engine_fn)(void) = bench_mpi_init(&argc, &argv, "rt_bench", &g_rank, &g_size);
+	const char *engine = getenv("BENCH_LABEL") ? getenv("BENCH_LABEL") : engine_fn();
 	if (getenv("BENCH_SKEW_NS"))
 		g_skew = 1e-9 * atof(getenv("BENCH_SKEW_NS"));
 	const int quick = getenv("BENCH_QUICK") && strcmp(getenv("BENCH_QUICK"), "0");
@@ -513,7 +516,7 @@ int main(int argc, char **argv)
 
 		snprintf(title, sizeof title,
 			 "rt_bench: %d ranks, engine %s, cadrt (libcadmpi) against Open MPI in the same processes", g_size,
-			 engine_fn());
+			 engine);
 		bench_print(title);
 		char method[1024];
 		snprintf(method, sizeof method,
@@ -527,7 +530,7 @@ int main(int argc, char **argv)
 			 "(each the cheaper of a process_vm_readv and two memcpys, timed), own-block copy "
 			 "(alltoall) and reduction",
 			 g_size);
-		if (json && bench_write_json(json, "rt", engine_fn(), method))
+		if (json && bench_write_json(json, "rt", engine, method))
 			MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	free(g_send);
