@@ -562,7 +562,7 @@ int Runtime::probe_cma() {
 // a chunk published as soon as it is in, and each compares its time with
 // a process_vm_readv of 256 KiB of its own memory (the kernel's pinning,
 // mapping and page-by-page copy are the same as from a peer); the best of
-// 4 each, some hundreds of us at start.  Two memcpys of private memory,
+// 5 exchanges and of 3 reads, some hundreds of us at start.  Two memcpys of private memory,
 // which this measured before 2026-11-25, do not see what a lane pays on a
 // machine whose two CPUs sit on different caches of the host: there a
 // memcpy into lines the other CPU has just read costs 6 times a private
