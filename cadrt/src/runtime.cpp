@@ -832,8 +832,10 @@ int Runtime::init_joined() {
   const std::string want_bulk = env("CADRT_BULK") ? env("CADRT_BULK") : "auto";
   if (want_bulk != "0" && want_bulk != "1" && want_bulk != "auto")
     return set_error(-EINVAL, "CADRT_BULK=" + want_bulk + ": not 0, 1 or auto");
-  bulk = cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
-  if (cma && seg.has_lanes() && nlocal > 1) {
+  // Lanes (and Splits, in their headers) serve local peers CMA can reach.
+  const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
+  bulk = lanes_here && want_bulk != "0";
+  if (lanes_here) {
     // Every local rank meets here (CADRT_BULK may differ between ranks);
     // after the second barrier nobody touches the measuring lanes.  A lane
     // left half-full -- by a partner that gave up measuring, or by this
@@ -871,7 +873,7 @@ int Runtime::init_joined() {
   const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";
   if (want_split != "0" && want_split != "1")
     return set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");
-  split = cma && seg.has_lanes() && nlocal > 1 && want_split == "1";
+  split = lanes_here && want_split == "1";
   if (const char *v = env("CADRT_BULK_MIN")) {
     long k;
     if (!env_long("CADRT_BULK_MIN", &k) || k < 0)
