@@ -124,6 +124,16 @@ void tamper(const char *how, bool kick) {
   seg.unmap();
 }
 
+// Waits for r, says how it ended ("rank N: error E: message"), finalizes;
+// the exit status: 1 if rank 0's request, which must fail, succeeded.
+int finish(int rank, cadrt_request *r) {
+  const int err = cadrt_wait(r);
+  printf("rank %d: error %d: %s\n", rank, err, err ? cadrt_error_message() : "none");
+  fflush(stdout);
+  cadrt_finalize();
+  return rank == 0 && !err ? 1 : 0;
+}
+
 cadrt::Segment map_segment() {
   cadrt::Segment seg;
   std::string error;
@@ -156,11 +166,7 @@ int lane(int rank, cadrt_comm world) {
   cadrt_request r;
   if (cadrt_ialltoall(in, out, kBytes, CADRT_BYTE, world, &r)) die("ialltoall");
   if (rank == 1) usleep(1000000);  // out of the library: rank 0 alone meets the lane
-  const int err = cadrt_wait(&r);
-  printf("rank %d: error %d: %s\n", rank, err, err ? cadrt_error_message() : "none");
-  fflush(stdout);
-  cadrt_finalize();
-  return rank == 0 && !err ? 1 : 0;
+  return finish(rank, &r);
 }
 
 // rt_peer split (see the header).
@@ -188,11 +194,7 @@ int split(int rank, cadrt_comm world) {
     usleep(500000);
   }
   seg.unmap();
-  const int err = cadrt_wait(&r);
-  printf("rank %d: error %d: %s\n", rank, err, err ? cadrt_error_message() : "none");
-  fflush(stdout);
-  cadrt_finalize();
-  return rank == 0 && !err ? 1 : 0;
+  return finish(rank, &r);
 }
 
 // rt_peer offer (see the header).
@@ -203,11 +205,7 @@ int offer(int rank, cadrt_comm world) {
   if (rank == 0) {
     cadrt_request r;
     if (cadrt_ibcast(buf, kMid, CADRT_BYTE, 0, world, &r)) die("ibcast");
-    const int err = cadrt_wait(&r);
-    printf("rank 0: error %d: %s\n", err, err ? cadrt_error_message() : "none");
-    fflush(stdout);
-    cadrt_finalize();
-    return err ? 0 : 1;
+    return finish(0, &r);
   }
   cadrt::Segment seg = map_segment();
   cadrt::Ring &in = seg.ring(0, 1), &out = seg.ring(1, 0);
@@ -278,11 +276,7 @@ int main(int argc, char **argv) {
     timespec left = {0, 500000000};
     while (nanosleep(&left, &left)) {
     }
-    const int err = cadrt_wait(&r);
-    printf("rank 0: error %d: %s\n", err, err ? cadrt_error_message() : "none");
-    fflush(stdout);
-    cadrt_finalize();
-    return err ? 0 : 1;
+    return finish(0, &r);
   }
   // Half-way between two looks of rank 0's signal helper (every 100 ms
   // from its start, which cadrt_init's last barrier makes the same moment
