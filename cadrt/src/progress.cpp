@@ -34,7 +34,7 @@ namespace {
 // Enough entries for one step of progress (a message stored, a reply).
 constexpr size_t kReserve = 8;
 
-bool is_recv_side(uint32_t kind) { return kind == kEager || kind == kRts || kind == kFrag; }
+bool is_recv_side(uint32_t kind) { return kind == kEager || kind == kRts || kind == kFrag || kind == kPush; }
 
 // A failure's message, built without the heap: messages are taken in the
 // signal handler too, which may have interrupted malloc.  (A request's
@@ -370,7 +370,7 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
   if (peer < 0) return -1;
   uint8_t kind;
   switch (h.kind) {
-    case kEager: case kRts: case kFrag: case kFinRecv: kind = CAD_NODE_RECV; break;
+    case kEager: case kRts: case kFrag: case kPush: case kFinRecv: kind = CAD_NODE_RECV; break;
     default: kind = CAD_NODE_SEND; break;  // kCts, kFinSend
   }
   const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
@@ -386,7 +386,7 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
         return -1;
       }
       return node;
-    case kEager: case kFrag: return st == kWaitData ? node : -1;
+    case kEager: case kFrag: case kPush: return st == kWaitData ? node : -1;
     case kCts: return st == kWaitCts ? node : -1;
     default: return st == kWaitFin ? node : -1;
   }
@@ -549,7 +549,13 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
     case kFrag:
       memcpy(at(r, n.dst_buf, n.dst_off) + h.off, payload, h.frag);
       r->xfer[node].done += h.frag;
-      if (r->xfer[node].done == n.len) complete(r, node);
+      if (r->xfer[node].done == n.len) {
+        n_frag.fetch_add(1, std::memory_order_relaxed);
+        complete(r, node);
+      }
+      break;
+    case kPush:
+      push_in(r, node, ep, h);
       break;
     case kRts:
       if (grant(r, node, ep)) {
@@ -735,6 +741,41 @@ bool Runtime::bulk_in(cadrt_request_s *r, uint32_t node) {
   return moved;
 }
 
+// Where CMA is not permitted, a large local message is pushed through
+// the lane from its sender to its receiver (both copy, as with the
+// fragments, but in 64 KiB chunks with one message on the ring for the
+// whole transfer), when that lane is empty: the last push through it
+// finished, and the receiver took every chunk out.  The sender does not
+// wait for the receive to be posted; the chunks wait in the lane.  One
+// message at a time: a second message to the same rank meanwhile goes in
+// fragments, so a receiver that takes the second first is never stuck
+// behind the first.
+bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
+  const cad_node &n = r->inst->prog.nodes[node];
+  if (!push_lanes || n.len < bulk_min || remote(ep) || lane_out_[ep] != kLaneFree) return false;
+  const Lane &l = seg.lane(me, ep);
+  return l.head.load(std::memory_order_acquire) == l.tail.load(std::memory_order_relaxed);
+}
+
+// The receiver's side of a PUSH: the lane must be empty, its data
+// starting at our head.
+void Runtime::push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h) {
+  if (lane_in_[ep] != kLaneFree || h.off != seg.lane(ep, me).head.load(std::memory_order_relaxed)) {
+    give_up(r, ep, h, -EPROTO,
+            Why() << "rank " << r->comm->rank_of_ep[ep] << " pushed a message into a lane to rank " << r->comm->rank
+                  << " that is not empty (tag " << r->inst->prog.nodes[node].tag << ")");
+    return;
+  }
+  n_lane.fetch_add(1, std::memory_order_relaxed);
+  Xfer &x = r->xfer[node];
+  x.state = kBulkIn;
+  x.done = 0;
+  x.token = h.off;  // the first chunk
+  lane_in_[ep] = kLaneGranted;
+  r->outgoing.push_back(node);  // (input: not counted in waiting_output)
+  bulk_in(r, node);
+}
+
 // ---------------------------------------------------------------- split single copy
 
 // A one-way transfer (a broadcast's edge) is read by the receiver with
@@ -905,6 +946,7 @@ void Runtime::out_done(cadrt_request_s *r, uint32_t node) {
   const uint8_t st = r->xfer[node].state;
   if (st == kSplitIn) split_free(r, node);
   else if (st != kBulkIn) waiting_output.fetch_sub(1, std::memory_order_relaxed);
+  if (st == kBulkOut && push_lanes) lane_out_[r->comm->ep[r->inst->prog.nodes[node].peer]] = kLaneFree;
   complete(r, node);
 }
 
@@ -955,6 +997,17 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
     } else if (far) {
       x.state = kWaitCts;  // the receiver posts, then says where
       drain_unexpected(r, ep);
+    } else if (push_fits(r, node, ep)) {
+      Lane &l = seg.lane(me, ep);
+      MsgHeader h = header(r, node, kPush);
+      h.off = l.tail.load(std::memory_order_relaxed);
+      push(ep, h, nullptr, 0, r);
+      x.state = kBulkOut;
+      x.token = h.off;  // the first chunk
+      lane_out_[ep] = kLaneGranted;
+      r->outgoing.push_back(node);
+      waiting_output.fetch_add(1, std::memory_order_relaxed);
+      bulk_out(r, node);
     } else if (!cma) {
       x.state = kFragOut;
       r->outgoing.push_back(node);
@@ -1150,12 +1203,17 @@ void Runtime::finish(cadrt_request_s *r) {
   r->draining = false;
   unlink_active(r);
   // A lane granted to a receive that did not complete holds what the
-  // sender put in (or will): never granted again.
+  // sender put in (or will): never granted again.  A push that stopped
+  // half-way leaves the receiver waiting for chunks that never come: the
+  // sender never pushes into that lane again.
   int output = 0;
   for (uint32_t node : r->outgoing) {
-    if (r->xfer[node].state == kBulkIn) lane_in_[r->comm->ep[r->inst->prog.nodes[node].peer]] = kLaneRetired;
-    else if (r->xfer[node].state == kSplitIn) split_free(r, node);  // (not exposed: the sender is done or gone)
+    const uint32_t ep = r->comm->ep[r->inst->prog.nodes[node].peer];
+    const uint8_t st = r->xfer[node].state;
+    if (st == kBulkIn) lane_in_[ep] = kLaneRetired;
+    else if (st == kSplitIn) split_free(r, node);  // (not exposed: the sender is done or gone)
     else output++;
+    if (st == kBulkOut && push_lanes) lane_out_[ep] = kLaneRetired;
   }
   if (output) waiting_output.fetch_sub(output, std::memory_order_relaxed);
   r->outgoing.clear();

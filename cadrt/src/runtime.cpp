@@ -826,6 +826,7 @@ int Runtime::init_joined() {
   corrupt_.assign(nep, 0);
   corrupt_lane_.assign(nep, 0);
   lane_in_.assign(nep, kLaneFree);
+  lane_out_.assign(nep, kLaneFree);
   split_used_.assign(nep, 0);
   committed_.store(0);
   seg.rank(me).committed.store(0);
@@ -835,6 +836,16 @@ int Runtime::init_joined() {
   // Lanes (and Splits, in their headers) serve local peers CMA can reach.
   const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
   bulk = lanes_here && want_bulk != "0";
+  push_lanes = !cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
+  // The kernel engine (start_engine() decides it below, by the same test)
+  // copies in cad.ko and uses no lane: nothing to measure.  (Should /dev/cad
+  // then fail to open under auto, the user-space engine goes without lanes.)
+  const char *want_engine = env("CADRT_ENGINE");
+  const bool kernel_engine =
+      want_engine && strcmp(want_engine, "kernel") == 0
+          ? true
+          : (!want_engine || strcmp(want_engine, "auto") == 0) && nlocal == nep && access("/dev/cad", R_OK | W_OK) == 0;
+  if (kernel_engine) bulk = false;
   if (lanes_here) {
     // Every local rank meets here (CADRT_BULK may differ between ranks);
     // after the second barrier nobody touches the measuring lanes.  A lane
@@ -845,7 +856,7 @@ int Runtime::init_joined() {
     // on if one measured them paying; a rank without a partner (the last
     // of an odd number) that learns nothing from the others measures two
     // memcpys.
-    const bool measure = bulk && want_bulk == "auto";
+    const bool measure = bulk && want_bulk == "auto";  // (all ranks meet in both barriers, measuring or not)
     std::vector<uint32_t> local;
     for (uint32_t ep = 0; ep < nep; ep++)
       if (!remote(ep)) local.push_back(ep);
@@ -868,6 +879,14 @@ int Runtime::init_joined() {
     for (uint32_t ep = 0; ep < nep; ep++)
       if (ep != me && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
                           seg.lane(ep, me).head.load(std::memory_order_relaxed))
+        lane_in_[ep] = kLaneRetired;
+  }
+  if (push_lanes) {
+    // (probe_cma's barrier is behind us: no rank pushes for an earlier
+    // cadrt_init of this job any more.)
+    for (uint32_t ep = 0; ep < nep; ep++)
+      if (ep != me && !remote(ep) && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
+                                         seg.lane(ep, me).head.load(std::memory_order_relaxed))
         lane_in_[ep] = kLaneRetired;
   }
   const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";
@@ -964,9 +983,10 @@ int Runtime::finalize() {
   if (verbose && engine != Engine::Kernel && nlocal > 1)
     fprintf(stderr,
             "cadrt: rank %u: large receives: %llu through lanes, %llu by a single copy (CMA), %llu of them split "
-            "with the sender; %llu chunks written for receivers\n",
+            "with the sender; %llu chunks written for receivers; %llu in fragments through the ring\n",
             me, static_cast<unsigned long long>(n_lane.load()), static_cast<unsigned long long>(n_cma.load()),
-            static_cast<unsigned long long>(n_split.load()), static_cast<unsigned long long>(n_split_chunks.load()));
+            static_cast<unsigned long long>(n_split.load()), static_cast<unsigned long long>(n_split_chunks.load()),
+            static_cast<unsigned long long>(n_frag.load()));
   if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
     fprintf(stderr,
             "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "

@@ -310,6 +310,11 @@ class Runtime {
   // bulk_min bytes (CADRT_BULK_MIN).
   bool bulk = false;
   uint64_t bulk_min = 16384;
+  // Where CMA is not permitted: a large local message goes through the
+  // sender's lane to its receiver (kPush) when that lane is empty, else in
+  // fragments through the ring.  The segment has lanes and CADRT_BULK is
+  // not 0 (nothing to measure: both ways are two copies).
+  bool push_lanes = false;
   // A large one-way receive read by a single copy is split with its
   // sender when the sender waits (progress.cpp, split_in): the segment
   // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is
@@ -339,7 +344,7 @@ class Runtime {
   // Counts for CADRT_VERBOSE's report at finalize.
   std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0}, n_wakes{0};
   // Large local receives: through a lane, by a single copy (CMA).
-  std::atomic<uint64_t> n_lane{0}, n_cma{0};
+  std::atomic<uint64_t> n_lane{0}, n_cma{0}, n_frag{0};
   // Single copies split with the sender (receiver's count), and the
   // chunks written for receivers that split (sender's count).
   std::atomic<uint64_t> n_split{0}, n_split_chunks{0};
@@ -381,6 +386,10 @@ class Runtime {
   // half-way, and what the sender left in it is not to be read.
   enum LaneUse : uint8_t { kLaneFree = 0, kLaneGranted, kLaneRetired };
   std::vector<uint8_t> lane_in_;
+  // And the lane from this rank to that peer, under push_lanes: free,
+  // taken by a send that pushes into it (kLaneGranted), or no longer used:
+  // a push stopped half-way, and the receiver never reads the rest.
+  std::vector<uint8_t> lane_out_;
   std::vector<uint64_t> corrupt_lane_;  // the peer wrote a corrupt lane (check_peers): how far ahead
   std::vector<uint8_t> split_used_;     // per endpoint: a bit per Split of its lane to us in use
   std::atomic<int> committed_{0};
@@ -471,6 +480,8 @@ class Runtime {
   // A receive whose RTS came: whether it takes the lane from the sender
   // (and says kGrant) rather than reading with CMA.
   bool grant(cadrt_request_s *r, uint32_t node, uint32_t ep);
+  bool push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
+  void push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
   // Whether receive node of r (from ep) could go through the lane now.
   bool lane_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
   // Whether the RTS for receive node waits (in the unexpected queue) for a

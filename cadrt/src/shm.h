@@ -55,6 +55,7 @@ enum MsgKind : uint32_t {
   kRelRecv,    // answers a CTS of a failed collective: the sender will not write
   kGrant,      // answers an RTS: the sender copies the data into the lane to the receiver
   kSplit,      // answers an RTS: the receiver reads, and the waiting sender may write chunks too (Split)
+  kPush,       // no CMA: the sender copies the message into the lane to the receiver, from chunk off
 };
 
 struct MsgHeader {
@@ -68,6 +69,7 @@ struct MsgHeader {
   uint64_t addr;  // RTS: sender's source; CTS, SPLIT: receiver's destination
   uint64_t off;   // FRAG: offset in the message; RTS, CTS: the sender's now_ns() then;
                   // GRANT: the lane's head (chunks), where the data starts;
+                  // PUSH: the lane's tail (chunks), where the data starts;
                   // SPLIT: generation << 8 | the Split's index
   uint64_t fp;    // the sender's instance fingerprint
 };
@@ -146,7 +148,10 @@ enum Polling : uint32_t {
 // measured a process_vm_readv costs 4-5 times a memcpy of the same bytes
 // (the kernel pins, maps and copies page by page), so two memcpys beat the
 // single copy when both CPUs make one.  Otherwise (a peer computing) the
-// receiver reads with CMA, on its own.  Pages of a lane are allocated as
+// receiver reads with CMA, on its own.  Where CMA is not permitted the
+// sender takes the lane to a receiver for one message at a time on its
+// own (kPush) when the lane is empty, instead of 2 KiB fragments through
+// the ring.  Pages of a lane are allocated as
 // they are first touched: a lane costs memory only once used.
 constexpr uint32_t kLaneChunk = 65536;
 constexpr uint32_t kLaneMaxRanks = 16;
@@ -196,7 +201,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);

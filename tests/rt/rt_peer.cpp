@@ -4,13 +4,16 @@
 // write, so whatever a process of the job writes there is untrusted input.
 //
 //   cadrun -n 2 rt_peer frag|eager|ring [signal]
-//   cadrun -n 2 rt_peer lane|split|offer
+//   cadrun -n 2 rt_peer lane|split|offer|push
 //
 //   frag   the RTS of a 64 KiB broadcast becomes a fragment 1 TiB past
 //          the start of the message
 //   eager  it becomes an eager message of its length (more than a 2 KiB
 //          slot holds) "in the header"
 //   ring   the ring's tail is moved 1000 messages past its head
+//   push   (CMA off, so the sender pushes the 64 KiB through its lane:
+//          the message is a PUSH, not an RTS) the PUSH names a chunk 5
+//          past where the lane's data starts
 //
 // Rank 0 posts its receive, then stays out of the library (poll engine:
 // nothing reads its rings meanwhile) while rank 1 starts the broadcast as
@@ -91,12 +94,15 @@ void tamper(const char *how, bool kick) {
     exit(2);
   }
   cadrt::MsgHeader &h = q.slots[(tail - 1) % cadrt::kSlots].h;
-  if (h.kind != cadrt::kRts || h.len <= cadrt::kPayload) {
-    fprintf(stderr, "rt_peer: the last message is of kind %u, %llu bytes, not the broadcast's RTS\n", h.kind,
-            static_cast<unsigned long long>(h.len));
+  const bool push = !strcmp(how, "push");
+  if (h.kind != (push ? cadrt::kPush : cadrt::kRts) || h.len <= cadrt::kPayload) {
+    fprintf(stderr, "rt_peer: the last message is of kind %u, %llu bytes, not the broadcast's %s\n", h.kind,
+            static_cast<unsigned long long>(h.len), push ? "PUSH" : "RTS");
     exit(2);
   }
-  if (!strcmp(how, "frag")) {
+  if (push) {
+    h.off += 5;
+  } else if (!strcmp(how, "frag")) {
     h.kind = cadrt::kFrag;
     h.off = 1ull << 40;
     h.frag = 100;
@@ -243,13 +249,15 @@ int main(int argc, char **argv) {
   const bool lanes = argc == 2 && !strcmp(argv[1], "lane");
   const bool splits = argc == 2 && !strcmp(argv[1], "split");
   const bool offers = argc == 2 && !strcmp(argv[1], "offer");
+  const bool pushes = argc == 2 && !strcmp(argv[1], "push");
   if ((argc != 2 && !sig) || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring") &&
-                              !lanes && !splits && !offers)) {
-    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane | split | offer\n");
+                              !lanes && !splits && !offers && !pushes)) {
+    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane | split | offer | push\n");
     return 2;
   }
   const char *me = getenv("CADRT_RANK");
   if (lanes) setenv("CADRT_BULK", "1", 1);  // whatever they measure here
+  if (pushes) setenv("CADRT_CMA", "0", 1);
   setenv("CADRT_ENGINE", sig ? "signal" : "poll", 1);
   if (sig && me && !strcmp(me, "0"))
     setenv("CADRT_KICK_MIN", "0", 1);

@@ -229,6 +229,7 @@ def test_mismatched_count_is_an_error(build_dir, engine, coll):
     ("lane", "rank 1 of the job wrote a corrupt lane (1000 chunks ahead)"),
     ("split", "rank 1 of the job wrote a corrupt lane ("),
     ("offer", "rank 1 offered rank 0 a split that does not fit its message (tag 0, 262144 bytes)"),
+    ("push", "rank 1 pushed a message into a lane to rank 0 that is not empty (tag 0)"),
 ])
 def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     """A peer rewrites what it published in its ring (tests/rt/rt_peer.cpp):
@@ -238,6 +239,8 @@ def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     wrong result), and the job ends.  lane: the tail of its bulk lane far
     past the head, when rank 0 grants it (an alltoall).  split: the sender
     of a split single copy says it wrote more chunks than it claimed.
+    push: with CMA off, the sender's PUSH names a lane position its data
+    does not start at.
     offer: a receiver offers a split that does not exist."""
     r = run(build_dir, 2, "rt_peer", how, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -419,6 +422,30 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     assert len(measured) == p - p % 2, r.stderr
     said = re.findall(r"bulk lanes (on|off)\n", r.stderr)
     assert len(said) == p and len(set(said)) == 1, r.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_without_cma_large_messages_are_pushed_through_the_lanes(build_dir, engine, p):
+    """Where CMA is not permitted (CADRT_CMA=0 here), a large local
+    message goes through the lane from its sender to its receiver (a
+    PUSH: 64 KiB chunks, one message on the ring) when that lane is
+    empty, else in 2 KiB fragments through the ring (three collectives
+    outstanding: the lanes are often taken).  Every collective stays right
+    (rt_check compares every element), and with CADRT_BULK=0 everything
+    goes in fragments."""
+    def counts(env):
+        r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,1500000", "--outstanding", "3",
+                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_CMA": "0", **env}, timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy .*; (\d+) in fragments "
+                           r"through the ring", r.stderr)
+        assert len(found) == p, r.stderr
+        return tuple(sum(int(f[i]) for f in found) for i in range(3))
+    lanes, single, frags = counts({})
+    assert lanes > 0 and single == 0, (lanes, single, frags)
+    lanes, single, frags = counts({"CADRT_BULK": "0"})
+    assert lanes == 0 and single == 0 and frags > 0, (lanes, single, frags)
 
 
 SPLIT_COUNTS = r"by a single copy \(CMA\), (\d+) of them split with the sender; (\d+) chunks written for receivers"
