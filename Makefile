@@ -108,6 +108,8 @@ bench: build
 	done
 	$(MPIRUN_BENCH) -x CADRT_ENGINE=thread -x CADRT_SPLIT=0 -x BENCH_LABEL=thread-nosplit \
 	  $(BUILD)/bin/rt_bench --json bench/results/rt-thread-nosplit.json
+	$(MPIRUN_BENCH) --mca btl_vader_single_copy_mechanism none -x CADRT_ENGINE=poll -x CADRT_CMA=0 \
+	  -x BENCH_LABEL=poll-nocma $(BUILD)/bin/rt_bench --json bench/results/rt-poll-nocma.json
 	$(BUILD)/bin/cadrun -n 3 --bind core $(BUILD)/bin/seg_bench --json bench/results/segments.json
 	$(PYTHON) bench/kernel_vm.py $(BUILD) --json bench/results/kernel-vm.json
 	$(PYTHON) bench/report.py --readme README.md
