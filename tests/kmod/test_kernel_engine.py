@@ -61,6 +61,11 @@ def cases():
     for p in (2, 3):
         out[f"mismatch-op-{p}"] = (f"cadrun -n {p} --timeout 60 rt_check --mismatch --mismatch-op --start-late 1 "
                                    "--coll allreduce")
+    # The lanes' measurement at cadrt_init: not made for the kernel engine,
+    # which uses no lane (and made for a user-space engine in the same VM).
+    for engine in ("kernel", "poll"):
+        out[f"measure-{engine}"] = (f"CADRT_ENGINE={engine} CADRT_VERBOSE=1 cadrun -n 2 --timeout 60 rt_check "
+                                    "--coll alltoall --sizes 100000")
     out["die"] = "cadrun -n 4 --timeout 60 rt_check --die 2"
     out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
     return out
@@ -111,6 +116,17 @@ def test_deferred_copies_through_the_kernel_engine(vm_run, mode):
         assert sum(split) > 0
     elif mode != "2":
         assert sum(split) == 0
+
+
+def test_the_kernel_engine_does_not_measure_the_lanes(vm_run):
+    """The pair measurement of the bulk lanes at cadrt_init (a few hundred
+    microseconds, up to 20 ms when a partner is late) is made for the
+    user-space engines only: the kernel engine copies in cad.ko."""
+    kernel, poll = vm_run.cases["measure-kernel"], vm_run.cases["measure-poll"]
+    assert kernel.status == 0 and "engine kernel" in kernel.output, kernel.output
+    assert "lanes measured" not in kernel.output, kernel.output
+    assert poll.status == 0 and "engine poll" in poll.output, poll.output
+    assert len(re.findall(r"lanes measured (?:faster|slower)", poll.output)) == 2, poll.output
 
 
 def test_hand_built_cads_through_the_kernel_engine(vm_run):
