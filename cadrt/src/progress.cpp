@@ -604,12 +604,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
                       << n.tag << ", " << n.len << " bytes)");
         return;
       }
-      r->xfer[node].state = kBulkOut;
-      r->xfer[node].done = 0;
-      r->xfer[node].token = h.off;  // the first chunk
-      r->outgoing.push_back(node);
-      waiting_output.fetch_add(1, std::memory_order_relaxed);
-      bulk_out(r, node);
+      lane_out(r, node, h.off);
       break;
     case kSplit:
       split_out(r, node, ep, h);
@@ -671,13 +666,30 @@ bool Runtime::grant(cadrt_request_s *r, uint32_t node, uint32_t ep) {
   MsgHeader h = header(r, node, kGrant);
   h.off = seg.lane(ep, me).head.load(std::memory_order_relaxed);
   push(ep, h, nullptr, 0, r);
-  r->xfer[node].state = kBulkIn;
-  r->xfer[node].done = 0;
-  r->xfer[node].token = h.off;  // the first chunk
+  lane_in(r, node, ep, h.off);
+  return true;
+}
+
+// A transfer through a lane, from its first chunk: the receiver's side
+// (granted, or pushed into) and the sender's (granted, or pushing).
+void Runtime::lane_in(cadrt_request_s *r, uint32_t node, uint32_t ep, uint64_t first) {
+  Xfer &x = r->xfer[node];
+  x.state = kBulkIn;
+  x.done = 0;
+  x.token = first;
   lane_in_[ep] = kLaneGranted;
   r->outgoing.push_back(node);  // (input: not counted in waiting_output)
   bulk_in(r, node);
-  return true;
+}
+
+void Runtime::lane_out(cadrt_request_s *r, uint32_t node, uint64_t first) {
+  Xfer &x = r->xfer[node];
+  x.state = kBulkOut;
+  x.done = 0;
+  x.token = first;
+  r->outgoing.push_back(node);
+  waiting_output.fetch_add(1, std::memory_order_relaxed);
+  bulk_out(r, node);
 }
 
 // The sender's side of a granted lane: chunks in while it has room (each
@@ -767,13 +779,7 @@ void Runtime::push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgH
     return;
   }
   n_lane.fetch_add(1, std::memory_order_relaxed);
-  Xfer &x = r->xfer[node];
-  x.state = kBulkIn;
-  x.done = 0;
-  x.token = h.off;  // the first chunk
-  lane_in_[ep] = kLaneGranted;
-  r->outgoing.push_back(node);  // (input: not counted in waiting_output)
-  bulk_in(r, node);
+  lane_in(r, node, ep, h.off);
 }
 
 // ---------------------------------------------------------------- split single copy
@@ -998,16 +1004,11 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
       x.state = kWaitCts;  // the receiver posts, then says where
       drain_unexpected(r, ep);
     } else if (push_fits(r, node, ep)) {
-      Lane &l = seg.lane(me, ep);
       MsgHeader h = header(r, node, kPush);
-      h.off = l.tail.load(std::memory_order_relaxed);
+      h.off = seg.lane(me, ep).tail.load(std::memory_order_relaxed);
       push(ep, h, nullptr, 0, r);
-      x.state = kBulkOut;
-      x.token = h.off;  // the first chunk
       lane_out_[ep] = kLaneGranted;
-      r->outgoing.push_back(node);
-      waiting_output.fetch_add(1, std::memory_order_relaxed);
-      bulk_out(r, node);
+      lane_out(r, node, h.off);
     } else if (!cma) {
       x.state = kFragOut;
       r->outgoing.push_back(node);

@@ -881,13 +881,18 @@ int Runtime::init_joined() {
                           seg.lane(ep, me).head.load(std::memory_order_relaxed))
         lane_in_[ep] = kLaneRetired;
   }
-  if (push_lanes) {
-    // (probe_cma's barrier is behind us: no rank pushes for an earlier
-    // cadrt_init of this job any more.)
+  if (!cma && seg.has_lanes() && nlocal > 1) {
+    // Without CMA: a lane left half-full by an earlier cadrt_init of this
+    // job is not used (probe_cma's last barrier is behind us: every rank
+    // is in this init, and none pushes for an earlier one any more).  The
+    // barrier after the look keeps a peer from pushing before it, which
+    // would look like a lane left half-full.  (Every local rank meets
+    // there: CADRT_BULK may differ between ranks.)
     for (uint32_t ep = 0; ep < nep; ep++)
       if (ep != me && !remote(ep) && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
                                          seg.lane(ep, me).head.load(std::memory_order_relaxed))
         lane_in_[ep] = kLaneRetired;
+    seg.barrier();
   }
   const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";
   if (want_split != "0" && want_split != "1")

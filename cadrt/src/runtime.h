@@ -482,6 +482,8 @@ class Runtime {
   bool grant(cadrt_request_s *r, uint32_t node, uint32_t ep);
   bool push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
   void push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
+  void lane_in(cadrt_request_s *r, uint32_t node, uint32_t ep, uint64_t first);
+  void lane_out(cadrt_request_s *r, uint32_t node, uint64_t first);
   // Whether receive node of r (from ep) could go through the lane now.
   bool lane_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
   // Whether the RTS for receive node waits (in the unexpected queue) for a
