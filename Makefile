@@ -24,7 +24,7 @@ DEBIAN_PACKAGES := \
 	nlohmann-json3-dev libcli11-dev libhwloc-dev hwloc \
 	linux-image-amd64 linux-headers-amd64 kmod \
 	qemu-system-x86 busybox-static \
-	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test \
+	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
 	python3 python3-pytest python3-jsonschema python3-matplotlib
 
 .PHONY: all deps build test test-unit test-fuzz test-py test-kmod demo bench fuzz clean

@@ -10,8 +10,9 @@ from pathlib import Path
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
 
-def mpirun(build_dir, n, *args, env=None, preload=True, timeout=300, program="mpi_check", cwd=None):
-    """program: a name in build_dir/bin, or a Path run as it is."""
+def mpirun(build_dir, n, *args, env=None, preload=True, timeout=300, program="mpi_check", cwd=None, stdin=None):
+    """program: a name in build_dir/bin, or a Path run as it is; stdin:
+    text for rank 0's standard input (mpirun forwards it there)."""
     cmd = [*MPIRUN, "-n", str(n)]
     for k, v in (env or {}).items():
         cmd += ["-x", f"{k}={v}"]
@@ -20,7 +21,8 @@ def mpirun(build_dir, n, *args, env=None, preload=True, timeout=300, program="mp
     exe = program if isinstance(program, Path) else build_dir / "bin" / program
     cmd += [str(exe), *args]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("CADRT_", "CADMPI", "LD_PRELOAD"))}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean, cwd=cwd)
+    extra = {"input": stdin} if stdin is not None else {}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean, cwd=cwd, **extra)
 
 
 def through(stderr):
