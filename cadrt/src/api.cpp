@@ -100,12 +100,14 @@ int collective(const Call &c, cadrt_request *req) {
   }
   auto g = rt().guard();
   int err = 0;
-  auto inst = rt().instance(c.comm, c.coll, spec, &err);
+  // (The cache's own pointer, good until the cache changes: a request
+  // that ran this instance last keeps it without touching its count.)
+  const std::shared_ptr<const cadrt::Instance> *inst = rt().instance(c.comm, c.coll, spec, &err);
   if (!inst) return err;
-  cadrt_request_s *r = rt().new_request(inst.get());
+  cadrt_request_s *r = rt().new_request(inst->get());
   r->comm = c.comm;
-  if (r->inst != inst) {
-    r->inst = std::move(inst);
+  if (r->inst != *inst) {
+    r->inst = *inst;
     r->exec_ready = false;
   }
   r->persistent = c.persistent;

@@ -122,15 +122,15 @@ bool parse_settings(const cad::Algorithm &a, const std::string &text, std::vecto
 
 }  // namespace
 
-std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Collective c,
-                                                  const cad::InstanceSpec &given, int *err) {
+const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad::Collective c,
+                                                         const cad::InstanceSpec &given, int *err) {
   uint16_t op_id = static_cast<uint16_t>(given.op);
   if (given.user_op)
     for (size_t i = 0; i < user_ops.size(); i++)
       if (user_ops[i] == given.user_op) op_id = static_cast<uint16_t>(256 + i);
   const FastKey fk = {comm, given.n, static_cast<int32_t>(given.root), static_cast<uint8_t>(c), static_cast<uint8_t>(given.dtype),
                       static_cast<uint8_t>(given.inplace), op_id};
-  if (auto it = fast_.find(fk); it != fast_.end()) return it->second;
+  if (auto it = fast_.find(fk); it != fast_.end()) return &it->second;
   if (fast_.size() >= 4096) fast_.clear();  // a bound; the string-keyed cache stays
   cad::InstanceSpec spec = given;
   const char *coll = cad::collective_info(c).name;
@@ -181,10 +181,7 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
   std::string key = alg->name + "|" + spec.describe(*alg) + "|r" + std::to_string(comm->rank) + "|dt" +
                     std::to_string(spec.dtype) + "|op" + std::to_string(spec.op) + "|t" +
                     std::to_string(reinterpret_cast<uintptr_t>(spec.topo.get()));
-  if (auto it = cache_.find(key); it != cache_.end()) {
-    fast_.emplace(fk, it->second);
-    return it->second;
-  }
+  if (auto it = cache_.find(key); it != cache_.end()) return &fast_.emplace(fk, it->second).first->second;
 
   auto inst = std::make_shared<Instance>();
   inst->alg = alg;
@@ -231,8 +228,7 @@ std::shared_ptr<const Instance> Runtime::instance(cadrt_comm_s *comm, cad::Colle
   for (const auto &p : spec.params) agreed += "|" + p.first + "=" + std::to_string(p.second);
   inst->fp = fnv(0xcbf29ce484222325ull, agreed);
   cache_.emplace(key, inst);
-  fast_.emplace(fk, inst);
-  return inst;
+  return &fast_.emplace(fk, inst).first->second;
 }
 
 void Runtime::forget_comm(const cadrt_comm_s *comm) {
@@ -252,12 +248,19 @@ void Runtime::forget_comm(const cadrt_comm_s *comm) {
 }
 
 cadrt_request_s *Runtime::new_request(const Instance *inst) {
-  if (spare_.empty()) return new cadrt_request_s();
   // One that last ran inst, if any: its executor memory and scratch are
-  // ready (a loop alternating two collectives keeps one for each).
-  size_t k = spare_.size() - 1;
+  // ready.  Else a new one while there are few spares, so that a loop
+  // alternating collectives (a broadcast and an allreduce; broadcasts
+  // from two roots) keeps one for each instead of setting up the
+  // executor at every call; else the last recycled.
+  constexpr size_t kOnePerInstance = 4;
+  size_t k = spare_.size();
   for (size_t i = 0; i < spare_.size(); i++)
     if (spare_[i]->inst.get() == inst) k = i;
+  if (k == spare_.size()) {
+    if (spare_.size() < kOnePerInstance) return new cadrt_request_s();
+    k = spare_.size() - 1;
+  }
   cadrt_request_s *r = spare_[k];
   spare_[k] = spare_.back();
   spare_.pop_back();
@@ -336,9 +339,10 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   r->netwait.clear();
   // progress() must not allocate (the signal engine runs it in a handler,
   // which may have interrupted malloc): room for every node in both.
-  r->netwait.reserve(p.n_nodes);
-  r->outgoing.reserve(p.n_nodes);
-  r->error.reserve(kWhyBytes);
+  // (Tested first: a recycled request of the same instance has the room.)
+  if (r->netwait.capacity() < p.n_nodes) r->netwait.reserve(p.n_nodes);
+  if (r->outgoing.capacity() < p.n_nodes) r->outgoing.reserve(p.n_nodes);
+  if (r->error.capacity() < kWhyBytes) r->error.reserve(kWhyBytes);
   return 0;
 }
 

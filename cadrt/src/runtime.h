@@ -218,7 +218,7 @@ class Runtime {
   // ---- requests ----
   // Selects the algorithm, instantiates (cached) and verifies; false with
   // *err and the error message set.
-  std::shared_ptr<const Instance> instance(cadrt_comm_s *comm, cad::Collective c, const cad::InstanceSpec &spec,
+  const std::shared_ptr<const Instance> *instance(cadrt_comm_s *comm, cad::Collective c, const cad::InstanceSpec &spec,
                                            int *err);
   // Requests: recycled (up to a few), so that a small collective in a loop
   // does not allocate.
