@@ -269,3 +269,26 @@ def test_report_rejects_a_malformed_result(tmp_path):
                           "--out", str(tmp_path / "r.md")], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "bad.json: not a benchmark result" in run.stderr
+
+
+def test_an_overlap_target_above_its_physical_cap_is_marked():
+    """An overlap that misses its target where the run's cap for that
+    collective and size is below the target says so: no engine could meet
+    it on that machine."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("report", ROOT / "bench" / "report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    params = {"collective": "ialltoall", "bytes": 65536, "ranks": 2, "of": "cadrt", "tests": 0}
+    doc = {"benchmark": "rt", "results": [
+        {"name": "overlap cap ialltoall 64KiB", "median": 25.0, "params": dict(params, of="cap")},
+        {"name": "overlap cap ibcast 64KiB", "median": 70.0,
+         "params": dict(params, collective="ibcast", of="cap")}]}
+    caps = report.caps_of(doc)
+    low = {"name": "overlap ialltoall 64KiB cadrt", "median": 5.0, "target": ">= 40", "params": params}
+    assert report.met(low, report.cap_for(caps, low)) == "not met (over the cap)"
+    bcast = dict(low, name="overlap ibcast 64KiB cadrt", params=dict(params, collective="ibcast"))
+    assert report.met(bcast, report.cap_for(caps, bcast)) == "not met"
+    assert report.met(dict(low, median=41.0), 25.0) == "**met**"
+    latency = {"name": "latency ratio ialltoall 64KiB", "median": 1.2, "target": "<= 1.0", "params": params}
+    assert report.cap_for(caps, latency) is None and report.met(latency, None) == "not met"
