@@ -53,8 +53,11 @@
  *                                 pure latency), floor = the CPU time the
  *                                 collective's copies (and its reduction)
  *                                 take, spread over the P CPUs, which no
- *                                 engine can hide while every rank
- *                                 computes.  A transfer of k bytes costs
+ *                                 user-space engine can hide while every
+ *                                 rank computes (cad.ko copies once between
+ *                                 pinned pages, a plain memcpy: kbench's
+ *                                 cap for the kernel engine prices a
+ *                                 transfer so).  A transfer of k bytes costs
  *                                 move(k) = the cheaper of a single copy
  *                                 (process_vm_readv of rank 0's memory by
  *                                 rank 1) and two copies through shared
