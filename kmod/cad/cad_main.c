@@ -14,6 +14,7 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 
 #include "cad_priv.h"
 
@@ -33,9 +34,13 @@
 	};                                                                    \
 	module_param_cb(name, &name##_ops, &var, 0644)
 
-unsigned int cad_max_pinned_mb = 1024;
+/* Per user, not per process: a process's pins live as long as its file,
+ * which can outlive it (an exec, a fork, a descriptor passed on), and a
+ * user may run any number of processes, so only a bound per user bounds
+ * anything.  0 at load: half the machine's memory, at least 1 GiB. */
+unsigned int cad_max_pinned_mb;
 module_param_named(max_pinned_mb, cad_max_pinned_mb, uint, 0644);
-MODULE_PARM_DESC(max_pinned_mb, "Memory a process may have pinned by the module, MiB");
+MODULE_PARM_DESC(max_pinned_mb, "Memory a user may have pinned by the module, MiB (default: half the RAM, at least 1024)");
 
 unsigned int cad_max_programs = CAD_MAX_PROGRAMS;
 CAD_PARAM_RANGE(max_programs, cad_max_programs, 1, CAD_MAX_PROGRAMS);
@@ -113,6 +118,7 @@ MODULE_PARM_DESC(split, "Deferred transfers split between the two sides' CPUs si
 
 static LIST_HEAD(cad_groups);
 static DEFINE_MUTEX(cad_groups_lock);
+struct workqueue_struct *cad_wq;
 
 static void group_free(struct cad_group *g)
 {
@@ -123,72 +129,117 @@ static void group_free(struct cad_group *g)
 	atomic64_dec(&cad_live_objects);
 }
 
+/* Takes g off the list (once). cad_groups_lock held. */
+static void unlist(struct cad_group *g)
+{
+	if (!list_empty(&g->link))
+		list_del_init(&g->link);
+}
+
+/* The last reference is dropped under cad_groups_lock, which every
+ * reference taken from the list is taken under too: nobody finds a group
+ * on its way out. */
+void cad_group_put(struct cad_group *g)
+{
+	mutex_lock(&cad_groups_lock);
+	if (!refcount_dec_and_test(&g->refs)) {
+		mutex_unlock(&cad_groups_lock);
+		return;
+	}
+	unlist(g);
+	mutex_unlock(&cad_groups_lock);
+	group_free(g);
+}
+
+/* The group of key, found or made, with a reference for the caller; a
+ * dead one (its last member left) is taken off the list on the way.
+ * cad_groups_lock held. */
+static struct cad_group *find_group(const struct cad_ioc_join *a, int *err)
+{
+	struct cad_group *g, *tmp;
+
+	list_for_each_entry_safe(g, tmp, &cad_groups, link) {
+		if (g->key != a->key)
+			continue;
+		if (READ_ONCE(g->dead)) {
+			unlist(g);
+			continue;
+		}
+		if (!uid_eq(current_euid(), g->owner) && !capable(CAP_SYS_ADMIN))
+			*err = -EPERM;
+		else if (g->nranks != a->nranks)
+			*err = -EINVAL;
+		else
+			refcount_inc(&g->refs);
+		return *err ? NULL : g;
+	}
+	g = kzalloc(sizeof(*g), GFP_KERNEL_ACCOUNT);
+	if (!g) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	atomic64_inc(&cad_live_objects);
+	cad_group_init_defer(g);
+	g->members = kvcalloc(a->nranks, sizeof(*g->members), GFP_KERNEL_ACCOUNT);
+	g->gone = kvcalloc(a->nranks, 1, GFP_KERNEL_ACCOUNT);
+	if (!g->members || !g->gone) {
+		group_free(g);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	g->key = a->key;
+	g->nranks = a->nranks;
+	g->owner = current_euid();
+	mutex_init(&g->lock);
+	INIT_LIST_HEAD(&g->work);
+	refcount_set(&g->refs, 1);
+	list_add(&g->link, &cad_groups);
+	return g;
+}
+
+/* Key, owner and size are checked under cad_groups_lock; the membership
+ * under the group's lock alone, which may be held for a while by a
+ * member's program (never the global lock meanwhile: another group's
+ * joins and releases do not wait for this one). */
 static int join(struct cad_file *f, const struct cad_ioc_join *a)
 {
 	struct cad_group *g;
-	bool created = false;
-	int err = 0;
+	int err;
 
 	if (a->flags)
 		return -EINVAL;
 	if (!a->nranks || a->nranks > cad_max_ranks || a->rank >= a->nranks)
 		return -EINVAL;
-	mutex_lock(&cad_groups_lock);
-	if (f->group) {
-		err = -EALREADY;
-		goto out;
-	}
-	list_for_each_entry(g, &cad_groups, link)
-		if (g->key == a->key)
+	if (atomic_cmpxchg(&f->joining, 0, 1))
+		return -EALREADY;
+	do {
+		err = 0;
+		mutex_lock(&cad_groups_lock);
+		g = find_group(a, &err);
+		mutex_unlock(&cad_groups_lock);
+		if (!g)
 			break;
-	if (list_entry_is_head(g, &cad_groups, link)) {
-		g = kzalloc(sizeof(*g), GFP_KERNEL);
-		if (!g) {
-			err = -ENOMEM;
-			goto out;
+		mutex_lock(&g->lock);
+		if (g->dead)
+			err = -EAGAIN;  /* its last member left meanwhile: a new one */
+		else if (g->members[a->rank])
+			err = -EBUSY;
+		else if (g->gone[a->rank])
+			err = -EPIPE;
+		if (!err) {
+			/* The reference is the member's now, dropped when its
+			 * release ends. */
+			g->members[a->rank] = f;
+			g->alive++;
+			f->rank = a->rank;
+			smp_store_release(&f->group, g);
 		}
-		atomic64_inc(&cad_live_objects);
-		cad_group_init_defer(g);
-		g->members = kvcalloc(a->nranks, sizeof(*g->members), GFP_KERNEL);
-		g->gone = kvcalloc(a->nranks, 1, GFP_KERNEL);
-		if (!g->members || !g->gone) {
-			group_free(g);
-			err = -ENOMEM;
-			goto out;
-		}
-		g->key = a->key;
-		g->nranks = a->nranks;
-		g->owner = current_euid();
-		mutex_init(&g->lock);
-		INIT_LIST_HEAD(&g->work);
-		list_add(&g->link, &cad_groups);
-		created = true;
-	} else if (!uid_eq(current_euid(), g->owner) && !capable(CAP_SYS_ADMIN)) {
-		err = -EPERM;
-		goto out;
-	} else if (g->nranks != a->nranks) {
-		err = -EINVAL;
-		goto out;
-	}
-	mutex_lock(&g->lock);
-	if (g->members[a->rank])
-		err = -EBUSY;
-	else if (g->gone[a->rank])
-		err = -EPIPE;
-	if (!err) {
-		/* One reference per member, dropped when its release ends. */
-		if (created)
-			refcount_set(&g->refs, 1);
-		else
-			refcount_inc(&g->refs);
-		g->members[a->rank] = f;
-		g->alive++;
-		f->rank = a->rank;
-		smp_store_release(&f->group, g);
-	}
-	mutex_unlock(&g->lock);
-out:
-	mutex_unlock(&cad_groups_lock);
+		mutex_unlock(&g->lock);
+		if (err)
+			cad_group_put(g);
+	} while (err == -EAGAIN);
+	if (err)
+		atomic_set(&f->joining, 0);
 	return err;
 }
 
@@ -197,17 +248,18 @@ out:
 
 static int cad_open(struct inode *inode, struct file *file)
 {
-	struct cad_file *f = kvzalloc(sizeof(*f), GFP_KERNEL);
+	struct cad_file *f = kvzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 
 	if (!f)
 		return -ENOMEM;
-	f->status = (struct cad_status *)get_zeroed_page(GFP_KERNEL);
+	f->status = (struct cad_status *)get_zeroed_page(GFP_KERNEL_ACCOUNT);
 	if (!f->status) {
 		kvfree(f);
 		return -ENOMEM;
 	}
 	f->mm = current->mm;
 	mmgrab(f->mm);
+	f->user = get_current_user();
 	INIT_LIST_HEAD(&f->running);
 	init_waitqueue_head(&f->wq);
 	cad_file_init_defer(f);
@@ -223,13 +275,19 @@ static int cad_release(struct inode *inode, struct file *file)
 	u32 h;
 
 	if (g) {
-		mutex_lock(&cad_groups_lock);
+		bool dead;
+
 		mutex_lock(&g->lock);
 		cad_group_leave_locked(g, f);
-		if (!g->alive)  /* no join finds it any more */
-			list_del(&g->link);
+		dead = !g->alive;
+		if (dead)  /* no join takes it any more */
+			WRITE_ONCE(g->dead, true);
 		mutex_unlock(&g->lock);
-		mutex_unlock(&cad_groups_lock);
+		if (dead) {
+			mutex_lock(&cad_groups_lock);
+			unlist(g);
+			mutex_unlock(&cad_groups_lock);
+		}
 		/* Nobody hands f's work item anything now (f's runs ended and
 		 * f is no member); copies still in flight into or out of f's
 		 * runs, by it or by other members, end before they go. */
@@ -240,13 +298,13 @@ static int cad_release(struct inode *inode, struct file *file)
 		/* Not when alive reached 0: the member that left last may end
 		 * its release before one that left earlier, which still waits
 		 * above (on g's lock and idle queue) or runs its work item. */
-		if (refcount_dec_and_test(&g->refs))
-			group_free(g);
+		cad_group_put(g);
 	}
 	/* Nobody reaches f's runs now: the group forgot f. */
 	for (h = 0; h < CAD_MAX_PROGRAMS; h++)
 		cad_run_destroy(f->runs[h]);
 	free_page((unsigned long)f->status);
+	free_uid(f->user);
 	mmdrop(f->mm);
 	kvfree(f);
 	atomic64_dec(&cad_live_objects);
@@ -356,7 +414,7 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		err = COPY_IN(j, uarg, &usize);
 		if (err)
 			return err;
-		return join(f, &j);  /* serialised by cad_groups_lock */
+		return join(f, &j);  /* one at a time per file: f->joining */
 	}
 	case CAD_IOC_LOAD: {
 		struct cad_ioc_load l;
@@ -424,10 +482,18 @@ static struct miscdevice cad_misc = {
 
 static int __init cad_init(void)
 {
-	int err = misc_register(&cad_misc);
+	int err;
 
-	if (err)
+	if (!cad_max_pinned_mb)
+		cad_max_pinned_mb = max_t(unsigned long, 1024, (totalram_pages() >> (20 - PAGE_SHIFT)) / 2);
+	cad_wq = alloc_workqueue("cad", WQ_UNBOUND, 0);
+	if (!cad_wq)
+		return -ENOMEM;
+	err = misc_register(&cad_misc);
+	if (err) {
+		destroy_workqueue(cad_wq);
 		return err;
+	}
 	pr_info("cad: /dev/cad ready (program format %u)\n", CAD_VERSION);
 	return 0;
 }
@@ -435,6 +501,7 @@ static int __init cad_init(void)
 static void __exit cad_exit(void)
 {
 	misc_deregister(&cad_misc);
+	destroy_workqueue(cad_wq);  /* a group's last work item ends first */
 	if (atomic64_read(&cad_pinned_pages) || atomic64_read(&cad_live_objects))
 		pr_warn("cad: unloading with %lld pinned pages and %lld objects\n",
 			(long long)atomic64_read(&cad_pinned_pages), (long long)atomic64_read(&cad_live_objects));

@@ -9,14 +9,20 @@
  *   cad_run    a loaded program (a handle) with its pinned buffers; it is
  *              running from a start until every node is done or it fails
  *
- * Lock order: cad_groups_lock (the list of groups, joins, leaving), then a
- * group's lock.  Everything below runs in process context (ioctl, read,
- * release, and the members' work items for deferred transfers) and may
- * sleep.  A transfer copied at once holds the group lock (giving the CPU
- * back between chunks); a deferred one is copied without it, so that two
- * CPUs can copy for one group at the same time: its runs count it in
+ * Locks: cad_groups_lock guards the list of groups (finding or making one,
+ * taking it off) and the last reference's drop; it is never held while
+ * waiting for a group's lock, which a member may hold for a while (its
+ * program running), so that no group can hold up another user's joins or
+ * releases.  Everything below runs in process context (ioctl, read,
+ * release, the members' work items for deferred transfers, and a group's
+ * work item that goes on with what a pass left) and may sleep.  A
+ * transfer copied at once holds the group lock (giving the CPU back
+ * between chunks); a deferred one is copied without it, so that two CPUs
+ * can copy for one group at the same time: its runs count it in
  * `inflight`, and nothing frees them or tells their owners they ended
- * while that is not 0.
+ * while that is not 0.  One pass does a bounded amount of work (struct
+ * cad_budget in cad_run.c) and leaves the rest to a member asleep in
+ * read() or to the group's work item.
  */
 #ifndef CAD_PRIV_H
 #define CAD_PRIV_H
@@ -29,6 +35,7 @@
 #include <linux/uidgid.h>
 #include <linux/mm_types.h>
 #include <linux/mmu_notifier.h>
+#include <linux/sched/user.h>
 
 #include "../core/cad_core.h"
 
@@ -50,10 +57,12 @@ struct cad_group {
 	struct cad_file **members;      /* [nranks]: NULL until joined, after leaving */
 	u8 *gone;                       /* [nranks]: joined once, left since */
 	u32 alive;                      /* members joined and not gone */
-	refcount_t refs;                /* members whose release has not ended:
-					 * a member that left still waits on the
+	bool dead;                      /* alive fell to 0: no join any more */
+	refcount_t refs;                /* members whose release has not ended
+					 * (a member that left still waits on the
 					 * lock and on idle, and its work item
-					 * may still run, after alive is 0 */
+					 * may still run, after alive is 0), a
+					 * join on its way, the queued more_work */
 	struct list_head work;          /* runs with nodes to issue */
 	struct cad_tomb tombs[CAD_TOMBS];
 	u32 tomb_next;
@@ -62,12 +71,17 @@ struct cad_group {
 	u32 ndeferred;
 	struct list_head inflight;      /* cad_xfer: being copied, lock dropped */
 	wait_queue_head_t idle;         /* woken when a copy in flight ends */
+	bool leftover;                  /* a pass ran out of budget with runs on work */
+	bool more_queued;               /* more_work queued (it holds a reference) */
+	struct work_struct more_work;   /* goes on with what a pass left, on cad_wq */
 };
 
 struct cad_file {
 	struct cad_group *group;        /* set once, by JOIN */
+	atomic_t joining;               /* a JOIN is under way or succeeded */
 	u32 rank;
-	struct mm_struct *mm;           /* the opener's: pinned pages are charged to it */
+	struct mm_struct *mm;           /* the opener's: only it loads programs */
+	struct user_struct *user;       /* the opener's: pinned pages are charged to it */
 	struct cad_status *status;      /* the status page */
 	struct cad_run *runs[CAD_MAX_PROGRAMS];
 	struct list_head running;       /* runs started and not finished */
@@ -145,6 +159,11 @@ void cad_group_init_defer(struct cad_group *g);
 void cad_file_init_defer(struct cad_file *f);
 /* Waits until no copy into or out of r is in flight (no lock held). */
 void cad_run_wait_idle(struct cad_group *g, struct cad_run *r);
+
+/* cad_main.c: a group reference dropped (the last frees it); the module's
+ * unbound workqueue (a group's more_work) */
+void cad_group_put(struct cad_group *g);
+extern struct workqueue_struct *cad_wq;
 
 /* cad_main.c: counters (module parameters, read only) */
 extern atomic64_t cad_pinned_pages;

@@ -25,6 +25,9 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/shmem_fs.h>
+#include <linux/hugetlb_inline.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/uaccess.h>
@@ -52,6 +55,53 @@ static const struct mmu_interval_notifier_ops notifier_ops = {
 	.invalidate = on_invalidate,
 };
 
+/* Pinned pages are charged to the opener's user, and shown in its mm's
+ * VmPin.  Not to the mm alone: the pins live as long as the file, which
+ * may outlive the process that pinned (an exec, a fork, SCM_RIGHTS), so a
+ * per-mm count would let one user pin without bound. */
+static void uncharge(struct cad_file *f, u64 npages)
+{
+	atomic_long_sub(npages, &f->user->locked_vm);
+	atomic64_sub(npages, &f->mm->pinned_vm);
+}
+
+static bool charge(struct cad_file *f, u64 npages)
+{
+	const u64 limit = (u64)READ_ONCE(cad_max_pinned_mb) << (20 - PAGE_SHIFT);
+
+	if ((u64)atomic_long_add_return(npages, &f->user->locked_vm) > limit) {
+		atomic_long_sub(npages, &f->user->locked_vm);
+		return false;
+	}
+	atomic64_add(npages, &f->mm->pinned_vm);
+	return true;
+}
+
+/* Whether [first, +npages pages) lies in a shared mapping of a file that
+ * is not shared memory: a page of one written through a long-term pin
+ * behind the file system's back breaks its writeback (Linux 6.5 refuses
+ * such pins; 6.1 does not), so a writable buffer there is refused and a
+ * read-only one pinned without FOLL_WRITE.  -EFAULT for a hole.  The mm's
+ * lock held. */
+static int shared_file(struct mm_struct *mm, u64 first, u64 npages, bool *found)
+{
+	const u64 end = first + (npages << PAGE_SHIFT);
+	u64 addr = first;
+
+	*found = false;
+	while (addr < end) {
+		struct vm_area_struct *vma = vma_lookup(mm, addr);
+
+		if (!vma)
+			return -EFAULT;
+		if ((vma->vm_flags & VM_SHARED) && vma->vm_file && !shmem_file(vma->vm_file) &&
+		    !is_vm_hugetlb_page(vma))
+			*found = true;
+		addr = vma->vm_end;
+	}
+	return 0;
+}
+
 static void unpin_buffer(struct cad_file *f, struct cad_kbuf *b)
 {
 	if (b->watched)
@@ -63,7 +113,7 @@ static void unpin_buffer(struct cad_file *f, struct cad_kbuf *b)
 			unpin_user_pages_dirty_lock(b->pages, b->npages, true);
 		else
 			unpin_user_pages(b->pages, b->npages);
-		atomic64_sub(b->npages, &f->mm->pinned_vm);
+		uncharge(f, b->npages);
 		atomic64_sub(b->npages, &cad_pinned_pages);
 		kvfree(b->pages);
 	}
@@ -76,15 +126,17 @@ static void unpin_buffer(struct cad_file *f, struct cad_kbuf *b)
  * pinned for writing too where the mapping allows it: that breaks any
  * copy-on-write sharing now, so later writes by the process land in the
  * pages the module holds (pinning the shared zero page of a buffer never
- * written yet would freeze it at zero). */
+ * written yet would freeze it at zero).  The range is watched before it is
+ * pinned: an invalidation in between marks the run stale, and its first
+ * start looks the pages up again.  The mappings are checked and pinned
+ * under the mm's lock, so that they cannot change in between. */
 static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size, bool write,
 		      u32 index, const char *name, struct cad_log *log)
 {
 	const u64 off = addr & ~PAGE_MASK;
 	const u64 first = addr & PAGE_MASK;
 	u64 npages, done = 0;
-	u64 limit = (u64)cad_max_pinned_mb << (20 - PAGE_SHIFT);
-	bool want_write = true;
+	bool want_write = true, in_file;
 	int err;
 
 	if (addr + size < addr || !access_ok((void __user *)(uintptr_t)addr, size)) {
@@ -93,61 +145,79 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		return -EFAULT;
 	}
 	npages = (off + size + PAGE_SIZE - 1) >> PAGE_SHIFT;
-	if (atomic64_add_return(npages, &f->mm->pinned_vm) > limit) {
-		atomic64_sub(npages, &f->mm->pinned_vm);
-		cad_logf(log, "buffer %u (%s): pinning %llu more pages exceeds the limit of %u MiB per process (max_pinned_mb)",
+	if (!charge(f, npages)) {
+		cad_logf(log, "buffer %u (%s): pinning %llu more pages exceeds the limit of %u MiB per user (max_pinned_mb)",
 			 index, name, npages, cad_max_pinned_mb);
 		return -ENOMEM;
 	}
 	b->pages = kvmalloc_array(npages, sizeof(*b->pages), GFP_KERNEL_ACCOUNT);
 	if (!b->pages) {
-		atomic64_sub(npages, &f->mm->pinned_vm);
+		uncharge(f, npages);
 		return -ENOMEM;
 	}
-	while (done < npages) {
-		int want = (int)min_t(u64, npages - done, 1u << 16);
-		unsigned int flags = FOLL_LONGTERM | (want_write ? FOLL_WRITE : 0);
+	err = mmu_interval_notifier_insert(&b->mn, f->mm, first, npages << PAGE_SHIFT, &notifier_ops);
+	if (err) {
+		kvfree(b->pages);
+		b->pages = NULL;
+		uncharge(f, npages);
+		return err;
+	}
+	mmap_read_lock(f->mm);
+	err = shared_file(f->mm, first, npages, &in_file);
+	if (!err && in_file) {
+		want_write = false;
+		if (write) {
+			cad_logf(log, "buffer %u (%s): [0x%llx, +%llu) is in a shared file mapping, which cannot be pinned for writing: use anonymous or shared memory",
+				 index, name, addr, size);
+			err = -EINVAL;
+		}
+	}
+	while (!err && done < npages) {
+		const long want = (long)min_t(u64, npages - done, 1u << 16);
+		const unsigned int flags = FOLL_LONGTERM | (want_write ? FOLL_WRITE : 0);
+		long n;
 
 		b->gup_flags = flags;
-		int n = pin_user_pages_fast(first + done * PAGE_SIZE, want, flags, b->pages + done);
-
+		n = pin_user_pages(first + done * PAGE_SIZE, want, flags, b->pages + done, NULL);
 		if (n <= 0 && want_write && !write && done == 0) {
 			want_write = false;   /* a read-only mapping: pin it as it is */
 			continue;
 		}
-		if (n <= 0) {
-			err = n ? n : -EFAULT;
-			if (done)
-				unpin_user_pages(b->pages, done);
-			kvfree(b->pages);
-			b->pages = NULL;
-			atomic64_sub(npages, &f->mm->pinned_vm);
-			cad_logf(log, "buffer %u (%s): [0x%llx, +%llu) is not mapped %s in the process",
-				 index, name, addr, size, write ? "writable" : "readable");
-			return err == -ENOMEM ? err : -EFAULT;
-		}
-		done += n;
+		if (n <= 0)
+			err = n ? (int)n : -EFAULT;
+		else
+			done += n;
 	}
+	mmap_read_unlock(f->mm);
+	if (err) {
+		if (done)
+			unpin_user_pages(b->pages, done);
+		mmu_interval_notifier_remove(&b->mn);
+		kvfree(b->pages);
+		b->pages = NULL;
+		uncharge(f, npages);
+		if (err == -EINVAL || err == -ENOMEM)
+			return err;
+		cad_logf(log, "buffer %u (%s): [0x%llx, +%llu) is not mapped %s in the process",
+			 index, name, addr, size, write ? "writable" : "readable");
+		return -EFAULT;
+	}
+	b->watched = true;
+	b->uaddr = first;
 	b->npages = npages;
 	b->dirty = write;
 	atomic64_add(npages, &cad_pinned_pages);
 	if (npages == 1 && !IS_ENABLED(CONFIG_HIGHMEM)) {
 		b->kaddr = (u8 *)page_address(b->pages[0]) + off;
 	} else {
-		b->vbase = vmap(b->pages, npages, VM_MAP, PAGE_KERNEL);
+		/* Read-only in the kernel too where the program only reads. */
+		b->vbase = vmap(b->pages, npages, VM_MAP, write ? PAGE_KERNEL : PAGE_KERNEL_RO);
 		if (!b->vbase) {
 			unpin_buffer(f, b);
 			return -ENOMEM;
 		}
 		b->kaddr = (u8 *)b->vbase + off;
 	}
-	err = mmu_interval_notifier_insert(&b->mn, f->mm, first, npages << PAGE_SHIFT, &notifier_ops);
-	if (err) {
-		unpin_buffer(f, b);
-		return err;
-	}
-	b->watched = true;
-	b->uaddr = first;
 	return 0;
 }
 
@@ -222,7 +292,7 @@ static int bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs,
 	u32 i, j;
 	int err = 0;
 
-	align = kvcalloc(p->n_buffers ? p->n_buffers : 1, sizeof(*align), GFP_KERNEL);
+	align = kvcalloc(p->n_buffers ? p->n_buffers : 1, sizeof(*align), GFP_KERNEL_ACCOUNT);
 	if (!align)
 		return -ENOMEM;
 	for (i = 0; i < p->n_buffers; i++)
@@ -318,8 +388,8 @@ static int index_keys(struct cad_run *r)
 	const struct cad_prog *p = &r->prog;
 	u32 i, n = 0;
 
-	r->occ = kvcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(u32), GFP_KERNEL);
-	r->keys = kvcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(struct cad_key), GFP_KERNEL);
+	r->occ = kvcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(u32), GFP_KERNEL_ACCOUNT);
+	r->keys = kvcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(struct cad_key), GFP_KERNEL_ACCOUNT);
 	if (!r->occ || !r->keys)
 		return -ENOMEM;
 	for (i = 0; i < p->n_nodes; i++) {
@@ -449,6 +519,40 @@ static void fail_collective(struct cad_group *g, u64 ctx, u64 seq, int err)
 			if (q->ctx == ctx && q->seq == seq)
 				finish(q, err);
 	}
+}
+
+/*
+ * What one pass does before it leaves the rest to another: a pass holds
+ * the group lock, runs in a system call that a fatal signal must be able
+ * to end, or in a worker of a shared workqueue, and a program may ask for
+ * any amount of work (a million COPY nodes of 512 MiB each pass the
+ * verifier).  A pass stops after BUDGET_BYTES copied or reduced or
+ * BUDGET_NODES nodes (a node is never cut), or when the calling process
+ * is being killed; go_on_later() hands what is left to a member asleep in
+ * read() (its CPU is idle, and the work is its group's), else to the
+ * group's work item on cad_wq.  Real collectives stay far below it: a
+ * cascade moves what the job's buffers hold.
+ */
+#define BUDGET_BYTES (64ll << 20)
+#define BUDGET_NODES 16384
+
+struct cad_budget {
+	s64 bytes;
+	u32 nodes;
+};
+
+#define CAD_BUDGET { .bytes = BUDGET_BYTES, .nodes = BUDGET_NODES }
+
+static bool spent(const struct cad_budget *b)
+{
+	return b->bytes <= 0 || !b->nodes || fatal_signal_pending(current);
+}
+
+static void spend(struct cad_budget *b, u64 bytes)
+{
+	b->bytes -= (s64)min_t(u64, bytes, BUDGET_BYTES);
+	if (b->nodes)
+		b->nodes--;
 }
 
 static void queue_work_run(struct cad_group *g, struct cad_run *r)
@@ -641,7 +745,7 @@ static bool defer(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad
 		if (is_current(owner) || cpu == raw_smp_processor_id() || !usable_cpu(cpu))
 			return false;
 	}
-	m = kmalloc(sizeof(*m), GFP_KERNEL);
+	m = kmalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
 	if (!m)
 		return false;
 	atomic64_inc(&cad_live_objects);
@@ -664,7 +768,7 @@ static bool defer(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad
 	return true;
 }
 
-static void progress(struct cad_group *g);
+static void progress(struct cad_group *g, struct cad_budget *b);
 
 /* After a copy in flight for r ended: if r ended meanwhile and nothing
  * of it is in flight any more, tell its owner now. */
@@ -689,13 +793,15 @@ static struct cad_xfer *next_part(struct cad_group *g, struct cad_file *f)
 }
 
 /* Copies queued parts (f's, or any if f is NULL), completes the nodes of
- * a transfer when its last part is done, and does what that makes ready.
- * Called and returns with the group lock held; drops it while copying. */
-static void run_deferred(struct cad_group *g, struct cad_file *f)
+ * a transfer when its last part is done, and does what that makes ready,
+ * within b.  Called and returns with the group lock held; drops it while
+ * copying.  Parts of f's left over: its work item goes on with them (a
+ * reader, f NULL, loops in cad_wait_events). */
+static void run_deferred(struct cad_group *g, struct cad_file *f, struct cad_budget *b)
 {
 	struct cad_xfer *x;
 
-	while ((x = next_part(g, f))) {
+	while (!spent(b) && (x = next_part(g, f))) {
 		struct cad_match *m = x->m;
 		struct cad_run *sr = m->sr, *rr = m->rr;
 		const struct cad_node *sn = &sr->prog.nodes[m->snode], *rn = &rr->prog.nodes[m->rnode];
@@ -706,6 +812,7 @@ static void run_deferred(struct cad_group *g, struct cad_file *f)
 		rr->inflight++;
 		mutex_unlock(&g->lock);
 		transfer(sr, sn, rr, rn, x->off, x->len);
+		spend(b, x->len);
 		mutex_lock(&g->lock);
 		list_del(&x->link);
 		sr->inflight--;
@@ -720,20 +827,38 @@ static void run_deferred(struct cad_group *g, struct cad_file *f)
 		settle(sr);
 		settle(rr);
 		wake_up_all(&g->idle);
-		progress(g);
+		progress(g, b);
 	}
+	if (f && next_part(g, f))
+		queue_work(system_highpri_wq, &f->defer_work);
 }
 
 static void defer_worker(struct work_struct *w)
 {
 	struct cad_file *f = container_of(w, struct cad_file, defer_work);
 	struct cad_group *g = smp_load_acquire(&f->group);
+	struct cad_budget b = CAD_BUDGET;
 
 	if (!g)
 		return;
 	mutex_lock(&g->lock);
-	run_deferred(g, f);
+	run_deferred(g, f, &b);
 	mutex_unlock(&g->lock);
+}
+
+/* The group's work item: a pass over what the last one left (it holds a
+ * reference to the group, dropped here; the last one frees the group,
+ * this item with it, which a work function may do). */
+static void more_worker(struct work_struct *w)
+{
+	struct cad_group *g = container_of(w, struct cad_group, more_work);
+	struct cad_budget b = CAD_BUDGET;
+
+	mutex_lock(&g->lock);
+	g->more_queued = false;
+	progress(g, &b);
+	mutex_unlock(&g->lock);
+	cad_group_put(g);
 }
 
 void cad_group_init_defer(struct cad_group *g)
@@ -741,6 +866,7 @@ void cad_group_init_defer(struct cad_group *g)
 	INIT_LIST_HEAD(&g->deferred);
 	INIT_LIST_HEAD(&g->inflight);
 	init_waitqueue_head(&g->idle);
+	INIT_WORK(&g->more_work, more_worker);
 }
 
 void cad_file_init_defer(struct cad_file *f)
@@ -773,19 +899,33 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 			return 0;
 		if (nonblock)
 			return -EAGAIN;
+		/* (A wait whose condition holds at once -- work left over --
+		 * looks at no signal.) */
+		if (signal_pending(current))
+			return -ERESTARTSYS;
 		if (g) {
+			struct cad_budget b = CAD_BUDGET;
+
 			mutex_lock(&g->lock);
-			run_deferred(g, NULL);
+			run_deferred(g, NULL, &b);
+			if (g->leftover)
+				progress(g, &b);
 			f->waiting = true;
 			mutex_unlock(&g->lock);
 		}
-		err = wait_event_interruptible(f->wq, atomic_read(&f->events) || (g && READ_ONCE(g->ndeferred)));
+		err = wait_event_interruptible(f->wq, atomic_read(&f->events) ||
+						      (g && (READ_ONCE(g->ndeferred) || READ_ONCE(g->leftover))));
 		if (g) {
 			/* Whatever was handed to this process while it slept is
-			 * done here, even when a signal ends the wait. */
+			 * done here (a pass of it), even when a signal ends the
+			 * wait. */
+			struct cad_budget b = CAD_BUDGET;
+
 			mutex_lock(&g->lock);
 			f->waiting = false;
-			run_deferred(g, NULL);
+			run_deferred(g, NULL, &b);
+			if (g->leftover)
+				progress(g, &b);
 			mutex_unlock(&g->lock);
 		}
 		if (err)
@@ -795,7 +935,7 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 
 /* r's SEND or RECV node was posted: transfer now if its partner is
  * posted too. */
-static void match(struct cad_group *g, struct cad_run *r, u32 node)
+static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_budget *b)
 {
 	const struct cad_node *nd = &r->prog.nodes[node];
 	const u32 me = r->prog.hdr->rank;
@@ -838,6 +978,7 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node)
 	if (defer(g, sr, sr == r ? node : (u32)m, rr, rr == r ? node : (u32)m))
 		return;
 	transfer(sr, sn, rr, rn, 0, sn->len);
+	spend(b, sn->len);
 	cad_exec_complete(&r->ex, node);
 	cad_exec_complete(&p->ex, (u32)m);
 	queue_work_run(g, p);
@@ -850,11 +991,11 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node)
  * alltoall_rotated's own block is a copy ready at start beside the sends.
  * A failed match ends the run (its result is set): nothing more is
  * issued. */
-static void issue(struct cad_group *g, struct cad_run *r)
+static void issue(struct cad_group *g, struct cad_run *r, struct cad_budget *b)
 {
 	u32 node;
 
-	while (r->running && cad_exec_next(&r->ex, &node)) {
+	while (r->running && !spent(b) && cad_exec_next(&r->ex, &node)) {
 		const struct cad_node *nd = &r->prog.nodes[node];
 
 		switch (nd->kind) {
@@ -862,6 +1003,7 @@ static void issue(struct cad_group *g, struct cad_run *r)
 			if (nd->len)
 				copy_chunked(at(r, nd->dst_buf, nd->dst_off), at(r, nd->src_buf, nd->src_off),
 					     nd->len);
+			spend(b, nd->len);
 			cad_exec_complete(&r->ex, node);
 			break;
 		case CAD_NODE_REDUCE:
@@ -869,25 +1011,54 @@ static void issue(struct cad_group *g, struct cad_run *r)
 				cad_reduce(&r->prog, nd, at(r, nd->dst_buf, nd->dst_off),
 					   at(r, nd->src_buf, nd->src_off), g->vm_scratch);
 			cond_resched();
+			spend(b, nd->len);
 			cad_exec_complete(&r->ex, node);
 			break;
 		default:
-			match(g, r, node);
+			match(g, r, node, b);
 			break;
 		}
 	}
 	if (r->running && cad_exec_status(&r->ex) == 0)
 		finish(r, 0);
+	else if (r->running && spent(b))
+		queue_work_run(g, r);  /* ready nodes may be left: a later pass */
 }
 
-static void progress(struct cad_group *g)
+/* What a pass left goes on elsewhere: a member asleep in read() takes it
+ * (cad_wait_events), else the group's work item, queued once. */
+static void go_on_later(struct cad_group *g)
+{
+	u32 i;
+
+	WRITE_ONCE(g->leftover, true);
+	for (i = 0; i < g->nranks; i++) {
+		struct cad_file *o = g->members[i];
+
+		if (o && o->waiting && !is_current(o)) {
+			wake_up_interruptible(&o->wq);
+			return;
+		}
+	}
+	if (!g->more_queued) {
+		g->more_queued = true;
+		refcount_inc(&g->refs);
+		queue_work(cad_wq, &g->more_work);
+	}
+}
+
+static void progress(struct cad_group *g, struct cad_budget *b)
 {
 	struct cad_run *r;
 
-	while ((r = list_first_entry_or_null(&g->work, struct cad_run, work_link))) {
+	while (!spent(b) && (r = list_first_entry_or_null(&g->work, struct cad_run, work_link))) {
 		list_del_init(&r->work_link);
-		issue(g, r);
+		issue(g, r, b);
 	}
+	if (list_empty(&g->work))
+		WRITE_ONCE(g->leftover, false);
+	else
+		go_on_later(g);
 }
 
 static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
@@ -916,7 +1087,11 @@ static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 		return 0;
 	}
 	queue_work_run(g, r);
-	progress(g);
+	{
+		struct cad_budget b = CAD_BUDGET;
+
+		progress(g, &b);
+	}
 	return 0;
 }
 
@@ -1031,8 +1206,8 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		return -EINVAL;
 	}
 	r->nbufs = r->prog.n_buffers;
-	r->bufs = kvcalloc(r->nbufs ? r->nbufs : 1, sizeof(*r->bufs), GFP_KERNEL);
-	addrs = kvcalloc(r->nbufs ? r->nbufs : 1, sizeof(u64), GFP_KERNEL);
+	r->bufs = kvcalloc(r->nbufs ? r->nbufs : 1, sizeof(*r->bufs), GFP_KERNEL_ACCOUNT);
+	addrs = kvcalloc(r->nbufs ? r->nbufs : 1, sizeof(u64), GFP_KERNEL_ACCOUNT);
 	if (!r->bufs || !addrs) {
 		kvfree(addrs);
 		return -ENOMEM;
@@ -1075,7 +1250,7 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 	}
 	cad_log_init(&log, logmem, logmem ? min_t(u32, a->log_size, 4096) : 0);
 
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r) {
 		kfree(logmem);
 		return -ENOMEM;
@@ -1092,7 +1267,7 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 		err = load(f, a, r, &log);
 	}
 	if (!err && r->prog.n_ops && !READ_ONCE(g->vm_scratch)) {
-		void *s = kvzalloc(CAD_VM_SCRATCH_SIZE, GFP_KERNEL);
+		void *s = kvzalloc(CAD_VM_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
 
 		mutex_lock(&g->lock);
 		if (!g->vm_scratch)

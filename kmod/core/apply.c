@@ -9,6 +9,11 @@
 
 /* Bytes reduced per FPU section: a few microseconds of work. */
 #define CHUNK_BYTES (64u << 10)
+/* And for a user-defined op, elements x its instructions per section: a
+ * long operator (up to CAD_VM_MAX_INSNS) on small elements must not keep
+ * preemption off for 64 Ki elements, 2^28 instructions: about a
+ * millisecond at most (a VM block, CAD_VM_LANES elements, is the least). */
+#define CHUNK_WORK (1u << 20)
 
 bool cad_reduce_supported(unsigned int op, unsigned int dtype)
 {
@@ -29,6 +34,8 @@ void cad_reduce(const struct cad_prog *prog, const struct cad_node *node,
 		esz = uop->elem_size;
 		/* Whole VM blocks per chunk, so no chunk ends in a partial block. */
 		chunk = CHUNK_BYTES / ((__u64)esz * CAD_VM_LANES);
+		if (chunk > CHUNK_WORK / ((__u64)(uop->code_count ? uop->code_count : 1) * CAD_VM_LANES))
+			chunk = CHUNK_WORK / ((__u64)(uop->code_count ? uop->code_count : 1) * CAD_VM_LANES);
 		chunk = (chunk ? chunk : 1) * CAD_VM_LANES;
 	} else {
 		esz = cad_dtype_size(node->dtype);

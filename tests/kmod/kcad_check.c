@@ -25,6 +25,19 @@
  *                              while that happens.  Once told it ended (or once
  *                              free returns), the receiver's buffer must
  *                              not change any more
+ *   kcad_check pins            where buffers may be pinned (not for writing
+ *                              in a shared file mapping; yes in shared
+ *                              memory) and the pinned-memory limit, which
+ *                              is per user: a second process of the same
+ *                              user meets the first one's pins
+ *   kcad_check busy read|pause a program that would copy for minutes (1024
+ *                              COPY nodes of 16 MiB): its START returns
+ *                              after a pass; meanwhile another group joins
+ *                              at once, a second member of the busy group
+ *                              within a few passes, and the busy process,
+ *                              asleep in read() (doing passes) or in
+ *                              pause() (a work item of the module does),
+ *                              dies within a pass of SIGKILL
  *
  * Prints "KCAD PASS <case>" or "KCAD FAIL <case>: why" per case and
  * "KCAD SUMMARY passed=N failed=M"; exits 1 if anything failed.
@@ -41,6 +54,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -213,6 +228,26 @@ static void *reduce_one(uint32_t *size, uint64_t bytes)
 	return b_image(&b, size);
 }
 
+/* One rank of nranks: n COPY nodes of seg bytes between two scratch
+ * buffers, back and forth, each after the one before. */
+static void *long_copies(uint32_t nranks, uint64_t seg, uint32_t n, uint32_t *size)
+{
+	struct builder *b = malloc(sizeof(*b));
+	void *img;
+
+	b_init(b, 0, nranks);
+	b_buf(b, CAD_BUF_SCRATCH, CAD_ACC_READ | CAD_ACC_WRITE, seg);
+	b_buf(b, CAD_BUF_SCRATCH, CAD_ACC_READ | CAD_ACC_WRITE, seg);
+	for (uint32_t i = 0; i < n && i < MAXN; i++) {
+		b_node(b, (struct cad_node){ .kind = CAD_NODE_COPY, .src_buf = i % 2, .dst_buf = 1 - i % 2, .len = seg });
+		if (i)
+			b_edge(b, i - 1, i);
+	}
+	img = b_image(b, size);
+	free(b);
+	return img;
+}
+
 /* ------------------------------------------------------------------ */
 /* The device                                                          */
 
@@ -315,6 +350,31 @@ static void set_param(const char *name, const char *value)
 		fputs(value, f);
 		fclose(f);
 	}
+}
+
+/* A parameter's value (0 if unreadable). */
+static unsigned long get_param(const char *name)
+{
+	char path[128];
+	unsigned long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/cad/parameters/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+static void restore_param(const char *name, unsigned long v)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%lu", v);
+	set_param(name, text);
 }
 
 #define EXPECT_LOAD(name, res, want_err, want_log)                                         \
@@ -609,6 +669,7 @@ static int do_reject(void)
 		for (uint32_t i = 0; i < 3; i++)
 			handle_op(d2.fd, CAD_IOC_FREE, i, NULL);
 		set_param("max_programs", "512");
+		const unsigned long pinned_mb = get_param("max_pinned_mb");
 		set_param("max_pinned_mb", "1");
 		{
 			const uint64_t big = 2u << 20;
@@ -620,7 +681,7 @@ static int do_reject(void)
 			memset(dst, 0, big);
 			r = load(d2.fd, p, size_r, bb, 3, 1, 0, 0);
 			EXPECT_LOAD("pinned-memory-limit", r, -ENOMEM, "max_pinned_mb");
-			set_param("max_pinned_mb", "1024");
+			restore_param("max_pinned_mb", pinned_mb);
 			r = load(d2.fd, p, size_r, bb, 3, 1, CAD_LOAD_START, 1);
 			res = r.err ? r.err : wait_run(&d2, r.handle, 1, 0);
 			CHECK("two-mib-reduce", res == 0, "got %d: %s", res, r.log);
@@ -979,6 +1040,210 @@ static int do_inflight(int use_free, uint64_t n)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* pins                                                                */
+
+static int do_pins(void)
+{
+	const uint64_t key = job_key();
+	static char send[4096] __attribute__((aligned(4096))), recv[4096] __attribute__((aligned(4096)));
+	struct dev d;
+	uint32_t size, size_r;
+	void *img = exchange(0, &size);
+	struct load_res r;
+	int err, fd, mfd, res;
+	char *fm, *mm;
+
+	err = dev_open(&d, key, 0, 2);
+	CHECK("pins-join", err == 0, "got %d", err);
+	if (err)
+		return 0;
+	/* ramfs: a file system that is not shared memory */
+	mkdir("/rf", 0700);
+	err = mount("none", "/rf", "ramfs", 0, NULL) ? -errno : 0;
+	fd = open("/rf/buffer", O_RDWR | O_CREAT, 0600);
+	fm = fd >= 0 && ftruncate(fd, 8192) == 0 ? mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+						 : MAP_FAILED;
+	CHECK("pins-ramfs-file", err == 0 && fm != MAP_FAILED, "mount %d, mmap %s", err, strerror(errno));
+	if (fm != MAP_FAILED) {
+		uint64_t a[2] = { (uintptr_t)send, (uintptr_t)fm };
+
+		r = load(d.fd, img, size, a, 2, 1, 0, 0);
+		EXPECT_LOAD("writable-buffer-in-a-shared-file-mapping", r, -EINVAL,
+			    "in a shared file mapping, which cannot be pinned for writing");
+		a[0] = (uintptr_t)fm, a[1] = (uintptr_t)recv;
+		r = load(d.fd, img, size, a, 2, 1, 0, 0);
+		CHECK("read-only-buffer-in-a-shared-file-mapping", r.err == 0, "got %d: %s", r.err, r.log);
+		if (!r.err)
+			handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+		munmap(fm, 8192);
+	}
+	if (fd >= 0)
+		close(fd);
+	mfd = memfd_create("kcad", 0);
+	mm = mfd >= 0 && ftruncate(mfd, 8192) == 0 ? mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)
+						   : MAP_FAILED;
+	if (mm != MAP_FAILED) {
+		uint64_t a[2] = { (uintptr_t)send, (uintptr_t)mm };
+
+		r = load(d.fd, img, size, a, 2, 1, 0, 0);
+		CHECK("writable-buffer-in-shared-memory", r.err == 0, "got %d: %s", r.err, r.log);
+		if (!r.err)
+			handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+		munmap(mm, 8192);
+	} else {
+		CHECK("writable-buffer-in-shared-memory", 0, "memfd: %s", strerror(errno));
+	}
+	if (mfd >= 0)
+		close(mfd);
+
+	/* 1 MiB per user: 768 KiB pinned here, 768 KiB more by another
+	 * process of the same user is over it */
+	const unsigned long pinned_mb = get_param("max_pinned_mb");
+	CHECK("pinned-limit-default", pinned_mb >= 1024, "max_pinned_mb is %lu", pinned_mb);
+	set_param("max_pinned_mb", "1");
+	{
+		const uint64_t n = 384u << 10;
+		double *src = aligned_alloc(4096, n), *dst = aligned_alloc(4096, n);
+		uint64_t bb[3] = { (uintptr_t)src, (uintptr_t)dst, 0 };
+		void *p = reduce_one(&size_r, n);
+		pid_t pid;
+
+		memset(src, 0, n);
+		memset(dst, 0, n);
+		r = load(d.fd, p, size_r, bb, 3, 1, 0, 0);
+		CHECK("pins-within-the-limit", r.err == 0, "got %d: %s", r.err, r.log);
+		pid = fork();
+		if (pid == 0) {
+			struct dev d2;
+			struct load_res r2;
+
+			if (dev_open(&d2, key ^ 0x77, 0, 1))
+				_exit(3);
+			r2 = load(d2.fd, p, size_r, bb, 3, 1, 0, 0);
+			if (r2.err != -ENOMEM || !strstr(r2.log, "per user (max_pinned_mb)")) {
+				printf("child: got %d: %s\n", r2.err, r2.log);
+				_exit(1);
+			}
+			_exit(0);
+		}
+		waitpid(pid, &res, 0);
+		CHECK("pinned-limit-is-per-user", WIFEXITED(res) && WEXITSTATUS(res) == 0, "child status 0x%x", res);
+		if (!r.err)
+			handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+		free(p);
+		free(src);
+		free(dst);
+	}
+	restore_param("max_pinned_mb", pinned_mb);
+	close(d.fd);
+	free(img);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* busy                                                                */
+
+static int do_busy(int in_read)
+{
+	const uint64_t key = job_key(), key2 = key ^ 0x5555;
+	const char *how = in_read ? "read" : "pause";
+	char name[64];
+	int pfd[2], st;
+	double t_start = -1, t0, t;
+	pid_t a, c;
+	struct dev d2;
+	int err;
+
+	if (pipe(pfd))
+		return 1;
+	a = fork();
+	if (a == 0) {
+		struct dev d;
+		uint32_t size;
+		void *img = long_copies(2, 16u << 20, 1024, &size);
+		uint64_t addrs[2] = { 0, 0 };
+		struct load_res r;
+
+		if (dev_open(&d, key, 0, 2))
+			_exit(2);
+		r = load(d.fd, img, size, addrs, 2, 1, 0, 0);
+		if (r.err) {
+			printf("busy: load: %d: %s\n", r.err, r.log);
+			_exit(3);
+		}
+		t = 0;
+		if (write(pfd[1], &t, sizeof(t)) != sizeof(t))  /* starting now */
+			_exit(4);
+		t0 = now();
+		err = start(d.fd, r.handle, 1);
+		t = err ? -1 : now() - t0;
+		if (write(pfd[1], &t, sizeof(t)) != sizeof(t))
+			_exit(4);
+		for (;;) {
+			uint64_t n;
+
+			if (in_read)
+				(void)!read(d.fd, &n, sizeof(n));
+			else
+				pause();
+		}
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &t_start, sizeof(t_start)) != sizeof(t_start))
+		t_start = -2;
+	/* the program runs from here for seconds, in START (before
+	 * 2026-11-25, holding the group's lock) or after it */
+	usleep(200000);
+	/* a second member of the busy group, in another process: it waits
+	 * for the group's lock, a pass at most */
+	c = fork();
+	if (c == 0) {
+		struct dev d;
+
+		t0 = now();
+		err = dev_open(&d, key, 1, 2);
+		t = now() - t0;
+		if (err || t > 5.0) {
+			printf("busy: join of the busy group: %d after %.2f s\n", err, t);
+			_exit(1);
+		}
+		t0 = now();
+		close(d.fd);
+		t = now() - t0;
+		if (t > 5.0) {
+			printf("busy: leaving the busy group took %.2f s\n", t);
+			_exit(1);
+		}
+		_exit(0);
+	}
+	usleep(100000);
+	/* another group meanwhile: it waits for nothing of that one */
+	t0 = now();
+	err = dev_open(&d2, key2, 0, 1);
+	t = now() - t0;
+	snprintf(name, sizeof(name), "busy-%s-other-group-joins-at-once", how);
+	CHECK(name, err == 0 && t < 1.0, "join %d after %.2f s", err, t);
+	if (!err)
+		close(d2.fd);
+	waitpid(c, &st, 0);
+	snprintf(name, sizeof(name), "busy-%s-group-joins-and-leaves-within-passes", how);
+	CHECK(name, WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+	if (read(pfd[0], &t_start, sizeof(t_start)) != sizeof(t_start))
+		t_start = -2;
+	close(pfd[0]);
+	snprintf(name, sizeof(name), "busy-%s-start-returns-after-a-pass", how);
+	CHECK(name, t_start >= 0 && t_start < 2.0, "START took %.2f s", t_start);
+	t0 = now();
+	kill(a, SIGKILL);
+	waitpid(a, &st, 0);
+	t = now() - t0;
+	printf("busy %s: START %.2f s (a pass), killed in %.2f s\n", how, t_start, t);
+	snprintf(name, sizeof(name), "busy-%s-process-killed-within-a-pass", how);
+	CHECK(name, WIFSIGNALED(st) && t < 5.0, "status 0x%x after %.2f s", st, t);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -999,9 +1264,13 @@ int main(int argc, char **argv)
 		do_cycles(atol(argv[2]));
 	else if (!strcmp(what, "inflight") && argc == 4 && (!strcmp(argv[2], "cancel") || !strcmp(argv[2], "free")))
 		do_inflight(!strcmp(argv[2], "free"), strtoull(argv[3], NULL, 0));
+	else if (!strcmp(what, "pins"))
+		do_pins();
+	else if (!strcmp(what, "busy") && argc == 3 && (!strcmp(argv[2], "read") || !strcmp(argv[2], "pause")))
+		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N\n");
+				"inflight cancel|free N | pins | busy read|pause\n");
 		return 2;
 	}
 	printf("KCAD SUMMARY passed=%d failed=%d\n", g_pass, g_fail);

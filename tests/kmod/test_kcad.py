@@ -26,6 +26,12 @@ CASES = {
     "exit-4": "kcad_check exit 4 4000000 4 10",
     "cancel": "kcad_check cancel",
     "cycles": "kcad_check cycles 10000",
+    # Buffers in shared file mappings, shared memory; the pinned limit per user.
+    "pins": "kcad_check pins",
+    # A program that would copy for minutes holds up nobody for more than
+    # a pass, and its process dies within one.
+    "busy-read": "kcad_check busy read",
+    "busy-pause": "kcad_check busy pause",
     # Parameters out of their range are refused and leave the value as it was.
     "param-bounds": "P=/sys/module/cad/parameters; ! echo 3 > $P/defer && ! echo 0 > $P/max_programs && "
                     "! echo 513 > $P/max_programs && ! echo 0 > $P/max_scratch_mb && "
