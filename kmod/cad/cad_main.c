@@ -292,6 +292,7 @@ static int cad_release(struct inode *inode, struct file *file)
 		 * f is no member); copies still in flight into or out of f's
 		 * runs, by it or by other members, end before they go. */
 		cancel_work_sync(&f->defer_work);
+		cad_group_hand_off(g);
 		for (h = 0; h < CAD_MAX_PROGRAMS; h++)
 			if (f->runs[h])
 				cad_run_wait_idle(g, f->runs[h]);

@@ -140,6 +140,8 @@ struct cad_run {
 	int result;
 	u32 gen;
 	u32 inflight;                   /* parts of its transfers being copied */
+	s64 part_node;                  /* a COPY or REDUCE a pass cut, or -1 */
+	u64 part_done;                  /* bytes of it done */
 	bool publish_pending;           /* ended while inflight: tell when 0 */
 	struct list_head run_link;      /* in file->running */
 	struct list_head work_link;     /* in group->work */
@@ -156,6 +158,9 @@ void cad_run_destroy(struct cad_run *r);
 /* read(): waits for completions (and does deferred transfers meanwhile). */
 int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n);
 void cad_group_init_defer(struct cad_group *g);
+/* After a member's work item is cancelled: what is left over in the group
+ * (queued parts its item might have taken) goes on elsewhere. */
+void cad_group_hand_off(struct cad_group *g);
 void cad_file_init_defer(struct cad_file *f);
 /* Waits until no copy into or out of r is in flight (no lock held). */
 void cad_run_wait_idle(struct cad_group *g, struct cad_run *r);

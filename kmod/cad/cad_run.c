@@ -77,28 +77,40 @@ static bool charge(struct cad_file *f, u64 npages)
 	return true;
 }
 
-/* Whether [first, +npages pages) lies in a shared mapping of a file that
- * is not shared memory: a page of one written through a long-term pin
- * behind the file system's back breaks its writeback (Linux 6.5 refuses
- * such pins; 6.1 does not), so a writable buffer there is refused and a
- * read-only one pinned without FOLL_WRITE.  -EFAULT for a hole.  The mm's
- * lock held. */
-static int shared_file(struct mm_struct *mm, u64 first, u64 npages, bool *found)
+/* A shared mapping of a file that is not shared memory: a page of one
+ * written through a long-term pin behind the file system's back breaks its
+ * writeback (Linux 6.5 refuses such pins; 6.1 does not), so a writable
+ * buffer there is refused and a read-only one pinned without FOLL_WRITE. */
+static bool shared_file(struct vm_area_struct *vma)
 {
-	const u64 end = first + (npages << PAGE_SHIFT);
-	u64 addr = first;
+	return (vma->vm_flags & VM_SHARED) && vma->vm_file && !shmem_file(vma->vm_file) && !is_vm_hugetlb_page(vma);
+}
 
-	*found = false;
-	while (addr < end) {
-		struct vm_area_struct *vma = vma_lookup(mm, addr);
+/* Pins pages [done, +seg) of b, one mapping's: for writing if want_write
+ * and the mapping allows it, else (a buffer the program only reads: !write)
+ * as the mapping is; *wrote says which.  On failure nothing of the segment
+ * stays pinned.  The mm's lock held. */
+static int pin_segment(struct cad_kbuf *b, u64 first, u64 done, u64 seg, bool want_write, bool write, bool *wrote)
+{
+	u64 got = 0;
 
-		if (!vma)
-			return -EFAULT;
-		if ((vma->vm_flags & VM_SHARED) && vma->vm_file && !shmem_file(vma->vm_file) &&
-		    !is_vm_hugetlb_page(vma))
-			*found = true;
-		addr = vma->vm_end;
+	while (got < seg) {
+		const long want = (long)min_t(u64, seg - got, 1u << 16);
+		const unsigned int flags = FOLL_LONGTERM | (want_write ? FOLL_WRITE : 0);
+		const long n = pin_user_pages(first + (done + got) * PAGE_SIZE, want, flags, b->pages + done + got, NULL);
+
+		if (n <= 0 && want_write && !write && got == 0) {
+			want_write = false;   /* a read-only mapping: pin it as it is */
+			continue;
+		}
+		if (n <= 0) {
+			if (got)
+				unpin_user_pages(b->pages + done, got);
+			return n ? (int)n : -EFAULT;
+		}
+		got += n;
 	}
+	*wrote = want_write;
 	return 0;
 }
 
@@ -136,7 +148,6 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	const u64 off = addr & ~PAGE_MASK;
 	const u64 first = addr & PAGE_MASK;
 	u64 npages, done = 0;
-	bool want_write = true, in_file;
 	int err;
 
 	if (addr + size < addr || !access_ok((void __user *)(uintptr_t)addr, size)) {
@@ -162,31 +173,37 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		uncharge(f, npages);
 		return err;
 	}
+	/* Mapping by mapping: FOLL_WRITE where the mapping takes it, so that a
+	 * read-only buffer spanning a shared file and never-written anonymous
+	 * memory does not pin the zero page for the latter. */
+	bool refused = false;
+
 	mmap_read_lock(f->mm);
-	err = shared_file(f->mm, first, npages, &in_file);
-	if (!err && in_file) {
-		want_write = false;
-		if (write) {
+	b->gup_flags = FOLL_LONGTERM | FOLL_WRITE;
+	while (!err && done < npages) {
+		const u64 at_addr = first + done * PAGE_SIZE;
+		struct vm_area_struct *vma = vma_lookup(f->mm, at_addr);
+		u64 seg;
+		bool wrote;
+
+		if (!vma) {
+			err = -EFAULT;
+			break;
+		}
+		if (write && shared_file(vma)) {
 			cad_logf(log, "buffer %u (%s): [0x%llx, +%llu) is in a shared file mapping, which cannot be pinned for writing: use anonymous or shared memory",
 				 index, name, addr, size);
 			err = -EINVAL;
+			refused = true;
+			break;
 		}
-	}
-	while (!err && done < npages) {
-		const long want = (long)min_t(u64, npages - done, 1u << 16);
-		const unsigned int flags = FOLL_LONGTERM | (want_write ? FOLL_WRITE : 0);
-		long n;
-
-		b->gup_flags = flags;
-		n = pin_user_pages(first + done * PAGE_SIZE, want, flags, b->pages + done, NULL);
-		if (n <= 0 && want_write && !write && done == 0) {
-			want_write = false;   /* a read-only mapping: pin it as it is */
-			continue;
+		seg = min_t(u64, npages - done, (vma->vm_end - at_addr) >> PAGE_SHIFT);
+		err = pin_segment(b, first, done, seg, !shared_file(vma), write, &wrote);
+		if (!err) {
+			done += seg;
+			if (!wrote)  /* still_mapped() looks the pages up as they were pinned */
+				b->gup_flags = FOLL_LONGTERM;
 		}
-		if (n <= 0)
-			err = n ? (int)n : -EFAULT;
-		else
-			done += n;
 	}
 	mmap_read_unlock(f->mm);
 	if (err) {
@@ -196,7 +213,7 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		kvfree(b->pages);
 		b->pages = NULL;
 		uncharge(f, npages);
-		if (err == -EINVAL || err == -ENOMEM)
+		if (refused || err == -ENOMEM)
 			return err;
 		cad_logf(log, "buffer %u (%s): [0x%llx, +%llu) is not mapped %s in the process",
 			 index, name, addr, size, write ? "writable" : "readable");
@@ -535,6 +552,7 @@ static void fail_collective(struct cad_group *g, u64 ctx, u64 seq, int err)
  */
 #define BUDGET_BYTES (64ll << 20)
 #define BUDGET_NODES 16384
+#define SLICE_BYTES  (1ull << 20)  /* of a local node between looks at the budget */
 
 struct cad_budget {
 	s64 bytes;
@@ -769,6 +787,7 @@ static bool defer(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad
 }
 
 static void progress(struct cad_group *g, struct cad_budget *b);
+static void go_on_later(struct cad_group *g);
 
 /* After a copy in flight for r ended: if r ended meanwhile and nothing
  * of it is in flight any more, tell its owner now. */
@@ -829,8 +848,12 @@ static void run_deferred(struct cad_group *g, struct cad_file *f, struct cad_bud
 		wake_up_all(&g->idle);
 		progress(g, b);
 	}
-	if (f && next_part(g, f))
-		queue_work(system_highpri_wq, &f->defer_work);
+	if (next_part(g, f)) {
+		if (f)
+			queue_work(system_highpri_wq, &f->defer_work);
+		else
+			go_on_later(g);  /* (a reader that returns leaves them) */
+	}
 }
 
 static void defer_worker(struct work_struct *w)
@@ -856,9 +879,18 @@ static void more_worker(struct work_struct *w)
 
 	mutex_lock(&g->lock);
 	g->more_queued = false;
+	run_deferred(g, NULL, &b);  /* parts nobody else takes (defer=1's, say) */
 	progress(g, &b);
 	mutex_unlock(&g->lock);
 	cad_group_put(g);
+}
+
+void cad_group_hand_off(struct cad_group *g)
+{
+	mutex_lock(&g->lock);
+	if (g->ndeferred || !list_empty(&g->work))
+		go_on_later(g);
+	mutex_unlock(&g->lock);
 }
 
 void cad_group_init_defer(struct cad_group *g)
@@ -934,8 +966,9 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 }
 
 /* r's SEND or RECV node was posted: transfer now if its partner is
- * posted too. */
-static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_budget *b)
+ * posted too.  The bytes copied here (0: not matched yet, deferred, or
+ * the collective failed). */
+static u64 match(struct cad_group *g, struct cad_run *r, u32 node)
 {
 	const struct cad_node *nd = &r->prog.nodes[node];
 	const u32 me = r->prog.hdr->rank;
@@ -948,27 +981,27 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_b
 	if (!pf) {
 		if (g->gone[grank])
 			fail_collective(g, r->ctx, r->seq, -EPIPE);
-		return;   /* not joined yet: its posting will find this one */
+		return 0;   /* not joined yet: its posting will find this one */
 	}
 	p = find_running(pf, r->ctx, r->seq);
 	if (!p)
-		return;
+		return 0;
 	if (p->prog.hdr->rank != nd->peer || p->prog.hdr->nranks != r->prog.hdr->nranks ||
 	    p->ranks[me] != r->file->rank || p->fp != r->fp) {
 		fail_collective(g, r->ctx, r->seq, -EPROTO);
-		return;
+		return 0;
 	}
 	m = find_key(p, nd->kind == CAD_NODE_SEND ? CAD_NODE_RECV : CAD_NODE_SEND, me, nd->tag, r->occ[node]);
 	if (m < 0) {
 		fail_collective(g, r->ctx, r->seq, -EPROTO);
-		return;
+		return 0;
 	}
 	if (p->ex.state[m] != CAD_NS_ISSUED)
-		return;
+		return 0;
 	pn = &p->prog.nodes[m];
 	if (pn->len != nd->len) {
 		fail_collective(g, r->ctx, r->seq, -EPROTO);
-		return;
+		return 0;
 	}
 	if (nd->kind == CAD_NODE_SEND) {
 		sr = r, sn = nd, rr = p, rn = pn;
@@ -976,12 +1009,12 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_b
 		sr = p, sn = pn, rr = r, rn = nd;
 	}
 	if (defer(g, sr, sr == r ? node : (u32)m, rr, rr == r ? node : (u32)m))
-		return;
+		return 0;
 	transfer(sr, sn, rr, rn, 0, sn->len);
-	spend(b, sn->len);
 	cad_exec_complete(&r->ex, node);
 	cad_exec_complete(&p->ex, (u32)m);
 	queue_work_run(g, p);
+	return sn->len;
 }
 
 /* Posts what is ready in r, performs its local nodes, finishes it when
@@ -991,42 +1024,83 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_b
  * alltoall_rotated's own block is a copy ready at start beside the sends.
  * A failed match ends the run (its result is set): nothing more is
  * issued. */
+/* A COPY or REDUCE node, from where it stopped, a slice at a time while b
+ * lasts (a REDUCE with a user-defined op costs by its length: 1 GiB of a
+ * 4096-instruction op is 2^42 instructions, a long time to hold a group's
+ * lock and to ignore SIGKILL); true once it is done. */
+static bool local_node(struct cad_group *g, struct cad_run *r, u32 node, struct cad_budget *b)
+{
+	const struct cad_node *nd = &r->prog.nodes[node];
+	const bool user_op = nd->kind == CAD_NODE_REDUCE && nd->op == CAD_OP_USER;
+	const u64 cost = user_op ? max_t(u64, 1, r->prog.ops[nd->user_op].code_count / 16) : 1;
+	/* (whole VM blocks of a user-defined op, as apply.c cuts them) */
+	const u64 unit = nd->kind == CAD_NODE_COPY ? 1
+			 : user_op ? (u64)r->prog.ops[nd->user_op].elem_size * CAD_VM_LANES
+				   : cad_dtype_size(nd->dtype);
+	const u64 slice = max_t(u64, unit, SLICE_BYTES / cost / unit * unit);
+
+	while (r->part_done < nd->len) {
+		const u64 n = min_t(u64, slice, nd->len - r->part_done);
+		struct cad_node part = *nd;
+
+		if (spent(b))
+			return false;
+		part.dst_off += r->part_done;
+		part.src_off += r->part_done;
+		part.len = n;
+		if (nd->kind == CAD_NODE_COPY)
+			memcpy(at(r, part.dst_buf, part.dst_off), at(r, part.src_buf, part.src_off), n);
+		else
+			cad_reduce(&r->prog, &part, at(r, part.dst_buf, part.dst_off),
+				   at(r, part.src_buf, part.src_off), g->vm_scratch);
+		r->part_done += n;
+		b->bytes -= (s64)min_t(u64, n * cost, BUDGET_BYTES);
+		cond_resched();
+	}
+	return true;
+}
+
 static void issue(struct cad_group *g, struct cad_run *r, struct cad_budget *b)
 {
 	u32 node;
 
-	while (r->running && !spent(b) && cad_exec_next(&r->ex, &node)) {
-		const struct cad_node *nd = &r->prog.nodes[node];
+	while (r->running && !spent(b)) {
+		const struct cad_node *nd;
 
+		if (r->part_node >= 0)
+			node = (u32)r->part_node;  /* a local node a pass cut */
+		else if (!cad_exec_next(&r->ex, &node))
+			break;
+		nd = &r->prog.nodes[node];
 		switch (nd->kind) {
 		case CAD_NODE_COPY:
-			if (nd->len)
-				copy_chunked(at(r, nd->dst_buf, nd->dst_off), at(r, nd->src_buf, nd->src_off),
-					     nd->len);
-			spend(b, nd->len);
-			cad_exec_complete(&r->ex, node);
-			break;
 		case CAD_NODE_REDUCE:
-			if (nd->len)
-				cad_reduce(&r->prog, nd, at(r, nd->dst_buf, nd->dst_off),
-					   at(r, nd->src_buf, nd->src_off), g->vm_scratch);
-			cond_resched();
-			spend(b, nd->len);
+			if (!local_node(g, r, node, b)) {
+				r->part_node = node;
+				goto out;
+			}
+			r->part_node = -1;
+			r->part_done = 0;
+			spend(b, 0);
 			cad_exec_complete(&r->ex, node);
 			break;
 		default:
-			match(g, r, node, b);
+			spend(b, match(g, r, node));
 			break;
 		}
+		if (!(b->nodes & 255))
+			cond_resched();
 	}
+out:
 	if (r->running && cad_exec_status(&r->ex) == 0)
 		finish(r, 0);
 	else if (r->running && spent(b))
 		queue_work_run(g, r);  /* ready nodes may be left: a later pass */
 }
 
-/* What a pass left goes on elsewhere: a member asleep in read() takes it
- * (cad_wait_events), else the group's work item, queued once. */
+/* What a pass left (runs on the work list, queued parts) goes on
+ * elsewhere: a member asleep in read() takes it (cad_wait_events), else
+ * the group's work item, queued once. */
 static void go_on_later(struct cad_group *g)
 {
 	u32 i;
@@ -1075,6 +1149,8 @@ static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 	}
 	r->seq = seq;
 	r->started = true;
+	r->part_node = -1;
+	r->part_done = 0;
 	r->gen++;
 	r->running = true;
 	r->result = -EINPROGRESS;

@@ -682,9 +682,17 @@ static int do_reject(void)
 			r = load(d2.fd, p, size_r, bb, 3, 1, 0, 0);
 			EXPECT_LOAD("pinned-memory-limit", r, -ENOMEM, "max_pinned_mb");
 			restore_param("max_pinned_mb", pinned_mb);
+			/* two slices of a COPY and of a REDUCE (a pass does a
+			 * local node 1 MiB at a time): every element right */
+			for (uint64_t i = 0; i < big / sizeof(double); i++)
+				src[i] = (double)i, dst[i] = 1;
 			r = load(d2.fd, p, size_r, bb, 3, 1, CAD_LOAD_START, 1);
 			res = r.err ? r.err : wait_run(&d2, r.handle, 1, 0);
-			CHECK("two-mib-reduce", res == 0, "got %d: %s", res, r.log);
+			uint64_t wrong = 0;
+			for (uint64_t i = 0; i < big / sizeof(double); i++)
+				wrong += dst[i] != (double)i + 1;
+			CHECK("two-mib-reduce", res == 0 && !wrong, "got %d: %s; %llu elements wrong", res, r.log,
+			      (unsigned long long)wrong);
 			/* the same program's 2 MiB of scratch, over 1 MiB */
 			set_param("max_scratch_mb", "1");
 			r = load(d2.fd, p, size_r, bb, 3, 1, 0, 0);
