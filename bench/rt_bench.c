@@ -398,7 +398,7 @@ static double lanes_time(size_t bytes)
 }
 
 /* Seconds a transfer of bytes between two ranks takes at the least: a
- * single copy, or two memcpys through shared memory. */
+ * single copy, or two copies through shared memory. */
 static double move_time(size_t bytes)
 {
 	const double single = read_time(bytes), two = lanes_time(bytes);
@@ -490,10 +490,9 @@ int main(int argc, char **argv)
 		/* Ranks 0 and 1 on one node: a window rank 0 allocates and
 		 * both map, for lanes_time(). */
 		MPI_Comm node;
-		int node_size = 0, node_rank = -1, local = 0, all_local;
+		int node_rank = -1, local = 0, all_local;
 
 		PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-		PMPI_Comm_size(node, &node_size);
 		PMPI_Comm_rank(node, &node_rank);
 		local = g_rank > 1 || node_rank == g_rank; /* ranks 0 and 1 first on their node */
 		PMPI_Allreduce(&local, &all_local, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
@@ -633,7 +632,7 @@ int main(int argc, char **argv)
 			 "mean over ranks of the mean call+wait; overlap (OSU): compute for the pure latency between "
 			 "call and wait, with no test calls or 8 spread over it, 100-100*(overall-compute)/pure; "
 			 "its cap: 100-100*floor/pure, floor = the CPU time per rank of the collective's transfers "
-			 "(each the cheaper of a process_vm_readv and two memcpys through shared memory by the two "
+			 "(each the cheaper of a process_vm_readv and two copies through shared memory by the two "
 			 "ranks, timed), own-block copy "
 			 "(alltoall) and reduction",
 			 g_size);

@@ -148,6 +148,7 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	const u64 off = addr & ~PAGE_MASK;
 	const u64 first = addr & PAGE_MASK;
 	u64 npages, done = 0;
+	bool refused = false;  /* by us, with a message of its own */
 	int err;
 
 	if (addr + size < addr || !access_ok((void __user *)(uintptr_t)addr, size)) {
@@ -176,8 +177,6 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	/* Mapping by mapping: FOLL_WRITE where the mapping takes it, so that a
 	 * read-only buffer spanning a shared file and never-written anonymous
 	 * memory does not pin the zero page for the latter. */
-	bool refused = false;
-
 	mmap_read_lock(f->mm);
 	b->gup_flags = FOLL_LONGTERM | FOLL_WRITE;
 	while (!err && done < npages) {
@@ -544,8 +543,9 @@ static void fail_collective(struct cad_group *g, u64 ctx, u64 seq, int err)
  * to end, or in a worker of a shared workqueue, and a program may ask for
  * any amount of work (a million COPY nodes of 512 MiB each pass the
  * verifier).  A pass stops after BUDGET_BYTES copied or reduced or
- * BUDGET_NODES nodes (a node is never cut), or when the calling process
- * is being killed; go_on_later() hands what is left to a member asleep in
+ * BUDGET_NODES nodes (a COPY or REDUCE is cut between slices of
+ * SLICE_BYTES, local_node(); a transfer is not), or when the calling
+ * process is being killed; go_on_later() hands what is left to a member asleep in
  * read() (its CPU is idle, and the work is its group's), else to the
  * group's work item on cad_wq.  Real collectives stay far below it: a
  * cascade moves what the job's buffers hold.
@@ -869,18 +869,27 @@ static void defer_worker(struct work_struct *w)
 	mutex_unlock(&g->lock);
 }
 
+/* A pass over what others left in g: queued parts any member may copy,
+ * and runs a pass ran out of budget on.  The group lock held. */
+static void take_over(struct cad_group *g)
+{
+	struct cad_budget b = CAD_BUDGET;
+
+	run_deferred(g, NULL, &b);
+	if (g->leftover)
+		progress(g, &b);
+}
+
 /* The group's work item: a pass over what the last one left (it holds a
  * reference to the group, dropped here; the last one frees the group,
  * this item with it, which a work function may do). */
 static void more_worker(struct work_struct *w)
 {
 	struct cad_group *g = container_of(w, struct cad_group, more_work);
-	struct cad_budget b = CAD_BUDGET;
 
 	mutex_lock(&g->lock);
 	g->more_queued = false;
-	run_deferred(g, NULL, &b);  /* parts nobody else takes (defer=1's, say) */
-	progress(g, &b);
+	take_over(g);  /* (parts nobody else takes too: defer=1's, say) */
 	mutex_unlock(&g->lock);
 	cad_group_put(g);
 }
@@ -936,12 +945,8 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 		if (signal_pending(current))
 			return -ERESTARTSYS;
 		if (g) {
-			struct cad_budget b = CAD_BUDGET;
-
 			mutex_lock(&g->lock);
-			run_deferred(g, NULL, &b);
-			if (g->leftover)
-				progress(g, &b);
+			take_over(g);
 			f->waiting = true;
 			mutex_unlock(&g->lock);
 		}
@@ -951,13 +956,9 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 			/* Whatever was handed to this process while it slept is
 			 * done here (a pass of it), even when a signal ends the
 			 * wait. */
-			struct cad_budget b = CAD_BUDGET;
-
 			mutex_lock(&g->lock);
 			f->waiting = false;
-			run_deferred(g, NULL, &b);
-			if (g->leftover)
-				progress(g, &b);
+			take_over(g);
 			mutex_unlock(&g->lock);
 		}
 		if (err)
@@ -1017,13 +1018,6 @@ static u64 match(struct cad_group *g, struct cad_run *r, u32 node)
 	return sn->len;
 }
 
-/* Posts what is ready in r, performs its local nodes, finishes it when
- * every node is done.  The executor hands out ready transfers before ready
- * local nodes (cad_core.h), so a transfer to a peer that already posted
- * starts (here or on the CPU it is deferred to) before this CPU copies:
- * alltoall_rotated's own block is a copy ready at start beside the sends.
- * A failed match ends the run (its result is set): nothing more is
- * issued. */
 /* A COPY or REDUCE node, from where it stopped, a slice at a time while b
  * lasts (a REDUCE with a user-defined op costs by its length: 1 GiB of a
  * 4096-instruction op is 2^42 instructions, a long time to hold a group's
@@ -1060,6 +1054,13 @@ static bool local_node(struct cad_group *g, struct cad_run *r, u32 node, struct 
 	return true;
 }
 
+/* Posts what is ready in r, performs its local nodes, finishes it when
+ * every node is done.  The executor hands out ready transfers before ready
+ * local nodes (cad_core.h), so a transfer to a peer that already posted
+ * starts (here or on the CPU it is deferred to) before this CPU copies:
+ * alltoall_rotated's own block is a copy ready at start beside the sends.
+ * A failed match ends the run (its result is set): nothing more is
+ * issued. */
 static void issue(struct cad_group *g, struct cad_run *r, struct cad_budget *b)
 {
 	u32 node;
