@@ -96,22 +96,25 @@ atomic64_t cad_pinned_pages = ATOMIC64_INIT(0);
 atomic64_t cad_live_objects = ATOMIC64_INIT(0);
 atomic64_t cad_deferred = ATOMIC64_INIT(0);
 atomic64_t cad_split = ATOMIC64_INIT(0);
+atomic64_t cad_cut = ATOMIC64_INIT(0);
 
 static int get_counter(char *buf, const struct kernel_param *kp)
 {
 	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(kp->arg));
 }
 static const struct kernel_param_ops counter_ops = { .get = get_counter };
-/* Read only: pages pinned now, groups, files and programs alive, and
- * transfers deferred (and split) so far. */
+/* Read only: pages pinned now, groups, files, programs and tombstones
+ * alive, transfers deferred (and split) so far, and nodes a pass cut. */
 module_param_cb(pinned_pages, &counter_ops, &cad_pinned_pages, 0444);
 MODULE_PARM_DESC(pinned_pages, "Pages pinned now (read only)");
 module_param_cb(live_objects, &counter_ops, &cad_live_objects, 0444);
-MODULE_PARM_DESC(live_objects, "Groups, open files and programs alive now (read only)");
+MODULE_PARM_DESC(live_objects, "Groups, open files, programs, tombstones and deferred transfers alive now (read only)");
 module_param_cb(deferred, &counter_ops, &cad_deferred, 0444);
 MODULE_PARM_DESC(deferred, "Transfers deferred to another CPU since the module was loaded (read only)");
 module_param_cb(split, &counter_ops, &cad_split, 0444);
 MODULE_PARM_DESC(split, "Deferred transfers split between the two sides' CPUs since the module was loaded (read only)");
+module_param_cb(cut, &counter_ops, &cad_cut, 0444);
+MODULE_PARM_DESC(cut, "Times a pass ran out of budget inside a transfer or a local node, leaving the rest for later (read only)");
 
 /* ------------------------------------------------------------------ */
 /* Groups                                                              */
@@ -122,6 +125,7 @@ struct workqueue_struct *cad_wq;
 
 static void group_free(struct cad_group *g)
 {
+	cad_group_free_tombs(g);
 	kvfree(g->vm_scratch);
 	kvfree(g->members);
 	kvfree(g->gone);

@@ -17,7 +17,8 @@
  * release, the members' work items for deferred transfers, and a group's
  * work item that goes on with what a pass left) and may sleep.  A
  * transfer copied at once holds the group lock (giving the CPU back
- * between chunks); a deferred one is copied without it, so that two CPUs
+ * between chunks, and leaving what its pass's budget does not cover as a
+ * queued part, like a deferred transfer); a deferred one is copied without it, so that two CPUs
  * can copy for one group at the same time: its runs count it in
  * `inflight`, and nothing frees them or tells their owners they ended
  * while that is not 0.  One pass does a bounded amount of work (struct
@@ -39,13 +40,20 @@
 
 #include "../core/cad_core.h"
 
-#define CAD_TOMBS 64
+/* Tombstones a group keeps at most: past that, the oldest goes. */
+#define CAD_MAX_TOMBS 1024
 
-/* A collective that failed: later starts of it fail at once. */
+/* A collective that failed: later starts of it fail at once.  Kept until
+ * every rank of it that had not started it has started it since, or
+ * left: a rank may start it any time later (one that cancels many
+ * collectives its peers have not reached yet must not make those peers
+ * wait forever). */
 struct cad_tomb {
+	struct list_head link;          /* in group->tombs, oldest first */
 	u64 ctx, seq;
 	int err;
-	bool used;
+	u32 pending;                    /* bits set in unseen */
+	unsigned long unseen[];         /* group ranks that still may start it */
 };
 
 struct cad_group {
@@ -64,8 +72,8 @@ struct cad_group {
 					 * may still run, after alive is 0), a
 					 * join on its way, the queued more_work */
 	struct list_head work;          /* runs with nodes to issue */
-	struct cad_tomb tombs[CAD_TOMBS];
-	u32 tomb_next;
+	struct list_head tombs;         /* cad_tomb */
+	u32 ntombs;
 	void *vm_scratch;               /* CAD_VM_SCRATCH_SIZE, for user ops */
 	struct list_head deferred;      /* cad_xfer: matched, not copied yet */
 	u32 ndeferred;
@@ -158,6 +166,8 @@ void cad_run_destroy(struct cad_run *r);
 /* read(): waits for completions (and does deferred transfers meanwhile). */
 int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n);
 void cad_group_init_defer(struct cad_group *g);
+/* Frees what is left of the group's tombstones (the group is going). */
+void cad_group_free_tombs(struct cad_group *g);
 /* After a member's work item is cancelled: what is left over in the group
  * (queued parts its item might have taken) goes on elsewhere. */
 void cad_group_hand_off(struct cad_group *g);
@@ -175,6 +185,7 @@ extern atomic64_t cad_pinned_pages;
 extern atomic64_t cad_live_objects;
 extern atomic64_t cad_deferred;
 extern atomic64_t cad_split;
+extern atomic64_t cad_cut;
 extern unsigned int cad_max_pinned_mb;
 extern unsigned int cad_max_programs;
 extern unsigned int cad_max_image_kb;

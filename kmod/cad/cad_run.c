@@ -20,7 +20,10 @@
  * Failures are per collective: a run that fails (a peer left, a cancel, a
  * mismatch between the ranks' programs) fails every run of its (ctx, seq)
  * in the group, and a tombstone makes later starts of it fail too, so no
- * rank waits for a partner that will never come.
+ * rank waits for a partner that will never come.  The tombstone lasts
+ * until every rank of the collective that had not started it then has
+ * started it or left (at most CAD_MAX_TOMBS a group: past that the oldest
+ * goes).
  */
 #include <linux/mm.h>
 #include <linux/sched.h>
@@ -505,26 +508,122 @@ static struct cad_run *find_running(struct cad_file *f, u64 ctx, u64 seq)
 	return NULL;
 }
 
-static const struct cad_tomb *find_tomb(const struct cad_group *g, u64 ctx, u64 seq)
+static struct cad_tomb *find_tomb(const struct cad_group *g, u64 ctx, u64 seq)
 {
-	u32 i;
+	struct cad_tomb *t;
 
-	for (i = 0; i < CAD_TOMBS; i++)
-		if (g->tombs[i].used && g->tombs[i].ctx == ctx && g->tombs[i].seq == seq)
-			return &g->tombs[i];
+	list_for_each_entry(t, &g->tombs, link)
+		if (t->ctx == ctx && t->seq == seq)
+			return t;
 	return NULL;
 }
 
-/* Collective (ctx, seq) failed: every run of it in the group ends with err,
- * and so will every later start of it. */
-static void fail_collective(struct cad_group *g, u64 ctx, u64 seq, int err)
+static void drop_tomb(struct cad_group *g, struct cad_tomb *t)
+{
+	list_del(&t->link);
+	g->ntombs--;
+	kfree(t);
+	atomic64_dec(&cad_live_objects);
+}
+
+/* Group rank grank has seen t (it started t's collective, or left). */
+static void tomb_seen(struct cad_group *g, struct cad_tomb *t, u32 grank)
+{
+	if (test_and_clear_bit(grank, t->unseen) && !--t->pending)
+		drop_tomb(g, t);
+}
+
+/* The ranks of q's program that are still in the group (a rank not
+ * joined yet may join and start it). */
+static void add_ranks(struct cad_group *g, struct cad_tomb *t, const struct cad_run *q)
 {
 	u32 i;
 
-	if (!find_tomb(g, ctx, seq)) {
-		g->tombs[g->tomb_next] = (struct cad_tomb){ .ctx = ctx, .seq = seq, .err = err, .used = true };
-		g->tomb_next = (g->tomb_next + 1) % CAD_TOMBS;
+	for (i = 0; i < q->prog.hdr->nranks; i++)
+		if (!g->gone[q->ranks[i]])
+			__set_bit(q->ranks[i], t->unseen);
+}
+
+/* Whether o started (ctx, seq): it is running it (and ends with it now)
+ * or it ended before the failure. */
+static bool started_it(const struct cad_file *o, u64 ctx, u64 seq)
+{
+	u32 h;
+
+	for (h = 0; h < CAD_MAX_PROGRAMS; h++) {
+		const struct cad_run *q = o->runs[h];
+
+		if (q && q->started && q->ctx == ctx && q->seq == seq)
+			return true;
 	}
+	return false;
+}
+
+/* A tombstone for r's collective (r running it).  Its ranks are those of
+ * every run of it in the group (with mismatched programs they may not
+ * agree) that have not started it.  At the limit, or without memory, the
+ * oldest one is reused. */
+static void bury(struct cad_group *g, const struct cad_run *r, int err)
+{
+	struct cad_tomb *t;
+	u32 i;
+
+	if (find_tomb(g, r->ctx, r->seq))
+		return;
+	t = g->ntombs < CAD_MAX_TOMBS ? kzalloc(struct_size(t, unseen, BITS_TO_LONGS(g->nranks)),
+						GFP_KERNEL_ACCOUNT) : NULL;
+	if (t) {
+		atomic64_inc(&cad_live_objects);
+		g->ntombs++;
+	} else {
+		t = list_first_entry_or_null(&g->tombs, struct cad_tomb, link);
+		if (!t)
+			return;
+		list_del(&t->link);
+		bitmap_zero(t->unseen, g->nranks);
+	}
+	t->ctx = r->ctx;
+	t->seq = r->seq;
+	t->err = err;
+	add_ranks(g, t, r);
+	for (i = 0; i < g->nranks; i++) {
+		struct cad_file *f = g->members[i];
+		struct cad_run *q;
+
+		if (f)
+			list_for_each_entry(q, &f->running, run_link)
+				if (q != r && q->ctx == r->ctx && q->seq == r->seq)
+					add_ranks(g, t, q);
+		cond_resched();
+	}
+	for (i = 0; i < g->nranks; i++) {
+		if (test_bit(i, t->unseen) && g->members[i] && started_it(g->members[i], r->ctx, r->seq))
+			__clear_bit(i, t->unseen);
+		if (!(i & 255))
+			cond_resched();
+	}
+	t->pending = bitmap_weight(t->unseen, g->nranks);
+	list_add_tail(&t->link, &g->tombs);
+	if (!t->pending)
+		drop_tomb(g, t);
+}
+
+void cad_group_free_tombs(struct cad_group *g)
+{
+	struct cad_tomb *t, *tmp;
+
+	list_for_each_entry_safe(t, tmp, &g->tombs, link)
+		drop_tomb(g, t);
+}
+
+/* Collective (ctx, seq) of r failed: every run of it in the group ends
+ * with err, and so will every later start of it. */
+static void fail_collective(struct cad_group *g, const struct cad_run *r, int err)
+{
+	const u64 ctx = r->ctx, seq = r->seq;
+	u32 i;
+
+	bury(g, r, err);
 	for (i = 0; i < g->nranks; i++) {
 		struct cad_file *f = g->members[i];
 		struct cad_run *q, *tmp;
@@ -543,16 +642,18 @@ static void fail_collective(struct cad_group *g, u64 ctx, u64 seq, int err)
  * to end, or in a worker of a shared workqueue, and a program may ask for
  * any amount of work (a million COPY nodes of 512 MiB each pass the
  * verifier).  A pass stops after BUDGET_BYTES copied or reduced or
- * BUDGET_NODES nodes (a COPY or REDUCE is cut between slices of
- * SLICE_BYTES, local_node(); a transfer is not), or when the calling
- * process is being killed; go_on_later() hands what is left to a member asleep in
+ * BUDGET_NODES nodes (a COPY, a REDUCE or a transfer is cut between
+ * slices of SLICE_BYTES: local_node() resumes a local node where it
+ * stopped, and what is left of a transfer is queued as a part, like a
+ * deferred one), or when the calling process is being killed;
+ * go_on_later() hands what is left to a member asleep in
  * read() (its CPU is idle, and the work is its group's), else to the
  * group's work item on cad_wq.  Real collectives stay far below it: a
  * cascade moves what the job's buffers hold.
  */
 #define BUDGET_BYTES (64ll << 20)
 #define BUDGET_NODES 16384
-#define SLICE_BYTES  (1ull << 20)  /* of a local node between looks at the budget */
+#define SLICE_BYTES  (1ull << 20)  /* copied or reduced between looks at the budget */
 
 struct cad_budget {
 	s64 bytes;
@@ -598,12 +699,24 @@ static u8 *at(const struct cad_run *r, u32 buf, u64 off)
 	return r->bufs[buf].kaddr + off;
 }
 
-/* Copies bytes [off, +len) of the transfer from sn to rn. */
-static void transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr, const struct cad_node *rn,
-		     u64 off, u64 len)
+/* Copies bytes [off, +len) of the transfer from sn to rn, a slice at a
+ * time while b lasts (one at least); the bytes copied. */
+static u64 transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr, const struct cad_node *rn,
+		    u64 off, u64 len, struct cad_budget *b)
 {
-	if (len)
-		copy_chunked(at(rr, rn->dst_buf, rn->dst_off + off), at(sr, sn->src_buf, sn->src_off + off), len);
+	u64 done = 0;
+
+	while (done < len && !(done && spent(b))) {
+		const u64 n = min_t(u64, len - done, SLICE_BYTES);
+
+		copy_chunked(at(rr, rn->dst_buf, rn->dst_off + off + done), at(sr, sn->src_buf, sn->src_off + off + done),
+			     n);
+		done += n;
+		b->bytes -= (s64)n;
+		if (done < len)
+			cond_resched();
+	}
+	return done;
 }
 
 /* ------------------------------------------------------------------ */
@@ -636,9 +749,10 @@ static void transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_r
  * group's deferred list; whoever takes it off moves it to the inflight
  * list, counts it in both runs' inflight, and copies without the group
  * lock (the pages are pinned and mapped until the runs are destroyed,
- * which waits for inflight to be 0).  The last part done completes the
- * nodes.  A run that ends meanwhile (cancel, a peer gone, a mismatch)
- * takes its queued parts off unrun and marks the match dead; its owner
+ * which waits for inflight to be 0), within its pass's budget: a part cut
+ * short is queued again, first, for the rest.  The last part done
+ * completes the nodes.  A run that ends meanwhile (cancel, a peer gone,
+ * a mismatch) takes its queued parts off unrun and marks the match dead; its owner
  * is told it ended once no part of it is in flight any more.  Any member
  * entering read() drains the queue too, so nothing is left behind.
  */
@@ -824,18 +938,29 @@ static void run_deferred(struct cad_group *g, struct cad_file *f, struct cad_bud
 		struct cad_match *m = x->m;
 		struct cad_run *sr = m->sr, *rr = m->rr;
 		const struct cad_node *sn = &sr->prog.nodes[m->snode], *rn = &rr->prog.nodes[m->rnode];
+		u64 done;
 
 		list_move_tail(&x->link, &g->inflight);
 		g->ndeferred--;
 		sr->inflight++;
 		rr->inflight++;
 		mutex_unlock(&g->lock);
-		transfer(sr, sn, rr, rn, x->off, x->len);
-		spend(b, x->len);
+		done = transfer(sr, sn, rr, rn, x->off, x->len, b);
+		spend(b, 0);
 		mutex_lock(&g->lock);
-		list_del(&x->link);
 		sr->inflight--;
 		rr->inflight--;
+		if (done < x->len && !m->dead) {
+			/* Cut by the budget: the rest is queued again, first. */
+			x->off += done;
+			x->len -= done;
+			list_move(&x->link, &g->deferred);
+			g->ndeferred++;
+			atomic64_inc(&cad_cut);
+			wake_up_all(&g->idle);
+			continue;
+		}
+		list_del(&x->link);
 		if (m->parts == 1 && !m->dead) {
 			cad_exec_complete(&sr->ex, m->snode);
 			cad_exec_complete(&rr->ex, m->rnode);
@@ -904,6 +1029,7 @@ void cad_group_hand_off(struct cad_group *g)
 
 void cad_group_init_defer(struct cad_group *g)
 {
+	INIT_LIST_HEAD(&g->tombs);
 	INIT_LIST_HEAD(&g->deferred);
 	INIT_LIST_HEAD(&g->inflight);
 	init_waitqueue_head(&g->idle);
@@ -966,56 +1092,88 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 	}
 }
 
-/* r's SEND or RECV node was posted: transfer now if its partner is
- * posted too.  The bytes copied here (0: not matched yet, deferred, or
- * the collective failed). */
-static u64 match(struct cad_group *g, struct cad_run *r, u32 node)
+/* A transfer copied at once, more than a slice: what its pass's budget
+ * does not cover becomes a queued part that any member may take
+ * (go_on_later), in m, allocated before the copy.  Without m it is copied
+ * whole, as before passes were bounded.  True when it is all done. */
+static bool copy_now(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode,
+		     struct cad_budget *b)
+{
+	const struct cad_node *sn = &sr->prog.nodes[snode], *rn = &rr->prog.nodes[rnode];
+	struct cad_match *m = NULL;
+	u64 done;
+
+	if (sn->len > SLICE_BYTES)
+		m = kmalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+	if (!m) {
+		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off), sn->len);
+		b->bytes -= (s64)min_t(u64, sn->len, BUDGET_BYTES);
+		return true;
+	}
+	done = transfer(sr, sn, rr, rn, 0, sn->len, b);
+	if (done == sn->len) {
+		kfree(m);
+		return true;
+	}
+	atomic64_inc(&cad_live_objects);
+	atomic64_inc(&cad_cut);
+	*m = (struct cad_match){ .sr = sr, .rr = rr, .snode = snode, .rnode = rnode };
+	queue_part(g, m, NULL, done, sn->len - done);
+	go_on_later(g);
+	return false;
+}
+
+/* r's SEND or RECV node was posted: transfer now, within b, if its
+ * partner is posted too (unless it is deferred, or the collective
+ * failed). */
+static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_budget *b)
 {
 	const struct cad_node *nd = &r->prog.nodes[node];
 	const u32 me = r->prog.hdr->rank;
 	const u32 grank = r->ranks[nd->peer];
 	struct cad_file *pf = g->members[grank];
-	const struct cad_node *pn, *sn, *rn;
+	const struct cad_node *pn;
 	struct cad_run *p, *sr, *rr;
+	u32 su, ru;
 	s64 m;
 
 	if (!pf) {
 		if (g->gone[grank])
-			fail_collective(g, r->ctx, r->seq, -EPIPE);
-		return 0;   /* not joined yet: its posting will find this one */
+			fail_collective(g, r, -EPIPE);
+		return;   /* not joined yet: its posting will find this one */
 	}
 	p = find_running(pf, r->ctx, r->seq);
 	if (!p)
-		return 0;
+		return;
 	if (p->prog.hdr->rank != nd->peer || p->prog.hdr->nranks != r->prog.hdr->nranks ||
 	    p->ranks[me] != r->file->rank || p->fp != r->fp) {
-		fail_collective(g, r->ctx, r->seq, -EPROTO);
-		return 0;
+		fail_collective(g, r, -EPROTO);
+		return;
 	}
 	m = find_key(p, nd->kind == CAD_NODE_SEND ? CAD_NODE_RECV : CAD_NODE_SEND, me, nd->tag, r->occ[node]);
 	if (m < 0) {
-		fail_collective(g, r->ctx, r->seq, -EPROTO);
-		return 0;
+		fail_collective(g, r, -EPROTO);
+		return;
 	}
 	if (p->ex.state[m] != CAD_NS_ISSUED)
-		return 0;
+		return;
 	pn = &p->prog.nodes[m];
 	if (pn->len != nd->len) {
-		fail_collective(g, r->ctx, r->seq, -EPROTO);
-		return 0;
+		fail_collective(g, r, -EPROTO);
+		return;
 	}
 	if (nd->kind == CAD_NODE_SEND) {
-		sr = r, sn = nd, rr = p, rn = pn;
+		sr = r, su = node, rr = p, ru = (u32)m;
 	} else {
-		sr = p, sn = pn, rr = r, rn = nd;
+		sr = p, su = (u32)m, rr = r, ru = node;
 	}
-	if (defer(g, sr, sr == r ? node : (u32)m, rr, rr == r ? node : (u32)m))
-		return 0;
-	transfer(sr, sn, rr, rn, 0, sn->len);
+	if (defer(g, sr, su, rr, ru))
+		return;
+	if (!copy_now(g, sr, su, rr, ru, b))
+		return;   /* (its nodes stay ISSUED until the rest is copied) */
 	cad_exec_complete(&r->ex, node);
 	cad_exec_complete(&p->ex, (u32)m);
 	queue_work_run(g, p);
-	return sn->len;
 }
 
 /* A COPY or REDUCE node, from where it stopped, a slice at a time while b
@@ -1078,6 +1236,7 @@ static void issue(struct cad_group *g, struct cad_run *r, struct cad_budget *b)
 		case CAD_NODE_REDUCE:
 			if (!local_node(g, r, node, b)) {
 				r->part_node = node;
+				atomic64_inc(&cad_cut);
 				goto out;
 			}
 			r->part_node = -1;
@@ -1086,7 +1245,8 @@ static void issue(struct cad_group *g, struct cad_run *r, struct cad_budget *b)
 			cad_exec_complete(&r->ex, node);
 			break;
 		default:
-			spend(b, match(g, r, node));
+			match(g, r, node, b);
+			spend(b, 0);
 			break;
 		}
 		if (!(b->nodes & 255))
@@ -1138,7 +1298,7 @@ static void progress(struct cad_group *g, struct cad_budget *b)
 
 static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 {
-	const struct cad_tomb *t;
+	struct cad_tomb *t;
 
 	if (r->running || r->inflight || find_running(r->file, r->ctx, seq))
 		return -EBUSY;
@@ -1161,6 +1321,7 @@ static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 	t = find_tomb(g, r->ctx, seq);
 	if (t) {
 		finish(r, t->err);
+		tomb_seen(g, t, r->file->rank);
 		return 0;
 	}
 	queue_work_run(g, r);
@@ -1403,7 +1564,7 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 			*result = r->running || r->publish_pending ? -EINPROGRESS : r->result;
 	} else {  /* CANCEL, FREE */
 		if (r->running)
-			fail_collective(g, r->ctx, r->seq, -ECANCELED);
+			fail_collective(g, r, -ECANCELED);
 		if (cmd == CAD_IOC_FREE) {
 			f->runs[handle] = NULL;
 			r->publish_pending = false;  /* its status slot may be reused */
@@ -1436,17 +1597,16 @@ static bool needs(const struct cad_run *r, u32 grank)
 void cad_group_leave_locked(struct cad_group *g, struct cad_file *f)
 {
 	struct cad_run *q, *tmp;
+	struct cad_tomb *t, *tt;
 	u32 i;
 
-	list_for_each_entry_safe(q, tmp, &f->running, run_link) {
-		const u64 ctx = q->ctx, seq = q->seq;
-
-		finish(q, -EPIPE);
-		fail_collective(g, ctx, seq, -EPIPE);
-	}
+	list_for_each_entry_safe(q, tmp, &f->running, run_link)
+		fail_collective(g, q, -EPIPE);  /* (q the only run of it in f) */
 	g->members[f->rank] = NULL;
 	g->gone[f->rank] = 1;
 	g->alive--;
+	list_for_each_entry_safe(t, tt, &g->tombs, link)
+		tomb_seen(g, t, f->rank);
 	for (i = 0; i < g->nranks; i++) {
 		struct cad_file *o = g->members[i];
 
@@ -1454,6 +1614,6 @@ void cad_group_leave_locked(struct cad_group *g, struct cad_file *f)
 			continue;
 		list_for_each_entry_safe(q, tmp, &o->running, run_link)
 			if (needs(q, f->rank))
-				fail_collective(g, q->ctx, q->seq, -EPIPE);
+				fail_collective(g, q, -EPIPE);
 	}
 }

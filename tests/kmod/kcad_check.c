@@ -14,7 +14,12 @@
  *                              (copies queued or in flight): the P
  *                              releases of one group race each other
  *   kcad_check cancel          a rank cancels; its peer ends -ECANCELED,
- *                              also when it starts afterwards
+ *                              also when it starts afterwards; and when
+ *                              it starts TOMBS collectives afterwards that
+ *                              the other started and cancelled before
+ *                              (more than a ring of 64 once kept): each
+ *                              ends -ECANCELED at once, and their
+ *                              tombstones go once it has seen them
  *   kcad_check cycles K        2 ranks, K x (load+start, wait through
  *                              read() or poll(), free)
  *   kcad_check inflight cancel|free N
@@ -30,6 +35,17 @@
  *                              memory) and the pinned-memory limit, which
  *                              is per user: a second process of the same
  *                              user meets the first one's pins
+ *   kcad_check wide N read|spin|bystander
+ *                              2 ranks, one transfer of N bytes, more than
+ *                              a pass may copy: the pass cuts it (the
+ *                              module's cut counter grows) and the rest
+ *                              goes on in the receiver, asleep in read()
+ *                              or spinning on its status page (then in
+ *                              the module's work item); every byte
+ *                              arrives.  bystander: the receiver spins and
+ *                              a third member of the group, asleep in
+ *                              read() (with defer=1 the one woken to
+ *                              copy), is killed in the middle
  *   kcad_check busy read|pause a program that would copy for minutes (1024
  *                              COPY nodes of 16 MiB): its START returns
  *                              after a pass; meanwhile another group joins
@@ -855,13 +871,53 @@ static int do_chain(const char *name, uint32_t P, uint64_t n, uint32_t S, int mo
 	return 0;
 }
 
+#define TOMBS 1000  /* (the module keeps up to 1024 a group) */
+
+/* wait_run, for 5 s at most: a start of a collective a peer cancelled
+ * ends at once (-ETIMEDOUT: it waits for that peer). */
+static int wait_cancelled(struct dev *d, uint32_t h, uint32_t gen, uint64_t seq)
+{
+	const double t0 = now();
+
+	for (;;) {
+		const int32_t res = d->st[h].result;
+		struct pollfd p = { .fd = d->fd, .events = POLLIN };
+		uint64_t n;
+
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (res != -EINPROGRESS && d->st[h].gen == gen)
+			return res;
+		if (now() - t0 > 5.0) {
+			printf("KCAD collective %llu waits for a peer that cancelled it\n", (unsigned long long)seq);
+			return -ETIMEDOUT;
+		}
+		if (poll(&p, 1, 1000) == 1)
+			(void)!read(d->fd, &n, sizeof(n));
+	}
+}
+
+/* TOMBS collectives seq 100.. started and cancelled by one rank, started
+ * later by the other: each must end -ECANCELED at once. */
+static int late_starts(struct dev *d, uint32_t h, uint32_t gen0)
+{
+	for (uint32_t i = 0; i < TOMBS; i++) {
+		int res = start(d->fd, h, 100 + i);
+
+		if (!res)
+			res = wait_cancelled(d, h, gen0 + 1 + i, 100 + i);
+		if (res != -ECANCELED)
+			return res ? res : -EINVAL;
+	}
+	return 0;
+}
+
 static int do_cancel(void)
 {
 	const uint64_t key = job_key();
-	int pfd[2], st;
+	int pfd[2], back[2], st;
 	pid_t pid;
 
-	if (pipe(pfd))
+	if (pipe(pfd) || pipe(back))
 		return 2;
 	pid = fork();
 	if (pid == 0) {  /* rank 1: starts, cancels, sees -ECANCELED */
@@ -872,6 +928,7 @@ static int do_cancel(void)
 		uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)&rbuf };
 		struct load_res r;
 		int res;
+		char c;
 
 		if (dev_open(&d, key, 1, 2))
 			_exit(11);
@@ -881,8 +938,14 @@ static int do_cancel(void)
 		if (handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL))
 			_exit(13);
 		res = wait_run(&d, r.handle, 1, 0);
+		for (uint32_t i = 0; i < TOMBS && res == -ECANCELED; i++) {
+			if (start(d.fd, r.handle, 100 + i) || handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL))
+				_exit(15);
+			res = wait_run(&d, r.handle, 2 + i, 0);
+		}
 		(void)!write(pfd[1], "c", 1);
-		sleep(1);  /* stay in the group while rank 0 starts */
+		/* stay in the group while rank 0 starts them */
+		(void)!read(back[0], &c, 1);
 		_exit(res == -ECANCELED ? 0 : 14);
 	}
 	{
@@ -891,17 +954,28 @@ static int do_cancel(void)
 		void *img = exchange(0, &size);
 		static uint64_t s = 2, rbuf;
 		uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)&rbuf };
-		struct load_res r;
+		struct load_res r = { .err = -1 };
 		char c;
-		int res = -1;
+		int res = -1, late = -1;
+		long objects = 0;
 
 		if (dev_open(&d, key, 0, 2) == 0 && read(pfd[0], &c, 1) == 1) {
 			r = load(d.fd, img, size, a, 2, 1, CAD_LOAD_START, 9);
-			res = r.err ? r.err : wait_run(&d, r.handle, 1, 0);
+			res = r.err ? r.err : wait_cancelled(&d, r.handle, 1, 9);
 		}
+		if (!r.err && res == -ECANCELED) {
+			objects = (long)get_param("live_objects");
+			late = late_starts(&d, r.handle, 1);
+			objects -= (long)get_param("live_objects");
+		}
+		(void)!write(back[1], "x", 1);
 		waitpid(pid, &st, 0);
 		CHECK("cancel", WIFEXITED(st) && WEXITSTATUS(st) == 0 && res == -ECANCELED,
 		      "rank 1 status 0x%x, rank 0 got %d", st, res);
+		CHECK("cancel-late-starts-end-at-once", late == 0, "the late starts: %d", late);
+		/* (other groups may come and go meanwhile: at least) */
+		CHECK("cancel-tombstones-go-once-seen", objects >= TOMBS, "%ld objects fewer after the late starts",
+		      objects);
 		close(d.fd);
 	}
 	return 0;
@@ -1252,6 +1326,116 @@ static int do_busy(int in_read)
 	return 0;
 }
 
+/* One transfer of n bytes (more than a pass's budget of 64 MiB) from
+ * rank 0 to rank 1; rank 1 starts first and waits in read() or spins on
+ * its status page (no system call).  With a bystander, a third member of
+ * the group asleep in read() (with defer=1 the one woken to copy, as
+ * rank 1 spins) is killed 10 ms after rank 0 starts: its pass stops and
+ * the rest goes on elsewhere. */
+enum { WIDE_READ, WIDE_SPIN, WIDE_BYSTANDER };
+
+static int do_wide(uint64_t n, int mode)
+{
+	const uint64_t key = job_key();
+	const unsigned long cut0 = get_param("cut");
+	const char *how = mode == WIDE_READ ? "read" : mode == WIDE_SPIN ? "spin" : "bystander";
+	const uint32_t nranks = mode == WIDE_BYSTANDER ? 3 : 2;
+	int go[2], st, st2 = 0;
+	char name[64];
+	pid_t pid, by = -1;
+
+	if (pipe(go))
+		return 2;
+	if (mode == WIDE_BYSTANDER) {
+		by = fork();
+		if (by == 0) {
+			struct dev d;
+			uint64_t k;
+
+			if (dev_open(&d, key, 2, 3))
+				_exit(11);
+			for (;;)
+				(void)!read(d.fd, &k, sizeof(k));
+		}
+	}
+	pid = fork();
+	if (pid == 0) {  /* rank 0, the sender: starts second */
+		struct dev d;
+		uint32_t size;
+		void *img = chain_bcast(0, 2, n, 1, &size);
+		uint64_t *buf = aligned_alloc(4096, n);
+		uint64_t addr = (uintptr_t)buf;
+		struct load_res r;
+		char c;
+
+		for (uint64_t i = 0; i < n / 8; i++)
+			buf[i] = i * 0x9E3779B97F4A7C15ull + 1;
+		if (dev_open(&d, key, 0, nranks))
+			_exit(11);
+		r = load(d.fd, img, size, &addr, 1, 1, 0, 0);
+		if (r.err || read(go[0], &c, 1) != 1)
+			_exit(12);
+		if (start(d.fd, r.handle, 1))
+			_exit(13);
+		_exit(wait_run(&d, r.handle, 1, 0) ? 14 : 0);
+	}
+	{
+		struct dev d;
+		uint32_t size;
+		void *img = chain_bcast(1, 2, n, 1, &size);
+		uint64_t *buf = aligned_alloc(4096, n);
+		uint64_t addr = (uintptr_t)buf, bad = 0;
+		struct load_res r;
+		int res = -1;
+
+		memset(buf, 0, n);
+		if (dev_open(&d, key, 1, nranks))
+			return 2;
+		r = load(d.fd, img, size, &addr, 1, 1, 0, 0);
+		if (mode == WIDE_BYSTANDER)
+			usleep(100000);  /* the bystander is asleep in read() */
+		if (!r.err && start(d.fd, r.handle, 1) == 0) {
+			(void)!write(go[1], "s", 1);
+			if (mode == WIDE_BYSTANDER) {
+				uint64_t mib = 0;
+
+				usleep(10000);
+				kill(by, SIGKILL);
+				for (uint64_t i = 0; i < n / 8; i += (1u << 20) / 8)
+					mib += buf[i] == i * 0x9E3779B97F4A7C15ull + 1;
+				printf("KCAD wide-bystander: %llu of %llu MiB there at the kill\n",
+				       (unsigned long long)mib, (unsigned long long)(n >> 20));
+			}
+			if (mode == WIDE_READ) {
+				res = wait_run(&d, r.handle, 1, 0);
+			} else {
+				for (;;) {
+					res = d.st[r.handle].result;
+					__atomic_thread_fence(__ATOMIC_ACQUIRE);
+					if (res != -EINPROGRESS && d.st[r.handle].gen == 1)
+						break;
+				}
+			}
+		}
+		for (uint64_t i = 0; i < n / 8; i++)
+			bad += buf[i] != i * 0x9E3779B97F4A7C15ull + 1;
+		waitpid(pid, &st, 0);
+		if (by > 0) {
+			kill(by, SIGKILL);
+			waitpid(by, &st2, 0);
+		}
+		printf("KCAD wide-%s: %llu passes cut it\n", how, (unsigned long long)(get_param("cut") - cut0));
+		snprintf(name, sizeof(name), "wide-%s", how);
+		CHECK(name, res == 0 && !bad && WIFEXITED(st) && WEXITSTATUS(st) == 0 && !(by > 0 && WIFEXITED(st2)),
+		      "result %d, %llu words wrong, rank 0 status 0x%x, bystander 0x%x", res, (unsigned long long)bad,
+		      st, st2);
+		snprintf(name, sizeof(name), "wide-%s-cut-by-passes", how);
+		CHECK(name, get_param("cut") > cut0, "the cut counter stayed at %lu", cut0);
+		close(d.fd);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -1268,6 +1452,12 @@ int main(int argc, char **argv)
 			do_chain("exit", atoi(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), 2);
 	else if (!strcmp(what, "cancel"))
 		do_cancel();
+	else if (!strcmp(what, "wide") && argc == 4 && !strcmp(argv[3], "read"))
+		do_wide(strtoull(argv[2], NULL, 0), WIDE_READ);
+	else if (!strcmp(what, "wide") && argc == 4 && !strcmp(argv[3], "spin"))
+		do_wide(strtoull(argv[2], NULL, 0), WIDE_SPIN);
+	else if (!strcmp(what, "wide") && argc == 4 && !strcmp(argv[3], "bystander"))
+		do_wide(strtoull(argv[2], NULL, 0), WIDE_BYSTANDER);
 	else if (!strcmp(what, "cycles") && argc == 3)
 		do_cycles(atol(argv[2]));
 	else if (!strcmp(what, "inflight") && argc == 4 && (!strcmp(argv[2], "cancel") || !strcmp(argv[2], "free")))
@@ -1278,7 +1468,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | pins | busy read|pause\n");
+				"inflight cancel|free N | wide N read|spin|bystander | pins | busy read|pause\n");
 		return 2;
 	}
 	printf("KCAD SUMMARY passed=%d failed=%d\n", g_pass, g_fail);

@@ -1,9 +1,10 @@
 """cad.ko through its own ABI (tests/kmod/kcad_check.c), in one boot:
 the table of rejected programs and ioctls, pipelines whose data moves
 while the receivers make no system call, a rank killed mid-pipeline,
-cancel, 10 000 load/start/wait/free cycles; then the module's counters of
-pinned pages and live objects are zero, it unloads, and the kernel log has
-no warning, bug or oops."""
+cancel (and 1000 collectives cancelled before a peer starts them), a
+transfer larger than a pass, 10 000 load/start/wait/free cycles; then
+the module's counters of pinned pages and live objects are zero, it
+unloads, and the kernel log has no warning, bug or oops."""
 
 import re
 
@@ -48,6 +49,13 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
     for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "exit-4", "cancel"):
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
     CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
+    # One transfer of 136 MiB, more than a pass copies: cut, and finished
+    # by the receiver in read() or spinning (the module's work item), by
+    # the caller (0), a reader (1) or the side's work item (2, split);
+    # "bystander": a third member asleep in read() (with defer=1 the one
+    # woken to copy) is killed in the middle of it.
+    for _how in ("read", "spin", "bystander"):
+        CASES[f"wide-{_how}-defer{_mode}"] = with_defer(_defer, f"kcad_check wide 142606336 {_how}", _split)
     # A 64 MiB transfer cancelled or freed by its receiver, with defer=1
     # while the sender copies it: the buffer must be still once told.
     for _how in ("cancel", "free"):
