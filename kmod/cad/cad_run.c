@@ -587,13 +587,11 @@ static void bury(struct cad_group *g, const struct cad_run *r, int err)
 	t->err = err;
 	add_ranks(g, t, r);
 	for (i = 0; i < g->nranks; i++) {
-		struct cad_file *f = g->members[i];
-		struct cad_run *q;
+		/* (a file runs a (ctx, seq) once at most: start_locked) */
+		const struct cad_run *q = g->members[i] ? find_running(g->members[i], r->ctx, r->seq) : NULL;
 
-		if (f)
-			list_for_each_entry(q, &f->running, run_link)
-				if (q != r && q->ctx == r->ctx && q->seq == r->seq)
-					add_ranks(g, t, q);
+		if (q && q != r)
+			add_ranks(g, t, q);
 		cond_resched();
 	}
 	for (i = 0; i < g->nranks; i++) {
@@ -773,12 +771,29 @@ struct cad_match {
 	struct cad_xfer part[2];
 };
 
-static void put_part(struct cad_match *m)
+/* A match of sr's node snode and rr's rnode, no part queued yet (a live
+ * object until put_part() puts its last part, or free_match()). */
+static struct cad_match *new_match(struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode)
 {
-	if (--m->parts)
-		return;
+	struct cad_match *m = kmalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+
+	if (!m)
+		return NULL;
+	atomic64_inc(&cad_live_objects);
+	*m = (struct cad_match){ .sr = sr, .rr = rr, .snode = snode, .rnode = rnode };
+	return m;
+}
+
+static void free_match(struct cad_match *m)
+{
 	kfree(m);
 	atomic64_dec(&cad_live_objects);
+}
+
+static void put_part(struct cad_match *m)
+{
+	if (!--m->parts)
+		free_match(m);
 }
 
 static void drop_deferred(struct cad_group *g, struct cad_run *r)
@@ -877,11 +892,9 @@ static bool defer(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad
 		if (is_current(owner) || cpu == raw_smp_processor_id() || !usable_cpu(cpu))
 			return false;
 	}
-	m = kmalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+	m = new_match(sr, snode, rr, rnode);
 	if (!m)
 		return false;
-	atomic64_inc(&cad_live_objects);
-	*m = (struct cad_match){ .sr = sr, .rr = rr, .snode = snode, .rnode = rnode };
 	atomic64_inc(&cad_deferred);
 	if (half) {
 		/* The receiver's half first: its work item may start at once. */
@@ -1104,7 +1117,7 @@ static bool copy_now(struct cad_group *g, struct cad_run *sr, u32 snode, struct 
 	u64 done;
 
 	if (sn->len > SLICE_BYTES)
-		m = kmalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+		m = new_match(sr, snode, rr, rnode);
 	if (!m) {
 		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off), sn->len);
 		b->bytes -= (s64)min_t(u64, sn->len, BUDGET_BYTES);
@@ -1112,12 +1125,10 @@ static bool copy_now(struct cad_group *g, struct cad_run *sr, u32 snode, struct 
 	}
 	done = transfer(sr, sn, rr, rn, 0, sn->len, b);
 	if (done == sn->len) {
-		kfree(m);
+		free_match(m);
 		return true;
 	}
-	atomic64_inc(&cad_live_objects);
 	atomic64_inc(&cad_cut);
-	*m = (struct cad_match){ .sr = sr, .rr = rr, .snode = snode, .rnode = rnode };
 	queue_part(g, m, NULL, done, sn->len - done);
 	go_on_later(g);
 	return false;
