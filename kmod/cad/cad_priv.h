@@ -28,6 +28,7 @@
 #ifndef CAD_PRIV_H
 #define CAD_PRIV_H
 
+#include <linux/hashtable.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
@@ -40,8 +41,11 @@
 
 #include "../core/cad_core.h"
 
-/* Tombstones a group keeps at most: past that, the oldest goes. */
+/* Tombstones a group keeps at most: past that, the oldest goes.  They are
+ * found by (ctx, seq) in 2^CAD_TOMB_HASH_BITS buckets (at most 8 a bucket
+ * on average when full), since every start looks while there are any. */
 #define CAD_MAX_TOMBS 1024
+#define CAD_TOMB_HASH_BITS 7
 
 /* A collective that failed: later starts of it fail at once.  Kept until
  * every rank of it that had not started it has started it since, or
@@ -50,6 +54,7 @@
  * wait forever). */
 struct cad_tomb {
 	struct list_head link;          /* in group->tombs, oldest first */
+	struct hlist_node hnode;        /* in group->tomb_hash */
 	u64 ctx, seq;
 	int err;
 	u32 pending;                    /* bits set in unseen */
@@ -73,6 +78,7 @@ struct cad_group {
 					 * join on its way, the queued more_work */
 	struct list_head work;          /* runs with nodes to issue */
 	struct list_head tombs;         /* cad_tomb */
+	DECLARE_HASHTABLE(tomb_hash, CAD_TOMB_HASH_BITS); /* the same, by (ctx, seq) */
 	u32 ntombs;
 	void *vm_scratch;               /* CAD_VM_SCRATCH_SIZE, for user ops */
 	struct list_head deferred;      /* cad_xfer: matched, not copied yet */

@@ -508,11 +508,18 @@ static struct cad_run *find_running(struct cad_file *f, u64 ctx, u64 seq)
 	return NULL;
 }
 
-static struct cad_tomb *find_tomb(const struct cad_group *g, u64 ctx, u64 seq)
+/* The bucket key of (ctx, seq): hash_add() mixes it (hash_64), so
+ * consecutive seqs of one ctx spread over the buckets. */
+static u64 tomb_key(u64 ctx, u64 seq)
+{
+	return ctx ^ seq;
+}
+
+static struct cad_tomb *find_tomb(struct cad_group *g, u64 ctx, u64 seq)
 {
 	struct cad_tomb *t;
 
-	list_for_each_entry(t, &g->tombs, link)
+	hash_for_each_possible(g->tomb_hash, t, hnode, tomb_key(ctx, seq))
 		if (t->ctx == ctx && t->seq == seq)
 			return t;
 	return NULL;
@@ -521,6 +528,7 @@ static struct cad_tomb *find_tomb(const struct cad_group *g, u64 ctx, u64 seq)
 static void drop_tomb(struct cad_group *g, struct cad_tomb *t)
 {
 	list_del(&t->link);
+	hash_del(&t->hnode);
 	g->ntombs--;
 	kfree(t);
 	atomic64_dec(&cad_live_objects);
@@ -580,6 +588,7 @@ static void bury(struct cad_group *g, const struct cad_run *r, int err)
 		if (!t)
 			return;
 		list_del(&t->link);
+		hash_del(&t->hnode);
 		bitmap_zero(t->unseen, g->nranks);
 	}
 	t->ctx = r->ctx;
@@ -602,6 +611,7 @@ static void bury(struct cad_group *g, const struct cad_run *r, int err)
 	}
 	t->pending = bitmap_weight(t->unseen, g->nranks);
 	list_add_tail(&t->link, &g->tombs);
+	hash_add(g->tomb_hash, &t->hnode, tomb_key(t->ctx, t->seq));
 	if (!t->pending)
 		drop_tomb(g, t);
 }
@@ -1043,6 +1053,7 @@ void cad_group_hand_off(struct cad_group *g)
 void cad_group_init_defer(struct cad_group *g)
 {
 	INIT_LIST_HEAD(&g->tombs);
+	hash_init(g->tomb_hash);
 	INIT_LIST_HEAD(&g->deferred);
 	INIT_LIST_HEAD(&g->inflight);
 	init_waitqueue_head(&g->idle);
