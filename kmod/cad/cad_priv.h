@@ -145,6 +145,8 @@ struct cad_run {
 	u32 nkeys;
 	u32 *ranks;                     /* group rank of each program rank */
 	u64 ctx, seq;
+	u64 prev_seq;                   /* the start before seq's, if prev_started */
+	bool prev_started;
 	u64 fp;                         /* see struct cad_ioc_load */
 	struct cad_kbuf *bufs;
 	u32 nbufs;

@@ -552,8 +552,12 @@ static void add_ranks(struct cad_group *g, struct cad_tomb *t, const struct cad_
 			__set_bit(q->ranks[i], t->unseen);
 }
 
-/* Whether o started (ctx, seq): it is running it (and ends with it now)
- * or it ended before the failure. */
+/* Whether o started (ctx, seq): it is running it (and ends with it now),
+ * it ended before the failure, or it ended and started the same handle
+ * again since (cadrt starts one handle for every call of an instance:
+ * its part of a collective may end, and the next call start, before a
+ * peer that still runs it cancels).  A handle started twice since is not
+ * seen: its tombstone stays until that rank leaves (or 1024 newer ones). */
 static bool started_it(const struct cad_file *o, u64 ctx, u64 seq)
 {
 	u32 h;
@@ -561,7 +565,8 @@ static bool started_it(const struct cad_file *o, u64 ctx, u64 seq)
 	for (h = 0; h < CAD_MAX_PROGRAMS; h++) {
 		const struct cad_run *q = o->runs[h];
 
-		if (q && q->started && q->ctx == ctx && q->seq == seq)
+		if (q && q->ctx == ctx &&
+		    ((q->started && q->seq == seq) || (q->prev_started && q->prev_seq == seq)))
 			return true;
 	}
 	return false;
@@ -1330,6 +1335,8 @@ static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 		if (err)
 			return err;
 	}
+	r->prev_seq = r->seq;
+	r->prev_started = r->started;
 	r->seq = seq;
 	r->started = true;
 	r->part_node = -1;

@@ -911,6 +911,121 @@ static int late_starts(struct dev *d, uint32_t h, uint32_t gen0)
 	return 0;
 }
 
+/* Three ranks: 0 and 1 exchange 8 bytes, and so do 1 and 2 (rank 1
+ * receives both into a 16-byte buffer). */
+static void *chain3(uint32_t rank, uint32_t *size)
+{
+	struct builder b;
+
+	b_init(&b, rank, 3);
+	b_buf(&b, CAD_BUF_SEND, CAD_ACC_READ, 8);
+	b_buf(&b, CAD_BUF_RECV, CAD_ACC_WRITE, 16);
+	for (uint32_t peer = 0; peer < 3; peer++) {
+		if (peer == rank || (rank != 1 && peer != 1))
+			continue;
+		b_node(&b, (struct cad_node){ .kind = CAD_NODE_SEND, .peer = peer, .src_buf = 0, .len = 8 });
+		b_node(&b, (struct cad_node){ .kind = CAD_NODE_RECV, .peer = peer, .dst_buf = 1,
+					      .dst_off = peer == 2 ? 8 : 0, .len = 8 });
+	}
+	return b_image(&b, size);
+}
+
+/* A rank that finished its part of a collective and started its handle
+ * again (cadrt restarts one handle per instance for every call) before a
+ * peer cancelled that collective has started it: the tombstone must not
+ * wait for it.  Rank 0 ends collective 1 with rank 1, starts its handle
+ * as collective 2; rank 1 (which still waits for rank 2) cancels 1; rank
+ * 2 starts 1 and ends -ECANCELED, and then nobody is left to see the
+ * tombstone, which goes.  (Until 2026-11-25 it stayed until rank 0 left
+ * the group.) */
+static void cancel_restarted(void)
+{
+	const uint64_t key = job_key() + 1;
+	int go[3][2], done[2];
+	pid_t pid[3] = { 0 };
+	char c;
+
+	if (pipe(go[1]) || pipe(go[2]) || pipe(done)) {
+		CHECK("cancel-restarted", 0, "pipe: %s", strerror(errno));
+		return;
+	}
+	for (uint32_t rank = 1; rank < 3; rank++) {
+		pid[rank] = fork();
+		if (pid[rank] == 0) {
+			struct dev d;
+			uint32_t size;
+			void *img = chain3(rank, &size);
+			static uint64_t s = 7, rbuf[2];
+			uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)rbuf };
+			struct load_res r;
+			int res;
+
+			if (dev_open(&d, key, rank, 3))
+				_exit(11);
+			r = load(d.fd, img, size, a, 2, 1, 0, 0);
+			if (r.err || write(done[1], "l", 1) != 1 || read(go[rank][0], &c, 1) != 1)
+				_exit(12);
+			if (start(d.fd, r.handle, 1))
+				_exit(13);
+			if (rank == 1) {  /* started; cancels when told */
+				if (write(done[1], "s", 1) != 1 || read(go[rank][0], &c, 1) != 1 ||
+				    handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL))
+					_exit(14);
+				res = wait_run(&d, r.handle, 1, 1);
+			} else {
+				res = wait_cancelled(&d, r.handle, 1, 1);
+			}
+			(void)!write(done[1], res == -ECANCELED ? "c" : "x", 1);
+			(void)!read(go[rank][0], &c, 1);  /* stay in the group until told */
+			_exit(0);
+		}
+	}
+	{
+		struct dev d;
+		uint32_t size;
+		void *img = chain3(0, &size);
+		static uint64_t s = 5, rbuf[2];
+		uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)rbuf };
+		struct load_res r = { .err = -1 };
+		char c1 = 0, c2 = 0;
+		int first = -1, st;
+		long objects = 0;
+
+		if (dev_open(&d, key, 0, 3) == 0 && read(done[0], &c, 1) == 1 && read(done[0], &c, 1) == 1)
+			r = load(d.fd, img, size, a, 2, 1, 0, 0);
+		if (!r.err && write(go[1][1], "g", 1) == 1 && read(done[0], &c, 1) == 1 && !start(d.fd, r.handle, 1)) {
+			first = wait_run(&d, r.handle, 1, 1);
+			if (!first && !start(d.fd, r.handle, 2)) {
+				usleep(100000);  /* what ended before settles */
+				objects = (long)get_param("live_objects");
+				if (write(go[1][1], "c", 1) == 1 && read(done[0], &c1, 1) == 1 &&
+				    write(go[2][1], "g", 1) == 1 && read(done[0], &c2, 1) == 1)
+					objects -= (long)get_param("live_objects");
+				(void)handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL);
+				(void)wait_run(&d, r.handle, 2, 1);
+			}
+		}
+		(void)!write(go[1][1], "x", 1);
+		(void)!write(go[2][1], "x", 1);
+		CHECK("cancel-restarted", first == 0 && c1 == 'c' && c2 == 'c',
+		      "collective 1 on rank 0: %d; rank 1 cancelled: %c, rank 2's late start: %c", first, c1 ? c1 : '-',
+		      c2 ? c2 : '-');
+		/* (other groups may go meanwhile: at most as many) */
+		CHECK("cancel-restarted-tombstone-goes", objects >= 0,
+		      "%ld objects more after the late start (the tombstone stayed)", -objects);
+		for (uint32_t rank = 1; rank < 3; rank++) {
+			waitpid(pid[rank], &st, 0);
+			if (!WIFEXITED(st) || WEXITSTATUS(st))
+				CHECK("cancel-restarted-ranks", 0, "rank %u status 0x%x", rank, st);
+		}
+		close(d.fd);
+	}
+	for (int i = 1; i < 3; i++)
+		close(go[i][0]), close(go[i][1]);
+	close(done[0]);
+	close(done[1]);
+}
+
 static int do_cancel(void)
 {
 	const uint64_t key = job_key();
@@ -978,6 +1093,7 @@ static int do_cancel(void)
 		      objects);
 		close(d.fd);
 	}
+	cancel_restarted();
 	return 0;
 }
 

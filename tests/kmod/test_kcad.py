@@ -1,7 +1,8 @@
 """cad.ko through its own ABI (tests/kmod/kcad_check.c), in one boot:
 the table of rejected programs and ioctls, pipelines whose data moves
 while the receivers make no system call, a rank killed mid-pipeline,
-cancel (and 1000 collectives cancelled before a peer starts them), a
+cancel (and 1000 collectives cancelled before a peer starts them; a
+collective cancelled after a rank finished it and restarted its handle), a
 transfer larger than a pass, 10 000 load/start/wait/free cycles; then
 the module's counters of pinned pages and live objects are zero, it
 unloads, and the kernel log has no warning, bug or oops."""
@@ -141,3 +142,14 @@ def test_counters_zero_module_unloads_kernel_log_clean(vm_run):
     assert m and m.groups() == ("0", "0"), vm_run.output[-2000:]
     assert "@@UNLOADED 0" in vm_run.output
     assert not vm_run.kernel_problems(), "\n".join(vm_run.kernel_problems())
+
+
+def test_cancel_checks_every_tombstone_case(vm_run):
+    """Each cancel case ran its late starts and the restarted-handle case
+    (a tombstone that waited for a rank that had moved on stayed until the
+    rank left the group, before 2026-11-25)."""
+    for name, c in vm_run.cases.items():
+        if name == "cancel" or name.startswith("cancel-defer"):
+            for check in ("cancel-late-starts-end-at-once", "cancel-tombstones-go-once-seen", "cancel-restarted",
+                          "cancel-restarted-tombstone-goes"):
+                assert re.search(rf"^KCAD PASS {check}\s*$", c.output, re.M), (name, c.output)
