@@ -54,6 +54,11 @@
  *                              asleep in read() (doing passes) or in
  *                              pause() (a work item of the module does),
  *                              dies within a pass of SIGKILL
+ *   kcad_check fuzz SECONDS SEED
+ *                              rounds of 3 ranks running a schedule of
+ *                              checked collectives between random
+ *                              ioctls, images, buffers, forks and kills
+ *                              (see do_fuzz)
  *
  * Prints "KCAD PASS <case>" or "KCAD FAIL <case>: why" per case and
  * "KCAD SUMMARY passed=N failed=M"; exits 1 if anything failed.
@@ -63,6 +68,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,6 +78,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -873,9 +880,9 @@ static int do_chain(const char *name, uint32_t P, uint64_t n, uint32_t S, int mo
 
 #define TOMBS 1000  /* (the module keeps up to 1024 a group) */
 
-/* wait_run, for 5 s at most: a start of a collective a peer cancelled
- * ends at once (-ETIMEDOUT: it waits for that peer). */
-static int wait_cancelled(struct dev *d, uint32_t h, uint32_t gen, uint64_t seq)
+/* wait_run through poll() and read(), for secs at most: -ETIMEDOUT if
+ * the run is still on then. */
+static int wait_for(struct dev *d, uint32_t h, uint32_t gen, double secs)
 {
 	const double t0 = now();
 
@@ -887,13 +894,22 @@ static int wait_cancelled(struct dev *d, uint32_t h, uint32_t gen, uint64_t seq)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (res != -EINPROGRESS && d->st[h].gen == gen)
 			return res;
-		if (now() - t0 > 5.0) {
-			printf("KCAD collective %llu waits for a peer that cancelled it\n", (unsigned long long)seq);
+		if (now() - t0 > secs)
 			return -ETIMEDOUT;
-		}
-		if (poll(&p, 1, 1000) == 1)
+		if (poll(&p, 1, 20) == 1)
 			(void)!read(d->fd, &n, sizeof(n));
 	}
+}
+
+/* A start of a collective a peer cancelled ends at once (-ETIMEDOUT after
+ * 5 s: it waits for that peer). */
+static int wait_cancelled(struct dev *d, uint32_t h, uint32_t gen, uint64_t seq)
+{
+	const int res = wait_for(d, h, gen, 5.0);
+
+	if (res == -ETIMEDOUT)
+		printf("KCAD collective %llu waits for a peer that cancelled it\n", (unsigned long long)seq);
+	return res;
 }
 
 /* TOMBS collectives seq 100.. started and cancelled by one rank, started
@@ -1552,6 +1568,652 @@ static int do_wide(uint64_t n, int mode)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* fuzz: random ioctls, images and buffers from several processes      */
+/*
+ * kcad_check fuzz SECONDS SEED: rounds of a few seconds; each round forks
+ * FZ_N ranks that join a fresh group and, until the round ends or a rank
+ * is killed, run collectives of a schedule they all derive from (SEED,
+ * round, k) -- a ring exchange, a chain broadcast, a sum of doubles at
+ * rank 0 -- whose data are checked when they end with 0, and between them
+ * random operations: ioctls with random numbers, sizes and pointers,
+ * mutated program images with random buffer addresses, starts, tests,
+ * cancels and frees of random handles, mmap of the status page with
+ * random arguments, reads interrupted by a timer, buffers unmapped or
+ * protected under a running collective, a forked child that uses the
+ * parent's file, second files joining with random keys and ranks.  The
+ * parent kills a random rank in some rounds, and every rank at the end
+ * of each: each must be gone within 10 s.
+ *
+ * What it checks itself: data of every collective that ended with 0,
+ * that a cancel ends a run within 3 s, that every rank dies, and that
+ * enough collectives completed for the rest to mean something.  The
+ * harness then checks the kernel log (no WARNING, BUG, Oops), that the
+ * module's pinned pages and live objects fall back to 0, and that it
+ * unloads. */
+
+#define FZ_N 3
+#define FZ_CTX 1
+
+struct fz_shared {
+	long ops, loads, junk_loads_ok, coop, verified, coop_err, timeouts, forks, killed;
+	int bad;
+	char why[256];
+};
+
+static struct fz_shared *g_fz;
+static uint64_t g_rng;
+
+static uint64_t fz_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t rnd(void)
+{
+	g_rng = fz_mix(g_rng);
+	return g_rng;
+}
+
+static uint64_t below(uint64_t n)
+{
+	return n ? rnd() % n : 0;
+}
+
+static void fz_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fz_bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (__atomic_fetch_add(&g_fz->bad, 1, __ATOMIC_RELAXED) == 0) {
+		va_start(ap, fmt);
+		vsnprintf(g_fz->why, sizeof(g_fz->why), fmt, ap);
+		va_end(ap);
+	}
+}
+
+/* Collective k of a round: its kind, length and segments, the same on
+ * every rank. */
+struct fz_coll {
+	uint32_t kind;  /* 0 ring exchange, 1 chain broadcast, 2 sum at rank 0 */
+	uint64_t len;   /* bytes per rank (a multiple of 8 for the sum) */
+	uint32_t segs;
+	uint8_t hint;   /* CAD_XFER_* on every SEND and RECV */
+};
+
+static struct fz_coll fz_coll(uint64_t seed, uint64_t k)
+{
+	static const uint64_t lens[] = { 0, 8, 1000, 4104, 65536, 300000, (1 << 20) + 24, 3 << 20 };
+	const uint64_t h = fz_mix(seed ^ fz_mix(k));
+	struct fz_coll c = { .kind = (uint32_t)(h % 3), .len = lens[(h >> 8) % 8], .segs = 1 + (uint32_t)((h >> 16) % 8),
+			     .hint = (uint8_t)((h >> 24) % 3) };
+
+	if (c.kind == 2)
+		c.len &= ~7ull;
+	return c;
+}
+
+/* Rank's program of c: its buffers (sizes[], scratch last) and image. */
+static void *fz_image(struct fz_coll c, uint32_t rank, uint32_t *size, uint32_t *nbufs, uint64_t sizes[4])
+{
+	struct builder *b = malloc(sizeof(*b));
+	void *img;
+
+	b_init(b, rank, FZ_N);
+	if (c.kind == 0) {
+		b_buf(b, CAD_BUF_SEND, CAD_ACC_READ, c.len);
+		b_buf(b, CAD_BUF_RECV, CAD_ACC_WRITE, c.len);
+		b_node(b, (struct cad_node){ .kind = CAD_NODE_SEND, .flags = c.hint, .peer = (rank + 1) % FZ_N,
+					     .src_buf = 0, .len = c.len });
+		b_node(b, (struct cad_node){ .kind = CAD_NODE_RECV, .flags = c.hint, .peer = (rank + FZ_N - 1) % FZ_N,
+					     .dst_buf = 1, .len = c.len });
+	} else if (c.kind == 1) {
+		const uint64_t seg = (c.len + c.segs - 1) / c.segs;
+
+		if (rank == 0)
+			b_buf(b, CAD_BUF_SEND, CAD_ACC_READ, c.len);
+		else
+			b_buf(b, CAD_BUF_RECV, CAD_ACC_READ | CAD_ACC_WRITE, c.len);
+		for (uint64_t off = 0; off < c.len || (off == 0 && c.len == 0); off += seg ? seg : 1) {
+			const uint64_t len = off + seg > c.len ? c.len - off : seg;
+			uint32_t recv = ~0u;
+
+			if (rank > 0)
+				recv = b_node(b, (struct cad_node){ .kind = CAD_NODE_RECV, .flags = c.hint, .peer = rank - 1,
+								    .dst_buf = 0, .dst_off = off, .len = len });
+			if (rank + 1 < FZ_N) {
+				const uint32_t send = b_node(b, (struct cad_node){ .kind = CAD_NODE_SEND, .flags = c.hint,
+										   .peer = rank + 1, .src_buf = 0,
+										   .src_off = off, .len = len });
+				if (recv != ~0u)
+					b_edge(b, recv, send);
+			}
+			if (!seg)
+				break;
+		}
+	} else if (rank == 0) {
+		uint32_t prev;
+
+		b_buf(b, CAD_BUF_SEND, CAD_ACC_READ, c.len);
+		b_buf(b, CAD_BUF_RECV, CAD_ACC_READ | CAD_ACC_WRITE, c.len);
+		b_buf(b, CAD_BUF_SCRATCH, CAD_ACC_READ | CAD_ACC_WRITE, c.len * (FZ_N - 1));
+		prev = b_node(b, (struct cad_node){ .kind = CAD_NODE_COPY, .src_buf = 0, .dst_buf = 1, .len = c.len });
+		for (uint32_t i = 1; i < FZ_N; i++) {
+			const uint32_t recv = b_node(b, (struct cad_node){ .kind = CAD_NODE_RECV, .flags = c.hint, .peer = i,
+									   .dst_buf = 2, .dst_off = (i - 1) * c.len,
+									   .len = c.len });
+			const uint32_t red = b_node(b, (struct cad_node){ .kind = CAD_NODE_REDUCE, .dtype = CAD_DT_DOUBLE,
+									  .op = CAD_OP_SUM, .src_buf = 2,
+									  .src_off = (i - 1) * c.len, .dst_buf = 1,
+									  .len = c.len });
+			b_edge(b, prev, red);
+			b_edge(b, recv, red);
+			prev = red;
+		}
+	} else {
+		b_buf(b, CAD_BUF_SEND, CAD_ACC_READ, c.len);
+		b_node(b, (struct cad_node){ .kind = CAD_NODE_SEND, .flags = c.hint, .peer = 0, .src_buf = 0, .len = c.len });
+	}
+	*nbufs = b->nb;
+	for (uint32_t i = 0; i < b->nb; i++)
+		sizes[i] = b->bufs[i].size;
+	img = b_image(b, size);
+	free(b);
+	return img;
+}
+
+/* Word i of rank's data in collective k; the sum's doubles are small
+ * integers, exact in any order. */
+static uint64_t fz_word(uint64_t k, uint32_t rank, uint64_t i)
+{
+	return (k << 40) ^ ((uint64_t)rank << 32) ^ (i * 0x9e3779b1u);
+}
+
+static double fz_val(uint64_t k, uint32_t rank, uint64_t i)
+{
+	return (double)((k * 7 + rank * 131 + i) % 1021);
+}
+
+static void fz_fill(struct fz_coll c, uint64_t k, uint32_t rank, unsigned char *p)
+{
+	for (uint64_t i = 0; i + 8 <= c.len; i += 8) {
+		if (c.kind == 2) {
+			const double v = fz_val(k, rank, i / 8);
+
+			memcpy(p + i, &v, 8);
+		} else {
+			const uint64_t w = fz_word(k, rank, i / 8);
+
+			memcpy(p + i, &w, 8);
+		}
+	}
+	for (uint64_t i = c.len & ~7ull; i < c.len; i++)
+		p[i] = (unsigned char)(k + rank + i);
+}
+
+/* Whether what rank received (or reduced) in collective k is right. */
+static int fz_check(struct fz_coll c, uint64_t k, uint32_t rank, const unsigned char *p, uint64_t *at)
+{
+	const uint32_t from = c.kind == 0 ? (rank + FZ_N - 1) % FZ_N : 0;
+	unsigned char *want = malloc(c.len ? c.len : 1);
+	int ok = 1;
+
+	if (c.kind == 2) {
+		for (uint64_t i = 0; i < c.len / 8; i++) {
+			double v = 0;
+
+			for (uint32_t r = 0; r < FZ_N; r++)
+				v += fz_val(k, r, i);
+			memcpy(want + i * 8, &v, 8);
+		}
+	} else {
+		fz_fill(c, k, from, want);
+	}
+	for (uint64_t i = 0; i < c.len && ok; i++)
+		if (p[i] != want[i])
+			ok = 0, *at = i;
+	free(want);
+	return ok;
+}
+
+static void fz_tick(int sig)
+{
+	(void)sig;
+}
+
+/* A mapping of len bytes (+ a random misalignment in 8s), anonymous
+ * private or shared; what to munmap goes to *base, *maplen. */
+static unsigned char *fz_map(uint64_t len, void **base, size_t *maplen)
+{
+	const uint64_t skew = below(4) ? 0 : 8 * below(64);
+	unsigned char *p;
+
+	*maplen = (size_t)((len + skew + 4095) & ~4095ull);
+	if (!*maplen)
+		*maplen = 4096;
+	p = mmap(NULL, *maplen, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | (below(3) ? MAP_PRIVATE : MAP_SHARED), -1, 0);
+	if (p == MAP_FAILED) {
+		*base = NULL;
+		return NULL;
+	}
+	*base = p;
+	return p + skew;
+}
+
+/* A pointer for a random argument: valid memory of n bytes, NULL, an odd
+ * or unmapped address, a kernel one. */
+static uint64_t fz_ptr(void *valid)
+{
+	switch (below(8)) {
+	case 0: return 0;
+	case 1: return 1 + below(4095);
+	case 2: return 0xffff888000000000ull + 4096 * below(1024);
+	case 3: return 0x7ffffffff000ull - 8 * below(4);
+	case 4: return rnd();
+	default: return (uintptr_t)valid;
+	}
+}
+
+#define FZ_HANDLES 4
+
+struct fz_rank {
+	struct dev d;
+	uint64_t key;
+	uint32_t rank;
+	uint32_t coop_h;                /* the schedule's running handle, or ~0 */
+	uint32_t handles[FZ_HANDLES];
+	uint32_t nh;
+	unsigned char junk[8192];
+};
+
+static void fz_keep(struct fz_rank *z, uint32_t h)
+{
+	if (z->nh < FZ_HANDLES) {
+		z->handles[z->nh++] = h;
+		return;
+	}
+	(void)handle_op(z->d.fd, CAD_IOC_FREE, h, NULL);
+}
+
+/* A handle to start, test, cancel or free: one of the random loads', or
+ * any number -- never the schedule's collective's, whose end is checked
+ * (freed under it, its handle could come back with another run's end). */
+static uint32_t fz_handle(struct fz_rank *z)
+{
+	uint32_t h = (uint32_t)(below(3) ? below(CAD_MAX_PROGRAMS + 4) : rnd());
+
+	if (z->nh && below(4))
+		h = z->handles[below(z->nh)];
+	return h == z->coop_h ? h + 1 : h;
+}
+
+/* One random operation. */
+static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
+{
+	const int fd = z->d.fd;
+
+	for (size_t i = 0; i < sizeof(z->junk); i += 8) {
+		const uint64_t w = rnd();
+
+		memcpy(z->junk + i, &w, 8);
+	}
+	__atomic_fetch_add(&g_fz->ops, 1, __ATOMIC_RELAXED);
+	switch (below(12)) {
+	case 0: {  /* VERSION, any size: a known size must succeed */
+		struct { struct cad_ioc_version v; unsigned char tail[32]; } a;
+		const uint32_t size = below(2) ? sizeof(a.v) : (uint32_t)below(sizeof(a));
+
+		memset(&a, 0, sizeof(a));
+		a.v.size = size;
+		if (ioctl(fd, CAD_IOC_VERSION, &a) && size == sizeof(a.v))
+			fz_bad("rank %u: VERSION of its own size failed: %s", z->rank, strerror(errno));
+		break;
+	}
+	case 1: {  /* any command of ours, any size and pointer */
+		const unsigned long cmd = _IOC(below(4), CAD_IOC_MAGIC, 0x3e + below(20), below(160));
+		uint32_t size = (uint32_t)below(160);
+
+		memcpy(z->junk, &size, 4);
+		(void)!ioctl(fd, below(8) ? cmd : (unsigned long)rnd(), (void *)(uintptr_t)fz_ptr(z->junk));
+		break;
+	}
+	case 2:
+	case 3: {  /* a mutated image, random addresses and fields */
+		struct fz_coll c = fz_coll(seed, k + below(3));
+		uint64_t sizes[4], addrs[8];
+		uint32_t size, nbufs, ranks[FZ_N + 1];
+		unsigned char *img = fz_image(c, z->rank, &size, &nbufs, sizes);
+		void *base[4] = { 0 };
+		size_t maplen[4] = { 0 };
+		char log[256];
+		struct cad_ioc_load l = { .size = sizeof(l) };
+		const uint32_t flips = below(3) ? 1 + (uint32_t)below(8) : 0;
+
+		for (uint32_t i = 0; i < flips && size; i++) {
+			const uint32_t at = (uint32_t)below(size);
+
+			if (below(2))
+				img[at] ^= (unsigned char)(1u << below(8));
+			else
+				img[at] = (unsigned char)rnd();
+		}
+		if (!below(8))
+			size = (uint32_t)below(size + 64);
+		for (uint32_t i = 0; i < 8; i++) {
+			addrs[i] = 0;
+			if (i < nbufs && i < 4 && sizes[i] && below(4) != 0) {
+				unsigned char *p = fz_map(sizes[i] + (below(4) ? 0 : 4096), &base[i], &maplen[i]);
+
+				addrs[i] = p ? (uintptr_t)p : 0;
+			}
+			if (!below(6))
+				addrs[i] = fz_ptr(z->junk);
+		}
+		for (uint32_t i = 0; i <= FZ_N; i++)
+			ranks[i] = below(4) ? i : (uint32_t)below(5);
+		l.prog_size = size;
+		l.prog = below(16) ? (uintptr_t)img : fz_ptr(img);
+		l.buf_addrs = below(16) ? (uintptr_t)addrs : fz_ptr(addrs);
+		l.nbufs = below(4) ? nbufs : (uint32_t)below(9);
+		l.log_size = below(4) ? sizeof(log) : (uint32_t)below(1024);
+		l.log_buf = below(8) ? (uintptr_t)log : fz_ptr(log);
+		l.ranks = below(3) ? 0 : below(4) ? (uintptr_t)ranks : fz_ptr(ranks);
+		l.ctx = FZ_CTX + 1 + below(3);  /* never the schedule's: its data are checked */
+		l.flags = below(4) ? 0 : below(3) ? CAD_LOAD_START : (uint32_t)rnd();
+		l.seq = k + below(4);
+		l.fp = below(2) ? 0 : below(4);
+		if (!below(16))
+			l.size = (uint32_t)below(sizeof(l) + 16);
+		if (ioctl(fd, CAD_IOC_LOAD, &l) == 0) {
+			__atomic_fetch_add(&g_fz->junk_loads_ok, 1, __ATOMIC_RELAXED);
+			fz_keep(z, l.handle);
+		}
+		/* Buffers of a loaded program go from under it: its pages stay
+		 * pinned until it is freed, and its next start is -ESTALE. */
+		for (uint32_t i = 0; i < 4; i++)
+			if (base[i])
+				munmap(base[i], maplen[i]);
+		free(img);
+		break;
+	}
+	case 4: {  /* START, TEST, CANCEL, FREE of a random handle */
+		const uint32_t h = fz_handle(z);
+		const unsigned long cmds[] = { CAD_IOC_TEST, CAD_IOC_CANCEL, CAD_IOC_FREE };
+
+		if (below(3) == 0)
+			(void)start(fd, h, k + below(8));
+		else
+			(void)handle_op(fd, cmds[below(3)], h, NULL);
+		break;
+	}
+	case 5: {  /* mmap of the file, random arguments */
+		const size_t len = below(2) ? CAD_STATUS_SIZE : (size_t)below(3 * 4096);
+		const int prot = below(3) ? PROT_READ : (int)below(8);
+		const off_t off = below(3) ? 0 : (off_t)(4096 * below(4));
+		void *p = mmap(NULL, len, prot, below(4) ? MAP_SHARED : MAP_PRIVATE, fd, off);
+
+		if (p != MAP_FAILED) {
+			if (prot & PROT_READ)
+				(void)*(volatile const char *)p;
+			munmap(p, len);
+		}
+		break;
+	}
+	case 6: {  /* read (interrupted by the timer if it blocks) and poll */
+		uint64_t buf[2];
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		const int fl = fcntl(fd, F_GETFL);
+
+		if (below(2))
+			(void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+		(void)poll(&p, 1, (int)below(3));
+		(void)!read(fd, below(8) ? (void *)buf : (void *)(uintptr_t)fz_ptr(buf), (size_t)below(17));
+		(void)fcntl(fd, F_SETFL, fl);
+		break;
+	}
+	case 7: {  /* a child uses the parent's file, then exits or is killed */
+		const pid_t pid = fork();
+
+		if (pid == 0) {
+			g_rng ^= (uint64_t)getpid() << 20;
+			for (int i = 0, n = 1 + (int)below(3); i < n; i++) {
+				const uint32_t h = fz_handle(z);
+
+				switch (below(4)) {
+				case 0: (void)start(fd, h, k + below(4)); break;
+				case 1: (void)handle_op(fd, CAD_IOC_FREE, h, NULL); break;
+				case 2: (void)handle_op(fd, CAD_IOC_CANCEL, h, NULL); break;
+				default: {
+					struct fz_coll c = fz_coll(seed, k + 1);
+					uint64_t sizes[4], addrs[4] = { 0 };
+					uint32_t size, nbufs;
+					void *img = fz_image(c, z->rank, &size, &nbufs, sizes);
+					void *base;
+					size_t maplen;
+
+					for (uint32_t j = 0; j < nbufs && j < 4; j++)
+						addrs[j] = (uintptr_t)fz_map(sizes[j], &base, &maplen);
+					(void)load(fd, img, size, addrs, nbufs, FZ_CTX + 1, 0, 0);
+				}
+				}
+			}
+			_exit(0);
+		}
+		if (pid > 0) {
+			__atomic_fetch_add(&g_fz->forks, 1, __ATOMIC_RELAXED);
+			if (below(2))
+				kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		break;
+	}
+	case 8: {  /* a second file joins: random key, rank, size */
+		const int fd2 = open("/dev/cad", O_RDWR | O_CLOEXEC);
+		struct cad_ioc_join j = { .size = sizeof(j), .rank = (uint32_t)below(FZ_N + 2),
+					  .nranks = below(4) ? FZ_N : (uint32_t)rnd(), .key = rnd() };
+
+		if (fd2 < 0)
+			break;
+		if (below(2))
+			j.key = below(2) ? z->key : (uint64_t)below(2);
+		if (!below(8))
+			j.flags = (uint32_t)rnd();
+		(void)!ioctl(fd2, CAD_IOC_JOIN, &j);
+		(void)!ioctl(fd2, CAD_IOC_JOIN, &j);  /* twice */
+		close(fd2);
+		break;
+	}
+	default:  /* a valid load of the next collective, left or started early */
+	{
+		struct fz_coll c = fz_coll(seed, k + 1);
+		uint64_t sizes[4], addrs[4] = { 0 };
+		uint32_t size, nbufs;
+		void *img = fz_image(c, z->rank, &size, &nbufs, sizes);
+		void *base[4] = { 0 };
+		size_t maplen[4] = { 0 };
+		struct load_res r;
+
+		for (uint32_t j = 0; j < nbufs && j < 4; j++)
+			if (sizes[j] && (j + 1 < nbufs || z->rank || c.kind != 2))
+				addrs[j] = (uintptr_t)fz_map(sizes[j], &base[j], &maplen[j]);
+		r = load(fd, img, size, addrs, nbufs, FZ_CTX + 1, below(2) ? CAD_LOAD_START : 0, k);
+		if (!r.err)
+			fz_keep(z, r.handle);
+		free(img);
+		for (uint32_t j = 0; j < 4; j++)
+			if (base[j])
+				munmap(base[j], maplen[j]);
+		break;
+	}
+	}
+}
+
+/* Collective k of the schedule on this rank. */
+static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
+{
+	const struct fz_coll c = fz_coll(seed, k);
+	uint64_t sizes[4], addrs[4] = { 0 }, at = 0;
+	uint32_t size, nbufs, h;
+	void *img = fz_image(c, z->rank, &size, &nbufs, sizes);
+	void *base[4] = { 0 };
+	size_t maplen[4] = { 0 };
+	unsigned char *send = NULL, *out = NULL;
+	struct load_res r;
+	int res, spoiled = 0;
+
+	for (uint32_t j = 0; j < nbufs; j++) {
+		if (c.kind == 2 && z->rank == 0 && j == 2)
+			break;  /* scratch: the module's */
+		addrs[j] = (uintptr_t)fz_map(sizes[j], &base[j], &maplen[j]);
+		if (!addrs[j])
+			goto out;
+	}
+	send = (unsigned char *)(uintptr_t)addrs[0];
+	out = c.kind == 1 ? send : nbufs > 1 ? (unsigned char *)(uintptr_t)addrs[1] : NULL;
+	if (c.kind != 1 || z->rank == 0)
+		fz_fill(c, k, z->rank, send);
+	__atomic_fetch_add(&g_fz->loads, 1, __ATOMIC_RELAXED);
+	if (below(2)) {
+		r = load(z->d.fd, img, size, addrs, nbufs, FZ_CTX, CAD_LOAD_START, k);
+	} else {
+		r = load(z->d.fd, img, size, addrs, nbufs, FZ_CTX, 0, 0);
+		if (!r.err && start(z->d.fd, r.handle, k))
+			r.err = -1;
+	}
+	if (r.err)
+		goto out;
+	h = r.handle;
+	z->coop_h = h;
+	__atomic_fetch_add(&g_fz->coop, 1, __ATOMIC_RELAXED);
+	for (int i = 0, n = (int)below(3); i < n; i++)
+		fz_junk(z, seed, k);
+	if (!below(24) && out) {  /* the result buffer goes or changes under the run */
+		spoiled = 1;
+		if (below(2))
+			munmap(base[nbufs > 1 ? 1 : 0], maplen[nbufs > 1 ? 1 : 0]), base[nbufs > 1 ? 1 : 0] = NULL;
+		else
+			madvise(base[nbufs > 1 ? 1 : 0], maplen[nbufs > 1 ? 1 : 0], MADV_DONTNEED);
+	}
+	res = wait_for(&z->d, h, 1, 3.0);
+	if (res == -ETIMEDOUT) {
+		__atomic_fetch_add(&g_fz->timeouts, 1, __ATOMIC_RELAXED);
+		(void)handle_op(z->d.fd, CAD_IOC_CANCEL, h, NULL);
+		res = wait_for(&z->d, h, 1, 3.0);
+		if (res == -ETIMEDOUT)
+			fz_bad("rank %u: collective %llu still runs 3 s after its cancel", z->rank, (unsigned long long)k);
+	}
+	if (res == 0 && !spoiled && (c.kind != 2 || z->rank == 0) && (c.kind != 1 || z->rank > 0)) {
+		if (fz_check(c, k, z->rank, out, &at))
+			__atomic_fetch_add(&g_fz->verified, 1, __ATOMIC_RELAXED);
+		else
+			fz_bad("rank %u: collective %llu (kind %u, %llu bytes, %u segments, hint %u) ended 0 with byte %llu wrong",
+			       z->rank, (unsigned long long)k, c.kind, (unsigned long long)c.len, c.segs, c.hint,
+			       (unsigned long long)at);
+	} else if (res) {
+		__atomic_fetch_add(&g_fz->coop_err, 1, __ATOMIC_RELAXED);
+	}
+	(void)handle_op(z->d.fd, CAD_IOC_FREE, h, NULL);
+	z->coop_h = ~0u;
+out:
+	for (uint32_t j = 0; j < 4; j++)
+		if (base[j])
+			munmap(base[j], maplen[j]);
+	free(img);
+}
+
+static void fz_rank_main(uint64_t key, uint32_t rank, uint64_t seed, double until)
+{
+	static struct fz_rank z;
+	struct sigaction sa = { .sa_handler = fz_tick };  /* no SA_RESTART */
+	const struct itimerval it = { .it_interval = { 0, 20000 }, .it_value = { 0, 20000 } };
+
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	g_rng = fz_mix(seed ^ (rank + 1) * 0x632be59bd9b4e019ull);
+	z.rank = rank;
+	z.key = key;
+	z.coop_h = ~0u;
+	if (dev_open(&z.d, key, rank, FZ_N))
+		_exit(3);
+	for (uint64_t k = 1; now() < until; k++) {
+		fz_collective(&z, seed, k);
+		for (int i = 0, n = (int)below(4); i < n; i++)
+			fz_junk(&z, seed, k);
+		if (!below(1000)) {  /* leave the group: the others see -EPIPE */
+			close(z.d.fd);
+			_exit(0);
+		}
+	}
+	_exit(0);
+}
+
+static int do_fuzz(double secs, uint64_t seed)
+{
+	const double end = now() + secs;
+	int rounds = 0, stuck = 0;
+
+	g_fz = mmap(NULL, sizeof(*g_fz), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (g_fz == MAP_FAILED)
+		return 2;
+	memset(g_fz, 0, sizeof(*g_fz));
+	g_rng = fz_mix(seed);
+	while (now() < end && !stuck) {
+		const double until = now() + 2.0 + (double)below(5);
+		const uint64_t key = job_key() ^ fz_mix(seed + (uint64_t)rounds), rs = rnd();
+		pid_t pid[FZ_N];
+
+		for (uint32_t r = 0; r < FZ_N; r++) {
+			pid[r] = fork();
+			if (pid[r] == 0)
+				fz_rank_main(key, r, rs, until);
+		}
+		if (below(3) == 0) {  /* a rank killed mid-round */
+			usleep((useconds_t)(1000 * below((uint64_t)(1000 * (until - now())) + 1)));
+			kill(pid[below(FZ_N)], SIGKILL);
+			g_fz->killed++;
+		}
+		while (now() < until + 4.0) {
+			int alive = 0;
+
+			for (uint32_t r = 0; r < FZ_N; r++)
+				alive += pid[r] > 0 && waitpid(pid[r], NULL, WNOHANG) == 0;
+			if (!alive)
+				break;
+			usleep(20000);
+		}
+		for (uint32_t r = 0; r < FZ_N; r++)
+			if (pid[r] > 0)
+				kill(pid[r], SIGKILL);
+		for (uint32_t r = 0; r < FZ_N; r++) {
+			const double t0 = now();
+
+			while (pid[r] > 0 && waitpid(pid[r], NULL, WNOHANG) == 0) {
+				if (now() - t0 > 10.0) {
+					printf("KCAD rank %u of round %d is still there 10 s after SIGKILL\n", r, rounds);
+					stuck = 1;
+					break;
+				}
+				usleep(10000);
+			}
+		}
+		rounds++;
+	}
+	printf("KCAD fuzz: seed %llu, %d rounds, %ld operations, %ld collectives started (%ld loads), "
+	       "%ld verified, %ld ended with an error, %ld cancelled after 3 s; %ld images of random "
+	       "changes loaded; %ld forks; %ld ranks killed\n",
+	       (unsigned long long)seed, rounds, g_fz->ops, g_fz->coop, g_fz->loads, g_fz->verified, g_fz->coop_err,
+	       g_fz->timeouts, g_fz->junk_loads_ok, g_fz->forks, g_fz->killed);
+	CHECK("fuzz-data-right", !g_fz->bad, "%d problems, the first: %s", g_fz->bad, g_fz->why);
+	CHECK("fuzz-ranks-die", !stuck, "a rank did not die");
+	CHECK("fuzz-collectives-ran", g_fz->verified >= 20 * rounds / 4 && g_fz->ops >= 100,
+	      "only %ld collectives verified and %ld operations in %d rounds", g_fz->verified, g_fz->ops, rounds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -1580,11 +2242,14 @@ int main(int argc, char **argv)
 		do_inflight(!strcmp(argv[2], "free"), strtoull(argv[3], NULL, 0));
 	else if (!strcmp(what, "pins"))
 		do_pins();
+	else if (!strcmp(what, "fuzz") && argc == 4)
+		do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0));
 	else if (!strcmp(what, "busy") && argc == 3 && (!strcmp(argv[2], "read") || !strcmp(argv[2], "pause")))
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | busy read|pause\n");
+				"inflight cancel|free N | wide N read|spin|bystander | pins | busy read|pause | "
+				"fuzz SECONDS SEED\n");
 		return 2;
 	}
 	printf("KCAD SUMMARY passed=%d failed=%d\n", g_pass, g_fail);

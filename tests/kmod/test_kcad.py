@@ -2,16 +2,22 @@
 the table of rejected programs and ioctls, pipelines whose data moves
 while the receivers make no system call, a rank killed mid-pipeline,
 cancel (and 1000 collectives cancelled before a peer starts them; a
-collective cancelled after a rank finished it and restarted its handle), a
+collective cancelled after a rank finished it and restarted its handle),
+a stateful fuzzer (random ioctls, images, buffers, forks and kills around
+collectives whose data are checked; under every defer setting), a
 transfer larger than a pass, 10 000 load/start/wait/free cycles; then
 the module's counters of pinned pages and live objects are zero, it
 unloads, and the kernel log has no warning, bug or oops."""
 
+import os
+import random
 import re
 
 import pytest
 
 from vm import COUNT_AND_UNLOAD, DEFER_MODES, cad_vm, run_cases, with_defer
+
+FUZZ_SEED = int(os.environ.get("CAD_FUZZ_SEED", random.randrange(1 << 32)))
 
 CASES = {
     "reject": "kcad_check reject",
@@ -27,6 +33,11 @@ CASES = {
     "exit-2": "kcad_check exit 2 4000000 1 20",
     "exit-4": "kcad_check exit 4 4000000 4 10",
     "cancel": "kcad_check cancel",
+    # Random ioctls, mutated images, random buffers, forks and kills from
+    # three processes around a schedule of collectives whose data are
+    # checked; a new seed every run (shown in a failure's command; set
+    # CAD_FUZZ_SEED to run one again).
+    "fuzz": f"kcad_check fuzz 30 {FUZZ_SEED}",
     "cycles": "kcad_check cycles 10000",
     # Buffers in shared file mappings, shared memory; the pinned limit per user.
     "pins": "kcad_check pins",
@@ -50,6 +61,7 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
     for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "exit-4", "cancel"):
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
     CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
+    CASES[f"fuzz-defer{_mode}"] = with_defer(_defer, f"kcad_check fuzz 12 {FUZZ_SEED + len(CASES)}", _split)
     # One transfer of 136 MiB, more than a pass copies: cut, and finished
     # by the receiver in read() or spinning (the module's work item), by
     # the caller (0), a reader (1) or the side's work item (2, split);
@@ -153,3 +165,17 @@ def test_cancel_checks_every_tombstone_case(vm_run):
             for check in ("cancel-late-starts-end-at-once", "cancel-tombstones-go-once-seen", "cancel-restarted",
                           "cancel-restarted-tombstone-goes"):
                 assert re.search(rf"^KCAD PASS {check}\s*$", c.output, re.M), (name, c.output)
+
+
+def test_the_fuzzer_ran_collectives(vm_run):
+    """The fuzzer's own checks passed (each case's) and it did what it is
+    there for: many random operations, collectives checked, images of
+    random changes that the module accepted."""
+    for name, c in vm_run.cases.items():
+        if not name.startswith("fuzz"):
+            continue
+        m = re.search(r"KCAD fuzz: seed \d+, (\d+) rounds, (\d+) operations, \d+ collectives started \(\d+ loads\), "
+                      r"(\d+) verified", c.output)
+        assert m, (name, c.output)
+        rounds, ops, verified = map(int, m.groups())
+        assert rounds >= 2 and ops >= 1000 and verified >= 50, (name, c.output)
