@@ -54,11 +54,13 @@
  *                              asleep in read() (doing passes) or in
  *                              pause() (a work item of the module does),
  *                              dies within a pass of SIGKILL
- *   kcad_check fuzz SECONDS SEED
+ *   kcad_check fuzz SECONDS SEED [OPERATOR-IMAGE...]
  *                              rounds of 3 ranks running a schedule of
  *                              checked collectives between random
- *                              ioctls, images, buffers, forks and kills
- *                              (see do_fuzz)
+ *                              ioctls, images, buffers, forks and kills,
+ *                              and one-rank programs with user-defined
+ *                              operators, intact or with random bytes
+ *                              changed (see do_fuzz)
  *
  * Prints "KCAD PASS <case>" or "KCAD FAIL <case>: why" per case and
  * "KCAD SUMMARY passed=N failed=M"; exits 1 if anything failed.
@@ -1596,7 +1598,7 @@ static int do_wide(uint64_t n, int mode)
 #define FZ_CTX 1
 
 struct fz_shared {
-	long ops, loads, junk_loads_ok, coop, verified, coop_err, timeouts, forks, killed;
+	long ops, loads, junk_loads_ok, coop, verified, coop_err, timeouts, forks, killed, op_runs;
 	int bad;
 	char why[256];
 };
@@ -1785,7 +1787,8 @@ static void fz_tick(int sig)
 }
 
 /* A mapping of len bytes (+ a random misalignment in 8s), anonymous
- * private or shared; what to munmap goes to *base, *maplen. */
+ * private or shared, maybe asking for transparent huge pages; what to
+ * munmap goes to *base, *maplen. */
 static unsigned char *fz_map(uint64_t len, void **base, size_t *maplen)
 {
 	const uint64_t skew = below(4) ? 0 : 8 * below(64);
@@ -1799,6 +1802,8 @@ static unsigned char *fz_map(uint64_t len, void **base, size_t *maplen)
 		*base = NULL;
 		return NULL;
 	}
+	if (!below(4))
+		(void)madvise(p, *maplen, MADV_HUGEPAGE);  /* huge pages where 2 MiB fit */
 	*base = p;
 	return p + skew;
 }
@@ -1818,6 +1823,15 @@ static uint64_t fz_ptr(void *valid)
 }
 
 #define FZ_HANDLES 4
+
+/* One-rank programs that reduce buffer 0 into buffer 1 with a user-defined
+ * operator (op_tool image, at most FZ_OP_BYTES a buffer), loaded as they
+ * are or with random bytes changed: the kernel's VM runs whatever bytecode
+ * its verifier accepts. */
+#define FZ_MAX_OPS 16
+#define FZ_OP_BYTES (256 * 1024)
+static void *g_op_img[FZ_MAX_OPS];
+static uint32_t g_op_size[FZ_MAX_OPS], g_nops;
 
 struct fz_rank {
 	struct dev d;
@@ -1861,7 +1875,7 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 		memcpy(z->junk + i, &w, 8);
 	}
 	__atomic_fetch_add(&g_fz->ops, 1, __ATOMIC_RELAXED);
-	switch (below(12)) {
+	switch (below(13)) {
 	case 0: {  /* VERSION, any size: a known size must succeed */
 		struct { struct cad_ioc_version v; unsigned char tail[32]; } a;
 		const uint32_t size = below(2) ? sizeof(a.v) : (uint32_t)below(sizeof(a));
@@ -2011,6 +2025,55 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 		}
 		break;
 	}
+	case 9:
+	case 10:
+		if (g_nops) {  /* a user-defined operator, maybe with random bytes changed */
+			const uint32_t i = (uint32_t)below(g_nops), size = g_op_size[i];
+			unsigned char *img = malloc(size);
+			const int intact = below(3) == 0;
+			void *base[2];
+			size_t maplen[2];
+			uint64_t addrs[2];
+			uint32_t ranks[1] = { z->rank };
+			struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)img,
+						  .buf_addrs = (uintptr_t)addrs, .nbufs = 2, .ranks = (uintptr_t)ranks,
+						  .ctx = FZ_CTX + 1 + below(3), .flags = CAD_LOAD_START, .seq = rnd() };
+
+			memcpy(img, g_op_img[i], size);
+			for (uint32_t n = intact ? 0 : 1 + (uint32_t)below(4); n; n--)
+				img[below(size)] ^= (unsigned char)(1u << below(8));
+			for (int b = 0; b < 2; b++) {  /* page-aligned: any element's alignment */
+				unsigned char *p = base[b] = mmap(NULL, maplen[b] = FZ_OP_BYTES, PROT_READ | PROT_WRITE,
+								  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+				if (p == MAP_FAILED)
+					p = base[b] = NULL;
+				addrs[b] = (uintptr_t)p;
+				for (size_t j = 0; p && j < FZ_OP_BYTES; j += 8) {
+					const uint64_t w = below(4) ? rnd() >> below(64) : rnd();
+
+					memcpy(p + j, &w, 8);
+				}
+			}
+			if (ioctl(fd, CAD_IOC_LOAD, &l) == 0) {
+				const int res = wait_for(&z->d, l.handle, 1, 3.0);
+
+				if (res == -ETIMEDOUT)
+					(void)handle_op(fd, CAD_IOC_CANCEL, l.handle, NULL);
+				if (intact && res)
+					fz_bad("rank %u: operator image %u ended with %d", z->rank, i, res);
+				__atomic_fetch_add(&g_fz->op_runs, 1, __ATOMIC_RELAXED);
+				(void)wait_for(&z->d, l.handle, 1, 3.0);
+				(void)handle_op(fd, CAD_IOC_FREE, l.handle, NULL);
+			} else if (intact) {
+				fz_bad("rank %u: operator image %u refused: %s", z->rank, i, strerror(errno));
+			}
+			for (int b = 0; b < 2; b++)
+				if (base[b])
+					munmap(base[b], maplen[b]);
+			free(img);
+		}
+		break;
 	case 8: {  /* a second file joins: random key, rank, size */
 		const int fd2 = open("/dev/cad", O_RDWR | O_CLOEXEC);
 		struct cad_ioc_join j = { .size = sizeof(j), .rank = (uint32_t)below(FZ_N + 2),
@@ -2151,7 +2214,7 @@ static void fz_rank_main(uint64_t key, uint32_t rank, uint64_t seed, double unti
 	_exit(0);
 }
 
-static int do_fuzz(double secs, uint64_t seed)
+static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 {
 	const double end = now() + secs;
 	int rounds = 0, stuck = 0;
@@ -2161,6 +2224,20 @@ static int do_fuzz(double secs, uint64_t seed)
 		return 2;
 	memset(g_fz, 0, sizeof(*g_fz));
 	g_rng = fz_mix(seed);
+	for (int i = 0; i < nimg && g_nops < FZ_MAX_OPS; i++) {
+		FILE *f = fopen(imgs[i], "rb");
+		long n;
+
+		if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET)) {
+			fprintf(stderr, "kcad_check: cannot read %s\n", imgs[i]);
+			return 2;
+		}
+		g_op_img[g_nops] = malloc((size_t)n);
+		if (fread(g_op_img[g_nops], 1, (size_t)n, f) != (size_t)n)
+			return 2;
+		g_op_size[g_nops++] = (uint32_t)n;
+		fclose(f);
+	}
 	while (now() < end && !stuck) {
 		const double until = now() + 2.0 + (double)below(5);
 		const uint64_t key = job_key() ^ fz_mix(seed + (uint64_t)rounds), rs = rnd();
@@ -2204,9 +2281,9 @@ static int do_fuzz(double secs, uint64_t seed)
 	}
 	printf("KCAD fuzz: seed %llu, %d rounds, %ld operations, %ld collectives started (%ld loads), "
 	       "%ld verified, %ld ended with an error, %ld cancelled after 3 s; %ld images of random "
-	       "changes loaded; %ld forks; %ld ranks killed\n",
+	       "changes loaded; %ld forks; %ld ranks killed; %ld operator programs run (%u images)\n",
 	       (unsigned long long)seed, rounds, g_fz->ops, g_fz->coop, g_fz->loads, g_fz->verified, g_fz->coop_err,
-	       g_fz->timeouts, g_fz->junk_loads_ok, g_fz->forks, g_fz->killed);
+	       g_fz->timeouts, g_fz->junk_loads_ok, g_fz->forks, g_fz->killed, g_fz->op_runs, g_nops);
 	CHECK("fuzz-data-right", !g_fz->bad, "%d problems, the first: %s", g_fz->bad, g_fz->why);
 	CHECK("fuzz-ranks-die", !stuck, "a rank did not die");
 	CHECK("fuzz-collectives-ran", g_fz->verified >= 20 * rounds / 4 && g_fz->ops >= 100,
@@ -2242,14 +2319,16 @@ int main(int argc, char **argv)
 		do_inflight(!strcmp(argv[2], "free"), strtoull(argv[3], NULL, 0));
 	else if (!strcmp(what, "pins"))
 		do_pins();
-	else if (!strcmp(what, "fuzz") && argc == 4)
-		do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0));
+	else if (!strcmp(what, "fuzz") && argc >= 4) {
+		if (do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0), argc - 4, argv + 4))
+			return 2;
+	}
 	else if (!strcmp(what, "busy") && argc == 3 && (!strcmp(argv[2], "read") || !strcmp(argv[2], "pause")))
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
 				"inflight cancel|free N | wide N read|spin|bystander | pins | busy read|pause | "
-				"fuzz SECONDS SEED\n");
+				"fuzz SECONDS SEED [OPERATOR-IMAGE...]\n");
 		return 2;
 	}
 	printf("KCAD SUMMARY passed=%d failed=%d\n", g_pass, g_fail);

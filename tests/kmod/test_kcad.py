@@ -9,9 +9,12 @@ transfer larger than a pass, 10 000 load/start/wait/free cycles; then
 the module's counters of pinned pages and live objects are zero, it
 unloads, and the kernel log has no warning, bug or oops."""
 
+import json
 import os
 import random
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -37,7 +40,9 @@ CASES = {
     # three processes around a schedule of collectives whose data are
     # checked; a new seed every run (shown in a failure's command; set
     # CAD_FUZZ_SEED to run one again).
-    "fuzz": f"kcad_check fuzz 30 {FUZZ_SEED}",
+    # The operators of algorithms/ops/ too, as one-rank programs (/fz/*.img,
+    # made by the fixture), intact or with random bytes changed.
+    "fuzz": f"kcad_check fuzz 30 {FUZZ_SEED} /fz/*.img",
     "cycles": "kcad_check cycles 10000",
     # Buffers in shared file mappings, shared memory; the pinned limit per user.
     "pins": "kcad_check pins",
@@ -61,7 +66,7 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
     for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "exit-4", "cancel"):
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
     CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
-    CASES[f"fuzz-defer{_mode}"] = with_defer(_defer, f"kcad_check fuzz 12 {FUZZ_SEED + len(CASES)}", _split)
+    CASES[f"fuzz-defer{_mode}"] = with_defer(_defer, f"kcad_check fuzz 12 {FUZZ_SEED + len(CASES)} /fz/*.img", _split)
     # One transfer of 136 MiB, more than a pass copies: cut, and finished
     # by the receiver in read() or spinning (the module's work item), by
     # the caller (0), a reader (1) or the side's work item (2, split);
@@ -76,12 +81,23 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
 
 
 @pytest.fixture(scope="module")
-def vm_run(build_dir):
+def vm_run(build_dir, tmp_path_factory):
     # Freed slab objects poisoned: a use after free reads garbage (an
     # oops or a splat, which the log check catches) instead of stale
     # values that still work.
     vm = cad_vm(build_dir, append="slub_debug=P")
     vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
+    ops = Path(__file__).resolve().parents[2] / "algorithms" / "ops"
+    work = tmp_path_factory.mktemp("fz")
+    for src in sorted(ops.glob("*.c")):
+        cadop = work / f"{src.stem}.cadop"
+        subprocess.run([str(build_dir / "bin" / "cadc"), "op", "compile", str(src), "-o", str(cadop), "-I", str(ops)],
+                       check=True)
+        for op in json.loads(cadop.read_text())["ops"]:
+            image = work / f"{op['name']}.img"
+            subprocess.run([str(build_dir / "bin" / "op_tool"), "image", str(cadop), op["name"], "1000", str(image)],
+                           check=True)
+            vm.add_file(image, f"/fz/{op['name']}.img")
     return run_cases(vm, CASES, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=600)
 
 
@@ -175,7 +191,8 @@ def test_the_fuzzer_ran_collectives(vm_run):
         if not name.startswith("fuzz"):
             continue
         m = re.search(r"KCAD fuzz: seed \d+, (\d+) rounds, (\d+) operations, \d+ collectives started \(\d+ loads\), "
-                      r"(\d+) verified", c.output)
+                      r"(\d+) verified.* (\d+) operator programs run \((\d+) images\)", c.output)
         assert m, (name, c.output)
-        rounds, ops, verified = map(int, m.groups())
+        rounds, ops, verified, op_runs, images = map(int, m.groups())
         assert rounds >= 2 and ops >= 1000 and verified >= 50, (name, c.output)
+        assert images >= 6 and op_runs >= 20, (name, c.output)
