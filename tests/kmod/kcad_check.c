@@ -1808,6 +1808,29 @@ static unsigned char *fz_map(uint64_t len, void **base, size_t *maplen)
 	return p + skew;
 }
 
+/* Maps every buffer of rank's program of c but the module's scratch:
+ * addrs[] for the load, what to unmap in base[], maplen[]; -1 if a
+ * mapping failed. */
+static int fz_map_bufs(struct fz_coll c, uint32_t rank, uint32_t nbufs, const uint64_t sizes[4], uint64_t addrs[4],
+		       void *base[4], size_t maplen[4])
+{
+	for (uint32_t j = 0; j < nbufs && j < 4; j++) {
+		if (c.kind == 2 && rank == 0 && j == 2)
+			break;  /* scratch: the module's */
+		addrs[j] = (uintptr_t)fz_map(sizes[j], &base[j], &maplen[j]);
+		if (!addrs[j])
+			return -1;
+	}
+	return 0;
+}
+
+static void fz_unmap(void *base[4], const size_t maplen[4])
+{
+	for (uint32_t j = 0; j < 4; j++)
+		if (base[j])
+			munmap(base[j], maplen[j]);
+}
+
 /* A pointer for a random argument: valid memory of n bytes, NULL, an odd
  * or unmapped address, a kernel one. */
 static uint64_t fz_ptr(void *valid)
@@ -1947,9 +1970,7 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 		}
 		/* Buffers of a loaded program go from under it: its pages stay
 		 * pinned until it is freed, and its next start is -ESTALE. */
-		for (uint32_t i = 0; i < 4; i++)
-			if (base[i])
-				munmap(base[i], maplen[i]);
+		fz_unmap(base, maplen);
 		free(img);
 		break;
 	}
@@ -2005,11 +2026,10 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 					uint64_t sizes[4], addrs[4] = { 0 };
 					uint32_t size, nbufs;
 					void *img = fz_image(c, z->rank, &size, &nbufs, sizes);
-					void *base;
-					size_t maplen;
+					void *base[4];
+					size_t maplen[4];
 
-					for (uint32_t j = 0; j < nbufs && j < 4; j++)
-						addrs[j] = (uintptr_t)fz_map(sizes[j], &base, &maplen);
+					(void)fz_map_bufs(c, z->rank, nbufs, sizes, addrs, base, maplen);
 					(void)load(fd, img, size, addrs, nbufs, FZ_CTX + 1, 0, 0);
 				}
 				}
@@ -2100,16 +2120,13 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 		size_t maplen[4] = { 0 };
 		struct load_res r;
 
-		for (uint32_t j = 0; j < nbufs && j < 4; j++)
-			if (sizes[j] && (j + 1 < nbufs || z->rank || c.kind != 2))
-				addrs[j] = (uintptr_t)fz_map(sizes[j], &base[j], &maplen[j]);
-		r = load(fd, img, size, addrs, nbufs, FZ_CTX + 1, below(2) ? CAD_LOAD_START : 0, k);
-		if (!r.err)
-			fz_keep(z, r.handle);
+		if (!fz_map_bufs(c, z->rank, nbufs, sizes, addrs, base, maplen)) {
+			r = load(fd, img, size, addrs, nbufs, FZ_CTX + 1, below(2) ? CAD_LOAD_START : 0, k);
+			if (!r.err)
+				fz_keep(z, r.handle);
+		}
 		free(img);
-		for (uint32_t j = 0; j < 4; j++)
-			if (base[j])
-				munmap(base[j], maplen[j]);
+		fz_unmap(base, maplen);
 		break;
 	}
 	}
@@ -2128,13 +2145,8 @@ static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 	struct load_res r;
 	int res, spoiled = 0;
 
-	for (uint32_t j = 0; j < nbufs; j++) {
-		if (c.kind == 2 && z->rank == 0 && j == 2)
-			break;  /* scratch: the module's */
-		addrs[j] = (uintptr_t)fz_map(sizes[j], &base[j], &maplen[j]);
-		if (!addrs[j])
-			goto out;
-	}
+	if (fz_map_bufs(c, z->rank, nbufs, sizes, addrs, base, maplen))
+		goto out;
 	send = (unsigned char *)(uintptr_t)addrs[0];
 	out = c.kind == 1 ? send : nbufs > 1 ? (unsigned char *)(uintptr_t)addrs[1] : NULL;
 	if (c.kind != 1 || z->rank == 0)
@@ -2182,9 +2194,7 @@ static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 	(void)handle_op(z->d.fd, CAD_IOC_FREE, h, NULL);
 	z->coop_h = ~0u;
 out:
-	for (uint32_t j = 0; j < 4; j++)
-		if (base[j])
-			munmap(base[j], maplen[j]);
+	fz_unmap(base, maplen);
 	free(img);
 }
 
