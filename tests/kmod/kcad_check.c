@@ -54,13 +54,15 @@
  *                              asleep in read() (doing passes) or in
  *                              pause() (a work item of the module does),
  *                              dies within a pass of SIGKILL
- *   kcad_check fuzz SECONDS SEED [OPERATOR-IMAGE...]
+ *   kcad_check fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]
  *                              rounds of 3 ranks running a schedule of
  *                              checked collectives between random
  *                              ioctls, images, buffers, forks and kills,
  *                              and one-rank programs with user-defined
  *                              operators, intact or with random bytes
- *                              changed (see do_fuzz)
+ *                              changed; the schedule runs cadc-compiled
+ *                              algorithms too (the .cadbc files), checked
+ *                              against the loopback engine (see do_fuzz)
  *
  * Prints "KCAD PASS <case>" or "KCAD FAIL <case>: why" per case and
  * "KCAD SUMMARY passed=N failed=M"; exits 1 if anything failed.
@@ -86,6 +88,7 @@
 #include <unistd.h>
 
 #include "../../kmod/core/cad_core.h"
+#include "../core/loopback.h"
 
 static int g_pass, g_fail;
 
@@ -1577,7 +1580,8 @@ static int do_wide(uint64_t n, int mode)
  * FZ_N ranks that join a fresh group and, until the round ends or a rank
  * is killed, run collectives of a schedule they all derive from (SEED,
  * round, k) -- a ring exchange, a chain broadcast, a sum of doubles at
- * rank 0 -- whose data are checked when they end with 0, and between them
+ * rank 0, an algorithm of the standard library compiled by cadc (below)
+ * -- whose data are checked when they end with 0, and between them
  * random operations: ioctls with random numbers, sizes and pointers,
  * mutated program images with random buffer addresses, starts, tests,
  * cancels and frees of random handles, mmap of the status page with
@@ -1596,9 +1600,10 @@ static int do_wide(uint64_t n, int mode)
 
 #define FZ_N 3
 #define FZ_CTX 1
+#define FZ_MAXB 8  /* buffers of a program the fuzzer maps */
 
 struct fz_shared {
-	long ops, loads, junk_loads_ok, coop, verified, coop_err, timeouts, forks, killed, op_runs;
+	long ops, loads, junk_loads_ok, coop, verified, coop_err, timeouts, forks, killed, op_runs, alg_verified;
 	int bad;
 	char why[256];
 };
@@ -1637,33 +1642,109 @@ static void fz_bad(const char *fmt, ...)
 	}
 }
 
+/*
+ * Algorithms of the standard library, compiled by cadc for 2 or 3 ranks
+ * (the .cadbc arguments, NAME.RANK.cadbc, one instance a directory): the
+ * schedule runs them too, each program rank on a group rank of a random
+ * permutation, with every buffer filled, and when one ends with 0 its
+ * buffers must hold what the loopback engine (tests/core/loopback.c, the
+ * core's executor with every rank in one process) computes from the same
+ * inputs -- matching, pinning, single copies, deferral, cuts and the
+ * kernel's reductions against a reference that has none of them.
+ */
+#define FZ_MAX_ALGS 32
+
+struct fz_alg {
+	char name[128];       /* the path without .RANK.cadbc */
+	uint32_t nranks;
+	void *img[FZ_N];
+	uint32_t size[FZ_N];
+	struct cad_prog prog[FZ_N];
+	uint32_t fill;        /* CAD_DT_FLOAT or CAD_DT_DOUBLE: small integers of it (sums exact
+			       * in any order, no NaN); else random bytes */
+};
+
+static struct fz_alg g_alg[FZ_MAX_ALGS];
+static uint32_t g_nalgs;
+
 /* Collective k of a round: its kind, length and segments, the same on
  * every rank. */
 struct fz_coll {
-	uint32_t kind;  /* 0 ring exchange, 1 chain broadcast, 2 sum at rank 0 */
+	uint32_t kind;  /* 0 ring exchange, 1 chain broadcast, 2 sum at rank 0, 3 an algorithm */
 	uint64_t len;   /* bytes per rank (a multiple of 8 for the sum) */
 	uint32_t segs;
 	uint8_t hint;   /* CAD_XFER_* on every SEND and RECV */
+	uint32_t alg;   /* kind 3: g_alg[alg], program rank i on group rank perm[i] */
+	uint32_t perm[FZ_N];
 };
 
 static struct fz_coll fz_coll(uint64_t seed, uint64_t k)
 {
 	static const uint64_t lens[] = { 0, 8, 1000, 4104, 65536, 300000, (1 << 20) + 24, 3 << 20 };
 	const uint64_t h = fz_mix(seed ^ fz_mix(k));
-	struct fz_coll c = { .kind = (uint32_t)(h % 3), .len = lens[(h >> 8) % 8], .segs = 1 + (uint32_t)((h >> 16) % 8),
-			     .hint = (uint8_t)((h >> 24) % 3) };
+	struct fz_coll c = { .kind = (uint32_t)(h % (g_nalgs ? 4 : 3)), .len = lens[(h >> 8) % 8],
+			     .segs = 1 + (uint32_t)((h >> 16) % 8), .hint = (uint8_t)((h >> 24) % 3) };
 
 	if (c.kind == 2)
 		c.len &= ~7ull;
+	if (c.kind == 3) {
+		uint64_t x = h >> 32;
+
+		c.alg = (uint32_t)(x % g_nalgs);
+		x /= g_nalgs;
+		for (uint32_t i = 0; i < FZ_N; i++)
+			c.perm[i] = i;
+		for (uint32_t i = FZ_N - 1; i > 0; i--) {  /* Fisher-Yates */
+			const uint32_t j = (uint32_t)(x % (i + 1)), t = c.perm[i];
+
+			x /= i + 1;
+			c.perm[i] = c.perm[j];
+			c.perm[j] = t;
+		}
+	}
 	return c;
 }
 
-/* Rank's program of c: its buffers (sizes[], scratch last) and image. */
-static void *fz_image(struct fz_coll c, uint32_t rank, uint32_t *size, uint32_t *nbufs, uint64_t sizes[4])
+/* The program rank of group rank rank in c (kind 3), or -1. */
+static int fz_prog_rank(struct fz_coll c, uint32_t rank)
 {
-	struct builder *b = malloc(sizeof(*b));
+	for (uint32_t i = 0; i < g_alg[c.alg].nranks; i++)
+		if (c.perm[i] == rank)
+			return (int)i;
+	return -1;
+}
+
+static int fz_scratch(struct fz_coll c, uint32_t rank, uint32_t j)
+{
+	if (c.kind == 3) {
+		const int p = fz_prog_rank(c, rank);
+		const struct cad_prog *prog = &g_alg[c.alg].prog[p < 0 ? 0 : p];
+
+		return j < prog->n_buffers && prog->buffers[j].kind == CAD_BUF_SCRATCH;
+	}
+	return c.kind == 2 && rank == 0 && j == 2;
+}
+
+/* Rank's program of c: its buffers (sizes[], scratch last) and image.
+ * (Kind 3 on a rank outside the instance: program rank 0's image.) */
+static void *fz_image(struct fz_coll c, uint32_t rank, uint32_t *size, uint32_t *nbufs, uint64_t sizes[FZ_MAXB])
+{
+	struct builder *b;
 	void *img;
 
+	if (c.kind == 3) {
+		const int p = fz_prog_rank(c, rank) < 0 ? 0 : fz_prog_rank(c, rank);
+		const struct fz_alg *a = &g_alg[c.alg];
+
+		*size = a->size[p];
+		*nbufs = a->prog[p].n_buffers;
+		for (uint32_t j = 0; j < *nbufs; j++)
+			sizes[j] = a->prog[p].buffers[j].size;
+		img = malloc(*size);
+		memcpy(img, a->img[p], *size);
+		return img;
+	}
+	b = malloc(sizeof(*b));
 	b_init(b, rank, FZ_N);
 	if (c.kind == 0) {
 		b_buf(b, CAD_BUF_SEND, CAD_ACC_READ, c.len);
@@ -1781,6 +1862,139 @@ static int fz_check(struct fz_coll c, uint64_t k, uint32_t rank, const unsigned 
 	return ok;
 }
 
+/* Buffer j of program rank p of algorithm collective k, before it runs. */
+static void fz_alg_fill(const struct fz_alg *a, uint64_t k, uint32_t p, uint32_t j, unsigned char *b, uint64_t len)
+{
+	uint64_t i = 0;
+
+	if (a->fill == CAD_DT_DOUBLE)
+		for (; i + 8 <= len; i += 8) {
+			const double v = fz_val(k, p * 8 + j, i / 8);
+
+			memcpy(b + i, &v, 8);
+		}
+	else if (a->fill == CAD_DT_FLOAT)
+		for (; i + 4 <= len; i += 4) {
+			const float v = (float)fz_val(k, p * 8 + j, i / 4);
+
+			memcpy(b + i, &v, 4);
+		}
+	else
+		for (; i + 8 <= len; i += 8) {
+			const uint64_t w = fz_mix(fz_word(k, p * 8 + j, i / 8));
+
+			memcpy(b + i, &w, 8);
+		}
+	for (; i < len; i++)
+		b[i] = (unsigned char)(k * 3 + p * 5 + j + i);
+}
+
+/* Whether program rank p's buffers after algorithm collective k (the
+ * kernel's, mine[]) are the loopback engine's from the same inputs: 1, or
+ * 0 with the first wrong byte in *which, *at; -1 if the reference could
+ * not be computed (said with fz_bad). */
+static int fz_alg_check(struct fz_coll c, uint64_t k, uint32_t p, const uint64_t mine[FZ_MAXB], uint32_t *which,
+			uint64_t *at)
+{
+	const struct fz_alg *a = &g_alg[c.alg];
+	struct cad_lb_rank lb[FZ_N];
+	void *bufs[FZ_N][FZ_MAXB];
+	void *mem, *vm = aligned_alloc(64, CAD_VM_SCRATCH_SIZE);
+	char why[512];
+	int ok = 1, err;
+
+	memset(lb, 0, sizeof(lb));
+	memset(bufs, 0, sizeof(bufs));
+	for (uint32_t r = 0; r < a->nranks; r++) {
+		lb[r].prog = a->prog[r];
+		lb[r].bufs = bufs[r];
+		for (uint32_t j = 0; j < a->prog[r].n_buffers; j++) {
+			const uint64_t len = a->prog[r].buffers[j].size;
+
+			bufs[r][j] = calloc(1, len ? len : 1);  /* scratch: zeroed, as the module's */
+			if (a->prog[r].buffers[j].kind != CAD_BUF_SCRATCH)
+				fz_alg_fill(a, k, r, j, bufs[r][j], len);
+		}
+	}
+	mem = malloc(cad_lb_mem_size(lb, a->nranks) + 8);
+	err = cad_lb_run(lb, a->nranks, mem, vm, why, sizeof(why));
+	if (err) {
+		fz_bad("%s: the loopback engine failed (%d): %s", a->name, err, why);
+		ok = -1;
+	}
+	for (uint32_t j = 0; ok == 1 && j < a->prog[p].n_buffers; j++) {
+		const unsigned char *want = bufs[p][j], *got = (const unsigned char *)(uintptr_t)mine[j];
+
+		if (a->prog[p].buffers[j].kind == CAD_BUF_SCRATCH)
+			continue;
+		for (uint64_t i = 0; i < a->prog[p].buffers[j].size; i++)
+			if (got[i] != want[i]) {
+				*which = j;
+				*at = i;
+				ok = 0;
+				break;
+			}
+	}
+	for (uint32_t r = 0; r < a->nranks; r++)
+		for (uint32_t j = 0; j < FZ_MAXB; j++)
+			free(bufs[r][j]);
+	free(mem);
+	free(vm);
+	return ok;
+}
+
+/* Reads the .cadbc files of algorithm instances into g_alg; 0, or -1
+ * with why on stderr. */
+static int fz_load_alg(const char *path)
+{
+	const char *dot = strrchr(path, '.'), *rdot = dot;
+	struct fz_alg *a = NULL;
+	struct cad_prog prog;
+	char log_buf[256], name[128];
+	struct cad_log log;
+	FILE *f = fopen(path, "rb");
+	void *img = NULL;
+	long n = 0;
+
+	while (rdot > path && rdot[-1] != '.')
+		rdot--;
+	if (!f || !dot || rdot <= path + 1 || (size_t)(rdot - 1 - path) >= sizeof(name) || fseek(f, 0, SEEK_END) ||
+	    (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) || !(img = malloc((size_t)n)) ||
+	    fread(img, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "kcad_check: cannot read %s (NAME.RANK.cadbc)\n", path);
+		return -1;
+	}
+	fclose(f);
+	snprintf(name, sizeof(name), "%.*s", (int)(rdot - 1 - path), path);
+	cad_log_init(&log, log_buf, sizeof(log_buf));
+	if (cad_verify(img, (uint32_t)n, NULL, &prog, &log)) {
+		fprintf(stderr, "kcad_check: %s does not verify: %s\n", path, log_buf);
+		return -1;
+	}
+	for (uint32_t i = 0; i < g_nalgs && !a; i++)
+		if (!strcmp(g_alg[i].name, name))
+			a = &g_alg[i];
+	if (!a && g_nalgs < FZ_MAX_ALGS) {
+		a = &g_alg[g_nalgs++];
+		snprintf(a->name, sizeof(a->name), "%s", name);
+		a->nranks = prog.hdr->nranks;
+	}
+	if (!a || prog.hdr->nranks != a->nranks || a->nranks > FZ_N || a->img[prog.hdr->rank] ||
+	    prog.n_buffers > FZ_MAXB) {
+		fprintf(stderr, "kcad_check: %s: more than %d instances, more than %d ranks or %d buffers, "
+				"or a rank twice\n", path, FZ_MAX_ALGS, FZ_N, FZ_MAXB);
+		return -1;
+	}
+	a->img[prog.hdr->rank] = img;
+	a->size[prog.hdr->rank] = (uint32_t)n;
+	a->prog[prog.hdr->rank] = prog;
+	for (uint32_t i = 0; i < prog.n_nodes; i++)
+		if (prog.nodes[i].kind == CAD_NODE_REDUCE &&
+		    (prog.nodes[i].dtype == CAD_DT_DOUBLE || prog.nodes[i].dtype == CAD_DT_FLOAT))
+			a->fill = prog.nodes[i].dtype;
+	return 0;
+}
+
 static void fz_tick(int sig)
 {
 	(void)sig;
@@ -1811,12 +2025,12 @@ static unsigned char *fz_map(uint64_t len, void **base, size_t *maplen)
 /* Maps every buffer of rank's program of c but the module's scratch:
  * addrs[] for the load, what to unmap in base[], maplen[]; -1 if a
  * mapping failed. */
-static int fz_map_bufs(struct fz_coll c, uint32_t rank, uint32_t nbufs, const uint64_t sizes[4], uint64_t addrs[4],
-		       void *base[4], size_t maplen[4])
+static int fz_map_bufs(struct fz_coll c, uint32_t rank, uint32_t nbufs, const uint64_t sizes[FZ_MAXB], uint64_t addrs[FZ_MAXB],
+		       void *base[FZ_MAXB], size_t maplen[FZ_MAXB])
 {
-	for (uint32_t j = 0; j < nbufs && j < 4; j++) {
-		if (c.kind == 2 && rank == 0 && j == 2)
-			break;  /* scratch: the module's */
+	for (uint32_t j = 0; j < nbufs && j < FZ_MAXB; j++) {
+		if (fz_scratch(c, rank, j))
+			continue;  /* the module's */
 		addrs[j] = (uintptr_t)fz_map(sizes[j], &base[j], &maplen[j]);
 		if (!addrs[j])
 			return -1;
@@ -1824,9 +2038,9 @@ static int fz_map_bufs(struct fz_coll c, uint32_t rank, uint32_t nbufs, const ui
 	return 0;
 }
 
-static void fz_unmap(void *base[4], const size_t maplen[4])
+static void fz_unmap(void *base[FZ_MAXB], const size_t maplen[FZ_MAXB])
 {
-	for (uint32_t j = 0; j < 4; j++)
+	for (uint32_t j = 0; j < FZ_MAXB; j++)
 		if (base[j])
 			munmap(base[j], maplen[j]);
 }
@@ -1920,11 +2134,11 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 	case 2:
 	case 3: {  /* a mutated image, random addresses and fields */
 		struct fz_coll c = fz_coll(seed, k + below(3));
-		uint64_t sizes[4], addrs[8];
+		uint64_t sizes[FZ_MAXB], addrs[FZ_MAXB];
 		uint32_t size, nbufs, ranks[FZ_N + 1];
 		unsigned char *img = fz_image(c, z->rank, &size, &nbufs, sizes);
-		void *base[4] = { 0 };
-		size_t maplen[4] = { 0 };
+		void *base[FZ_MAXB] = { 0 };
+		size_t maplen[FZ_MAXB] = { 0 };
 		char log[256];
 		struct cad_ioc_load l = { .size = sizeof(l) };
 		const uint32_t flips = below(3) ? 1 + (uint32_t)below(8) : 0;
@@ -1939,9 +2153,9 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 		}
 		if (!below(8))
 			size = (uint32_t)below(size + 64);
-		for (uint32_t i = 0; i < 8; i++) {
+		for (uint32_t i = 0; i < FZ_MAXB; i++) {
 			addrs[i] = 0;
-			if (i < nbufs && i < 4 && sizes[i] && below(4) != 0) {
+			if (i < nbufs && i < FZ_MAXB && sizes[i] && below(4) != 0) {
 				unsigned char *p = fz_map(sizes[i] + (below(4) ? 0 : 4096), &base[i], &maplen[i]);
 
 				addrs[i] = p ? (uintptr_t)p : 0;
@@ -2023,11 +2237,11 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 				case 2: (void)handle_op(fd, CAD_IOC_CANCEL, h, NULL); break;
 				default: {
 					struct fz_coll c = fz_coll(seed, k + 1);
-					uint64_t sizes[4], addrs[4] = { 0 };
+					uint64_t sizes[FZ_MAXB], addrs[FZ_MAXB] = { 0 };
 					uint32_t size, nbufs;
 					void *img = fz_image(c, z->rank, &size, &nbufs, sizes);
-					void *base[4];
-					size_t maplen[4];
+					void *base[FZ_MAXB];
+					size_t maplen[FZ_MAXB];
 
 					(void)fz_map_bufs(c, z->rank, nbufs, sizes, addrs, base, maplen);
 					(void)load(fd, img, size, addrs, nbufs, FZ_CTX + 1, 0, 0);
@@ -2113,11 +2327,11 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 	default:  /* a valid load of the next collective, left or started early */
 	{
 		struct fz_coll c = fz_coll(seed, k + 1);
-		uint64_t sizes[4], addrs[4] = { 0 };
+		uint64_t sizes[FZ_MAXB], addrs[FZ_MAXB] = { 0 };
 		uint32_t size, nbufs;
 		void *img = fz_image(c, z->rank, &size, &nbufs, sizes);
-		void *base[4] = { 0 };
-		size_t maplen[4] = { 0 };
+		void *base[FZ_MAXB] = { 0 };
+		size_t maplen[FZ_MAXB] = { 0 };
 		struct load_res r;
 
 		if (!fz_map_bufs(c, z->rank, nbufs, sizes, addrs, base, maplen)) {
@@ -2136,23 +2350,44 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 {
 	const struct fz_coll c = fz_coll(seed, k);
-	uint64_t sizes[4], addrs[4] = { 0 }, at = 0;
+	uint64_t sizes[FZ_MAXB], addrs[FZ_MAXB] = { 0 }, at = 0;
 	uint32_t size, nbufs, h;
 	void *img = fz_image(c, z->rank, &size, &nbufs, sizes);
-	void *base[4] = { 0 };
-	size_t maplen[4] = { 0 };
+	void *base[FZ_MAXB] = { 0 };
+	size_t maplen[FZ_MAXB] = { 0 };
+	const int p = c.kind == 3 ? fz_prog_rank(c, z->rank) : (int)z->rank;
 	unsigned char *send = NULL, *out = NULL;
+	uint32_t spoil = nbufs > 1 ? 1 : 0, which = 0;
 	struct load_res r;
 	int res, spoiled = 0;
 
-	if (fz_map_bufs(c, z->rank, nbufs, sizes, addrs, base, maplen))
-		goto out;
+	if (p < 0 || fz_map_bufs(c, z->rank, nbufs, sizes, addrs, base, maplen))
+		goto out;  /* (not in this algorithm's ranks: it runs without this one) */
 	send = (unsigned char *)(uintptr_t)addrs[0];
 	out = c.kind == 1 ? send : nbufs > 1 ? (unsigned char *)(uintptr_t)addrs[1] : NULL;
-	if (c.kind != 1 || z->rank == 0)
+	if (c.kind == 3) {
+		out = NULL;
+		for (uint32_t j = 0; j < nbufs; j++)
+			if (addrs[j]) {
+				fz_alg_fill(&g_alg[c.alg], k, (uint32_t)p, j, (unsigned char *)(uintptr_t)addrs[j], sizes[j]);
+				if (!out || !below(2))
+					out = (unsigned char *)(uintptr_t)addrs[j], spoil = j;
+			}
+	} else if (c.kind != 1 || z->rank == 0) {
 		fz_fill(c, k, z->rank, send);
+	}
 	__atomic_fetch_add(&g_fz->loads, 1, __ATOMIC_RELAXED);
-	if (below(2)) {
+	if (c.kind == 3) {  /* the group ranks of its program ranks, its fingerprint */
+		struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)img,
+					  .buf_addrs = (uintptr_t)addrs, .nbufs = nbufs, .log_size = sizeof(r.log),
+					  .log_buf = (uintptr_t)r.log, .ranks = (uintptr_t)c.perm, .ctx = FZ_CTX,
+					  .flags = CAD_LOAD_START, .seq = k, .fp = 1 + c.alg };
+
+		r.err = ioctl(z->d.fd, CAD_IOC_LOAD, &l) ? -errno : 0;
+		r.handle = l.handle;
+		if (r.err == -EINVAL || r.err == -E2BIG)  /* (not a limit, a peer gone, ...) */
+			fz_bad("rank %u: %s, program rank %d, refused: %s", z->rank, g_alg[c.alg].name, p, r.log);
+	} else if (below(2)) {
 		r = load(z->d.fd, img, size, addrs, nbufs, FZ_CTX, CAD_LOAD_START, k);
 	} else {
 		r = load(z->d.fd, img, size, addrs, nbufs, FZ_CTX, 0, 0);
@@ -2166,12 +2401,12 @@ static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 	__atomic_fetch_add(&g_fz->coop, 1, __ATOMIC_RELAXED);
 	for (int i = 0, n = (int)below(3); i < n; i++)
 		fz_junk(z, seed, k);
-	if (!below(24) && out) {  /* the result buffer goes or changes under the run */
+	if (!below(24) && out) {  /* the result buffer (kind 3: any) goes or changes under the run */
 		spoiled = 1;
 		if (below(2))
-			munmap(base[nbufs > 1 ? 1 : 0], maplen[nbufs > 1 ? 1 : 0]), base[nbufs > 1 ? 1 : 0] = NULL;
+			munmap(base[spoil], maplen[spoil]), base[spoil] = NULL;
 		else
-			madvise(base[nbufs > 1 ? 1 : 0], maplen[nbufs > 1 ? 1 : 0], MADV_DONTNEED);
+			madvise(base[spoil], maplen[spoil], MADV_DONTNEED);
 	}
 	res = wait_for(&z->d, h, 1, 3.0);
 	if (res == -ETIMEDOUT) {
@@ -2181,7 +2416,16 @@ static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 		if (res == -ETIMEDOUT)
 			fz_bad("rank %u: collective %llu still runs 3 s after its cancel", z->rank, (unsigned long long)k);
 	}
-	if (res == 0 && !spoiled && (c.kind != 2 || z->rank == 0) && (c.kind != 1 || z->rank > 0)) {
+	if (res == 0 && !spoiled && c.kind == 3) {
+		const int ok = fz_alg_check(c, k, (uint32_t)p, addrs, &which, &at);
+
+		if (ok == 1)
+			__atomic_fetch_add(&g_fz->alg_verified, 1, __ATOMIC_RELAXED);
+		else if (!ok)
+			fz_bad("rank %u: collective %llu (%s, program rank %d) ended 0 with byte %llu of buffer %u "
+			       "not the loopback engine's", z->rank, (unsigned long long)k, g_alg[c.alg].name, p,
+			       (unsigned long long)at, which);
+	} else if (res == 0 && !spoiled && (c.kind != 2 || z->rank == 0) && (c.kind != 1 || z->rank > 0)) {
 		if (fz_check(c, k, z->rank, out, &at))
 			__atomic_fetch_add(&g_fz->verified, 1, __ATOMIC_RELAXED);
 		else
@@ -2234,9 +2478,19 @@ static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 		return 2;
 	memset(g_fz, 0, sizeof(*g_fz));
 	g_rng = fz_mix(seed);
-	for (int i = 0; i < nimg && g_nops < FZ_MAX_OPS; i++) {
-		FILE *f = fopen(imgs[i], "rb");
+	for (int i = 0; i < nimg; i++) {
+		const size_t len = strlen(imgs[i]);
+		FILE *f;
 		long n;
+
+		if (len > 6 && !strcmp(imgs[i] + len - 6, ".cadbc")) {
+			if (fz_load_alg(imgs[i]))
+				return 2;
+			continue;
+		}
+		if (g_nops == FZ_MAX_OPS)
+			continue;
+		f = fopen(imgs[i], "rb");
 
 		if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET)) {
 			fprintf(stderr, "kcad_check: cannot read %s\n", imgs[i]);
@@ -2248,6 +2502,12 @@ static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 		g_op_size[g_nops++] = (uint32_t)n;
 		fclose(f);
 	}
+	for (uint32_t a = 0; a < g_nalgs; a++)
+		for (uint32_t r = 0; r < g_alg[a].nranks; r++)
+			if (!g_alg[a].img[r]) {
+				fprintf(stderr, "kcad_check: %s: no program of rank %u\n", g_alg[a].name, r);
+				return 2;
+			}
 	while (now() < end && !stuck) {
 		const double until = now() + 2.0 + (double)below(5);
 		const uint64_t key = job_key() ^ fz_mix(seed + (uint64_t)rounds), rs = rnd();
@@ -2291,9 +2551,11 @@ static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 	}
 	printf("KCAD fuzz: seed %llu, %d rounds, %ld operations, %ld collectives started (%ld loads), "
 	       "%ld verified, %ld ended with an error, %ld cancelled after 3 s; %ld images of random "
-	       "changes loaded; %ld forks; %ld ranks killed; %ld operator programs run (%u images)\n",
+	       "changes loaded; %ld forks; %ld ranks killed; %ld operator programs run (%u images); "
+	       "%ld algorithm runs as the loopback engine's (%u instances)\n",
 	       (unsigned long long)seed, rounds, g_fz->ops, g_fz->coop, g_fz->loads, g_fz->verified, g_fz->coop_err,
-	       g_fz->timeouts, g_fz->junk_loads_ok, g_fz->forks, g_fz->killed, g_fz->op_runs, g_nops);
+	       g_fz->timeouts, g_fz->junk_loads_ok, g_fz->forks, g_fz->killed, g_fz->op_runs, g_nops,
+	       g_fz->alg_verified, g_nalgs);
 	CHECK("fuzz-data-right", !g_fz->bad, "%d problems, the first: %s", g_fz->bad, g_fz->why);
 	CHECK("fuzz-ranks-die", !stuck, "a rank did not die");
 	CHECK("fuzz-collectives-ran", g_fz->verified >= 20 * rounds / 4 && g_fz->ops >= 100,
@@ -2338,7 +2600,7 @@ int main(int argc, char **argv)
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
 				"inflight cancel|free N | wide N read|spin|bystander | pins | busy read|pause | "
-				"fuzz SECONDS SEED [OPERATOR-IMAGE...]\n");
+				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}
 	printf("KCAD SUMMARY passed=%d failed=%d\n", g_pass, g_fail);

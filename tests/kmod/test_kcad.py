@@ -41,8 +41,10 @@ CASES = {
     # checked; a new seed every run (shown in a failure's command; set
     # CAD_FUZZ_SEED to run one again).
     # The operators of algorithms/ops/ too, as one-rank programs (/fz/*.img,
-    # made by the fixture), intact or with random bytes changed.
-    "fuzz": f"kcad_check fuzz 30 {FUZZ_SEED} /fz/*.img",
+    # made by the fixture), intact or with random bytes changed; and the
+    # standard library's algorithms (FUZZ_ALGS, /fz/alg/), whose results
+    # must be the loopback engine's.
+    "fuzz": f"kcad_check fuzz 30 {FUZZ_SEED} /fz/*.img /fz/alg/*/*.cadbc",
     "cycles": "kcad_check cycles 10000",
     # Buffers in shared file mappings, shared memory; the pinned limit per user.
     "pins": "kcad_check pins",
@@ -66,7 +68,8 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
     for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "exit-4", "cancel"):
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
     CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
-    CASES[f"fuzz-defer{_mode}"] = with_defer(_defer, f"kcad_check fuzz 12 {FUZZ_SEED + len(CASES)} /fz/*.img", _split)
+    CASES[f"fuzz-defer{_mode}"] = with_defer(
+        _defer, f"kcad_check fuzz 12 {FUZZ_SEED + len(CASES)} /fz/*.img /fz/alg/*/*.cadbc", _split)
     # One transfer of 136 MiB, more than a pass copies: cut, and finished
     # by the receiver in read() or spinning (the module's work item), by
     # the caller (0), a reader (1) or the side's work item (2, split);
@@ -80,15 +83,44 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
         CASES[f"inflight-{_how}-defer{_mode}"] = with_defer(_defer, f"kcad_check inflight {_how} 67108864", _split)
 
 
-@pytest.fixture(scope="module")
-def vm_run(build_dir, tmp_path_factory):
-    # Freed slab objects poisoned: a use after free reads garbage (an
-    # oops or a splat, which the log check catches) instead of stale
-    # values that still work.
-    vm = cad_vm(build_dir, append="slub_debug=P")
-    vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
-    ops = Path(__file__).resolve().parents[2] / "algorithms" / "ops"
-    work = tmp_path_factory.mktemp("fz")
+# Instances of the standard library the fuzzer runs (cadc compile ARGS):
+# every collective, 2 and 3 ranks, 0 B to 1.6 MB, segments, MPI_IN_PLACE,
+# integer and floating reductions and a user-defined operator (the
+# kernel's VM).  Floating inputs are small integers: sums exact in any
+# order.
+FUZZ_ALGS = [
+    "bcast_chain_pipeline --ranks 3 --size 100000 --root 1 --param seg=8192",
+    "bcast_binomial --ranks 3 --size 4096 --root 2",
+    "bcast_scatter_allgather --ranks 3 --size 300001",
+    "bcast_linear --ranks 2 --size 65536 --root 1",
+    "reduce_binomial --ranks 3 --size 3000 --root 2 --op sat_add_i16 --ops algorithms/ops/sat_add_i16.c",
+    "reduce_binomial --ranks 2 --size 10 --root 1 --dtype f32 --op max --noncommutative",
+    "allreduce_recursive_doubling --ranks 3 --size 1000 --dtype f64 --op sum",
+    "allreduce_ring --ranks 3 --size 70000 --dtype f64 --op sum --inplace",
+    "allreduce_ring --ranks 2 --size 200000 --dtype u64 --op sum",
+    "allreduce_rabenseifner --ranks 3 --size 5000 --dtype i32 --op max",
+    "gather_linear --ranks 3 --size 20000",
+    "gather_binomial --ranks 2 --size 777 --root 1",
+    "scatter_linear --ranks 3 --size 5000 --root 2",
+    "scatter_binomial --ranks 3 --size 3 --root 1",
+    "allgather_ring --ranks 3 --size 10000",
+    "allgather_recursive_doubling --ranks 2 --size 64",
+    "allgather_gather_bcast --ranks 3 --size 1000",
+    "alltoall_rotated --ranks 3 --size 50000",
+    "alltoall_bruck --ranks 3 --size 300",
+    "reduce_scatter_block_ring --ranks 3 --size 4000 --dtype f32 --op sum",
+    "barrier_dissemination --ranks 3",
+    "bcast_binomial --ranks 3 --size 0",
+]
+
+
+def fuzz_files(build_dir, work):
+    """(host file, path in the VM) of what the fuzz cases load: the
+    operators of algorithms/ops/ as one-rank programs (/fz/*.img) and
+    FUZZ_ALGS' programs (/fz/alg/I/NAME.RANK.cadbc)."""
+    root = Path(__file__).resolve().parents[2]
+    ops = root / "algorithms" / "ops"
+    files = []
     for src in sorted(ops.glob("*.c")):
         cadop = work / f"{src.stem}.cadop"
         subprocess.run([str(build_dir / "bin" / "cadc"), "op", "compile", str(src), "-o", str(cadop), "-I", str(ops)],
@@ -97,7 +129,27 @@ def vm_run(build_dir, tmp_path_factory):
             image = work / f"{op['name']}.img"
             subprocess.run([str(build_dir / "bin" / "op_tool"), "image", str(cadop), op["name"], "1000", str(image)],
                            check=True)
-            vm.add_file(image, f"/fz/{op['name']}.img")
+            files.append((image, f"/fz/{op['name']}.img"))
+    for i, spec in enumerate(FUZZ_ALGS):
+        name, *args = spec.split()
+        out = work / "alg" / str(i)
+        subprocess.run([str(build_dir / "bin" / "cadc"), "compile", str(root / "algorithms" / f"{name}.cad"),
+                        "-o", str(out), *args], check=True, cwd=root, stdout=subprocess.DEVNULL)
+        progs = sorted(out.glob("*.cadbc"))
+        assert progs, spec
+        files += [(p, f"/fz/alg/{i}/{p.name}") for p in progs]
+    return files
+
+
+@pytest.fixture(scope="module")
+def vm_run(build_dir, tmp_path_factory):
+    # Freed slab objects poisoned: a use after free reads garbage (an
+    # oops or a splat, which the log check catches) instead of stale
+    # values that still work.
+    vm = cad_vm(build_dir, append="slub_debug=P")
+    vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
+    for host, path in fuzz_files(build_dir, tmp_path_factory.mktemp("fz")):
+        vm.add_file(host, path)
     return run_cases(vm, CASES, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=600)
 
 
@@ -185,14 +237,16 @@ def test_cancel_checks_every_tombstone_case(vm_run):
 
 def test_the_fuzzer_ran_collectives(vm_run):
     """The fuzzer's own checks passed (each case's) and it did what it is
-    there for: many random operations, collectives checked, images of
-    random changes that the module accepted."""
+    there for: many random operations, collectives checked (the standard
+    library's algorithms among them), operator programs run."""
     for name, c in vm_run.cases.items():
         if not name.startswith("fuzz"):
             continue
         m = re.search(r"KCAD fuzz: seed \d+, (\d+) rounds, (\d+) operations, \d+ collectives started \(\d+ loads\), "
-                      r"(\d+) verified.* (\d+) operator programs run \((\d+) images\)", c.output)
+                      r"(\d+) verified.* (\d+) operator programs run \((\d+) images\); "
+                      r"(\d+) algorithm runs as the loopback engine's \((\d+) instances\)", c.output)
         assert m, (name, c.output)
-        rounds, ops, verified, op_runs, images = map(int, m.groups())
+        rounds, ops, verified, op_runs, images, alg_runs, algs = map(int, m.groups())
         assert rounds >= 2 and ops >= 1000 and verified >= 50, (name, c.output)
         assert images >= 6 and op_runs >= 20, (name, c.output)
+        assert algs == len(FUZZ_ALGS) and alg_runs >= 20, (name, c.output)
