@@ -1603,7 +1603,8 @@ static int do_wide(uint64_t n, int mode)
 #define FZ_MAXB 8  /* buffers of a program the fuzzer maps */
 
 struct fz_shared {
-	long ops, loads, junk_loads_ok, coop, verified, coop_err, timeouts, forks, killed, op_runs, alg_verified;
+	long ops, loads, junk_loads_ok, coop, verified, coop_err, timeouts, forks, killed, op_runs, alg_verified,
+		restarts;
 	int bad;
 	char why[256];
 };
@@ -1688,7 +1689,9 @@ static struct fz_coll fz_coll(uint64_t seed, uint64_t k)
 	if (c.kind == 2)
 		c.len &= ~7ull;
 	if (c.kind == 3) {
-		uint64_t x = h >> 32;
+		/* Half of them one of the round's four (instance, permutation)
+		 * pairs, which the ranks keep loaded and restart. */
+		uint64_t x = (h >> 31) & 1 ? fz_mix(seed + 1 + (h >> 32) % 4) : h >> 32;
 
 		c.alg = (uint32_t)(x % g_nalgs);
 		x /= g_nalgs;
@@ -2070,6 +2073,23 @@ static uint64_t fz_ptr(void *valid)
 static void *g_op_img[FZ_MAX_OPS];
 static uint32_t g_op_size[FZ_MAX_OPS], g_nops;
 
+/* An algorithm's program loaded and kept, its buffers mapped, for later
+ * collectives of the same instance: restarted, as cadrt starts its
+ * instances' handles (its buffers refilled first).  After MADV_DONTNEED
+ * under a run the restart must see whether the pages are still the ones
+ * pinned: in a shared mapping they are, in a private one they are not
+ * (-ESTALE, and the program is loaded again). */
+#define FZ_KEPT 4
+
+struct fz_kept {
+	int used;
+	uint32_t alg, perm[FZ_N], h;
+	uint32_t gen;  /* of its last start (the status page's) */
+	uint64_t addrs[FZ_MAXB];
+	void *base[FZ_MAXB];
+	size_t maplen[FZ_MAXB];
+};
+
 struct fz_rank {
 	struct dev d;
 	uint64_t key;
@@ -2077,8 +2097,32 @@ struct fz_rank {
 	uint32_t coop_h;                /* the schedule's running handle, or ~0 */
 	uint32_t handles[FZ_HANDLES];
 	uint32_t nh;
+	struct fz_kept kept[FZ_KEPT];
 	unsigned char junk[8192];
 };
+
+static struct fz_kept *fz_find_kept(struct fz_rank *z, struct fz_coll c)
+{
+	for (int i = 0; i < FZ_KEPT; i++)
+		if (z->kept[i].used && z->kept[i].alg == c.alg && !memcmp(z->kept[i].perm, c.perm, sizeof(c.perm)))
+			return &z->kept[i];
+	return NULL;
+}
+
+static void fz_drop_kept(struct fz_rank *z, struct fz_kept *e)
+{
+	(void)handle_op(z->d.fd, CAD_IOC_FREE, e->h, NULL);
+	fz_unmap(e->base, e->maplen);
+	memset(e, 0, sizeof(*e));
+}
+
+static int fz_is_kept(const struct fz_rank *z, uint32_t h)
+{
+	for (int i = 0; i < FZ_KEPT; i++)
+		if (z->kept[i].used && z->kept[i].h == h)
+			return 1;
+	return 0;
+}
 
 static void fz_keep(struct fz_rank *z, uint32_t h)
 {
@@ -2090,15 +2134,18 @@ static void fz_keep(struct fz_rank *z, uint32_t h)
 }
 
 /* A handle to start, test, cancel or free: one of the random loads', or
- * any number -- never the schedule's collective's, whose end is checked
- * (freed under it, its handle could come back with another run's end). */
+ * any number -- never the schedule's collective's or a kept one, whose
+ * ends are checked (freed under it, its handle could come back with
+ * another run's end). */
 static uint32_t fz_handle(struct fz_rank *z)
 {
 	uint32_t h = (uint32_t)(below(3) ? below(CAD_MAX_PROGRAMS + 4) : rnd());
 
 	if (z->nh && below(4))
 		h = z->handles[below(z->nh)];
-	return h == z->coop_h ? h + 1 : h;
+	while (h == z->coop_h || fz_is_kept(z, h))
+		h++;
+	return h;
 }
 
 /* One random operation. */
@@ -2346,85 +2393,113 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 	}
 }
 
+/* Fills the buffers of rank's program of c for collective k (its
+ * addresses addrs[]); *out: the one a run may lose or have dropped (kinds
+ * 0-2: the result), *spoil its index. */
+static void fz_fill_bufs(struct fz_coll c, uint64_t k, uint32_t rank, int p, uint32_t nbufs, const uint64_t sizes[],
+			 const uint64_t addrs[], unsigned char **out, uint32_t *spoil)
+{
+	unsigned char *send = (unsigned char *)(uintptr_t)addrs[0];
+
+	*spoil = nbufs > 1 ? 1 : 0;
+	*out = c.kind == 1 ? send : nbufs > 1 ? (unsigned char *)(uintptr_t)addrs[1] : NULL;
+	if (c.kind == 3) {
+		*out = NULL;
+		for (uint32_t j = 0; j < nbufs; j++)
+			if (addrs[j]) {
+				fz_alg_fill(&g_alg[c.alg], k, (uint32_t)p, j, (unsigned char *)(uintptr_t)addrs[j], sizes[j]);
+				if (!*out || !below(2))
+					*out = (unsigned char *)(uintptr_t)addrs[j], *spoil = j;
+			}
+	} else if (c.kind != 1 || rank == 0) {
+		fz_fill(c, k, rank, send);
+	}
+}
+
 /* Collective k of the schedule on this rank. */
 static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 {
 	const struct fz_coll c = fz_coll(seed, k);
-	uint64_t sizes[FZ_MAXB], addrs[FZ_MAXB] = { 0 }, at = 0;
-	uint32_t size, nbufs, h;
+	uint64_t sizes[FZ_MAXB], at = 0;
+	uint32_t size, nbufs, h, spoil = 0, which = 0, gen = 1;
 	void *img = fz_image(c, z->rank, &size, &nbufs, sizes);
-	void *base[FZ_MAXB] = { 0 };
-	size_t maplen[FZ_MAXB] = { 0 };
 	const int p = c.kind == 3 ? fz_prog_rank(c, z->rank) : (int)z->rank;
-	unsigned char *send = NULL, *out = NULL;
-	uint32_t spoil = nbufs > 1 ? 1 : 0, which = 0;
-	struct load_res r;
+	/* kind 3: maybe restarted (e: kept, its buffers), maybe kept after */
+	struct fz_kept *e = p >= 0 && c.kind == 3 && below(8) ? fz_find_kept(z, c) : NULL, fresh = { 0 };
+	unsigned char *out = NULL;
+	struct load_res r = { 0 };
 	int res, spoiled = 0;
 
-	if (p < 0 || fz_map_bufs(c, z->rank, nbufs, sizes, addrs, base, maplen))
-		goto out;  /* (not in this algorithm's ranks: it runs without this one) */
-	send = (unsigned char *)(uintptr_t)addrs[0];
-	out = c.kind == 1 ? send : nbufs > 1 ? (unsigned char *)(uintptr_t)addrs[1] : NULL;
-	if (c.kind == 3) {
-		out = NULL;
-		for (uint32_t j = 0; j < nbufs; j++)
-			if (addrs[j]) {
-				fz_alg_fill(&g_alg[c.alg], k, (uint32_t)p, j, (unsigned char *)(uintptr_t)addrs[j], sizes[j]);
-				if (!out || !below(2))
-					out = (unsigned char *)(uintptr_t)addrs[j], spoil = j;
-			}
-	} else if (c.kind != 1 || z->rank == 0) {
-		fz_fill(c, k, z->rank, send);
+	if (p < 0)
+		goto out;  /* not in this algorithm's ranks: it runs without this one */
+	if (e) {  /* -ESTALE if a buffer's mapping went, -EPIPE if a peer did, ...: then loaded afresh */
+		fz_fill_bufs(c, k, z->rank, p, nbufs, sizes, e->addrs, &out, &spoil);
+		r.handle = e->h;
+		r.err = start(z->d.fd, e->h, k);
+		if (r.err) {
+			fz_drop_kept(z, e), e = NULL;
+		} else {
+			gen = ++e->gen;
+			__atomic_fetch_add(&g_fz->restarts, 1, __ATOMIC_RELAXED);
+		}
 	}
-	__atomic_fetch_add(&g_fz->loads, 1, __ATOMIC_RELAXED);
-	if (c.kind == 3) {  /* the group ranks of its program ranks, its fingerprint */
-		struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)img,
-					  .buf_addrs = (uintptr_t)addrs, .nbufs = nbufs, .log_size = sizeof(r.log),
-					  .log_buf = (uintptr_t)r.log, .ranks = (uintptr_t)c.perm, .ctx = FZ_CTX,
-					  .flags = CAD_LOAD_START, .seq = k, .fp = 1 + c.alg };
+	if (!e) {
+		e = &fresh;
+		if (fz_map_bufs(c, z->rank, nbufs, sizes, e->addrs, e->base, e->maplen))
+			goto out;
+		fz_fill_bufs(c, k, z->rank, p, nbufs, sizes, e->addrs, &out, &spoil);
+		__atomic_fetch_add(&g_fz->loads, 1, __ATOMIC_RELAXED);
+		if (c.kind == 3) {  /* the group ranks of its program ranks, its fingerprint */
+			struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)img,
+						  .buf_addrs = (uintptr_t)e->addrs, .nbufs = nbufs,
+						  .log_size = sizeof(r.log), .log_buf = (uintptr_t)r.log,
+						  .ranks = (uintptr_t)c.perm, .ctx = FZ_CTX, .flags = CAD_LOAD_START,
+						  .seq = k, .fp = 1 + c.alg };
 
-		r.err = ioctl(z->d.fd, CAD_IOC_LOAD, &l) ? -errno : 0;
-		r.handle = l.handle;
-		if (r.err == -EINVAL || r.err == -E2BIG)  /* (not a limit, a peer gone, ...) */
-			fz_bad("rank %u: %s, program rank %d, refused: %s", z->rank, g_alg[c.alg].name, p, r.log);
-	} else if (below(2)) {
-		r = load(z->d.fd, img, size, addrs, nbufs, FZ_CTX, CAD_LOAD_START, k);
-	} else {
-		r = load(z->d.fd, img, size, addrs, nbufs, FZ_CTX, 0, 0);
-		if (!r.err && start(z->d.fd, r.handle, k))
-			r.err = -1;
+			r.err = ioctl(z->d.fd, CAD_IOC_LOAD, &l) ? -errno : 0;
+			r.handle = l.handle;
+			if (r.err == -EINVAL || r.err == -E2BIG)  /* (not a limit, a peer gone, ...) */
+				fz_bad("rank %u: %s, program rank %d, refused: %s", z->rank, g_alg[c.alg].name, p,
+				       r.log);
+		} else if (below(2)) {
+			r = load(z->d.fd, img, size, e->addrs, nbufs, FZ_CTX, CAD_LOAD_START, k);
+		} else {
+			r = load(z->d.fd, img, size, e->addrs, nbufs, FZ_CTX, 0, 0);
+			if (!r.err && start(z->d.fd, r.handle, k))
+				r.err = -1;
+		}
+		if (r.err)
+			goto out;
 	}
-	if (r.err)
-		goto out;
 	h = r.handle;
 	z->coop_h = h;
 	__atomic_fetch_add(&g_fz->coop, 1, __ATOMIC_RELAXED);
 	for (int i = 0, n = (int)below(3); i < n; i++)
 		fz_junk(z, seed, k);
 	if (!below(24) && out) {  /* the result buffer (kind 3: any) goes or changes under the run */
-		spoiled = 1;
-		if (below(2))
-			munmap(base[spoil], maplen[spoil]), base[spoil] = NULL;
+		spoiled = below(2) ? 1 : 2;
+		if (spoiled == 1)
+			munmap(e->base[spoil], e->maplen[spoil]), e->base[spoil] = NULL;
 		else
-			madvise(base[spoil], maplen[spoil], MADV_DONTNEED);
+			madvise(e->base[spoil], e->maplen[spoil], MADV_DONTNEED);
 	}
-	res = wait_for(&z->d, h, 1, 3.0);
+	res = wait_for(&z->d, h, gen, 3.0);
 	if (res == -ETIMEDOUT) {
 		__atomic_fetch_add(&g_fz->timeouts, 1, __ATOMIC_RELAXED);
 		(void)handle_op(z->d.fd, CAD_IOC_CANCEL, h, NULL);
-		res = wait_for(&z->d, h, 1, 3.0);
+		res = wait_for(&z->d, h, gen, 3.0);
 		if (res == -ETIMEDOUT)
 			fz_bad("rank %u: collective %llu still runs 3 s after its cancel", z->rank, (unsigned long long)k);
 	}
 	if (res == 0 && !spoiled && c.kind == 3) {
-		const int ok = fz_alg_check(c, k, (uint32_t)p, addrs, &which, &at);
+		const int ok = fz_alg_check(c, k, (uint32_t)p, e->addrs, &which, &at);
 
 		if (ok == 1)
 			__atomic_fetch_add(&g_fz->alg_verified, 1, __ATOMIC_RELAXED);
 		else if (!ok)
-			fz_bad("rank %u: collective %llu (%s, program rank %d) ended 0 with byte %llu of buffer %u "
+			fz_bad("rank %u: collective %llu (%s, program rank %d%s) ended 0 with byte %llu of buffer %u "
 			       "not the loopback engine's", z->rank, (unsigned long long)k, g_alg[c.alg].name, p,
-			       (unsigned long long)at, which);
+			       e == &fresh ? "" : ", restarted", (unsigned long long)at, which);
 	} else if (res == 0 && !spoiled && (c.kind != 2 || z->rank == 0) && (c.kind != 1 || z->rank > 0)) {
 		if (fz_check(c, k, z->rank, out, &at))
 			__atomic_fetch_add(&g_fz->verified, 1, __ATOMIC_RELAXED);
@@ -2435,10 +2510,30 @@ static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 	} else if (res) {
 		__atomic_fetch_add(&g_fz->coop_err, 1, __ATOMIC_RELAXED);
 	}
-	(void)handle_op(z->d.fd, CAD_IOC_FREE, h, NULL);
 	z->coop_h = ~0u;
+	if (c.kind == 3 && spoiled != 1 && below(8)) {  /* kept for a later collective of this instance */
+		if (e == &fresh) {
+			for (int i = 0; i < FZ_KEPT && e == &fresh; i++)
+				if (!z->kept[i].used)
+					e = &z->kept[i];
+			if (e == &fresh)
+				fz_drop_kept(z, e = &z->kept[below(FZ_KEPT)]);
+			*e = fresh;
+			e->used = 1;
+			e->alg = c.alg;
+			memcpy(e->perm, c.perm, sizeof(c.perm));
+			e->h = h;
+			e->gen = 1;
+		}
+		free(img);
+		return;
+	}
+	(void)handle_op(z->d.fd, CAD_IOC_FREE, h, NULL);
 out:
-	fz_unmap(base, maplen);
+	if (e) {
+		fz_unmap(e->base, e->maplen);
+		memset(e, 0, sizeof(*e));
+	}
 	free(img);
 }
 
@@ -2552,10 +2647,10 @@ static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 	printf("KCAD fuzz: seed %llu, %d rounds, %ld operations, %ld collectives started (%ld loads), "
 	       "%ld verified, %ld ended with an error, %ld cancelled after 3 s; %ld images of random "
 	       "changes loaded; %ld forks; %ld ranks killed; %ld operator programs run (%u images); "
-	       "%ld algorithm runs as the loopback engine's (%u instances)\n",
+	       "%ld algorithm runs as the loopback engine's (%u instances, %ld restarts)\n",
 	       (unsigned long long)seed, rounds, g_fz->ops, g_fz->coop, g_fz->loads, g_fz->verified, g_fz->coop_err,
 	       g_fz->timeouts, g_fz->junk_loads_ok, g_fz->forks, g_fz->killed, g_fz->op_runs, g_nops,
-	       g_fz->alg_verified, g_nalgs);
+	       g_fz->alg_verified, g_nalgs, g_fz->restarts);
 	CHECK("fuzz-data-right", !g_fz->bad, "%d problems, the first: %s", g_fz->bad, g_fz->why);
 	CHECK("fuzz-ranks-die", !stuck, "a rank did not die");
 	CHECK("fuzz-collectives-ran", g_fz->verified >= 20 * rounds / 4 && g_fz->ops >= 100,

@@ -244,9 +244,9 @@ def test_the_fuzzer_ran_collectives(vm_run):
             continue
         m = re.search(r"KCAD fuzz: seed \d+, (\d+) rounds, (\d+) operations, \d+ collectives started \(\d+ loads\), "
                       r"(\d+) verified.* (\d+) operator programs run \((\d+) images\); "
-                      r"(\d+) algorithm runs as the loopback engine's \((\d+) instances\)", c.output)
+                      r"(\d+) algorithm runs as the loopback engine's \((\d+) instances, (\d+) restarts\)", c.output)
         assert m, (name, c.output)
-        rounds, ops, verified, op_runs, images, alg_runs, algs = map(int, m.groups())
+        rounds, ops, verified, op_runs, images, alg_runs, algs, restarts = map(int, m.groups())
         assert rounds >= 2 and ops >= 1000 and verified >= 50, (name, c.output)
         assert images >= 6 and op_runs >= 20, (name, c.output)
-        assert algs == len(FUZZ_ALGS) and alg_runs >= 20, (name, c.output)
+        assert algs == len(FUZZ_ALGS) and alg_runs >= 20 and restarts >= 20, (name, c.output)
