@@ -84,18 +84,21 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
 
 
 # Instances of the standard library the fuzzer runs (cadc compile ARGS):
-# every collective, 2 and 3 ranks, 0 B to 1.6 MB, segments, MPI_IN_PLACE,
-# integer and floating reductions and a user-defined operator (the
-# kernel's VM).  Floating inputs are small integers: sums exact in any
-# order.
+# every algorithm, 2 and 3 ranks, 0 B to 1.6 MB, segments, a topology,
+# MPI_IN_PLACE, integer and floating reductions, a non-commutative one and
+# a user-defined operator (the kernel's VM).  Floating inputs are small
+# integers: sums exact in any order.
 FUZZ_ALGS = [
     "bcast_chain_pipeline --ranks 3 --size 100000 --root 1 --param seg=8192",
     "bcast_binomial --ranks 3 --size 4096 --root 2",
     "bcast_scatter_allgather --ranks 3 --size 300001",
     "bcast_linear --ranks 2 --size 65536 --root 1",
+    "bcast_hier_pipeline --ranks 3 --size 50000 --root 1 --param seg=4096 "
+    "--topology algorithms/topologies/two-node-cyclic.json",
     "reduce_binomial --ranks 3 --size 3000 --root 2 --op sat_add_i16 --ops algorithms/ops/sat_add_i16.c",
     "reduce_binomial --ranks 2 --size 10 --root 1 --dtype f32 --op max --noncommutative",
     "allreduce_recursive_doubling --ranks 3 --size 1000 --dtype f64 --op sum",
+    "allreduce_recursive_doubling --ranks 3 --size 999 --dtype i64 --op sum --noncommutative",
     "allreduce_ring --ranks 3 --size 70000 --dtype f64 --op sum --inplace",
     "allreduce_ring --ranks 2 --size 200000 --dtype u64 --op sum",
     "allreduce_rabenseifner --ranks 3 --size 5000 --dtype i32 --op max",
