@@ -1717,11 +1717,19 @@ static int fz_prog_rank(struct fz_coll c, uint32_t rank)
 	return -1;
 }
 
+/* The program rank whose image rank loads in c (kind 3): its own, or 0
+ * outside the instance (random loads only). */
+static uint32_t fz_img_rank(struct fz_coll c, uint32_t rank)
+{
+	const int p = fz_prog_rank(c, rank);
+
+	return p < 0 ? 0 : (uint32_t)p;
+}
+
 static int fz_scratch(struct fz_coll c, uint32_t rank, uint32_t j)
 {
 	if (c.kind == 3) {
-		const int p = fz_prog_rank(c, rank);
-		const struct cad_prog *prog = &g_alg[c.alg].prog[p < 0 ? 0 : p];
+		const struct cad_prog *prog = &g_alg[c.alg].prog[fz_img_rank(c, rank)];
 
 		return j < prog->n_buffers && prog->buffers[j].kind == CAD_BUF_SCRATCH;
 	}
@@ -1736,7 +1744,7 @@ static void *fz_image(struct fz_coll c, uint32_t rank, uint32_t *size, uint32_t 
 	void *img;
 
 	if (c.kind == 3) {
-		const int p = fz_prog_rank(c, rank) < 0 ? 0 : fz_prog_rank(c, rank);
+		const uint32_t p = fz_img_rank(c, rank);
 		const struct fz_alg *a = &g_alg[c.alg];
 
 		*size = a->size[p];
@@ -1946,6 +1954,27 @@ static int fz_alg_check(struct fz_coll c, uint64_t k, uint32_t p, const uint64_t
 	return ok;
 }
 
+/* The whole of a file (not empty), malloc'ed, its size in *size; NULL
+ * with why on stderr. */
+static void *fz_read_file(const char *path, uint32_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	void *buf = NULL;
+	long n = 0;
+
+	if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) &&
+	    (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		fclose(f);
+		*size = (uint32_t)n;
+		return buf;
+	}
+	fprintf(stderr, "kcad_check: cannot read %s\n", path);
+	free(buf);
+	if (f)
+		fclose(f);
+	return NULL;
+}
+
 /* Reads the .cadbc files of algorithm instances into g_alg; 0, or -1
  * with why on stderr. */
 static int fz_load_alg(const char *path)
@@ -1955,23 +1984,23 @@ static int fz_load_alg(const char *path)
 	struct cad_prog prog;
 	char log_buf[256], name[128];
 	struct cad_log log;
-	FILE *f = fopen(path, "rb");
-	void *img = NULL;
-	long n = 0;
+	uint32_t n;
+	void *img;
 
 	while (rdot > path && rdot[-1] != '.')
 		rdot--;
-	if (!f || !dot || rdot <= path + 1 || (size_t)(rdot - 1 - path) >= sizeof(name) || fseek(f, 0, SEEK_END) ||
-	    (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) || !(img = malloc((size_t)n)) ||
-	    fread(img, 1, (size_t)n, f) != (size_t)n) {
-		fprintf(stderr, "kcad_check: cannot read %s (NAME.RANK.cadbc)\n", path);
+	if (!dot || rdot <= path + 1 || (size_t)(rdot - 1 - path) >= sizeof(name)) {
+		fprintf(stderr, "kcad_check: %s is not NAME.RANK.cadbc\n", path);
 		return -1;
 	}
-	fclose(f);
+	img = fz_read_file(path, &n);
+	if (!img)
+		return -1;
 	snprintf(name, sizeof(name), "%.*s", (int)(rdot - 1 - path), path);
 	cad_log_init(&log, log_buf, sizeof(log_buf));
-	if (cad_verify(img, (uint32_t)n, NULL, &prog, &log)) {
+	if (cad_verify(img, n, NULL, &prog, &log)) {
 		fprintf(stderr, "kcad_check: %s does not verify: %s\n", path, log_buf);
+		free(img);
 		return -1;
 	}
 	for (uint32_t i = 0; i < g_nalgs && !a; i++)
@@ -1986,10 +2015,11 @@ static int fz_load_alg(const char *path)
 	    prog.n_buffers > FZ_MAXB) {
 		fprintf(stderr, "kcad_check: %s: more than %d instances, more than %d ranks or %d buffers, "
 				"or a rank twice\n", path, FZ_MAX_ALGS, FZ_N, FZ_MAXB);
+		free(img);
 		return -1;
 	}
 	a->img[prog.hdr->rank] = img;
-	a->size[prog.hdr->rank] = (uint32_t)n;
+	a->size[prog.hdr->rank] = n;
 	a->prog[prog.hdr->rank] = prog;
 	for (uint32_t i = 0; i < prog.n_nodes; i++)
 		if (prog.nodes[i].kind == CAD_NODE_REDUCE &&
@@ -2575,27 +2605,15 @@ static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 	g_rng = fz_mix(seed);
 	for (int i = 0; i < nimg; i++) {
 		const size_t len = strlen(imgs[i]);
-		FILE *f;
-		long n;
 
 		if (len > 6 && !strcmp(imgs[i] + len - 6, ".cadbc")) {
 			if (fz_load_alg(imgs[i]))
 				return 2;
-			continue;
+		} else if (g_nops < FZ_MAX_OPS) {
+			g_op_img[g_nops] = fz_read_file(imgs[i], &g_op_size[g_nops]);
+			if (!g_op_img[g_nops++])
+				return 2;
 		}
-		if (g_nops == FZ_MAX_OPS)
-			continue;
-		f = fopen(imgs[i], "rb");
-
-		if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET)) {
-			fprintf(stderr, "kcad_check: cannot read %s\n", imgs[i]);
-			return 2;
-		}
-		g_op_img[g_nops] = malloc((size_t)n);
-		if (fread(g_op_img[g_nops], 1, (size_t)n, f) != (size_t)n)
-			return 2;
-		g_op_size[g_nops++] = (uint32_t)n;
-		fclose(f);
 	}
 	for (uint32_t a = 0; a < g_nalgs; a++)
 		for (uint32_t r = 0; r < g_alg[a].nranks; r++)
