@@ -55,7 +55,7 @@
  *                              pause() (a work item of the module does),
  *                              dies within a pass of SIGKILL
  *   kcad_check fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]
- *                              rounds of 3 ranks running a schedule of
+ *                              rounds of 4 ranks running a schedule of
  *                              checked collectives between random
  *                              ioctls, images, buffers, forks and kills,
  *                              and one-rank programs with user-defined
@@ -1598,7 +1598,7 @@ static int do_wide(uint64_t n, int mode)
  * module's pinned pages and live objects fall back to 0, and that it
  * unloads. */
 
-#define FZ_N 3
+#define FZ_N 4
 #define FZ_CTX 1
 #define FZ_MAXB 8  /* buffers of a program the fuzzer maps */
 
@@ -1644,7 +1644,7 @@ static void fz_bad(const char *fmt, ...)
 }
 
 /*
- * Algorithms of the standard library, compiled by cadc for 2 or 3 ranks
+ * Algorithms of the standard library, compiled by cadc for 2 to 4 ranks
  * (the .cadbc arguments, NAME.RANK.cadbc, one instance a directory): the
  * schedule runs them too, each program rank on a group rank of a random
  * permutation, with every buffer filled, and when one ends with 0 its
@@ -1653,7 +1653,7 @@ static void fz_bad(const char *fmt, ...)
  * inputs -- matching, pinning, single copies, deferral, cuts and the
  * kernel's reductions against a reference that has none of them.
  */
-#define FZ_MAX_ALGS 32
+#define FZ_MAX_ALGS 48
 
 struct fz_alg {
 	char name[128];       /* the path without .RANK.cadbc */
@@ -1662,7 +1662,7 @@ struct fz_alg {
 	uint32_t size[FZ_N];
 	struct cad_prog prog[FZ_N];
 	uint32_t fill;        /* CAD_DT_FLOAT or CAD_DT_DOUBLE: small integers of it (sums exact
-			       * in any order, no NaN); else random bytes */
+			       * in any order, products of up to 4 exact, no NaN); else random bytes */
 };
 
 static struct fz_alg g_alg[FZ_MAX_ALGS];
@@ -2021,10 +2021,20 @@ static int fz_load_alg(const char *path)
 	a->img[prog.hdr->rank] = img;
 	a->size[prog.hdr->rank] = n;
 	a->prog[prog.hdr->rank] = prog;
-	for (uint32_t i = 0; i < prog.n_nodes; i++)
-		if (prog.nodes[i].kind == CAD_NODE_REDUCE &&
-		    (prog.nodes[i].dtype == CAD_DT_DOUBLE || prog.nodes[i].dtype == CAD_DT_FLOAT))
-			a->fill = prog.nodes[i].dtype;
+	for (uint32_t i = 0; i < prog.n_nodes; i++) {
+		const struct cad_node *nd = &prog.nodes[i];
+
+		if (nd->kind != CAD_NODE_REDUCE)
+			continue;
+		if (nd->dtype == CAD_DT_DOUBLE || nd->dtype == CAD_DT_FLOAT)
+			a->fill = nd->dtype;
+		/* A user-defined operator on elements of 8-byte words (dsum,
+		 * complex_mul, vec3_sum, maxloc's value, affine's integers):
+		 * doubles, so a floating one sees finite values.  (No
+		 * operator of the library works on floats.) */
+		else if (nd->op == CAD_OP_USER && !(prog.ops[nd->user_op].elem_size % 8))
+			a->fill = CAD_DT_DOUBLE;
+	}
 	return 0;
 }
 

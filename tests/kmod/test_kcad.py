@@ -84,9 +84,9 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
 
 
 # Instances of the standard library the fuzzer runs (cadc compile ARGS):
-# every algorithm, 2 and 3 ranks, 0 B to 1.6 MB, segments, a topology,
-# MPI_IN_PLACE, integer and floating reductions, a non-commutative one and
-# a user-defined operator (the kernel's VM).  Floating inputs are small
+# every algorithm, 2, 3 and 4 ranks, 0 B to 1.6 MB, segments, a topology,
+# MPI_IN_PLACE, integer and floating reductions, non-commutative ones and
+# user-defined operators (the kernel's VM).  Floating inputs are small
 # integers: sums exact in any order.
 FUZZ_ALGS = [
     "bcast_chain_pipeline --ranks 3 --size 100000 --root 1 --param seg=8192",
@@ -114,6 +114,22 @@ FUZZ_ALGS = [
     "reduce_scatter_block_ring --ranks 3 --size 4000 --dtype f32 --op sum",
     "barrier_dissemination --ranks 3",
     "bcast_binomial --ranks 3 --size 0",
+    # Four ranks: trees of two levels, recursive doubling and halving on
+    # a power of two, and the floating user-defined operators (finite
+    # inputs: small integers in every 8-byte word) in multi-rank programs.
+    "bcast_binomial --ranks 4 --size 10000 --root 3",
+    "bcast_chain_pipeline --ranks 4 --size 200000 --root 2 --param seg=16384",
+    "reduce_binomial --ranks 4 --size 1600 --root 3 --op complex_mul --ops algorithms/ops/complex_mul.c",
+    "allreduce_ring --ranks 4 --size 4000 --op dsum --ops algorithms/ops/dsum.c",
+    "allreduce_recursive_doubling --ranks 4 --size 50000 --op vec3_sum --ops algorithms/ops/vec3_sum.c",
+    "allreduce_recursive_doubling --ranks 4 --size 4096 --op affine --ops algorithms/ops/affine.c",
+    "allreduce_rabenseifner --ranks 4 --size 16000 --op maxloc --ops algorithms/ops/maxloc.c",
+    "reduce_scatter_block_ring --ranks 4 --size 4096 --op dsum --ops algorithms/ops/dsum.c",
+    "gather_binomial --ranks 4 --size 3000 --root 2",
+    "scatter_binomial --ranks 4 --size 1000",
+    "allgather_recursive_doubling --ranks 4 --size 4000",
+    "alltoall_bruck --ranks 4 --size 1000",
+    "barrier_dissemination --ranks 4",
 ]
 
 
