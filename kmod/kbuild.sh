@@ -1,7 +1,8 @@
 #!/bin/sh
-# kbuild.sh SRC OUT KDIR MODDIR - build the module whose Kbuild is in
-# SRC/MODDIR against the kernel headers in KDIR, into OUT, and copy the
-# .ko files next to OUT (build/kmod).
+# kbuild.sh SRC OUT KDIR MODDIR [VAR=VALUE...] - build the module whose
+# Kbuild is in SRC/MODDIR against the kernel headers in KDIR, into OUT,
+# with the make variables given (CAD_UBSAN=y: the tests' sanitized build),
+# and copy the .ko files next to OUT (build/kmod).
 #
 # Kbuild builds objects next to their sources, and the core is shared by
 # several modules, so OUT mirrors the parts of the repository a module
@@ -9,6 +10,7 @@
 # clean, and relative #includes resolve as in the repository.
 set -eu
 src=$1 out=$2 kdir=$3 moddir=$4
+shift 4
 
 mirror() {  # mirror DIR PATTERN...: link SRC/DIR/<matches> into OUT/DIR
 	dir=$1
@@ -31,7 +33,7 @@ mirror "$moddir" '*.c' '*.h'
 ln -sfn "$src/$moddir/Kbuild" "$out/Kbuild"
 
 # "Skipping BTF generation" is harmless: the headers ship no vmlinux.
-if ! make -s -C "$kdir" M="$out" modules >"$out/build.log" 2>&1; then
+if ! make -s -C "$kdir" M="$out" "$@" modules >"$out/build.log" 2>&1; then
 	cat "$out/build.log" >&2
 	exit 1
 fi

@@ -4,7 +4,7 @@ against the same suites in user space (cad_selftest)."""
 import re
 import subprocess
 
-from vm import VM
+from vm import KERNEL_DEBUG, VM
 
 LINE = re.compile(r"CADTEST (PASS|FAIL) (\S+?)(?::|$)", re.M)
 SUMMARY = re.compile(r"CADTEST SUMMARY passed=(\d+) failed=(\d+)")
@@ -21,7 +21,7 @@ def test_core_suites_pass_inside_the_kernel(build_dir):
     user_results = results(user.stdout)
     assert user.returncode == 0 and len(user_results) >= 300, user.stdout[-2000:]
 
-    vm = VM()
+    vm = VM(append=KERNEL_DEBUG)
     vm.add_file(module, "/cad_coretest.ko")
     r = vm.run("insmod /cad_coretest.ko\nrmmod cad_coretest\necho unloaded")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from vm import COUNT_AND_UNLOAD, DEFER_MODES, cad_vm, run_cases, with_defer
+from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, with_defer
 
 FUZZ_SEED = int(os.environ.get("CAD_FUZZ_SEED", random.randrange(1 << 32)))
 
@@ -162,10 +162,9 @@ def fuzz_files(build_dir, work):
 
 @pytest.fixture(scope="module")
 def vm_run(build_dir, tmp_path_factory):
-    # Freed slab objects poisoned: a use after free reads garbage (an
-    # oops or a splat, which the log check catches) instead of stale
-    # values that still work.
-    vm = cad_vm(build_dir, append="slub_debug=P")
+    # The module built with UBSAN (kmod/cad/cad_ubsan.c), in a kernel
+    # booted with SLUB's and the page allocator's checks (KERNEL_DEBUG).
+    vm = cad_vm(build_dir, module="kmod/ubsan/cad.ko", append=KERNEL_DEBUG)
     vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
     for host, path in fuzz_files(build_dir, tmp_path_factory.mktemp("fz")):
         vm.add_file(host, path)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vm import COUNT_AND_UNLOAD, DEFER_MODES, cad_vm, run_cases, with_defer
+from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, with_defer
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGORITHMS = sorted(ROOT.glob("algorithms/*.cad"))
@@ -73,7 +73,7 @@ def cases():
 
 @pytest.fixture(scope="module")
 def vm_run(build_dir):
-    vm = cad_vm(build_dir)
+    vm = cad_vm(build_dir, append=KERNEL_DEBUG)
     for program in ("cadrun", "rt_check", "rt_cad"):
         vm.add_program(build_dir / "bin" / program)
     before = "insmod /cad.ko\nexport CADRT_ENGINE=kernel"
