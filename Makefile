@@ -7,6 +7,7 @@
 #   make demo       the main job, end to end
 #   make bench      the benchmarks; BENCH_QUICK=1 for a short run
 #   make fuzz       the verifier fuzzer for FUZZ_SECONDS (default 600)
+#   make fuzz-kmod  cad.ko's stateful fuzzer in qemu for FUZZ_SECONDS (FUZZ_SEED to replay)
 
 BUILD ?= build
 JOBS ?= 2
@@ -27,7 +28,7 @@ DEBIAN_PACKAGES := \
 	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
 	python3 python3-pytest python3-jsonschema python3-matplotlib
 
-.PHONY: all deps build test test-unit test-fuzz test-py test-kmod demo bench fuzz clean
+.PHONY: all deps build test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-kmod clean
 
 all: build
 
@@ -66,6 +67,11 @@ test-kmod: build
 # table's programs; the front end (algorithm files, .cadlib) from the
 # standard library in both forms, the CLI cases and the built library.
 # Corpora stay in $(BUILD)/fuzz*/corpus, crashes in .../crashes.
+# The kernel module's fuzzer (tests/kmod/fuzz_kmod.py): FUZZ_SECONDS
+# split between the settings of defer, the UBSAN build of cad.ko.
+fuzz-kmod: build
+	$(PYTHON) tests/kmod/fuzz_kmod.py $(BUILD) $(FUZZ_SECONDS) $(FUZZ_SEED)
+
 fuzz: build
 	mkdir -p $(BUILD)/fuzz/seeds $(BUILD)/fuzz/corpus $(BUILD)/fuzz/crashes
 	$(BUILD)/bin/cad_fuzz_seeds $(BUILD)/fuzz/seeds
