@@ -67,11 +67,6 @@ test-kmod: build
 # table's programs; the front end (algorithm files, .cadlib) from the
 # standard library in both forms, the CLI cases and the built library.
 # Corpora stay in $(BUILD)/fuzz*/corpus, crashes in .../crashes.
-# The kernel module's fuzzer (tests/kmod/fuzz_kmod.py): FUZZ_SECONDS
-# split between the settings of defer, the UBSAN build of cad.ko.
-fuzz-kmod: build
-	$(PYTHON) tests/kmod/fuzz_kmod.py $(BUILD) $(FUZZ_SECONDS) $(FUZZ_SEED)
-
 fuzz: build
 	mkdir -p $(BUILD)/fuzz/seeds $(BUILD)/fuzz/corpus $(BUILD)/fuzz/crashes
 	$(BUILD)/bin/cad_fuzz_seeds $(BUILD)/fuzz/seeds
@@ -90,6 +85,11 @@ fuzz: build
 	$(BUILD)/bin/fuzz_cadc -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 -rss_limit_mb=4096 \
 		-dict=tests/fuzz/cadc.dict -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz_cadc/crashes/ \
 		$(BUILD)/fuzz_cadc/corpus $(BUILD)/fuzz_cadc/seeds
+
+# The kernel module's fuzzer (tests/kmod/fuzz_kmod.py): FUZZ_SECONDS
+# split between the settings of defer, the UBSAN build of cad.ko.
+fuzz-kmod: build
+	$(PYTHON) tests/kmod/fuzz_kmod.py $(BUILD) $(FUZZ_SECONDS) $(FUZZ_SEED)
 
 # Like test, it installs what it needs first.
 demo:

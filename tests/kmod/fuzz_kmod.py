@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, with_defer  # noqa: E402
-from test_kcad import fuzz_files  # noqa: E402
+from vm import COUNT_AND_UNLOAD, DEFER_MODES, run_cases, with_defer  # noqa: E402
+from test_kcad import fuzz_command, kcad_vm  # noqa: E402
 
 
 def main(argv):
@@ -30,12 +30,8 @@ def main(argv):
     build = Path(argv[1])
     secs = max(1, int(argv[2]) // len(DEFER_MODES))
     seed0 = int(argv[3]) if len(argv) == 4 else int(time.time()) % 100000
-    vm = cad_vm(build, module="kmod/ubsan/cad.ko", append=KERNEL_DEBUG)
-    vm.add_file(build / "bin" / "kcad_check", "/bin/kcad_check")
-    for host, path in fuzz_files(build, Path(tempfile.mkdtemp(prefix="cad-fuzz-kmod-"))):
-        vm.add_file(host, path)
-    cases = {f"fuzz-defer{mode}": with_defer(defer, f"kcad_check fuzz {secs} {seed0 + i} /fz/*.img /fz/alg/*/*.cadbc",
-                                             split)
+    vm = kcad_vm(build, Path(tempfile.mkdtemp(prefix="cad-fuzz-kmod-")))
+    cases = {f"fuzz-defer{mode}": with_defer(defer, fuzz_command(secs, seed0 + i), split)
              for i, (mode, (defer, split)) in enumerate(DEFER_MODES.items())}
     print(f"fuzz-kmod: {secs} s under each of defer {', '.join(DEFER_MODES)}, seeds from {seed0}", flush=True)
     r = run_cases(vm, cases, before="insmod /cad.ko", after=COUNT_AND_UNLOAD,

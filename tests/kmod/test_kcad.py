@@ -22,6 +22,12 @@ from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, w
 
 FUZZ_SEED = int(os.environ.get("CAD_FUZZ_SEED", random.randrange(1 << 32)))
 
+
+def fuzz_command(secs, seed):
+    """kcad_check fuzz on every file kcad_vm() gives it."""
+    return f"kcad_check fuzz {secs} {seed} /fz/*.img /fz/alg/*/*.cadbc"
+
+
 CASES = {
     "reject": "kcad_check reject",
     "pipeline-2": "kcad_check pipeline 2 65536 4",
@@ -44,7 +50,7 @@ CASES = {
     # made by the fixture), intact or with random bytes changed; and the
     # standard library's algorithms (FUZZ_ALGS, /fz/alg/), whose results
     # must be the loopback engine's.
-    "fuzz": f"kcad_check fuzz 30 {FUZZ_SEED} /fz/*.img /fz/alg/*/*.cadbc",
+    "fuzz": fuzz_command(30, FUZZ_SEED),
     "cycles": "kcad_check cycles 10000",
     # Buffers in shared file mappings, shared memory; the pinned limit per user.
     "pins": "kcad_check pins",
@@ -69,7 +75,7 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
     CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
     CASES[f"fuzz-defer{_mode}"] = with_defer(
-        _defer, f"kcad_check fuzz 12 {FUZZ_SEED + len(CASES)} /fz/*.img /fz/alg/*/*.cadbc", _split)
+        _defer, fuzz_command(12, FUZZ_SEED + len(CASES)), _split)
     # One transfer of 136 MiB, more than a pass copies: cut, and finished
     # by the receiver in read() or spinning (the module's work item), by
     # the caller (0), a reader (1) or the side's work item (2, split);
@@ -160,14 +166,21 @@ def fuzz_files(build_dir, work):
     return files
 
 
-@pytest.fixture(scope="module")
-def vm_run(build_dir, tmp_path_factory):
-    # The module built with UBSAN (kmod/cad/cad_ubsan.c), in a kernel
-    # booted with SLUB's and the page allocator's checks (KERNEL_DEBUG).
+def kcad_vm(build_dir, work):
+    """The VM of these tests and of `make fuzz-kmod` (fuzz_kmod.py): the
+    module built with UBSAN (kmod/cad/cad_ubsan.c), in a kernel booted with
+    SLUB's and the page allocator's checks (KERNEL_DEBUG), with kcad_check
+    and the fuzzer's files (made in work)."""
     vm = cad_vm(build_dir, module="kmod/ubsan/cad.ko", append=KERNEL_DEBUG)
     vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
-    for host, path in fuzz_files(build_dir, tmp_path_factory.mktemp("fz")):
+    for host, path in fuzz_files(build_dir, work):
         vm.add_file(host, path)
+    return vm
+
+
+@pytest.fixture(scope="module")
+def vm_run(build_dir, tmp_path_factory):
+    vm = kcad_vm(build_dir, tmp_path_factory.mktemp("fz"))
     return run_cases(vm, CASES, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=600)
 
 

@@ -88,9 +88,9 @@ KERNEL_PROBLEM = re.compile(
 # and freed each (U, in the report); freed pages poisoned and checked
 # when allocated again (page_poison: a write to a page after the module
 # unpinned it and the process let it go).  An array of cad.ko allocated
-# one element short on purpose (a write past a 32-byte object) is reported in the
-# cycles case; with "slub_debug=P" alone it went unseen.  The benchmarks
-# boot without them.
+# one element short on purpose (a write past a 32-byte object) is
+# reported in the cycles case; with "slub_debug=P" alone it went unseen.
+# The benchmarks boot without them.
 KERNEL_DEBUG = "slub_debug=FZPU page_poison=1"
 
 INIT = """#!/bin/busybox sh
