@@ -245,9 +245,10 @@ void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, ui
     if (tail - head >= kSlots) head = q.head.load(std::memory_order_acquire);
     if (tail - head < kSlots) {
       Slot &s = q.slots[tail % kSlots];
-      s.h = h;
-      s.h.frag = n;
       if (n) memcpy(s.payload, payload, n);
+      MsgHeader out = h;
+      out.frag = n;
+      publish(s, out, tail);
       q.tail.store(tail + 1, std::memory_order_release);
       ring(ep, h.kind != kEager && owner && owner->inst->size >= kick_min);
       return;
@@ -272,8 +273,8 @@ bool Runtime::flush_pending() {
       while (!pq.empty() && tail - head < kSlots) {
         Entry *e = pq.pop();
         Slot &s = q.slots[tail % kSlots];
-        s.h = e->slot.h;
         if (e->slot.h.frag) memcpy(s.payload, e->slot.payload, e->slot.h.frag);
+        publish(s, e->slot.h, tail);
         tail++;
         if (e->owner) e->owner->unsent--;
         pool_.put(e);
@@ -300,11 +301,14 @@ bool Runtime::output_deliverable() const {
   return false;
 }
 
+// (Called by helpers too, with a head that may be stale: a slot already
+// taken and rewritten reads as corrupt, a true, which costs a pass.)
 bool Runtime::incoming() const {
   for (uint32_t ep = 0; ep < nep; ep++) {
     if (ep == me) continue;
     const Ring &q = seg.ring(ep, me);
-    if (q.tail.load(std::memory_order_acquire) != q.head.load(std::memory_order_relaxed)) return true;
+    const uint64_t head = q.head.load(std::memory_order_relaxed);
+    if (slot_state(q.slots[head % kSlots], head) != kSlotEmpty) return true;
   }
   return false;
 }
@@ -314,22 +318,29 @@ bool Runtime::poll_incoming() {
   for (uint32_t ep = 0; ep < nep; ep++) {
     if (ep == me) continue;
     Ring &q = seg.ring(ep, me);
-    uint64_t head = q.head.load(std::memory_order_relaxed);
-    const uint64_t tail = q.tail.load(std::memory_order_acquire);
-    if (head == tail) continue;
-    if (tail - head > kSlots) {
-      // Only a broken peer writes this: nothing in its ring can be trusted.
-      if (!corrupt_[ep]) {
-        corrupt_[ep] = tail - head;
-        seg.rank(ep).state.store(kDead, std::memory_order_release);
+    const uint64_t first = q.head.load(std::memory_order_relaxed);
+    uint64_t head = first;
+    // (At most a ring's worth: the producer refills none of these slots
+    // before head is published.)
+    while (room()) {
+      Slot &s = q.slots[head % kSlots];
+      uint16_t stamp;
+      const SlotState st = slot_state(s, head, &stamp);
+      if (st == kSlotEmpty) break;
+      if (st == kSlotCorrupt) {
+        // Only a broken peer writes this: nothing in its ring can be trusted.
+        // (No text here: this may run in a signal handler.)
+        if (!corrupt_[ep].found) {
+          corrupt_[ep] = {true, stamp, head};
+          seg.rank(ep).state.store(kDead, std::memory_order_release);
+        }
+        break;
       }
-      continue;
-    }
-    while (head != tail && room()) {
-      dispatch(ep, q.slots[head % kSlots]);
+      dispatch(ep, s);
       head++;
-      moved = true;
     }
+    if (head == first) continue;
+    moved = true;
     q.head.store(head, std::memory_order_release);
     freed(q.want_space, ep);
   }
@@ -970,10 +981,11 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
     while (x.done < n.len && tail - head < kSlots) {
       const uint32_t part = static_cast<uint32_t>(std::min<uint64_t>(kPayload, n.len - x.done));
       Slot &s = q.slots[tail % kSlots];
-      s.h = header(r, node, kFrag);
-      s.h.off = x.done;
-      s.h.frag = part;
       memcpy(s.payload, at(r, n.src_buf, n.src_off) + x.done, part);
+      MsgHeader h = header(r, node, kFrag);
+      h.off = x.done;
+      h.frag = part;
+      publish(s, h, tail);
       x.done += part;
       tail++;
       moved = true;
@@ -1347,9 +1359,11 @@ bool Runtime::check_peers() {
       if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) ri.state.store(kDead, std::memory_order_release);
     }
     if (ri.state.load(std::memory_order_acquire) != kDead) continue;
-    const std::string why = corrupt_[ep] ? "rank " + std::to_string(ep) + " of the job wrote a corrupt ring (" +
-                                               std::to_string(corrupt_[ep]) + " messages in a ring of " +
-                                               std::to_string(kSlots) + ")"
+    const Corrupt &c = corrupt_[ep];
+    const std::string why = c.found ? "rank " + std::to_string(ep) + " of the job wrote a corrupt ring (slot " +
+                                          std::to_string(c.pos % kSlots) + " stamped " + std::to_string(c.stamp) +
+                                          " where message " + std::to_string(c.pos) + " was due, in a ring of " +
+                                          std::to_string(kSlots) + ")"
                             : corrupt_lane_[ep] ? "rank " + std::to_string(ep) + " of the job wrote a corrupt lane (" +
                                                       std::to_string(corrupt_lane_[ep]) + " chunks ahead)"
                                                 : "rank " + std::to_string(ep) + " of the job died";

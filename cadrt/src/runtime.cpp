@@ -823,7 +823,7 @@ int Runtime::init_joined() {
   unexpected_.assign(nep, Queue());
   pending_.assign(nep, Queue());
   head_seen_.assign(nep, 0);
-  corrupt_.assign(nep, 0);
+  corrupt_.assign(nep, Corrupt{});
   corrupt_lane_.assign(nep, 0);
   lane_in_.assign(nep, kLaneFree);
   lane_out_.assign(nep, kLaneFree);

@@ -378,9 +378,14 @@ class Runtime {
   // (a cache line the consumer writes on every message) only when the
   // cached one says full.
   std::vector<uint64_t> head_seen_;
-  // Peers whose ring to this rank was found corrupt (its tail more than a
-  // ring ahead of the head): treated as dead (check_peers).
-  std::vector<uint64_t> corrupt_;
+  // Peers whose ring to this rank was found corrupt (a slot stamped for no
+  // message it could hold, shm.h), and how: treated as dead (check_peers).
+  struct Corrupt {
+    bool found;
+    uint16_t stamp;  // the slot's
+    uint64_t pos;    // the message that was due
+  };
+  std::vector<Corrupt> corrupt_;
   // Per endpoint: the lane from that peer to this rank (shm.h) is free,
   // granted to a receive, or no longer used: a transfer through it failed
   // half-way, and what the sender left in it is not to be read.

@@ -6,8 +6,12 @@
 //   RankInfo[n]                    two cache lines each
 //   Ring[n * n]                    ring (s, d) carries messages from s to d
 // A ring is single-producer (s), single-consumer (d): the producer fills
-// slots at tail and publishes tail; the consumer takes them in order from
-// head and publishes head.  Messages are fixed 2 KiB slots: a 64-byte
+// the slot at its tail and stamps it (slot_stamp()); the consumer polls the
+// stamp of the slot at its head, takes the messages in order and publishes
+// head.  The consumer never reads tail, which the producer keeps for
+// itself (and for tools), so a message costs the consumer the cache lines
+// of its slot only, not also the line of a shared index (as Open MPI's
+// fast boxes and FastForward's queues).  Messages are fixed 2 KiB slots: a 64-byte
 // header and up to 1984 bytes of payload (an eager message, a fragment),
 // or a control message (RTS, CTS, FIN, ABORT).  Nothing in a slot is a
 // pointer into the segment, so each process may map it anywhere.
@@ -34,6 +38,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace cadrt {
@@ -59,7 +64,8 @@ enum MsgKind : uint32_t {
 };
 
 struct MsgHeader {
-  uint32_t kind;
+  uint16_t kind;
+  uint16_t stamp; // in a ring's slot: which message of the ring it holds (slot_stamp())
   uint32_t tag;   // the program's tag
   uint64_t ctx;   // communicator
   uint64_t seq;   // collective on that communicator
@@ -98,13 +104,44 @@ inline const unsigned char *eager_bytes(const MsgHeader &h, const unsigned char 
 }
 
 struct alignas(64) Ring {
-  alignas(64) std::atomic<uint64_t> tail;  // written by the producer
+  alignas(64) std::atomic<uint64_t> tail;  // the producer's, not read by the consumer
   alignas(64) std::atomic<uint64_t> head;  // written by the consumer
   // The producer has output waiting for room: the consumer rings its bell
   // when it frees slots.
   alignas(64) std::atomic<uint32_t> want_space;
   alignas(64) Slot slots[kSlots];
 };
+
+// A slot's stamp says which message of its ring it holds: message pos is
+// stamped slot_stamp(pos), odd, and the one before it in that slot (pos -
+// kSlots) two less; a slot never written holds 0.  The producer writes the
+// rest of the header and the payload first and the stamp last (release);
+// the consumer, which knows which message it waits for, reads the stamp
+// (acquire) and then the rest.  16 bits suffice: the producer never gets
+// more than one round of the ring ahead of the consumer, so the slot holds
+// either that message or the one a round before.  Any other stamp is a
+// broken producer's.
+constexpr uint16_t slot_stamp(uint64_t pos) { return static_cast<uint16_t>(pos / kSlots * 2 + 1); }
+
+enum SlotState { kSlotEmpty, kSlotReady, kSlotCorrupt };
+
+inline SlotState slot_state(const Slot &s, uint64_t pos, uint16_t *stamp = nullptr) {
+  const uint16_t st = __atomic_load_n(&s.h.stamp, __ATOMIC_ACQUIRE);
+  if (stamp) *stamp = st;
+  if (st == slot_stamp(pos)) return kSlotReady;
+  return st == (pos < kSlots ? 0 : slot_stamp(pos - kSlots)) ? kSlotEmpty : kSlotCorrupt;
+}
+
+// Publishes message pos in its slot, whose payload is written: the header
+// but its first word, its kind, then its stamp.  (h's own stamp is not
+// copied: a stamp written on the way could be taken for another.)
+static_assert(offsetof(MsgHeader, kind) == 0 && offsetof(MsgHeader, stamp) == 2 && offsetof(MsgHeader, tag) == 4,
+              "kind and stamp make a header's first word");
+inline void publish(Slot &s, const MsgHeader &h, uint64_t pos) {
+  memcpy(reinterpret_cast<unsigned char *>(&s.h) + 4, reinterpret_cast<const unsigned char *>(&h) + 4, sizeof h - 4);
+  s.h.kind = h.kind;
+  __atomic_store_n(&s.h.stamp, slot_stamp(pos), __ATOMIC_RELEASE);
+}
 
 // What a rank publishes, on two cache lines.  A producer reads the first
 // on every message it rings (armed, asleep), a peer polling for its

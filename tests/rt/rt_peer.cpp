@@ -10,7 +10,7 @@
 //          the start of the message
 //   eager  it becomes an eager message of its length (more than a 2 KiB
 //          slot holds) "in the header"
-//   ring   the ring's tail is moved 1000 messages past its head
+//   ring   the slot at the ring's head is stamped 1000, which no message has
 //   push   (CMA off, so the sender pushes the 64 KiB through its lane:
 //          the message is a PUSH, not an RTS) the PUSH names a chunk 5
 //          past where the lane's data starts
@@ -110,7 +110,9 @@ void tamper(const char *how, bool kick) {
     h.kind = cadrt::kEager;
     h.frag = 0;  // "in the header": at most 16 bytes
   } else {
-    q.tail.store(q.head.load(std::memory_order_acquire) + 1000, std::memory_order_release);
+    // A stamp no message of this ring has (stamps are odd, shm.h).
+    __atomic_store_n(&q.slots[q.head.load(std::memory_order_acquire) % cadrt::kSlots].h.stamp, 1000,
+                     __ATOMIC_RELEASE);
   }
   if (kick) {
     cadrt::RankInfo &r0 = seg.rank(0);
@@ -231,7 +233,7 @@ int offer(int rank, cadrt_comm world) {
   h.addr = reinterpret_cast<uint64_t>(buf);
   h.off = 1u << 8 | 200;  // Split 200 of 8
   const uint64_t tail = out.tail.load(std::memory_order_relaxed);
-  out.slots[tail % cadrt::kSlots].h = h;
+  cadrt::publish(out.slots[tail % cadrt::kSlots], h, tail);
   out.tail.store(tail + 1, std::memory_order_release);
   seg.rank(0).bell.fetch_add(1, std::memory_order_release);
   cadrt::futex_wake(&seg.rank(0).bell);

@@ -225,7 +225,7 @@ def test_mismatched_count_is_an_error(build_dir, engine, coll):
 @pytest.mark.parametrize("how,message", [
     ("frag", "rank 1 sent a fragment outside its message to rank 0 (tag 0, 65536 bytes)"),
     ("eager", "rank 1 sent an eager message longer than its slot to rank 0 (tag 0, 65536 bytes)"),
-    ("ring", "rank 1 of the job wrote a corrupt ring (1000 messages in a ring of 32)"),
+    ("ring", "rank 1 of the job wrote a corrupt ring (slot 0 stamped 1000 where message 0 was due, in a ring of 32)"),
     ("lane", "rank 1 of the job wrote a corrupt lane (1000 chunks ahead)"),
     ("split", "rank 1 of the job wrote a corrupt lane ("),
     ("offer", "rank 1 offered rank 0 a split that does not fit its message (tag 0, 262144 bytes)"),
@@ -234,7 +234,7 @@ def test_mismatched_count_is_an_error(build_dir, engine, coll):
 def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     """A peer rewrites what it published in its ring (tests/rt/rt_peer.cpp):
     a fragment outside the message, an eager message longer than a slot, a
-    tail far past the head.  Rank 0 fails with that error instead of
+    slot stamped for no message the ring could hold.  Rank 0 fails with that error instead of
     copying outside its buffers (a segfault) or reading past the slot (a
     wrong result), and the job ends.  lane: the tail of its bulk lane far
     past the head, when rank 0 grants it (an alltoall).  split: the sender
