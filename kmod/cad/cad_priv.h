@@ -48,8 +48,9 @@
 #define CAD_TOMB_HASH_BITS 7
 
 /* A collective that failed: later starts of it fail at once.  Kept until
- * every rank of it that had not started it has started it since, or
- * left: a rank may start it any time later (one that cancels many
+ * every rank of it that had not started it has started it since, or a
+ * later collective of the communicator, or left: a rank may start it any
+ * time later (one that cancels many
  * collectives its peers have not reached yet must not make those peers
  * wait forever). */
 struct cad_tomb {
@@ -144,9 +145,7 @@ struct cad_run {
 	struct cad_key *keys;           /* SEND and RECV nodes, sorted */
 	u32 nkeys;
 	u32 *ranks;                     /* group rank of each program rank */
-	u64 ctx, seq;
-	u64 prev_seq;                   /* the start before seq's, if prev_started */
-	bool prev_started;
+	u64 ctx, seq;                   /* seq: as last started */
 	u64 fp;                         /* see struct cad_ioc_load */
 	struct cad_kbuf *bufs;
 	u32 nbufs;

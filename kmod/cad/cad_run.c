@@ -22,8 +22,8 @@
  * in the group, and a tombstone makes later starts of it fail too, so no
  * rank waits for a partner that will never come.  The tombstone lasts
  * until every rank of the collective that had not started it then has
- * started it or left (at most CAD_MAX_TOMBS a group: past that the oldest
- * goes).
+ * started it, or a later collective of the communicator, or left (at most
+ * CAD_MAX_TOMBS a group: past that the oldest goes).
  */
 #include <linux/mm.h>
 #include <linux/sched.h>
@@ -552,12 +552,15 @@ static void add_ranks(struct cad_group *g, struct cad_tomb *t, const struct cad_
 			__set_bit(q->ranks[i], t->unseen);
 }
 
-/* Whether o started (ctx, seq): it is running it (and ends with it now),
- * it ended before the failure, or it ended and started the same handle
- * again since (cadrt starts one handle for every call of an instance:
- * its part of a collective may end, and the next call start, before a
- * peer that still runs it cancels).  A handle started twice since is not
- * seen: its tombstone stays until that rank leaves (or 1024 newer ones). */
+/* Whether o started (ctx, seq) or has gone past it: a run of ctx of its
+ * was last started as collective seq or a later one.  It is running it
+ * (and ends with it now), it ended before the failure, or it ended and
+ * o started later collectives of ctx since (cadrt starts one handle for
+ * every call of an instance: its part of a collective may end, and the
+ * next calls start, before a peer that still runs it cancels).  Ranks
+ * number the collectives of a communicator in order (cad.h, struct
+ * cad_ioc_start), so a rank past seq never starts it: a tombstone need
+ * not wait for it. */
 static bool started_it(const struct cad_file *o, u64 ctx, u64 seq)
 {
 	u32 h;
@@ -565,11 +568,21 @@ static bool started_it(const struct cad_file *o, u64 ctx, u64 seq)
 	for (h = 0; h < CAD_MAX_PROGRAMS; h++) {
 		const struct cad_run *q = o->runs[h];
 
-		if (q && q->ctx == ctx &&
-		    ((q->started && q->seq == seq) || (q->prev_started && q->prev_seq == seq)))
+		if (q && q->ctx == ctx && q->started && q->seq >= seq)
 			return true;
 	}
 	return false;
+}
+
+/* Group rank grank starts collective seq of ctx: it is past every earlier
+ * one of ctx (started_it()), so their tombstones stop waiting for it. */
+static void tombs_passed(struct cad_group *g, u64 ctx, u64 seq, u32 grank)
+{
+	struct cad_tomb *t, *tmp;
+
+	list_for_each_entry_safe(t, tmp, &g->tombs, link)
+		if (t->ctx == ctx && t->seq < seq)
+			tomb_seen(g, t, grank);
 }
 
 /* A tombstone for r's collective (r running it).  Its ranks are those of
@@ -1335,8 +1348,6 @@ static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 		if (err)
 			return err;
 	}
-	r->prev_seq = r->seq;
-	r->prev_started = r->started;
 	r->seq = seq;
 	r->started = true;
 	r->part_node = -1;
@@ -1347,6 +1358,8 @@ static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 	cad_exec_start(&r->ex);
 	list_add_tail(&r->run_link, &r->file->running);
 	publish(r);
+	if (g->ntombs)
+		tombs_passed(g, r->ctx, seq, r->file->rank);
 	t = find_tomb(g, r->ctx, seq);
 	if (t) {
 		finish(r, t->err);

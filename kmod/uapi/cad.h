@@ -493,7 +493,11 @@ struct cad_ioc_load {
 struct cad_ioc_start {
 	__u32 size;
 	__u32 handle;
-	__aligned_u64 seq;           /* collective number on ctx, as on every rank */
+	__aligned_u64 seq;           /* collective number on ctx, as on every rank;
+	                              * a process numbers the collectives it starts
+	                              * on a ctx in increasing order (one it skips,
+	                              * it never starts later: the failure of an
+	                              * earlier one stops waiting for it) */
 };
 
 struct cad_ioc_handle {

@@ -19,7 +19,9 @@
  *                              the other started and cancelled before
  *                              (more than a ring of 64 once kept): each
  *                              ends -ECANCELED at once, and their
- *                              tombstones go once it has seen them
+ *                              tombstones go once it has seen them; and
+ *                              a tombstone goes once a rank that had not
+ *                              seen it has started a later collective
  *   kcad_check cycles K        2 ranks, K x (load+start, wait through
  *                              read() or poll(), free)
  *   kcad_check inflight cancel|free N
@@ -951,23 +953,28 @@ static void *chain3(uint32_t rank, uint32_t *size)
 	return b_image(&b, size);
 }
 
-/* A rank that finished its part of a collective and started its handle
- * again (cadrt restarts one handle per instance for every call) before a
- * peer cancelled that collective has started it: the tombstone must not
- * wait for it.  Rank 0 ends collective 1 with rank 1, starts its handle
- * as collective 2; rank 1 (which still waits for rank 2) cancels 1; rank
- * 2 starts 1 and ends -ECANCELED, and then nobody is left to see the
- * tombstone, which goes.  (Until 2026-11-25 it stayed until rank 0 left
- * the group.) */
-static void cancel_restarted(void)
+/* A rank that finished its part of a collective and went on to later
+ * ones of the communicator before a peer cancelled that collective has
+ * passed it: the tombstone must not wait for it.  Rank 1 starts
+ * collectives 1..times (a handle each); rank 0 ends them with rank 1 one
+ * after the other with one handle (cadrt restarts one handle per
+ * instance for every call) and starts it again as collective times + 1;
+ * rank 1 (whose runs still wait for rank 2) cancels 1; rank 2 starts 1
+ * and ends -ECANCELED, and then nobody is left to see the tombstone,
+ * which goes.  With skip, rank 0 starts nothing before the cancel and
+ * then collective 2 (skipping 1: it never starts it).  (Until
+ * 2026-11-25 the tombstone stayed until rank 0 left the group; until
+ * 2026-11-26 it did when rank 0 had started its handle twice since, or
+ * skipped the collective.) */
+static void cancel_passed(const char *name, uint32_t times, int skip)
 {
-	const uint64_t key = job_key() + 1;
+	const uint64_t key = job_key() + 1 + times + 8 * skip;
 	int go[3][2], done[2];
 	pid_t pid[3] = { 0 };
-	char c;
+	char c, what[64];
 
 	if (pipe(go[1]) || pipe(go[2]) || pipe(done)) {
-		CHECK("cancel-restarted", 0, "pipe: %s", strerror(errno));
+		CHECK(name, 0, "pipe: %s", strerror(errno));
 		return;
 	}
 	for (uint32_t rank = 1; rank < 3; rank++) {
@@ -976,25 +983,32 @@ static void cancel_restarted(void)
 			struct dev d;
 			uint32_t size;
 			void *img = chain3(rank, &size);
-			static uint64_t s = 7, rbuf[2];
-			uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)rbuf };
-			struct load_res r;
+			static uint64_t s = 7, rbuf[4][2];
+			const uint32_t n = rank == 1 ? times : 1;
+			struct load_res r[4];
 			int res;
 
 			if (dev_open(&d, key, rank, 3))
 				_exit(11);
-			r = load(d.fd, img, size, a, 2, 1, 0, 0);
-			if (r.err || write(done[1], "l", 1) != 1 || read(go[rank][0], &c, 1) != 1)
+			for (uint32_t i = 0; i < n; i++) {
+				uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)rbuf[i] };
+
+				r[i] = load(d.fd, img, size, a, 2, 1, 0, 0);
+				if (r[i].err)
+					_exit(12);
+			}
+			if (write(done[1], "l", 1) != 1 || read(go[rank][0], &c, 1) != 1)
 				_exit(12);
-			if (start(d.fd, r.handle, 1))
-				_exit(13);
-			if (rank == 1) {  /* started; cancels when told */
+			for (uint32_t i = 0; i < n; i++)
+				if (start(d.fd, r[i].handle, 1 + i))
+					_exit(13);
+			if (rank == 1) {  /* started; cancels 1 when told */
 				if (write(done[1], "s", 1) != 1 || read(go[rank][0], &c, 1) != 1 ||
-				    handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL))
+				    handle_op(d.fd, CAD_IOC_CANCEL, r[0].handle, NULL))
 					_exit(14);
-				res = wait_run(&d, r.handle, 1, 1);
+				res = wait_run(&d, r[0].handle, 1, 1);
 			} else {
-				res = wait_cancelled(&d, r.handle, 1, 1);
+				res = wait_cancelled(&d, r[0].handle, 1, 1);
 			}
 			(void)!write(done[1], res == -ECANCELED ? "c" : "x", 1);
 			(void)!read(go[rank][0], &c, 1);  /* stay in the group until told */
@@ -1003,7 +1017,7 @@ static void cancel_restarted(void)
 	}
 	{
 		struct dev d;
-		uint32_t size;
+		uint32_t size, gen = 0;
 		void *img = chain3(0, &size);
 		static uint64_t s = 5, rbuf[2];
 		uint64_t a[2] = { (uintptr_t)&s, (uintptr_t)rbuf };
@@ -1014,30 +1028,36 @@ static void cancel_restarted(void)
 
 		if (dev_open(&d, key, 0, 3) == 0 && read(done[0], &c, 1) == 1 && read(done[0], &c, 1) == 1)
 			r = load(d.fd, img, size, a, 2, 1, 0, 0);
-		if (!r.err && write(go[1][1], "g", 1) == 1 && read(done[0], &c, 1) == 1 && !start(d.fd, r.handle, 1)) {
-			first = wait_run(&d, r.handle, 1, 1);
-			if (!first && !start(d.fd, r.handle, 2)) {
+		if (!r.err && write(go[1][1], "g", 1) == 1 && read(done[0], &c, 1) == 1) {
+			first = 0;
+			for (uint32_t i = 1; !skip && i <= times && !first; i++)
+				first = start(d.fd, r.handle, i) ? -1 : wait_run(&d, r.handle, ++gen, 1);
+			if (!first && (skip || !start(d.fd, r.handle, times + 1))) {
+				gen += !skip;
 				usleep(100000);  /* what ended before settles */
 				objects = (long)get_param("live_objects");
 				if (write(go[1][1], "c", 1) == 1 && read(done[0], &c1, 1) == 1 &&
+				    (!skip || (!start(d.fd, r.handle, 2) && ++gen)) &&
 				    write(go[2][1], "g", 1) == 1 && read(done[0], &c2, 1) == 1)
 					objects -= (long)get_param("live_objects");
 				(void)handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL);
-				(void)wait_run(&d, r.handle, 2, 1);
+				(void)wait_run(&d, r.handle, gen, 1);
 			}
 		}
 		(void)!write(go[1][1], "x", 1);
 		(void)!write(go[2][1], "x", 1);
-		CHECK("cancel-restarted", first == 0 && c1 == 'c' && c2 == 'c',
-		      "collective 1 on rank 0: %d; rank 1 cancelled: %c, rank 2's late start: %c", first, c1 ? c1 : '-',
-		      c2 ? c2 : '-');
+		CHECK(name, first == 0 && c1 == 'c' && c2 == 'c',
+		      "collectives 1..%u on rank 0: %d; rank 1 cancelled: %c, rank 2's late start: %c", skip ? 0 : times,
+		      first, c1 ? c1 : '-', c2 ? c2 : '-');
 		/* (other groups may go meanwhile: at most as many) */
-		CHECK("cancel-restarted-tombstone-goes", objects >= 0,
-		      "%ld objects more after the late start (the tombstone stayed)", -objects);
+		snprintf(what, sizeof(what), "%s-tombstone-goes", name);
+		CHECK(what, objects >= 0, "%ld objects more after the late start (the tombstone stayed)", -objects);
 		for (uint32_t rank = 1; rank < 3; rank++) {
 			waitpid(pid[rank], &st, 0);
-			if (!WIFEXITED(st) || WEXITSTATUS(st))
-				CHECK("cancel-restarted-ranks", 0, "rank %u status 0x%x", rank, st);
+			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+				snprintf(what, sizeof(what), "%s-ranks", name);
+				CHECK(what, 0, "rank %u status 0x%x", rank, st);
+			}
 		}
 		close(d.fd);
 	}
@@ -1114,7 +1134,9 @@ static int do_cancel(void)
 		      objects);
 		close(d.fd);
 	}
-	cancel_restarted();
+	cancel_passed("cancel-restarted", 1, 0);
+	cancel_passed("cancel-passed", 3, 0);
+	cancel_passed("cancel-skipped", 1, 1);
 	return 0;
 }
 

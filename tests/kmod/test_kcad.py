@@ -256,13 +256,16 @@ def test_counters_zero_module_unloads_kernel_log_clean(vm_run):
 
 
 def test_cancel_checks_every_tombstone_case(vm_run):
-    """Each cancel case ran its late starts and the restarted-handle case
-    (a tombstone that waited for a rank that had moved on stayed until the
-    rank left the group, before 2026-11-25)."""
+    """Each cancel case ran its late starts and the cases of a rank that
+    has passed the cancelled collective: it restarted its handle once, or
+    three times, or skipped the collective (a tombstone that waited for a
+    rank that had moved on stayed until the rank left the group, before
+    2026-11-25 for the first, 2026-11-26 for the others)."""
     for name, c in vm_run.cases.items():
         if name == "cancel" or name.startswith("cancel-defer"):
-            for check in ("cancel-late-starts-end-at-once", "cancel-tombstones-go-once-seen", "cancel-restarted",
-                          "cancel-restarted-tombstone-goes"):
+            for check in ("cancel-late-starts-end-at-once", "cancel-tombstones-go-once-seen",
+                          *(f"cancel-{k}{g}" for k in ("restarted", "passed", "skipped")
+                            for g in ("", "-tombstone-goes"))):
                 assert re.search(rf"^KCAD PASS {check}\s*$", c.output, re.M), (name, c.output)
 
 
