@@ -316,7 +316,10 @@ bool Runtime::incoming() const {
 bool Runtime::poll_incoming() {
   bool moved = false;
   for (uint32_t ep = 0; ep < nep; ep++) {
-    if (ep == me) continue;
+    // A peer just found corrupt: nothing more from it until check_corrupt()
+    // has failed the requests with that error.
+    const auto broken = [&] { return corrupt_new_ && (corrupt_[ep].found || corrupt_lane_[ep]); };
+    if (ep == me || broken()) continue;
     Ring &q = seg.ring(ep, me);
     const uint64_t first = q.head.load(std::memory_order_relaxed);
     uint64_t head = first;
@@ -332,12 +335,14 @@ bool Runtime::poll_incoming() {
         // (No text here: this may run in a signal handler.)
         if (!corrupt_[ep].found) {
           corrupt_[ep] = {true, stamp, head};
+          corrupt_new_ = true;
           seg.rank(ep).state.store(kDead, std::memory_order_release);
         }
         break;
       }
       dispatch(ep, s);
       head++;
+      if (broken()) break;  // (granting the lane it sent through, say)
     }
     if (head == first) continue;
     moved = true;
@@ -946,6 +951,7 @@ void Runtime::split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const Ms
 void Runtime::lane_corrupt(uint32_t ep, uint64_t what) {
   if (corrupt_lane_[ep]) return;
   corrupt_lane_[ep] = what ? what : 1;
+  corrupt_new_ = true;
   seg.rank(ep).state.store(kDead, std::memory_order_release);  // check_peers fails what runs
 }
 
@@ -1277,9 +1283,23 @@ void Runtime::activate(cadrt_request_s *r) {
   }
 }
 
+// A corruption found (in the signal handler, which builds no error text,
+// or in this pass) fails the requests with its error before the broken
+// peer's next message can fail them with another (poll_incoming() holds
+// those back meanwhile): when rank 0 finds the lane from rank 1 corrupt on
+// granting it, rank 1 meets the grant, finds it does not match its lane
+// and sends an ABORT.  After, the peer's messages are read again: a
+// request that drains waits for its answers.
+bool Runtime::check_corrupt() {
+  if (!corrupt_new_ || t_in_handler) return false;
+  corrupt_new_ = false;
+  return check_peers();
+}
+
 bool Runtime::progress() {
   const bool net = net_here();
-  bool moved = flush_pending();
+  bool moved = check_corrupt();
+  moved |= flush_pending();
   bool retry = false;  // something this pass could not do that no ring will announce
   moved |= poll_incoming();
   if (net) moved |= net_progress();
@@ -1314,6 +1334,7 @@ bool Runtime::progress() {
     }
   }
   if (net && !netq_.empty()) moved |= net_progress();  // what this pass said to other nodes
+  moved |= check_corrupt();
   // (Release: a thread that reads it set without the lock -- quiet() --
   // sees what this pass did, e.g. a request's done flag.)
   settled_.store(!moved && !retry && !release_later_, std::memory_order_release);
@@ -1346,9 +1367,15 @@ void Runtime::sleep_until_message(int timeout_ms, bool progress_thread, const bo
   if (owned) own();
 }
 
-// A peer that cadrun saw die: every active request fails.  While a failed
-// request waits for a peer's answer, that peer is also looked for by its
-// pid (without cadrun, as under mpirun, nobody else marks it dead).
+// A peer that cadrun saw die, or that this rank found wrote a corrupt ring
+// or lane: every active request fails.  While a failed request waits for a
+// peer's answer, that peer is also looked for by its pid (without cadrun,
+// as under mpirun, nobody else marks it dead).  A corruption is kept here,
+// not only as the peer's state in the segment: the peer itself overwrites
+// that when it leaves the job (kExited), and a request of this rank that
+// waits for it -- for chunks in the lane it broke, say -- would then wait
+// for ever.  A rank marked dead by a peer that found it corrupt fails its
+// own requests too: nobody will answer them.
 bool Runtime::check_peers() {
   bool draining = false;
   for (const cadrt_request_s *r = active_; r; r = r->next) draining |= r->draining;
@@ -1358,15 +1385,17 @@ bool Runtime::check_peers() {
       const pid_t pid = ri.pid.load(std::memory_order_relaxed);
       if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) ri.state.store(kDead, std::memory_order_release);
     }
-    if (ri.state.load(std::memory_order_acquire) != kDead) continue;
     const Corrupt &c = corrupt_[ep];
+    if (!c.found && !corrupt_lane_[ep] && ri.state.load(std::memory_order_acquire) != kDead) continue;
     const std::string why = c.found ? "rank " + std::to_string(ep) + " of the job wrote a corrupt ring (slot " +
                                           std::to_string(c.pos % kSlots) + " stamped " + std::to_string(c.stamp) +
                                           " where message " + std::to_string(c.pos) + " was due, in a ring of " +
                                           std::to_string(kSlots) + ")"
                             : corrupt_lane_[ep] ? "rank " + std::to_string(ep) + " of the job wrote a corrupt lane (" +
                                                       std::to_string(corrupt_lane_[ep]) + " chunks ahead)"
-                                                : "rank " + std::to_string(ep) + " of the job died";
+                                                : ep == me ? "a peer found what this rank (" + std::to_string(ep) +
+                                                                 " of the job) wrote corrupt"
+                                                           : "rank " + std::to_string(ep) + " of the job died";
     for (cadrt_request_s *r = active_, *next; r; r = next) {
       next = r->next;
       if (r->draining) {

@@ -277,6 +277,7 @@ class Runtime {
   void sleep_until_message(int timeout_ms, bool progress_thread = false, const bool *done = nullptr);
   // Fails every active request if cadrun marked a peer dead.
   bool check_peers();
+  bool check_corrupt();
 
   // The thread engine's lock over all runtime state; guard() takes it
   // under that engine and is a no-op under the others.
@@ -396,6 +397,10 @@ class Runtime {
   // a push stopped half-way, and the receiver never reads the rest.
   std::vector<uint8_t> lane_out_;
   std::vector<uint64_t> corrupt_lane_;  // the peer wrote a corrupt lane (check_peers): how far ahead
+  // A ring or lane was found corrupt since progress() last ran
+  // check_peers(): it fails the requests with that error at once, before
+  // anything else the broken peer sends (an ABORT, say) can.
+  bool corrupt_new_ = false;
   std::vector<uint8_t> split_used_;     // per endpoint: a bit per Split of its lane to us in use
   std::atomic<int> committed_{0};
   cadrt_request_s *active_ = nullptr;

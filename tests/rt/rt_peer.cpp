@@ -4,7 +4,7 @@
 // write, so whatever a process of the job writes there is untrusted input.
 //
 //   cadrun -n 2 rt_peer frag|eager|ring [signal]
-//   cadrun -n 2 rt_peer lane|split|offer|push
+//   cadrun -n 2 rt_peer lane [busy]|split|offer|push
 //
 //   frag   the RTS of a 64 KiB broadcast becomes a fragment 1 TiB past
 //          the start of the message
@@ -28,7 +28,10 @@
 // 1000 chunks past the head, and stays out of the library for a second:
 // rank 0, waiting, grants the lane and must fail with "wrote a corrupt
 // lane" rather than copy what is not a chunk.  Rank 1 then waits for its
-// own request, which fails, and exits 0.
+// own request, which fails, and exits 0.  lane busy: rank 1 tests its
+// request for that second instead, so it takes rank 0's grant and gives up
+// on it (its tail is not where rank 0's head is); rank 0 found the lane
+// corrupt first and must report that, not rank 1's ABORT after it.
 //
 // split: a 64 MiB broadcast from rank 1, which says it waits (as in
 // lane) so that rank 0 splits the single copy with it (a Split in the
@@ -156,8 +159,14 @@ cadrt::Segment map_segment() {
   return seg;
 }
 
+int64_t now_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 // rt_peer lane (see the header).
-int lane(int rank, cadrt_comm world) {
+int lane(int rank, cadrt_comm world, bool busy) {
   static char in[2 * kBytes], out[2 * kBytes];
   memset(in, rank + 1, sizeof in);
   // (After rank 0's cadrt_init, which would find the lane not empty and
@@ -173,7 +182,19 @@ int lane(int rank, cadrt_comm world) {
   }
   cadrt_request r;
   if (cadrt_ialltoall(in, out, kBytes, CADRT_BYTE, world, &r)) die("ialltoall");
-  if (rank == 1) usleep(1000000);  // out of the library: rank 0 alone meets the lane
+  if (rank == 1 && !busy) usleep(1000000);  // out of the library: rank 0 alone meets the lane
+  // busy: in the library instead, so that rank 1 takes rank 0's grant and
+  // gives up on it, which rank 0 must not report in place of the lane.
+  for (const int64_t until = now_ns() + 1000000000L; rank == 1 && busy && now_ns() < until;) {
+    int done = 0;
+    const int err = cadrt_test(&r, &done);
+    if (done) {
+      printf("rank 1: error %d: %s\n", err, err ? cadrt_error_message() : "none");
+      fflush(stdout);
+      cadrt_finalize();
+      return 0;
+    }
+  }
   return finish(rank, &r);
 }
 
@@ -248,13 +269,13 @@ int offer(int rank, cadrt_comm world) {
 
 int main(int argc, char **argv) {
   const bool sig = argc == 3 && !strcmp(argv[2], "signal");
-  const bool lanes = argc == 2 && !strcmp(argv[1], "lane");
+  const bool lanes = argc >= 2 && !strcmp(argv[1], "lane") && (argc == 2 || (argc == 3 && !strcmp(argv[2], "busy")));
   const bool splits = argc == 2 && !strcmp(argv[1], "split");
   const bool offers = argc == 2 && !strcmp(argv[1], "offer");
   const bool pushes = argc == 2 && !strcmp(argv[1], "push");
-  if ((argc != 2 && !sig) || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring") &&
+  if ((argc != 2 && !sig && !lanes) || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring") &&
                               !lanes && !splits && !offers && !pushes)) {
-    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane | split | offer | push\n");
+    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane [busy] | split | offer | push\n");
     return 2;
   }
   const char *me = getenv("CADRT_RANK");
@@ -274,7 +295,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rt_peer: needs 2 ranks\n");
     return 2;
   }
-  if (lanes) return lane(rank, world);
+  if (lanes) return lane(rank, world, argc == 3);
   if (splits) return split(rank, world);
   if (offers) return offer(rank, world);
   static char buf[kBytes];
