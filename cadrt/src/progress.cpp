@@ -244,11 +244,7 @@ void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, ui
     uint64_t &head = head_seen_[ep];
     if (tail - head >= kSlots) head = q.head.load(std::memory_order_acquire);
     if (tail - head < kSlots) {
-      Slot &s = q.slots[tail % kSlots];
-      if (n) memcpy(s.payload, payload, n);
-      MsgHeader out = h;
-      out.frag = n;
-      publish(s, out, tail);
+      publish(q.slots[tail % kSlots], h, payload, n, tail);
       q.tail.store(tail + 1, std::memory_order_release);
       ring(ep, h.kind != kEager && owner && owner->inst->size >= kick_min);
       return;
@@ -272,9 +268,7 @@ bool Runtime::flush_pending() {
     for (;;) {
       while (!pq.empty() && tail - head < kSlots) {
         Entry *e = pq.pop();
-        Slot &s = q.slots[tail % kSlots];
-        if (e->slot.h.frag) memcpy(s.payload, e->slot.payload, e->slot.h.frag);
-        publish(s, e->slot.h, tail);
+        publish(q.slots[tail % kSlots], e->slot.h, e->slot.payload, e->slot.h.frag, tail);
         tail++;
         if (e->owner) e->owner->unsent--;
         pool_.put(e);
@@ -986,12 +980,9 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
   for (;;) {
     while (x.done < n.len && tail - head < kSlots) {
       const uint32_t part = static_cast<uint32_t>(std::min<uint64_t>(kPayload, n.len - x.done));
-      Slot &s = q.slots[tail % kSlots];
-      memcpy(s.payload, at(r, n.src_buf, n.src_off) + x.done, part);
       MsgHeader h = header(r, node, kFrag);
       h.off = x.done;
-      h.frag = part;
-      publish(s, h, tail);
+      publish(q.slots[tail % kSlots], h, at(r, n.src_buf, n.src_off) + x.done, part, tail);
       x.done += part;
       tail++;
       moved = true;

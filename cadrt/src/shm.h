@@ -132,13 +132,17 @@ inline SlotState slot_state(const Slot &s, uint64_t pos, uint16_t *stamp = nullp
   return st == (pos < kSlots ? 0 : slot_stamp(pos - kSlots)) ? kSlotEmpty : kSlotCorrupt;
 }
 
-// Publishes message pos in its slot, whose payload is written: the header
-// but its first word, its kind, then its stamp.  (h's own stamp is not
-// copied: a stamp written on the way could be taken for another.)
+// Publishes message pos in its slot: its n bytes of payload (at most
+// kPayload), the header but its first word (frag = n), its kind, then its
+// stamp, last, with a release store.  (h's own stamp is not copied: a
+// stamp written on the way could be taken for another.)  Every producer
+// of a ring goes through here, so what a consumer sees stamped is whole.
 static_assert(offsetof(MsgHeader, kind) == 0 && offsetof(MsgHeader, stamp) == 2 && offsetof(MsgHeader, tag) == 4,
               "kind and stamp make a header's first word");
-inline void publish(Slot &s, const MsgHeader &h, uint64_t pos) {
+inline void publish(Slot &s, const MsgHeader &h, const void *payload, uint32_t n, uint64_t pos) {
+  if (n) memcpy(s.payload, payload, n);
   memcpy(reinterpret_cast<unsigned char *>(&s.h) + 4, reinterpret_cast<const unsigned char *>(&h) + 4, sizeof h - 4);
+  s.h.frag = n;
   s.h.kind = h.kind;
   __atomic_store_n(&s.h.stamp, slot_stamp(pos), __ATOMIC_RELEASE);
 }

@@ -254,7 +254,7 @@ int offer(int rank, cadrt_comm world) {
   h.addr = reinterpret_cast<uint64_t>(buf);
   h.off = 1u << 8 | 200;  // Split 200 of 8
   const uint64_t tail = out.tail.load(std::memory_order_relaxed);
-  cadrt::publish(out.slots[tail % cadrt::kSlots], h, tail);
+  cadrt::publish(out.slots[tail % cadrt::kSlots], h, nullptr, 0, tail);
   out.tail.store(tail + 1, std::memory_order_release);
   seg.rank(0).bell.fetch_add(1, std::memory_order_release);
   cadrt::futex_wake(&seg.rank(0).bell);
