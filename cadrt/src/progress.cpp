@@ -1378,15 +1378,18 @@ bool Runtime::check_peers() {
     }
     const Corrupt &c = corrupt_[ep];
     if (!c.found && !corrupt_lane_[ep] && ri.state.load(std::memory_order_acquire) != kDead) continue;
-    const std::string why = c.found ? "rank " + std::to_string(ep) + " of the job wrote a corrupt ring (slot " +
-                                          std::to_string(c.pos % kSlots) + " stamped " + std::to_string(c.stamp) +
-                                          " where message " + std::to_string(c.pos) + " was due, in a ring of " +
-                                          std::to_string(kSlots) + ")"
-                            : corrupt_lane_[ep] ? "rank " + std::to_string(ep) + " of the job wrote a corrupt lane (" +
-                                                      std::to_string(corrupt_lane_[ep]) + " chunks ahead)"
-                                                : ep == me ? "a peer found what this rank (" + std::to_string(ep) +
-                                                                 " of the job) wrote corrupt"
-                                                           : "rank " + std::to_string(ep) + " of the job died";
+    const std::string rank = "rank " + std::to_string(ep) + " of the job";
+    std::string why;
+    if (c.found)
+      why = rank + " wrote a corrupt ring (slot " + std::to_string(c.pos % kSlots) + " stamped " +
+            std::to_string(c.stamp) + " where message " + std::to_string(c.pos) + " was due, in a ring of " +
+            std::to_string(kSlots) + ")";
+    else if (corrupt_lane_[ep])
+      why = rank + " wrote a corrupt lane (" + std::to_string(corrupt_lane_[ep]) + " chunks ahead)";
+    else if (ep == me)
+      why = "a peer found what this rank (" + std::to_string(ep) + " of the job) wrote corrupt";
+    else
+      why = rank + " died";
     for (cadrt_request_s *r = active_, *next; r; r = next) {
       next = r->next;
       if (r->draining) {

@@ -275,8 +275,11 @@ class Runtime {
   // (The main thread stops `polling` while it sleeps; the progress thread
   // leaves that flag, which is the main thread's, alone.)
   void sleep_until_message(int timeout_ms, bool progress_thread = false, const bool *done = nullptr);
-  // Fails every active request if cadrun marked a peer dead.
+  // Fails every active request if cadrun marked a peer dead, or this rank
+  // found a peer's ring or lane corrupt.
   bool check_peers();
+  // check_peers() at once when a corruption was found since it last ran
+  // (outside the signal handler).
   bool check_corrupt();
 
   // The thread engine's lock over all runtime state; guard() takes it
@@ -397,9 +400,9 @@ class Runtime {
   // a push stopped half-way, and the receiver never reads the rest.
   std::vector<uint8_t> lane_out_;
   std::vector<uint64_t> corrupt_lane_;  // the peer wrote a corrupt lane (check_peers): how far ahead
-  // A ring or lane was found corrupt since progress() last ran
-  // check_peers(): it fails the requests with that error at once, before
-  // anything else the broken peer sends (an ABORT, say) can.
+  // A ring or lane was found corrupt since check_corrupt() last ran: it
+  // fails the requests with that error at once, before anything else the
+  // broken peer sends (an ABORT, say) can.
   bool corrupt_new_ = false;
   std::vector<uint8_t> split_used_;     // per endpoint: a bit per Split of its lane to us in use
   std::atomic<int> committed_{0};

@@ -135,14 +135,19 @@ void tamper(const char *how, bool kick) {
   seg.unmap();
 }
 
-// Waits for r, says how it ended ("rank N: error E: message"), finalizes;
-// the exit status: 1 if rank 0's request, which must fail, succeeded.
-int finish(int rank, cadrt_request *r) {
-  const int err = cadrt_wait(r);
+// Says how a rank's request ended ("rank N: error E: message"),
+// finalizes; the exit status: 1 if rank 0's request, which must fail,
+// succeeded.
+int report(int rank, int err) {
   printf("rank %d: error %d: %s\n", rank, err, err ? cadrt_error_message() : "none");
   fflush(stdout);
   cadrt_finalize();
   return rank == 0 && !err ? 1 : 0;
+}
+
+// Waits for r, then report().
+int finish(int rank, cadrt_request *r) {
+  return report(rank, cadrt_wait(r));
 }
 
 cadrt::Segment map_segment() {
@@ -188,12 +193,7 @@ int lane(int rank, cadrt_comm world, bool busy) {
   for (const int64_t until = now_ns() + 1000000000L; rank == 1 && busy && now_ns() < until;) {
     int done = 0;
     const int err = cadrt_test(&r, &done);
-    if (done) {
-      printf("rank 1: error %d: %s\n", err, err ? cadrt_error_message() : "none");
-      fflush(stdout);
-      cadrt_finalize();
-      return 0;
-    }
+    if (done) return report(rank, err);
   }
   return finish(rank, &r);
 }
