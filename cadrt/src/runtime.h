@@ -293,6 +293,7 @@ class Runtime {
   std::atomic<int> pass_busy_{0};      // a pass of the progress thread is under way
   const char *engine_name() const;
   bool kickable() const;
+  bool needs_cpu(const cadrt_request_s *r) const;
   bool idle() const;
   int make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int64_t>> &places);
   // A message waits in one of our rings.
