@@ -74,6 +74,11 @@
  *                broadcast (under every engine, poll included) -- with P <=
  *                3, where rank 0 is a leaf of the broadcast
  * --away-for S   see --away
+ * --away-rank R  the rank that computes in --away instead of rank 0 (with
+ *                --away-posts first and allreduce_linear at P = 2, rank 1
+ *                posts first and computes, and rank 0, which makes every
+ *                copy, completes without interrupting it: nothing of it
+ *                needs rank 1's CPU)
  * --busy-peer DIR  rank 1 polls the library (cadrt_poll_begin) without
  *                starting anything until rank 0 has started a broadcast of
  *                the first --sizes elements from rank 1 (DIR/posted.0);
@@ -546,8 +551,9 @@ static void make_file(const char *dir, const char *what)
 }
 
 /* --away: see the header.  Returns 0, 1 (an error or a wrong result) or 3
- * (right results, but rank 0's peers completed only after it came back). */
-static int away(const char *dir, size_t n, double seconds, int posts_last)
+ * (right results, but the away rank's peers completed only after it came
+ * back).  In the comments "rank 0" is the away rank. */
+static int away(const char *dir, size_t n, double seconds, int posts_last, int me_away)
 {
 	int32_t *in = malloc((n ? n : 1) * sizeof *in), *out = malloc((n ? n : 1) * sizeof *out);
 	char path[4096];
@@ -561,10 +567,10 @@ static int away(const char *dir, size_t n, double seconds, int posts_last)
 		out[i] = posts_last && g_rank == 1 ? gen(1, i, 9) : -1;
 	}
 	/* The order of the posts: rank 0 first, or every other rank first. */
-	if (g_rank != 0 && !posts_last && wait_for_file(dir, "posted", 0))
+	if (g_rank != me_away && !posts_last && wait_for_file(dir, "posted", me_away))
 		return 1;
-	for (int r = 1; g_rank == 0 && posts_last && r < g_size; r++)
-		if (wait_for_file(dir, "posted", r))
+	for (int r = 0; g_rank == me_away && posts_last && r < g_size; r++)
+		if (r != me_away && wait_for_file(dir, "posted", r))
 			return 1;
 	if (posts_last)
 		err = cadrt_ibcast(out, n, CADRT_INT32, 1 % g_size, cadrt_comm_world(), &req);
@@ -575,7 +581,7 @@ static int away(const char *dir, size_t n, double seconds, int posts_last)
 		return 1;
 	}
 	make_file(dir, "posted");
-	if (g_rank == 0) {
+	if (g_rank == me_away) {
 		/* Compute: no cadrt call, a look at the files every millisecond. */
 		const double t0 = now();
 		volatile double x = 1.0;
@@ -584,13 +590,16 @@ static int away(const char *dir, size_t n, double seconds, int posts_last)
 			for (int i = 0; i < 20000; i++)
 				x = x * 1.0000001 + 1e-9;
 			peers_done = 1;
-			for (int r = 1; r < g_size && peers_done; r++) {
+			for (int r = 0; r < g_size && peers_done; r++) {
+				if (r == me_away)
+					continue;
 				snprintf(path, sizeof path, "%s/done.%d", dir, r);
 				peers_done = access(path, F_OK) == 0;
 			}
 		}
-		printf("rt_check: away: the peers %s\n",
-		       peers_done ? "completed while rank 0 computed" : "had not completed when rank 0 came back");
+		printf("rt_check: away: the peers %s %d %s\n",
+		       peers_done ? "completed while rank" : "had not completed when rank", me_away,
+		       peers_done ? "computed" : "came back");
 	}
 	if ((err = cadrt_wait(&req)))
 		FAIL("cadrt_wait: %s", cadrt_error_message());
@@ -606,14 +615,14 @@ static int away(const char *dir, size_t n, double seconds, int posts_last)
 			break;
 		}
 	}
-	if (g_rank != 0)
+	if (g_rank != me_away)
 		make_file(dir, "done");
 	free(in);
 	free(out);
 	/* No rank leaves while a peer may still read its memory. */
 	if ((err = cadrt_ibarrier(cadrt_comm_world(), &req)) || (err = cadrt_wait(&req)))
 		FAIL("the barrier after the collective: %s", cadrt_error_message());
-	return g_failures ? 1 : g_rank == 0 && !peers_done ? 3 : 0;
+	return g_failures ? 1 : g_rank == me_away && !peers_done ? 3 : 0;
 }
 
 /* --busy-peer: see the header. */
@@ -715,6 +724,7 @@ static int body(int argc, char **argv)
 	const char *away_dir = NULL;
 	double away_for = 30;
 	int away_last = 0;
+	long away_rank = 0;
 	const char *busy_dir = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -757,6 +767,8 @@ static int body(int argc, char **argv)
 			away_last = !strcmp(argv[++i], "last");
 		else if (!strcmp(argv[i], "--busy-peer") && i + 1 < argc)
 			busy_dir = argv[++i];
+		else if (!strcmp(argv[i], "--away-rank") && i + 1 < argc)
+			away_rank = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--away-for") && i + 1 < argc)
 			away_for = atof(argv[++i]);
 		else {
@@ -784,7 +796,8 @@ static int body(int argc, char **argv)
 		return err ? 1 : 0;
 	}
 	if (away_dir) {
-		err = away(away_dir, nsizes ? sizes[0] : 0, away_for, away_last);
+		err = away(away_dir, nsizes ? sizes[0] : 0, away_for, away_last,
+			   away_rank >= 0 && away_rank < g_size ? (int)away_rank : 0);
 		cadrt_finalize();
 		return err;
 	}

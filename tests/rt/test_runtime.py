@@ -167,6 +167,23 @@ def test_no_interrupt_below_the_threshold(build_dir, tmp_path, engine):
     assert m and m.group(1) == "0" and m.group(2) == "0", r.stderr
 
 
+@pytest.mark.parametrize("engine", ["thread", "signal"])
+def test_no_interrupt_for_a_rank_its_peer_serves(build_dir, tmp_path, engine):
+    """allreduce_linear at P = 2 (the rules' choice from 16 KiB), 4 MiB:
+    rank 1 posts first and computes; rank 0 starts after and makes every
+    copy and the sum. Nothing of it needs rank 1's CPU (both its steps
+    wait for rank 0's FIN), so rank 0 neither signals rank 1 nor wakes its
+    helper, though the collective is above CADRT_KICK_MIN, and completes
+    while rank 1 computes. (Until 2026-11-26 rank 1 was interrupted for
+    each FIN, which cost rank 0 a tgkill or a futex wake-up each.)"""
+    r = run(build_dir, 2, "rt_check", "--away", tmp_path, "--away-rank", "1", "--sizes", 1 << 20,
+            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the peers completed while rank 1 computed" in r.stdout
+    m = re.search(rf"rank 0: {engine} engine: (\d+) kicks sent, .*, (\d+) peers' helpers woken", r.stderr)
+    assert m and m.group(1) == "0" and m.group(2) == "0", r.stderr
+
+
 def test_no_progress_while_a_rank_computes_under_poll(build_dir, tmp_path):
     """Under the poll engine nothing progresses rank 0's part until it
     calls cadrt again, so the others are still waiting when it comes back
