@@ -634,7 +634,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
 bool Runtime::lane_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
   const cad_node &n = r->inst->prog.nodes[node];
   const std::vector<uint8_t> &to = r->inst->sends_to;
-  return bulk && n.len >= bulk_min && !remote(ep) && lane_in_[ep] == kLaneFree && !t_in_handler &&
+  return bulk && n.len >= bulk_min && n.len < bulk_max && !remote(ep) && lane_in_[ep] == kLaneFree && !t_in_handler &&
          n.peer < to.size() && to[n.peer];
 }
 

@@ -583,13 +583,25 @@ int Runtime::probe_cma() {
   return 0;
 }
 
-// Whether the lanes beat the single copy here (CADRT_BULK=auto, the
-// default).  Each rank and its partner (ranks 2k and 2k+1 of the node)
-// exchange 256 KiB through their lanes the way a granted transfer does,
-// a chunk published as soon as it is in, and each compares its time with
-// a process_vm_readv of 256 KiB of its own memory (the kernel's pinning,
-// mapping and page-by-page copy are the same as from a peer); the best of
-// 5 exchanges and of 3 reads, some hundreds of us at start.  Two memcpys of private memory,
+// Up to which transfer the lanes beat the single copy here
+// (CADRT_BULK=auto, the default): 0 if not even at 16 KiB, UINT64_MAX if
+// they still win at 256 KiB, else the smallest size measured at which they
+// lose.  Each rank and its partner (ranks 2k and 2k+1 of the node)
+// exchange 16, 64 and 256 KiB through their lanes the way a granted
+// transfer does, a chunk published as soon as it is in, and each compares
+// its times with a process_vm_readv of as much of its own memory (the
+// kernel's pinning, mapping and page-by-page copy are the same as from a
+// peer); the best of 5 exchanges and of 3 reads, some hundreds of us at
+// start.  Several sizes, because the two costs grow differently: a
+// process_vm_readv pays microseconds for the call and its pinning before
+// its first byte, a lane only its two memcpys, so on a VM whose vCPUs sit
+// apart the lanes may win for the blocks of a small alltoall and lose from
+// 64 KiB (2026-11-27: ialltoall of 32 KiB 4.8 us through the lanes, 5.9
+// by single copies; of 256 KiB 16-18 us against 13.7-14.8).  A step, not an
+// interpolated crossover: a granted transfer pays a round trip more than
+// the measured exchange, and between two sizes the measurement says
+// nothing.
+// Two memcpys of private memory,
 // which this measured before 2026-11-25, do not see what a lane pays on a
 // machine whose two CPUs sit on different caches of the host: there a
 // memcpy into lines the other CPU has just read costs 6 times a private
@@ -599,10 +611,9 @@ int Runtime::probe_cma() {
 // rank whose partner does not take part (another CADRT_BULK, or no
 // partner on this node) measures two private memcpys as before.  Called
 // between two barriers of the node's ranks (init_joined).
-bool Runtime::lanes_pay(uint32_t partner) {
-  constexpr size_t kProbe = 256 << 10;
-  constexpr uint32_t kChunks = kProbe / kLaneChunk;
-  std::vector<unsigned char> a(kProbe, 1), b(kProbe, 2);
+uint64_t Runtime::lanes_upto(uint32_t partner) {
+  constexpr size_t kProbe[3] = {16 << 10, 64 << 10, 256 << 10};
+  std::vector<unsigned char> a(kProbe[2], 1), b(kProbe[2], 2);
   auto best = [](int n, auto fn) {
     int64_t m = INT64_MAX;
     for (int i = 0; i < n; i++) {
@@ -613,54 +624,67 @@ bool Runtime::lanes_pay(uint32_t partner) {
     return m;
   };
   bool ok = true;
-  const int64_t read = best(3, [&] {
-    struct iovec l = {b.data(), kProbe}, r = {a.data(), kProbe};
-    ok &= process_vm_readv(getpid(), &l, 1, &r, 1, 0) == static_cast<ssize_t>(kProbe);
-    return true;
-  });
-  int64_t lane;
-  const char *how;
-  if (partner < nep) {
+  const int64_t give_up = now_ns() + 60000000;
+  // The single copy and the lanes' way for a transfer of len bytes.
+  auto measure = [&](size_t len, int64_t *read, int64_t *lane) {
+    *read = best(3, [&] {
+      struct iovec l = {b.data(), len}, r = {a.data(), len};
+      ok &= process_vm_readv(getpid(), &l, 1, &r, 1, 0) == static_cast<ssize_t>(len);
+      return true;
+    });
+    if (partner >= nep) {
+      *lane = 2 * best(3, [&] {
+        memcpy(b.data(), a.data(), len);
+        __asm__ volatile("" ::"r"(b.data()) : "memory");
+        return true;
+      });
+      return;
+    }
     // In and out at once, as both sides of an exchange; a partner that
-    // does not come within 20 ms (not measuring, or not running) ends it:
-    // lanes need both ranks on a CPU.
+    // does not come within 60 ms in all (not measuring, or not running)
+    // ends it: lanes need both ranks on a CPU.
     Lane &out = seg.lane(me, partner), &in = seg.lane(partner, me);
     const uint32_t n = seg.nranks();
-    const int64_t give_up = now_ns() + 20000000;
-    lane = best(5, [&] {
+    const uint32_t chunks = static_cast<uint32_t>((len + kLaneChunk - 1) / kLaneChunk);
+    auto part = [&](uint32_t i) { return std::min<size_t>(kLaneChunk, len - static_cast<size_t>(i) * kLaneChunk); };
+    *lane = best(5, [&] {
       const uint64_t t0 = out.tail.load(std::memory_order_relaxed), h0 = in.head.load(std::memory_order_relaxed);
       uint32_t put = 0, got = 0;
-      while (put < kChunks || got < kChunks || out.head.load(std::memory_order_acquire) != t0 + kChunks) {
+      while (put < chunks || got < chunks || out.head.load(std::memory_order_acquire) != t0 + chunks) {
         if (now_ns() > give_up) return false;
-        if (put < kChunks) {
-          memcpy(out.chunk(put, n), a.data() + static_cast<size_t>(put) * kLaneChunk, kLaneChunk);
+        if (put < chunks) {
+          memcpy(out.chunk(put, n), a.data() + static_cast<size_t>(put) * kLaneChunk, part(put));
           out.tail.store(t0 + ++put, std::memory_order_release);
         }
-        if (got < kChunks && in.tail.load(std::memory_order_acquire) > h0 + got) {
-          memcpy(b.data() + static_cast<size_t>(got) * kLaneChunk, in.chunk(got, n), kLaneChunk);
+        if (got < chunks && in.tail.load(std::memory_order_acquire) > h0 + got) {
+          memcpy(b.data() + static_cast<size_t>(got) * kLaneChunk, in.chunk(got, n), part(got));
           in.head.store(h0 + ++got, std::memory_order_release);
         }
       }
       return true;
     });
-    how = "through the lanes with rank";
-  } else {
-    lane = 2 * best(3, [&] {
-      memcpy(b.data(), a.data(), kProbe);
-      __asm__ volatile("" ::"r"(b.data()) : "memory");
-      return true;
-    });
-    how = "by two memcpys";
-  }
-  const bool pay = ok && lane < read;
+  };
+  // Every size, whatever the smaller ones said: each exchange needs both
+  // partners.
+  int64_t read[3], lane[3];
+  for (int i = 0; i < 3; i++) measure(kProbe[i], &read[i], &lane[i]);
+  uint64_t upto = UINT64_MAX;
+  for (int i = 2; i >= 0; i--)
+    if (!ok || lane[i] == INT64_MAX || lane[i] >= read[i]) upto = i ? kProbe[i] : 0;
   if (verbose) {
-    char with[32] = "";
+    char with[32] = "", lim[48];
     if (partner < nep) snprintf(with, sizeof with, " %u", partner);
-    fprintf(stderr, "cadrt: rank %u: lanes measured %s: 256 KiB %s%s %lld ns, by process_vm_readv %lld ns\n", me,
-            pay ? "faster" : "slower", how, with, lane == INT64_MAX ? -1ll : static_cast<long long>(lane),
-            static_cast<long long>(read));
+    if (upto == 0) snprintf(lim, sizeof lim, "slower");
+    else if (upto == UINT64_MAX) snprintf(lim, sizeof lim, "faster");
+    else snprintf(lim, sizeof lim, "faster below %llu bytes", static_cast<unsigned long long>(upto));
+    auto ns = [](int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long long>(t); };
+    fprintf(stderr,
+            "cadrt: rank %u: lanes measured %s: 16, 64 and 256 KiB %s%s %lld, %lld, %lld ns; by process_vm_readv "
+            "%lld, %lld, %lld ns\n",
+            me, lim, partner < nep ? "through the lanes with rank" : "by two memcpys", with, ns(lane[0]), ns(lane[1]),
+            ns(lane[2]), ns(read[0]), ns(read[1]), ns(read[2]));
   }
-  return pay;
+  return upto;
 }
 
 // ---------------------------------------------------------------- engines
@@ -860,6 +884,20 @@ int Runtime::init_joined() {
   const std::string want_bulk = env("CADRT_BULK") ? env("CADRT_BULK") : "auto";
   if (want_bulk != "0" && want_bulk != "1" && want_bulk != "auto")
     return set_error(-EINVAL, "CADRT_BULK=" + want_bulk + ": not 0, 1 or auto");
+  if (const char *v = env("CADRT_BULK_MIN")) {
+    long k;
+    if (!env_long("CADRT_BULK_MIN", &k) || k < 0)
+      return set_error(-EINVAL, std::string("CADRT_BULK_MIN=") + v + ": not a number of bytes");
+    bulk_min = static_cast<uint64_t>(k);
+  }
+  uint64_t want_max = UINT64_MAX;
+  if (const char *v = env("CADRT_BULK_MAX")) {
+    long k;
+    if (!env_long("CADRT_BULK_MAX", &k) || k < 0)
+      return set_error(-EINVAL, std::string("CADRT_BULK_MAX=") + v + ": not a number of bytes");
+    want_max = static_cast<uint64_t>(k);
+  }
+  bulk_max = want_max;
   // Lanes (and Splits, in their headers) serve local peers CMA can reach.
   const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
   bulk = lanes_here && want_bulk != "0";
@@ -889,19 +927,32 @@ int Runtime::init_joined() {
       if (!remote(ep)) local.push_back(ep);
     const size_t j = (std::find(local.begin(), local.end(), me) - local.begin()) ^ 1;
     const uint32_t partner = j < local.size() ? local[j] : nep;
-    seg.rank(me).lanes_verdict.store(0, std::memory_order_relaxed);
+    seg.rank(me).lanes_upto.store(0, std::memory_order_relaxed);
     seg.barrier();
-    if (measure && partner < nep) seg.rank(me).lanes_verdict.store(lanes_pay(partner) ? 1 : 2);
+    if (measure && partner < nep) {
+      const uint64_t upto = lanes_upto(partner);
+      seg.rank(me).lanes_upto.store(upto == UINT64_MAX ? upto : upto + 1);
+    }
     seg.barrier();
     if (measure) {
-      bool pay = false, lose = false;
+      // The smallest limit any pair measured (the receiver alone decides
+      // a grant, so ranks need not agree; they do, for one behaviour).
+      uint64_t upto = UINT64_MAX;
+      bool any = false;
       for (uint32_t ep : local) {
-        const uint32_t v = seg.rank(ep).lanes_verdict.load();
-        pay |= v == 1;
-        lose |= v == 2;
+        const uint64_t v = seg.rank(ep).lanes_upto.load();
+        if (!v) continue;
+        any = true;
+        upto = std::min(upto, v == UINT64_MAX ? v : v - 1);
       }
-      bulk = !lose && (pay || lanes_pay(nep));
-      if (verbose) fprintf(stderr, "cadrt: rank %u: bulk lanes %s\n", me, bulk ? "on" : "off");
+      if (!any) upto = lanes_upto(nep);
+      bulk_max = std::min(upto, want_max);
+      bulk = bulk_max > bulk_min;
+      if (verbose) {
+        if (!bulk) fprintf(stderr, "cadrt: rank %u: bulk lanes off\n", me);
+        else if (bulk_max == UINT64_MAX) fprintf(stderr, "cadrt: rank %u: bulk lanes on\n", me);
+        else fprintf(stderr, "cadrt: rank %u: bulk lanes on below %llu bytes\n", me, static_cast<unsigned long long>(bulk_max));
+      }
     }
     for (uint32_t ep = 0; ep < nep; ep++)
       if (ep != me && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
@@ -925,12 +976,6 @@ int Runtime::init_joined() {
   if (want_split != "0" && want_split != "1")
     return set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");
   split = lanes_here && want_split == "1";
-  if (const char *v = env("CADRT_BULK_MIN")) {
-    long k;
-    if (!env_long("CADRT_BULK_MIN", &k) || k < 0)
-      return set_error(-EINVAL, std::string("CADRT_BULK_MIN=") + v + ": not a number of bytes");
-    bulk_min = static_cast<uint64_t>(k);
-  }
   pool_.grow(256);
   vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
 

@@ -310,11 +310,13 @@ class Runtime {
   bool cma = false;
   // Large local messages may go through the bulk lanes (shm.h): the
   // segment has them, CMA works (the other way when a grant is not
-  // made), and CADRT_BULK is 1, or auto (the default) and two memcpys
-  // measured faster than a process_vm_readv (lanes_pay()).  From
-  // bulk_min bytes (CADRT_BULK_MIN).
+  // made), and CADRT_BULK is 1, or auto (the default) and an exchange
+  // through them measured faster than a process_vm_readv (lanes_upto()).
+  // From bulk_min bytes (CADRT_BULK_MIN) to below bulk_max: the measured
+  // crossover, or CADRT_BULK_MAX if smaller.
   bool bulk = false;
   uint64_t bulk_min = 16384;
+  uint64_t bulk_max = UINT64_MAX;
   // Where CMA is not permitted: a large local message goes through the
   // sender's lane to its receiver (kPush) when that lane is empty, else in
   // fragments through the ring.  The segment has lanes and CADRT_BULK is
@@ -583,7 +585,7 @@ class Runtime {
   Bootstrap boot_;
   bool booted_ = false;
   int probe_cma();
-  bool lanes_pay(uint32_t partner);  // partner: nep if none
+  uint64_t lanes_upto(uint32_t partner);  // partner: nep if none
   int start_engine();
   void stop_helper();
 };

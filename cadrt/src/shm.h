@@ -168,7 +168,8 @@ struct alignas(64) RankInfo {
   std::atomic<uint32_t> bell;                 // futex word
   std::atomic<uint32_t> kicked;               // a kick is on its way (one at a time)
   std::atomic<uint32_t> committed;            // waiting, or between cadrt_poll_begin and end
-  std::atomic<uint32_t> lanes_verdict;        // at init: 0 not measured, 1 lanes pay, 2 they lose
+  std::atomic<uint64_t> lanes_upto;           // at init: 0 not measured, else what Runtime::lanes_upto()
+                                              // measured, + 1 unless UINT64_MAX
 };
 static_assert(sizeof(RankInfo) == 128, "two cache lines");
 

@@ -421,9 +421,10 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     """Large receives of an exchange (alltoall, allreduce: the two ranks
     send each other data) go through the bulk lanes when both ranks wait,
     a broadcast's by a single copy; results stay right (rt_check compares
-    every element), and with CADRT_BULK=0 nothing goes through a lane.
-    (CADRT_BULK=1: lanes whether or not they measure faster here; the
-    default, auto, says what it measured.)"""
+    every element), and with CADRT_BULK=0 nothing goes through a lane, nor
+    with CADRT_BULK_MAX below the smallest large receive.  (CADRT_BULK=1:
+    lanes whether or not they measure faster here; the default, auto, says
+    what it measured.)"""
     def counts(env):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,700000",
                 env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", **env}, timeout=90)
@@ -435,16 +436,33 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     assert lanes > 0 and single > 0, (lanes, single)
     lanes, single = counts({"CADRT_BULK": "0"})
     assert lanes == 0 and single > 0, (lanes, single)
+    # Every large receive here is 100 KB or more.
+    lanes, single = counts({"CADRT_BULK": "1", "CADRT_BULK_MAX": "65536"})
+    assert lanes == 0 and single > 0, (lanes, single)
     r = run(build_dir, p, "rt_check", "--coll", "alltoall", "--sizes", "100000",
             env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    # Each pair of ranks measured an exchange through its lanes (the last
-    # of an odd number does not), and the node decided as one.
-    measured = re.findall(r"lanes measured (?:faster|slower): 256 KiB through the lanes with rank \d+ -?\d+ ns, "
-                          r"by process_vm_readv \d+ ns", r.stderr)
+    # Each pair of ranks measured exchanges of three sizes through its
+    # lanes (the last of an odd number does not), and the node decided as
+    # one: lanes off if a pair found them slower at 16 KiB, else below the
+    # smallest size at which one found them slower.
+    measured = re.findall(r"lanes measured (slower|faster|faster below (?:65536|262144) bytes): 16, 64 and 256 KiB "
+                          r"through the lanes with rank \d+ (-?\d+), (-?\d+), (-?\d+) ns; by process_vm_readv "
+                          r"(\d+), (\d+), (\d+) ns", r.stderr)
     assert len(measured) == p - p % 2, r.stderr
-    said = re.findall(r"bulk lanes (on|off)\n", r.stderr)
+    said = re.findall(r"bulk lanes (on|off|on below \d+ bytes)\n", r.stderr)
     assert len(said) == p and len(set(said)) == 1, r.stderr
+    limits = []
+    for verdict, *ns in measured:
+        lane, read = [int(x) for x in ns[:3]], [int(x) for x in ns[3:]]
+        slower = [i for i in range(3) if lane[i] < 0 or lane[i] >= read[i]]
+        want = "faster" if not slower else "slower" if slower[0] == 0 else \
+            f"faster below {[16384, 65536, 262144][slower[0]]} bytes"
+        assert verdict == want, (verdict, lane, read)
+        limits.append(0 if verdict == "slower" else int(verdict.split()[2]) if "below" in verdict else None)
+    if limits:
+        least = 0 if 0 in limits else min((x for x in limits if x is not None), default=None)
+        assert said[0] == ("off" if least == 0 else "on" if least is None else f"on below {least} bytes"), r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -536,6 +554,7 @@ def test_cma_off_by_setting(build_dir):
     ({"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "-1"}, "CADRT_KICK_MIN=-1: not a number of bytes"),
     ({"CADRT_BULK": "2"}, "CADRT_BULK=2: not 0, 1 or auto"),
     ({"CADRT_BULK_MIN": "-1"}, "CADRT_BULK_MIN=-1: not a number of bytes"),
+    ({"CADRT_BULK_MAX": "lots"}, "CADRT_BULK_MAX=lots: not a number of bytes"),
     ({"CADRT_SPLIT": "yes"}, "CADRT_SPLIT=yes: not 0 or 1"),
 ])
 def test_bad_settings_are_clear_errors(build_dir, setting, message):
