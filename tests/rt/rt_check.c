@@ -725,6 +725,7 @@ static int body(int argc, char **argv)
 	double away_for = 30;
 	int away_last = 0;
 	long away_rank = 0;
+	const char *away_rank_arg = "0";
 	const char *busy_dir = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -767,8 +768,14 @@ static int body(int argc, char **argv)
 			away_last = !strcmp(argv[++i], "last");
 		else if (!strcmp(argv[i], "--busy-peer") && i + 1 < argc)
 			busy_dir = argv[++i];
-		else if (!strcmp(argv[i], "--away-rank") && i + 1 < argc)
-			away_rank = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--away-rank") && i + 1 < argc) {
+			char *end;
+
+			away_rank_arg = argv[++i];
+			away_rank = strtol(away_rank_arg, &end, 10);
+			if (end == argv[i] || *end)
+				away_rank = -1; /* refused below, with the job's size */
+		}
 		else if (!strcmp(argv[i], "--away-for") && i + 1 < argc)
 			away_for = atof(argv[++i]);
 		else {
@@ -795,9 +802,13 @@ static int body(int argc, char **argv)
 			err ? cadrt_error_message() : "no error");
 		return err ? 1 : 0;
 	}
+	if (away_rank < 0 || away_rank >= g_size) {
+		fprintf(stderr, "rt_check: --away-rank %s: not a rank of this job (0..%d)\n", away_rank_arg, g_size - 1);
+		cadrt_finalize();
+		return 2;
+	}
 	if (away_dir) {
-		err = away(away_dir, nsizes ? sizes[0] : 0, away_for, away_last,
-			   away_rank >= 0 && away_rank < g_size ? (int)away_rank : 0);
+		err = away(away_dir, nsizes ? sizes[0] : 0, away_for, away_last, (int)away_rank);
 		cadrt_finalize();
 		return err;
 	}

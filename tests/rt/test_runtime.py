@@ -184,6 +184,16 @@ def test_no_interrupt_for_a_rank_its_peer_serves(build_dir, tmp_path, engine):
     assert m and m.group(1) == "0" and m.group(2) == "0", r.stderr
 
 
+@pytest.mark.parametrize("value", ["2", "-1", "one", ""])
+def test_away_rank_outside_the_job_is_refused(build_dir, tmp_path, value):
+    """rt_check --away-rank names the rank that computes; one that is not
+    a rank of the job is an error naming it, not a silent rank 0 (which
+    would let the test above pass while measuring the wrong rank)."""
+    r = run(build_dir, 2, "rt_check", "--away", tmp_path, "--away-rank", value, "--sizes", 1024, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"--away-rank {value}: not a rank of this job (0..1)" in r.stderr, r.stderr
+
+
 def test_no_progress_while_a_rank_computes_under_poll(build_dir, tmp_path):
     """Under the poll engine nothing progresses rank 0's part until it
     calls cadrt again, so the others are still waiting when it comes back
