@@ -596,7 +596,7 @@ int Runtime::probe_cma() {
 // process_vm_readv pays microseconds for the call and its pinning before
 // its first byte, a lane only its two memcpys, so on a VM whose vCPUs sit
 // apart the lanes may win for the blocks of a small alltoall and lose from
-// 64 KiB (2026-11-27: ialltoall of 32 KiB 4.8 us through the lanes, 5.9
+// 64 KiB (2026-11-26: ialltoall of 32 KiB 4.8 us through the lanes, 5.9
 // by single copies; of 256 KiB 16-18 us against 13.7-14.8).  A step, not an
 // interpolated crossover: a granted transfer pays a round trip more than
 // the measured exchange, and between two sizes the measurement says
