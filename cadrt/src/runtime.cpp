@@ -584,9 +584,8 @@ int Runtime::probe_cma() {
 }
 
 // Up to which transfer the lanes beat the single copy here
-// (CADRT_BULK=auto, the default): 0 if not even at 16 KiB, UINT64_MAX if
-// they still win at 256 KiB, else the smallest size measured at which they
-// lose.  Each rank and its partner (ranks 2k and 2k+1 of the node)
+// (CADRT_BULK=auto, the default): UINT64_MAX if they win at 256 KiB, else
+// the smallest size measured from which on they lose (0: even at 16 KiB).  Each rank and its partner (ranks 2k and 2k+1 of the node)
 // exchange 16, 64 and 256 KiB through their lanes the way a granted
 // transfer does, a chunk published as soon as it is in, and each compares
 // its times with a process_vm_readv of as much of its own memory (the
@@ -668,9 +667,14 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
   // partners.
   int64_t read[3], lane[3];
   for (int i = 0; i < 3; i++) measure(kProbe[i], &read[i], &lane[i]);
+  // From the top: the smallest size from which on they lose at every size
+  // measured.  (A loss below a win is taken for noise: lanes that win at
+  // 256 KiB serve every size, as when 256 KiB was all this measured.)
   uint64_t upto = UINT64_MAX;
-  for (int i = 2; i >= 0; i--)
-    if (!ok || lane[i] == INT64_MAX || lane[i] >= read[i]) upto = i ? kProbe[i] : 0;
+  for (int i = 2; i >= 0; i--) {
+    if (ok && lane[i] != INT64_MAX && lane[i] < read[i]) break;
+    upto = i ? kProbe[i] : 0;
+  }
   if (verbose) {
     char with[32] = "", lim[48];
     if (partner < nep) snprintf(with, sizeof with, " %u", partner);

@@ -454,8 +454,8 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     assert r.returncode == 0, r.stdout + r.stderr
     # Each pair of ranks measured exchanges of three sizes through its
     # lanes (the last of an odd number does not), and the node decided as
-    # one: lanes off if a pair found them slower at 16 KiB, else below the
-    # smallest size at which one found them slower.
+    # one: lanes below the least of the pairs' limits, a pair's limit the
+    # smallest size from which on it found them slower at every size.
     measured = re.findall(r"lanes measured (slower|faster|faster below (?:65536|262144) bytes): 16, 64 and 256 KiB "
                           r"through the lanes with rank \d+ (-?\d+), (-?\d+), (-?\d+) ns; by process_vm_readv "
                           r"(\d+), (\d+), (\d+) ns", r.stderr)
@@ -465,9 +465,12 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     limits = []
     for verdict, *ns in measured:
         lane, read = [int(x) for x in ns[:3]], [int(x) for x in ns[3:]]
-        slower = [i for i in range(3) if lane[i] < 0 or lane[i] >= read[i]]
-        want = "faster" if not slower else "slower" if slower[0] == 0 else \
-            f"faster below {[16384, 65536, 262144][slower[0]]} bytes"
+        lose = [lane[i] < 0 or lane[i] >= read[i] for i in range(3)]
+        first = 3  # from here on they lose at every size
+        while first > 0 and lose[first - 1]:
+            first -= 1
+        want = "faster" if first == 3 else "slower" if first == 0 else \
+            f"faster below {[16384, 65536, 262144][first]} bytes"
         assert verdict == want, (verdict, lane, read)
         limits.append(0 if verdict == "slower" else int(verdict.split()[2]) if "below" in verdict else None)
     if limits:
