@@ -726,12 +726,21 @@ void fell(const char *fn) {
   }
 }
 
+// cadrt_init_mpi is collective: either every rank calls it or none does,
+// so the ranks first agree on whether all want cadrt (CADMPI=0 and
+// MPI_THREAD_MULTIPLE may differ between ranks; one that skipped it would
+// leave the others waiting in it for ever).  Its result is the same on
+// every rank (it agrees on that itself).
 void start() {
   const char *off = getenv("CADMPI");
-  if (off && strcmp(off, "0") == 0) return;
   int provided = MPI_THREAD_SINGLE;
   PMPI_Query_thread(&provided);
-  if (provided == MPI_THREAD_MULTIPLE) return;  // cadrt is called from one thread at a time
+  // (A program that turned it off, CADMPI=0, or that runs
+  // MPI_THREAD_MULTIPLE is not told: that is the documented behaviour.)
+  const int want = !(off && strcmp(off, "0") == 0) && provided != MPI_THREAD_MULTIPLE;
+  int all_want = 0;
+  PMPI_Allreduce(&want, &all_want, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_want) return;
   const int err = cadrt_init_mpi(MPI_COMM_WORLD);
   g_on = err == 0;
   if (g_on) {
@@ -743,16 +752,28 @@ void start() {
   }
   const char *v = getenv("CADRT_VERBOSE");
   g_verbose = v && strcmp(v, "0") != 0;
-  int rank = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (g_on) return;
   // cadrt did not start (its library missing, say): every collective is
   // MPI's, which is right but not what preloading libcadmpi asked for, so
   // rank 0 says so, asked or not -- as cadrt says so when CMA is refused.
-  // (A program that turned it off, CADMPI=0, or that runs
-  // MPI_THREAD_MULTIPLE is not told: that is the documented behaviour.)
-  if (!g_on && rank == 0)
-    fprintf(stderr, "cadmpi: collectives are left to MPI: %s\n",
-            *cadrt_error_message() ? cadrt_error_message() : strerror(-err));
+  // The reason is the message of a rank it failed on; the others failed
+  // because that one did (no message), so the first rank with a message
+  // says it when that is not rank 0.
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::string why = cadrt_error_message();
+  const int mine = why.empty() ? size : rank;
+  int first = size;
+  PMPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank == 0 && first == 0)
+    fprintf(stderr, "cadmpi: collectives are left to MPI: %s\n", why.c_str());
+  else if (rank == 0 && first < size)
+    fprintf(stderr, "cadmpi: collectives are left to MPI: cadrt did not start on rank %d\n", first);
+  else if (rank == 0)
+    fprintf(stderr, "cadmpi: collectives are left to MPI: %s\n", strerror(-err));
+  else if (rank == first)
+    fprintf(stderr, "cadmpi: rank %d: cadrt did not start: %s\n", rank, why.c_str());
 }
 
 }  // namespace

@@ -885,22 +885,26 @@ int Runtime::init_joined() {
   split_used_.assign(nep, 0);
   committed_.store(0);
   seg.rank(me).committed.store(0);
-  const std::string want_bulk = env("CADRT_BULK") ? env("CADRT_BULK") : "auto";
-  if (want_bulk != "0" && want_bulk != "1" && want_bulk != "auto")
-    return set_error(-EINVAL, "CADRT_BULK=" + want_bulk + ": not 0, 1 or auto");
-  if (const char *v = env("CADRT_BULK_MIN")) {
-    long k;
-    if (!env_long("CADRT_BULK_MIN", &k) || k < 0)
-      return set_error(-EINVAL, std::string("CADRT_BULK_MIN=") + v + ": not a number of bytes");
-    bulk_min = static_cast<uint64_t>(k);
+  // A bad setting fails this init only after the barriers below, which
+  // every local rank must meet (the rank then takes no lane, as with
+  // CADRT_BULK=0): returning before them would leave the others waiting.
+  std::string bad;
+  std::string want_bulk = env("CADRT_BULK") ? env("CADRT_BULK") : "auto";
+  if (want_bulk != "0" && want_bulk != "1" && want_bulk != "auto") {
+    bad = "CADRT_BULK=" + want_bulk + ": not 0, 1 or auto";
+    want_bulk = "0";
   }
+  auto bytes = [&](const char *name, uint64_t *out) {
+    const char *v = env(name);
+    long k;
+    if (!v) return;
+    if (env_long(name, &k) && k >= 0) *out = static_cast<uint64_t>(k);
+    else if (bad.empty()) bad = std::string(name) + "=" + v + ": not a number of bytes";
+  };
   uint64_t want_max = UINT64_MAX;
-  if (const char *v = env("CADRT_BULK_MAX")) {
-    long k;
-    if (!env_long("CADRT_BULK_MAX", &k) || k < 0)
-      return set_error(-EINVAL, std::string("CADRT_BULK_MAX=") + v + ": not a number of bytes");
-    want_max = static_cast<uint64_t>(k);
-  }
+  bytes("CADRT_BULK_MIN", &bulk_min);
+  bytes("CADRT_BULK_MAX", &want_max);
+  if (!bad.empty()) want_bulk = "0";
   bulk_max = want_max;
   // Lanes (and Splits, in their headers) serve local peers CMA can reach.
   const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
@@ -976,6 +980,7 @@ int Runtime::init_joined() {
         lane_in_[ep] = kLaneRetired;
     seg.barrier();
   }
+  if (!bad.empty()) return set_error(-EINVAL, bad);
   const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";
   if (want_split != "0" && want_split != "1")
     return set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");

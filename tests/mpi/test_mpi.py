@@ -6,13 +6,14 @@ on the world, a dup and split halves, with point-to-point requests mixed
 into every Wait/Test family -- and the calls libcadmpi does not take fall
 through to MPI with the right results."""
 
+import os
 import re
 import subprocess
 
 import pytest
 from pathlib import Path
 
-from mpijob import mpirun, through
+from mpijob import MPIRUN, mpirun, through
 
 
 def test_open_mpi_alone(build_dir):
@@ -148,6 +149,30 @@ def test_cadrt_that_cannot_start_is_told(build_dir):
     assert "mpi_check: ok" in r.stdout
     assert r.stderr.count("cadmpi: collectives are left to MPI: loading the algorithm library") == 1, r.stderr
     assert not through(r.stderr)
+
+
+@pytest.mark.parametrize("setting", [("CADRT_BULK_MAX", "lots"), ("CADMPI", "0")], ids=["bad-setting", "off"])
+def test_one_rank_that_differs_leaves_all_to_mpi(build_dir, setting):
+    """Rank 1 alone has a cadrt setting that fails its cadrt_init (the
+    error came before barriers the other ranks waited in, and the job hung
+    until 2026-11-26), or alone turns libcadmpi off (it never called the
+    collective cadrt_init_mpi the others waited in): every rank leaves its
+    collectives to MPI, with the right results, and the failing rank says
+    why, rank 0 where."""
+    exe, lib = build_dir / "bin" / "mpi_check", build_dir / "lib" / "libcadmpi.so"
+    ctx = lambda n, *extra: ["-n", str(n), "-x", f"LD_PRELOAD={lib}", "-x", "CADMPI_STATS=1", *extra, str(exe),
+                             "--quick"]
+    cmd = [*MPIRUN, *ctx(1), ":", *ctx(1, "-x", f"{setting[0]}={setting[1]}"), ":", *ctx(1)]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CADRT_", "CADMPI", "LD_PRELOAD"))}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=clean)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "mpi_check: ok" in r.stdout
+    assert not through(r.stderr)
+    if setting[0] == "CADRT_BULK_MAX":
+        assert "cadmpi: rank 1: cadrt did not start: CADRT_BULK_MAX=lots: not a number of bytes" in r.stderr, r.stderr
+        assert r.stderr.count("cadmpi: collectives are left to MPI: cadrt did not start on rank 1") == 1, r.stderr
+    else:
+        assert "left to MPI" not in r.stderr, r.stderr
 
 
 def test_thread_multiple_is_left_to_mpi(build_dir):
