@@ -48,6 +48,18 @@ bool env_long(const char *name, long *out) {
   return true;
 }
 
+// A size setting (CADRT_KICK_MIN, CADRT_BULK_MIN...): *out as it was if
+// name is not set; the error's words if it is not a number of bytes
+// (*out untouched), else nothing.
+std::string env_bytes(const char *name, uint64_t *out) {
+  const char *v = env(name);
+  long k;
+  if (!v) return {};
+  if (!env_long(name, &k) || k < 0) return std::string(name) + "=" + v + ": not a number of bytes";
+  *out = static_cast<uint64_t>(k);
+  return {};
+}
+
 // The standard library beside libcadrt.so (build/lib/cad-std.cadlib).
 std::string default_library() {
   Dl_info info;
@@ -585,8 +597,9 @@ int Runtime::probe_cma() {
 
 // Up to which transfer the lanes beat the single copy here
 // (CADRT_BULK=auto, the default): UINT64_MAX if they win at 256 KiB, else
-// the smallest size measured from which on they lose (0: even at 16 KiB).  Each rank and its partner (ranks 2k and 2k+1 of the node)
-// exchange 16, 64 and 256 KiB through their lanes the way a granted
+// the smallest size measured from which on they lose (0: even at 16 KiB).
+// Each rank and its partner (ranks 2k and 2k+1 of the node) exchange 16,
+// 64 and 256 KiB through their lanes the way a granted
 // transfer does, a chunk published as soon as it is in, and each compares
 // its times with a process_vm_readv of as much of its own memory (the
 // kernel's pinning, mapping and page-by-page copy are the same as from a
@@ -599,9 +612,8 @@ int Runtime::probe_cma() {
 // by single copies; of 256 KiB 16-18 us against 13.7-14.8).  A step, not an
 // interpolated crossover: a granted transfer pays a round trip more than
 // the measured exchange, and between two sizes the measurement says
-// nothing.
-// Two memcpys of private memory,
-// which this measured before 2026-11-25, do not see what a lane pays on a
+// nothing.  Two memcpys of private memory, which this measured before
+// 2026-11-25, do not see what a lane pays on a
 // machine whose two CPUs sit on different caches of the host: there a
 // memcpy into lines the other CPU has just read costs 6 times a private
 // one (7 us for 64 KiB), and the lanes lose to the single copy by 2x at
@@ -787,12 +799,7 @@ int Runtime::start_engine() {
     const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
     name = cpus >= 2 * static_cast<long>(nlocal) ? "thread" : "signal";
   }
-  if (const char *v = env("CADRT_KICK_MIN")) {
-    long k;
-    if (!env_long("CADRT_KICK_MIN", &k) || k < 0)
-      return set_error(-EINVAL, std::string("CADRT_KICK_MIN=") + v + ": not a number of bytes");
-    kick_min = static_cast<uint64_t>(k);
-  }
+  if (std::string why = env_bytes("CADRT_KICK_MIN", &kick_min); !why.empty()) return set_error(-EINVAL, why);
   if (name == "poll") {
     engine = Engine::Poll;
   } else if (name == "thread") {
@@ -894,17 +901,12 @@ int Runtime::init_joined() {
     bad = "CADRT_BULK=" + want_bulk + ": not 0, 1 or auto";
     want_bulk = "0";
   }
-  auto bytes = [&](const char *name, uint64_t *out) {
-    const char *v = env(name);
-    long k;
-    if (!v) return;
-    if (env_long(name, &k) && k >= 0) *out = static_cast<uint64_t>(k);
-    else if (bad.empty()) bad = std::string(name) + "=" + v + ": not a number of bytes";
-  };
   uint64_t want_max = UINT64_MAX;
-  bytes("CADRT_BULK_MIN", &bulk_min);
-  bytes("CADRT_BULK_MAX", &want_max);
-  if (!bad.empty()) want_bulk = "0";
+  for (auto [name, out] : {std::pair{"CADRT_BULK_MIN", &bulk_min}, std::pair{"CADRT_BULK_MAX", &want_max}})
+    if (std::string why = env_bytes(name, out); !why.empty() && bad.empty()) {
+      bad = why;
+      want_bulk = "0";
+    }
   bulk_max = want_max;
   // Lanes (and Splits, in their headers) serve local peers CMA can reach.
   const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;

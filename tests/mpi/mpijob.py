@@ -20,9 +20,14 @@ def mpirun(build_dir, n, *args, env=None, preload=True, timeout=300, program="mp
         cmd += ["-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}"]
     exe = program if isinstance(program, Path) else build_dir / "bin" / program
     cmd += [str(exe), *args]
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CADRT_", "CADMPI", "LD_PRELOAD"))}
     extra = {"input": stdin} if stdin is not None else {}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean, cwd=cwd, **extra)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean_env(), cwd=cwd, **extra)
+
+
+def clean_env():
+    """This process's environment without cadrt's and libcadmpi's settings:
+    a job gets only what its test gives it."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("CADRT_", "CADMPI", "LD_PRELOAD"))}
 
 
 def through(stderr):
