@@ -570,12 +570,17 @@ int Runtime::probe_cma() {
   cma = false;
   if (nlocal == 1) return 0;
   const char *want = env("CADRT_CMA");
-  if (want && strcmp(want, "0") == 0) {
+  const bool off = want && strcmp(want, "0") == 0;
+  // Every rank meets both barriers, whatever its own CADRT_CMA says: a
+  // rank with CMA off that skipped the first met the others' first at its
+  // second and left them waiting in their second for ever (until
+  // 2026-11-27).  One rank's "0" turns the single copy off for the node.
+  if (off)
     seg.header().cma_denied.store(1);
-  } else {
-    // Yama's ptrace_scope 1 lets only ancestors attach: allow the job.
+  else  // Yama's ptrace_scope 1 lets only ancestors attach: allow the job.
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-    seg.barrier();
+  seg.barrier();
+  if (!off) {
     uint32_t peer = (me + 1) % nep;
     while (remote(peer)) peer = (peer + 1) % nep;  // the next rank of this node
     uint64_t word = 0;
@@ -589,9 +594,13 @@ int Runtime::probe_cma() {
   }
   seg.barrier();
   cma = !seg.header().cma_denied.load();
-  if (!cma && verbose && me == 0 && !(want && strcmp(want, "0") == 0))
-    fprintf(stderr, "cadrt: notice: process_vm_readv is not permitted here (%s): large messages are copied through shared memory\n",
-            strerror(seg.header().cma_errno.load()));
+  if (!cma && verbose && me == 0 && !off) {
+    if (const int e = seg.header().cma_errno.load())
+      fprintf(stderr, "cadrt: notice: process_vm_readv is not permitted here (%s): large messages are copied through shared memory\n",
+              strerror(e));
+    else  // (no probe failed: a rank's CADRT_CMA=0)
+      fprintf(stderr, "cadrt: notice: CADRT_CMA=0 on another rank of this node: large messages are copied through shared memory\n");
+  }
   return 0;
 }
 
@@ -777,16 +786,22 @@ void Runtime::signal_helper_main() {
   }
 }
 
-int Runtime::start_engine() {
+// Which engine this rank runs (CADRT_ENGINE), /dev/cad opened if the
+// kernel's: *asked says the kernel engine was asked for by name, not
+// chosen by auto.  The helpers start later (start_engine()), once the
+// node's ranks agree (init_joined()).
+int Runtime::choose_engine(bool *asked) {
+  *asked = false;
   const char *want = env("CADRT_ENGINE");
   std::string name = want ? want : "auto";
+  if (std::string why = env_bytes("CADRT_KICK_MIN", &kick_min); !why.empty()) return set_error(-EINVAL, why);
   if (name == "auto") {
     // The kernel engine whenever /dev/cad is there: transfers progress in
     // the peers' system calls, with no thread and no signal.  Otherwise a
     // progress thread pays off when every rank of the node can have a
     // core for it; else the signal engine, whose helper only sleeps.
     // (Every rank of a node sees the same /dev/cad and the same cores, so
-    // all choose alike.)
+    // all choose alike; init_joined() makes sure.)
     if (nlocal == nep && access("/dev/cad", R_OK | W_OK) == 0) {
       engine = Engine::Kernel;
       if (kernel_open() == 0) return 0;
@@ -795,18 +810,38 @@ int Runtime::start_engine() {
                            error_message());
       clear_error();
     }
-    cpu_set_t set;
-    const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-    name = cpus >= 2 * static_cast<long>(nlocal) ? "thread" : "signal";
-  }
-  if (std::string why = env_bytes("CADRT_KICK_MIN", &kick_min); !why.empty()) return set_error(-EINVAL, why);
-  if (name == "poll") {
+    engine = user_engine();
+  } else if (name == "poll") {
     engine = Engine::Poll;
   } else if (name == "thread") {
     engine = Engine::Thread;
-    helper_ = std::thread([this] { thread_main(); });
   } else if (name == "signal") {
     engine = Engine::Signal;
+  } else if (name == "kernel") {
+    if (nlocal < nep)
+      return set_error(-ENOTSUP, "CADRT_ENGINE=kernel: the kernel engine runs jobs on one node, and ranks of this "
+                                 "one are on other nodes");
+    engine = Engine::Kernel;
+    *asked = true;
+    return kernel_open();
+  } else {
+    return set_error(-EINVAL, "CADRT_ENGINE=" + name + ": not one of poll, thread, signal, kernel, auto");
+  }
+  return 0;
+}
+
+// auto's user-space engine.
+Engine Runtime::user_engine() const {
+  cpu_set_t set;
+  const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus >= 2 * static_cast<long>(nlocal) ? Engine::Thread : Engine::Signal;
+}
+
+// The helpers of the engine chosen.
+int Runtime::start_engine() {
+  if (engine == Engine::Thread) {
+    helper_ = std::thread([this] { thread_main(); });
+  } else if (engine == Engine::Signal) {
     struct sigaction sa = {};
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;
@@ -815,14 +850,6 @@ int Runtime::start_engine() {
     main_thread_.store(pthread_self(), std::memory_order_relaxed);
     signal_tid_.store(this_tid(), std::memory_order_relaxed);
     helper_ = std::thread([this] { signal_helper_main(); });
-  } else if (name == "kernel") {
-    if (nlocal < nep)
-      return set_error(-ENOTSUP, "CADRT_ENGINE=kernel: the kernel engine runs jobs on one node, and ranks of this "
-                                 "one are on other nodes");
-    engine = Engine::Kernel;
-    return kernel_open();
-  } else {
-    return set_error(-EINVAL, "CADRT_ENGINE=" + name + ": not one of poll, thread, signal, kernel, auto");
   }
   return 0;
 }
@@ -880,6 +907,44 @@ void Runtime::leave_job() {
   }
 }
 
+// The ranks of a node run the kernel engine all or none: a rank in cad.ko
+// and one on the rings would each wait for the other for ever.  Each
+// publishes its choice (or that its init failed) and meets the others
+// here, failed or not (as at every barrier of init_joined: one that
+// returned before it would leave them waiting).  If a rank runs a
+// user-space engine, a rank whose auto chose the kernel's goes to auto's
+// user-space one; a rank that asked for the kernel engine by name, with
+// another that asked for a user-space one, fails them all alike.  A
+// failed rank does not count (its init returns its own error).  (A rank
+// that falls back so has measured no lanes: it goes without them.)
+int Runtime::agree_engine(int err, bool asked) {
+  RankInfo &mine = seg.rank(me);
+  mine.engine.store(err ? kEngineFailed : engine != Engine::Kernel ? kEngineUser
+                                          : asked                  ? kEngineKernelAsked
+                                                                   : kEngineKernelAuto,
+                    std::memory_order_release);
+  seg.barrier();
+  if (err) return err;
+  int64_t user = -1, kernel_asked = -1;
+  for (uint32_t ep = 0; ep < nep; ep++) {
+    if (remote(ep)) continue;
+    const uint32_t e = seg.rank(ep).engine.load(std::memory_order_acquire);
+    if (e == kEngineUser && user < 0) user = ep;
+    if (e == kEngineKernelAsked && kernel_asked < 0) kernel_asked = ep;
+  }
+  if (user >= 0 && kernel_asked >= 0)
+    return set_error(-EINVAL, "CADRT_ENGINE: rank " + std::to_string(kernel_asked) +
+                                  " asked for the kernel engine and rank " + std::to_string(user) +
+                                  " runs a user-space one: the ranks of a node run the kernel engine all or none");
+  if (user < 0 || engine != Engine::Kernel) return 0;
+  kernel_close();
+  engine = user_engine();
+  if (verbose)
+    fprintf(stderr, "cadrt: rank %u: rank %lld runs a user-space engine: %s, not the kernel's\n", me,
+            static_cast<long long>(user), engine_name());
+  return 0;
+}
+
 int Runtime::init_joined() {
   if (int err = probe_cma()) return err;
   unexpected_.assign(nep, Queue());
@@ -912,7 +977,7 @@ int Runtime::init_joined() {
   const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
   bulk = lanes_here && want_bulk != "0";
   push_lanes = !cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
-  // The kernel engine (start_engine() decides it below, by the same test)
+  // The kernel engine (choose_engine() decides it below, by the same test)
   // copies in cad.ko and uses no lane: nothing to measure.  (Should /dev/cad
   // then fail to open under auto, the user-space engine goes without lanes.)
   const char *want_engine = env("CADRT_ENGINE");
@@ -982,10 +1047,10 @@ int Runtime::init_joined() {
         lane_in_[ep] = kLaneRetired;
     seg.barrier();
   }
-  if (!bad.empty()) return set_error(-EINVAL, bad);
+  int err = bad.empty() ? 0 : set_error(-EINVAL, bad);
   const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";
-  if (want_split != "0" && want_split != "1")
-    return set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");
+  if (!err && want_split != "0" && want_split != "1")
+    err = set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");
   split = lanes_here && want_split == "1";
   pool_.grow(256);
   vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
@@ -999,8 +1064,12 @@ int Runtime::init_joined() {
   world->rank_of_ep.assign(world->ep.begin(), world->ep.end());
   std::vector<std::vector<int64_t>> places;
   for (uint32_t i = 0; i < nep; i++) places.push_back({places_[i][0], places_[i][1], places_[i][2], places_[i][3]});
-  if (int err = make_topology(world.get(), places)) return err;
-  if (int err = start_engine()) return err;
+  if (!err) err = make_topology(world.get(), places);
+  bool asked = false;
+  if (!err) err = choose_engine(&asked);
+  if (nlocal > 1 && (err = agree_engine(err, asked))) return err;
+  if (err) return err;
+  if (int e = start_engine()) return e;
   has_net_ = nlocal < nep;  // (only a bootstrap with a transport gets here)
   if (has_net_) {
     net_ = boot_.net;

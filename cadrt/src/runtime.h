@@ -586,6 +586,9 @@ class Runtime {
   bool booted_ = false;
   int probe_cma();
   uint64_t lanes_upto(uint32_t partner);  // partner: nep if none
+  int choose_engine(bool *asked);
+  int agree_engine(int err, bool asked);
+  Engine user_engine() const;
   int start_engine();
   void stop_helper();
 };

@@ -170,7 +170,10 @@ struct alignas(64) RankInfo {
   std::atomic<uint32_t> committed;            // waiting, or between cadrt_poll_begin and end
   std::atomic<uint64_t> lanes_upto;           // at init: 0 not measured, else what Runtime::lanes_upto()
                                               // measured, + 1 unless UINT64_MAX
+  std::atomic<uint32_t> engine;               // at init: an EngineKind (Runtime::agree_engine())
 };
+// What a rank's init chose (RankInfo::engine).
+enum EngineKind : uint32_t { kEngineFailed = 1, kEngineUser, kEngineKernelAuto, kEngineKernelAsked };
 static_assert(sizeof(RankInfo) == 128, "two cache lines");
 
 // RankInfo::polling: whether a producer wakes the rank's sleepers.
@@ -243,7 +246,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 5;
+constexpr uint32_t kVersion = 6;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);

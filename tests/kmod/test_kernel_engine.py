@@ -66,6 +66,12 @@ def cases():
     for engine in ("kernel", "poll"):
         out[f"measure-{engine}"] = (f"CADRT_ENGINE={engine} CADRT_VERBOSE=1 cadrun -n 2 --timeout 60 rt_check "
                                     "--coll alltoall --sizes 100000")
+    # Ranks that differ: rank 1 runs the poll engine, the others the kernel
+    # engine chosen by auto (they go to a user-space one) or asked for by
+    # name (every rank fails, clearly); before 2026-11-27 both hung.
+    rank1_poll = 'if [ "$CADRT_RANK" = 1 ]; then export CADRT_ENGINE=poll; fi; exec rt_check --coll all --sizes 1,70000'
+    out["differ-auto"] = f"unset CADRT_ENGINE; CADRT_VERBOSE=1 cadrun -n 3 --timeout 60 sh -c '{rank1_poll}'"
+    out["differ-asked"] = f"cadrun -n 3 --timeout 60 sh -c '{rank1_poll}'"
     out["die"] = "cadrun -n 4 --timeout 60 rt_check --die 2"
     out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
     return out
@@ -127,6 +133,23 @@ def test_the_kernel_engine_does_not_measure_the_lanes(vm_run):
     assert "lanes measured" not in kernel.output, kernel.output
     assert poll.status == 0 and "engine poll" in poll.output, poll.output
     assert len(re.findall(r"lanes measured (?:faster|slower)", poll.output)) == 2, poll.output
+
+
+def test_ranks_that_differ_on_the_kernel_engine(vm_run):
+    """The ranks of a node run the kernel engine all or none: with rank 1 on
+    the poll engine, the ranks whose auto chose the kernel's go to a
+    user-space engine and every collective is right; the ranks that asked
+    for it by name fail at cadrt_init, every one with the same message,
+    and nothing hangs."""
+    auto, asked = vm_run.cases["differ-auto"], vm_run.cases["differ-asked"]
+    assert auto.status == 0, auto.output
+    assert "rt_check: ok" in auto.output and "engine kernel" not in auto.output, auto.output
+    assert len(re.findall(r"rank [02]: rank 1 runs a user-space engine: (?:thread|signal), not the kernel's",
+                          auto.output)) == 2, auto.output
+    assert asked.status != 0 and "rt_check: ok" not in asked.output, asked.output
+    why = ("CADRT_ENGINE: rank 0 asked for the kernel engine and rank 1 runs a user-space one: the ranks of a node "
+           "run the kernel engine all or none")
+    assert why in asked.output, asked.output
 
 
 def test_hand_built_cads_through_the_kernel_engine(vm_run):

@@ -173,6 +173,35 @@ def test_one_rank_that_differs_leaves_all_to_mpi(build_dir, setting):
         assert "left to MPI" not in r.stderr, r.stderr
 
 
+DIFFERS = [("CADRT_CMA", "0"), ("CADRT_BULK", "0"), ("CADRT_SPLIT", "0"), ("CADRT_ENGINE", "signal"),
+           ("CADRT_BULK_MAX", "1000")]
+
+
+@pytest.mark.parametrize("setting", DIFFERS, ids=[f"{k}={v}" for k, v in DIFFERS])
+def test_one_rank_with_its_own_transport_setting(build_dir, setting):
+    """Rank 1 of three alone turns off the single copy, the lanes or the
+    split, or runs another engine: settings a rank may hold on its own.
+    Every collective still runs through cadrt, with the right results.
+    (With CADRT_CMA=0 on one rank the others hung at start-up until
+    2026-11-27: it skipped the first of the CMA probe's two barriers.)
+    One rank's CADRT_CMA=0 turns the single copy off for the node, and
+    rank 0 says why."""
+    exe, lib = build_dir / "bin" / "mpi_check", build_dir / "lib" / "libcadmpi.so"
+    ctx = lambda *extra: ["-n", "1", "-x", f"LD_PRELOAD={lib}", "-x", "CADMPI_STATS=1", "-x", "CADRT_VERBOSE=1",
+                          *extra, str(exe), "--quick"]
+    cmd = [*MPIRUN, *ctx(), ":", *ctx("-x", f"{setting[0]}={setting[1]}"), ":", *ctx()]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=clean_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "mpi_check: ok" in r.stdout
+    counts = through(r.stderr)
+    assert len(counts) == 3 and all(t > 0 for t, _ in counts), r.stderr
+    assert "did not start" not in r.stderr and "collectives are left to MPI" not in r.stderr, r.stderr
+    if setting[0] == "CADRT_CMA":
+        assert "cadrt: notice: CADRT_CMA=0 on another rank of this node" in r.stderr, r.stderr
+        single = [int(n) for n in re.findall(r"large receives: \d+ through lanes, (\d+) by a single copy", r.stderr)]
+        assert len(single) == 3 and not any(single), r.stderr
+
+
 def test_thread_multiple_is_left_to_mpi(build_dir):
     r = mpirun(build_dir, 2, "--quick", "--thread-multiple", env={"CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
