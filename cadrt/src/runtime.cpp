@@ -550,7 +550,7 @@ int Runtime::setup_world() {
   my_place(mine.place);
   mine.place[0] = static_cast<int32_t>(node_index_);
   mine.state.store(kAlive, std::memory_order_release);
-  seg.barrier();
+  if (int err = meet()) return err;
   places_.assign(nep, {0, -1, -1, -1});
   if (nlocal < nep) {
     // Ranks of other nodes are not in the segment: gather.
@@ -562,6 +562,15 @@ int Runtime::setup_world() {
       for (int k = 0; k < 4; k++) places_[i][static_cast<size_t>(k)] = seg.rank(i).place[k];
   }
   return 0;
+}
+
+// The node's ranks meet (Segment::barrier()); -EPIPE if one of them is
+// gone and never will.
+int Runtime::meet() {
+  const int64_t r = seg.barrier();
+  if (r < 0) return 0;
+  return set_error(-EPIPE, "joining the job: rank " + std::to_string(r) +
+                               " left it before cadrt_init ended (it was killed, exited, or never called cadrt_init)");
 }
 
 // Whether process_vm_readv works between the job's processes: each reads
@@ -579,7 +588,7 @@ int Runtime::probe_cma() {
     seg.header().cma_denied.store(1);
   else  // Yama's ptrace_scope 1 lets only ancestors attach: allow the job.
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-  seg.barrier();
+  if (int err = meet()) return err;
   if (!off) {
     uint32_t peer = (me + 1) % nep;
     while (remote(peer)) peer = (peer + 1) % nep;  // the next rank of this node
@@ -592,7 +601,7 @@ int Runtime::probe_cma() {
       seg.header().cma_denied.store(1);
     }
   }
-  seg.barrier();
+  if (int err = meet()) return err;
   cma = !seg.header().cma_denied.load();
   if (!cma && verbose && me == 0 && !off) {
     if (const int e = seg.header().cma_errno.load())
@@ -923,8 +932,11 @@ int Runtime::agree_engine(int err, bool asked) {
                                           : asked                  ? kEngineKernelAsked
                                                                    : kEngineKernelAuto,
                     std::memory_order_release);
-  seg.barrier();
-  if (err) return err;
+  if (err) {
+    (void)seg.barrier();  // (its own error is this rank's message)
+    return err;
+  }
+  if (int e = meet()) return e;
   int64_t user = -1, kernel_asked = -1;
   for (uint32_t ep = 0; ep < nep; ep++) {
     if (remote(ep)) continue;
@@ -1003,12 +1015,12 @@ int Runtime::init_joined() {
     const size_t j = (std::find(local.begin(), local.end(), me) - local.begin()) ^ 1;
     const uint32_t partner = j < local.size() ? local[j] : nep;
     seg.rank(me).lanes_upto.store(0, std::memory_order_relaxed);
-    seg.barrier();
+    if (int err = meet()) return err;
     if (measure && partner < nep) {
       const uint64_t upto = lanes_upto(partner);
       seg.rank(me).lanes_upto.store(upto == UINT64_MAX ? upto : upto + 1);
     }
-    seg.barrier();
+    if (int err = meet()) return err;
     if (measure) {
       // The smallest limit any pair measured (the receiver alone decides
       // a grant, so ranks need not agree; they do, for one behaviour).
@@ -1045,7 +1057,7 @@ int Runtime::init_joined() {
       if (ep != me && !remote(ep) && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
                                          seg.lane(ep, me).head.load(std::memory_order_relaxed))
         lane_in_[ep] = kLaneRetired;
-    seg.barrier();
+    if (int err = meet()) return err;
   }
   int err = bad.empty() ? 0 : set_error(-EINVAL, bad);
   const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";

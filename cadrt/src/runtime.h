@@ -584,6 +584,7 @@ class Runtime {
   uint32_t node_index_ = 0;
   Bootstrap boot_;
   bool booted_ = false;
+  int meet();
   int probe_cma();
   uint64_t lanes_upto(uint32_t partner);  // partner: nep if none
   int choose_engine(bool *asked);

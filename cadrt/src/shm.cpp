@@ -5,6 +5,7 @@
 
 #include <linux/futex.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -100,19 +101,52 @@ Lane &Segment::lane(uint32_t from, uint32_t to) const {
   return *reinterpret_cast<Lane *>(base_ + lanes_offset(n_) + (static_cast<uint64_t>(from) * n_ + to) * lane_bytes(n_));
 }
 
-void Segment::barrier() {
+// A rank of the segment that will never come to a barrier: killed, or its
+// process gone (it exited, before cadrt_init or after cadrt_finalize).  A
+// rank that finalized and lives on (kExited, its pid there) may call
+// cadrt_init again; one that never joined has no pid, and only cadrun,
+// which saw it exit, says so.  (Ranks of other nodes are never written:
+// kStarting.)
+static bool gone(const RankInfo &ri) {
+  const uint32_t st = ri.state.load(std::memory_order_acquire);
+  if (st == kDead) return true;
+  if (st != kExited) return false;
+  const pid_t pid = ri.pid.load(std::memory_order_relaxed);
+  return pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH);
+}
+
+int64_t Segment::barrier() {
   Header &h = header();
   const uint32_t gen = h.barrier_gen.load(std::memory_order_acquire);
   if (h.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == (members_ ? members_ : n_)) {
     h.barrier_count.store(0, std::memory_order_relaxed);
     h.barrier_gen.fetch_add(1, std::memory_order_release);
     futex_wake(&h.barrier_gen);
-    return;
+    return -1;
   }
   for (int spin = 0; h.barrier_gen.load(std::memory_order_acquire) == gen; spin++) {
-    if (spin < 1000) sched_yield();
-    else futex_wait(&h.barrier_gen, gen, 100);
+    if (spin < 1000) {
+      sched_yield();
+      continue;
+    }
+    futex_wait(&h.barrier_gen, gen, 100);
+    // Every 100 ms: whether a rank is gone.  (One that passed this barrier
+    // and left since made the generation change before: looked at again.)
+    // One that left on its own is named before one that failed (cadrun
+    // sees a rank that exits with 0 as done, and ends the job only for
+    // others: the first is more likely what the others failed for).
+    int64_t found = -1;
+    for (uint32_t r = 0; r < n_; r++) {
+      if (!gone(rank(r))) continue;
+      if (rank(r).state.load(std::memory_order_relaxed) == kExited) {
+        found = r;
+        break;
+      }
+      if (found < 0) found = r;
+    }
+    if (found >= 0 && h.barrier_gen.load(std::memory_order_acquire) == gen) return found;
   }
+  return -1;
 }
 
 void futex_wait(std::atomic<uint32_t> *word, uint32_t expected, int timeout_ms) {

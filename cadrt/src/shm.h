@@ -268,8 +268,10 @@ class Segment {
   uint32_t lane_chunks() const { return cadrt::lane_chunks(n_); }
   Lane &lane(uint32_t from, uint32_t to) const;
 
-  // All ranks of the segment meet (spinning briefly, then on a futex).
-  void barrier();
+  // All ranks of the segment meet (spinning briefly, then on a futex):
+  // -1; or the rank found gone while waiting (gone() in shm.cpp), which
+  // will never come (the barrier is then broken for the job).
+  [[nodiscard]] int64_t barrier();
   // How many ranks use the segment (its slots are for all ranks of the
   // job; under a network transport only this node's are used).
   void set_members(uint32_t k) { members_ = k; }

@@ -397,6 +397,26 @@ def test_nonzero_exit_is_reported(build_dir, tmp_path):
     assert "rank 1" in r.stderr and "exit" in r.stderr
 
 
+@pytest.mark.parametrize("when", ["at-once", "after-1s"])
+def test_rank_that_leaves_before_init_fails_the_others(build_dir, tmp_path, when):
+    """Rank 1 exits with 0 without calling cadrt_init, at once or after a
+    second: the others fail their cadrt_init, naming it, within a fraction
+    of a second of its exit (cadrun counts an exit with 0 as done, so until
+    2026-11-27 they waited in the segment's barrier for ever)."""
+    script = tmp_path / "leave.sh"
+    pause = "sleep 1; " if when == "after-1s" else ""
+    script.write_text(f'#!/bin/sh\nif [ "$CADRT_RANK" = 1 ]; then {pause}exit 0; fi\n'
+                      f'exec {build_dir / "bin" / "rt_check"} --coll bcast --sizes 1\n')
+    script.chmod(0o755)
+    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "3", "--timeout", "60", str(script)],
+                       capture_output=True, text=True, timeout=90,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("CADRT_")})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("rt_check: cadrt_init: joining the job: rank 1 left it before cadrt_init ended (it was killed, exited, "
+            "or never called cadrt_init)") in r.stderr, r.stderr
+    assert "rt_check: ok" not in r.stdout
+
+
 def corrupt_variants(lib: bytes):
     yield "empty", b""
     yield "garbage", b"\x7fELF not a library at all"
