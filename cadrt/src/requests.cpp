@@ -61,6 +61,18 @@ uint64_t fnv(uint64_t h, const std::string &s) {
   return h;
 }
 
+// Every rank's domain at every level, hashed (FNV-1a); 0 for a flat one.
+uint64_t topology_digest(const cad::Topology &t) {
+  if (t.is_flat()) return 0;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int level = 0; level < cad::kLevels; level++)
+    for (int64_t r = 0; r < t.size(); r++) {
+      uint64_t d = static_cast<uint64_t>(t.domain(level, r));
+      for (int b = 0; b < 8; b++, d >>= 8) h = (h ^ (d & 0xff)) * 0x100000001b3ull;
+    }
+  return h;
+}
+
 std::string upper(std::string s) {
   for (char &c : s) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
   return s;
@@ -216,6 +228,9 @@ const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad
     else if (c != cad::Collective::Barrier)
       inst->desc += " bytes=" + std::to_string(spec.n);
     if (info.rooted) inst->desc += " root=" + std::to_string(spec.root);
+    // (The machine a topology file describes; hwloc's view, gathered from
+    // every rank, is the same on all.)
+    if (!spec.topo->is_flat() && spec.topo->name() != "hwloc") inst->desc += " on " + spec.topo->name();
     inst->desc += ")";
   }
   // What every rank must agree on (not the rank, not in-place).
@@ -226,6 +241,11 @@ const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad
   // operators of one name do not run together.
   if (spec.user_op) agreed += "|uop" + spec.user_op->name + cad::userop_to_json(*spec.user_op).dump();
   for (const auto &p : spec.params) agreed += "|" + p.first + "=" + std::to_string(p.second);
+  // And the placement the program was made for: ranks that see the
+  // machine differently (CADRT_TOPOLOGY on some ranks only) make a
+  // hierarchical algorithm's trees differently, and such programs run
+  // together hung (until 2026-11-27) or met the wrong peers.
+  agreed += "|topo" + std::to_string(topology_digest(*spec.topo));
   inst->fp = fnv(0xcbf29ce484222325ull, agreed);
   cache_.emplace(key, inst);
   return &fast_.emplace(fk, inst).first->second;

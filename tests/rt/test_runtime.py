@@ -417,6 +417,28 @@ def test_rank_that_leaves_before_init_fails_the_others(build_dir, tmp_path, when
     assert "rt_check: ok" not in r.stdout
 
 
+def test_ranks_that_see_another_topology_fail_clearly(build_dir, tmp_path):
+    """Ranks 2 and 3 alone have CADRT_TOPOLOGY (two nodes, cyclic), ranks 0
+    and 1 hwloc's flat view; the hierarchical broadcast forced on all: the
+    two halves build different trees.  The placement is part of what ranks
+    agree on, so each collective fails with the topology named, and the job
+    ends (until 2026-11-27 it hung, the programs waiting for peers that
+    never sent)."""
+    topo = ROOT / "algorithms" / "topologies" / "two-node-cyclic.json"
+    script = tmp_path / "topo.sh"
+    script.write_text(f'#!/bin/sh\nif [ "$CADRT_RANK" -ge 2 ]; then export CADRT_TOPOLOGY={topo}; fi\n'
+                      f'exec {build_dir / "bin" / "rt_check"} --coll bcast --sizes 1,70000\n')
+    script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    env["CADRT_ALGORITHM_BCAST"] = "bcast_hier_pipeline"
+    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "4", "--timeout", "60", str(script)],
+                       capture_output=True, text=True, timeout=90, env=env)
+    assert r.returncode not in (0, 124) and "rt_check: ok" not in r.stdout, r.stdout + r.stderr
+    assert re.search(r"ranks disagree on collective #\d+ of their communicator \(count, root, datatype, op, algorithm "
+                     r"or its parameters, topology\): rank [23] runs bcast_hier_pipeline \(bcast P=4 bytes=\d+ "
+                     r"root=\d on two-node-cyclic\)", r.stdout + r.stderr), r.stdout + r.stderr
+
+
 def corrupt_variants(lib: bytes):
     yield "empty", b""
     yield "garbage", b"\x7fELF not a library at all"
