@@ -115,7 +115,13 @@ int Runtime::kernel_load(cadrt_request_s *r) {
   l.flags = CAD_LOAD_START;
   l.seq = r->seq;
   l.fp = r->from_cad ? 0 : r->inst->fp;  // the fingerprint cadrt's own messages carry
-  int err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0;
+  // A signal of the application's (one whose handler has no SA_RESTART)
+  // may interrupt the load of a process's first program (cad.ko then
+  // registers the process's memory notifier); nothing of it is left, so
+  // it is made again.
+  int err;
+  while ((err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0) == -EINTR) {
+  }
   if (err == -ENOMEM && l.handle == ~0u && !kcache_.empty()) {
     kernel_evict(0);  // cached programs hold pinned memory: let it go, try again
     err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0;

@@ -175,7 +175,13 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		kvfree(b->pages);
 		b->pages = NULL;
 		uncharge(f, npages);
-		return err;
+		/* A process's first notifier takes all its mm's locks
+		 * (mm_take_all_locks) and gives up with -EINTR when any signal
+		 * is pending -- a profiler's SIGPROF, an alarm.  The load is
+		 * undone: restart it after the handler (the caller sees EINTR
+		 * only from a handler without SA_RESTART).  Found by
+		 * fuzz-kmod's SIGALRM, 2026-11-27. */
+		return err == -EINTR ? -ERESTARTSYS : err;
 	}
 	/* Mapping by mapping: FOLL_WRITE where the mapping takes it, so that a
 	 * read-only buffer spanning a shared file and never-written anonymous

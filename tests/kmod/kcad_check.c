@@ -2398,7 +2398,14 @@ static void fz_junk(struct fz_rank *z, uint64_t seed, uint64_t k)
 					memcpy(p + j, &w, 8);
 				}
 			}
-			if (ioctl(fd, CAD_IOC_LOAD, &l) == 0) {
+			int loaded;
+
+			/* (SIGALRM, without SA_RESTART, may interrupt the load of
+			 * the process's first buffers: cad.ko registers its memory
+			 * notifier then, which gives up for any pending signal.) */
+			while ((loaded = ioctl(fd, CAD_IOC_LOAD, &l)) != 0 && errno == EINTR)
+				;
+			if (loaded == 0) {
 				const int res = wait_for(&z->d, l.handle, 1, 3.0);
 
 				if (res == -ETIMEDOUT)
