@@ -1,8 +1,9 @@
 """cadrt's kernel engine on cad.ko, inside the VM: every standard algorithm
 for N = 2, 3, 4, 8 ranks under cadrun with CADRT_ENGINE=kernel, the modes
 (persistent, outstanding, in place, split), hand-built CADs, mismatched
-programs, a rank killed mid-collective; then the module's counters are
-back to zero, it unloads, and the kernel log is clean.
+programs, ranks that differ on the engine, a rank killed mid-collective;
+then the module's counters are back to zero, it unloads, and the kernel
+log is clean.
 
 All of it runs in one boot (software emulation boots in seconds but runs
 programs slowly); each case prints its own markers, so a failure names
