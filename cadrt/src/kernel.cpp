@@ -119,12 +119,16 @@ int Runtime::kernel_load(cadrt_request_s *r) {
   // may interrupt the load of a process's first program (cad.ko then
   // registers the process's memory notifier); nothing of it is left, so
   // it is made again.
-  int err;
-  while ((err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0) == -EINTR) {
-  }
+  const auto load = [&] {
+    int e;
+    while ((e = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0) == -EINTR) {
+    }
+    return e;
+  };
+  int err = load();
   if (err == -ENOMEM && l.handle == ~0u && !kcache_.empty()) {
     kernel_evict(0);  // cached programs hold pinned memory: let it go, try again
-    err = ioctl(kfd_, CAD_IOC_LOAD, &l) ? -errno : 0;
+    err = load();
   }
   if (l.handle != ~0u) {
     r->kh = static_cast<int32_t>(l.handle);

@@ -1374,7 +1374,7 @@ bool Runtime::check_peers() {
     RankInfo &ri = seg.rank(ep);
     if (draining && ep != me && ri.state.load(std::memory_order_acquire) == kAlive) {
       const pid_t pid = ri.pid.load(std::memory_order_relaxed);
-      if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) ri.state.store(kDead, std::memory_order_release);
+      if (pid > 0 && pid_gone(pid)) ri.state.store(kDead, std::memory_order_release);
     }
     const Corrupt &c = corrupt_[ep];
     if (!c.found && !corrupt_lane_[ep] && ri.state.load(std::memory_order_acquire) != kDead) continue;

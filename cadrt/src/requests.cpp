@@ -56,19 +56,21 @@ void Instance::index() {
 
 namespace {
 
-uint64_t fnv(uint64_t h, const std::string &s) {
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  for (const unsigned char *c = static_cast<const unsigned char *>(p); n--; c++) h = (h ^ *c) * 0x100000001b3ull;
   return h;
 }
 
-// Every rank's domain at every level, hashed (FNV-1a); 0 for a flat one.
+uint64_t fnv(uint64_t h, const std::string &s) { return fnv(h, s.data(), s.size()); }
+
+// Every rank's domain at every level, hashed; 0 for a flat one.
 uint64_t topology_digest(const cad::Topology &t) {
   if (t.is_flat()) return 0;
   uint64_t h = 0xcbf29ce484222325ull;
   for (int level = 0; level < cad::kLevels; level++)
     for (int64_t r = 0; r < t.size(); r++) {
-      uint64_t d = static_cast<uint64_t>(t.domain(level, r));
-      for (int b = 0; b < 8; b++, d >>= 8) h = (h ^ (d & 0xff)) * 0x100000001b3ull;
+      const int64_t d = t.domain(level, r);
+      h = fnv(h, &d, sizeof d);
     }
   return h;
 }

@@ -109,11 +109,10 @@ Lane &Segment::lane(uint32_t from, uint32_t to) const {
 // kStarting.)
 static bool gone(const RankInfo &ri) {
   const uint32_t st = ri.state.load(std::memory_order_acquire);
-  if (st == kDead) return true;
-  if (st != kExited) return false;
-  const pid_t pid = ri.pid.load(std::memory_order_relaxed);
-  return pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH);
+  return st == kDead || (st == kExited && pid_gone(ri.pid.load(std::memory_order_relaxed)));
 }
+
+bool pid_gone(int32_t pid) { return pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH); }
 
 int64_t Segment::barrier() {
   Header &h = header();

@@ -172,6 +172,9 @@ struct alignas(64) RankInfo {
                                               // measured, + 1 unless UINT64_MAX
   std::atomic<uint32_t> engine;               // at init: an EngineKind (Runtime::agree_engine())
 };
+// Whether process pid is gone (a pid of 0 or less: never published).
+bool pid_gone(int32_t pid);
+
 // What a rank's init chose (RankInfo::engine).
 enum EngineKind : uint32_t { kEngineFailed = 1, kEngineUser, kEngineKernelAuto, kEngineKernelAsked };
 static_assert(sizeof(RankInfo) == 128, "two cache lines");
