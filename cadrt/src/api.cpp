@@ -18,6 +18,7 @@ static_assert(int{CADRT_SUM} == int{CAD_OP_SUM} && int{CADRT_MAXLOC} == int{CAD_
 namespace {
 
 int not_initialised(const char *fn) {
+  if (rt().forked()) return rt().forked_error(fn);
   return set_error(-EINVAL, std::string(fn) + ": cadrt_init has not been called");
 }
 
@@ -344,6 +345,7 @@ int cadrt_comm_create(cadrt_comm parent, int n, const int *parent_ranks, unsigne
 }
 
 int cadrt_comm_free(cadrt_comm *comm) {
+  if (rt().forked()) return rt().forked_error("cadrt_comm_free");
   if (!comm || !*comm) return set_error(-EINVAL, "cadrt_comm_free: NULL communicator");
   if ((*comm)->world) return set_error(-EINVAL, "cadrt_comm_free: the world is not freed");
   Entered entered;
@@ -434,6 +436,7 @@ int cadrt_barrier_init(cadrt_comm comm, cadrt_request *req) {
 int cadrt_start(cadrt_request *req) {
   Entered entered;
   cadrt::clear_error();
+  if (rt().forked()) return rt().forked_error("cadrt_start");
   if (!req || !*req) return set_error(-EINVAL, "cadrt_start: NULL request");
   if (!(*req)->persistent) return set_error(-EINVAL, "cadrt_start: not a persistent request");
   auto g = rt().guard();
@@ -442,6 +445,7 @@ int cadrt_start(cadrt_request *req) {
 
 int cadrt_request_get_status(cadrt_request req, int *flag) {
   cadrt::clear_error();
+  if (rt().forked()) return rt().forked_error("cadrt_request_get_status");
   if (!flag) return set_error(-EINVAL, "cadrt_request_get_status: NULL flag");
   // (Atomic loads: under the thread engine the progress thread writes
   // them.)
@@ -464,6 +468,7 @@ int cadrt_test(cadrt_request *req, int *flag) {
   // costs little more than its progress loop's.  (The flags are read as
   // atomics: under the thread engine the progress thread writes them.  A
   // stale "not done" only sends a later test the whole way.)
+  if (rt().forked()) return rt().forked_error("cadrt_test");
   if (req && flag && *req && __atomic_load_n(&(*req)->active, __ATOMIC_RELAXED) &&
       !__atomic_load_n(&(*req)->done, __ATOMIC_RELAXED)) {
     cadrt::Runtime &r = rt();
@@ -497,6 +502,7 @@ int cadrt_test(cadrt_request *req, int *flag) {
 int cadrt_wait(cadrt_request *req) {
   Entered entered;
   cadrt::clear_error();
+  if (rt().forked()) return rt().forked_error("cadrt_wait");
   if (!req) return set_error(-EINVAL, "cadrt_wait: NULL argument");
   if (!*req) return 0;
   if ((*req)->persistent && !(*req)->active && !(*req)->done) return 0;
@@ -522,6 +528,7 @@ int cadrt_waitall(int n, cadrt_request reqs[]) {
 }
 
 int cadrt_req_free(cadrt_request *req) {
+  if (rt().forked()) return rt().forked_error("cadrt_req_free");
   if (!req) return set_error(-EINVAL, "cadrt_req_free: NULL argument");
   if (!*req) return 0;
   Entered entered;
@@ -540,11 +547,13 @@ int cadrt_req_free(cadrt_request *req) {
 }
 
 void cadrt_poll_begin(void) {
+  if (rt().forked()) return;
   rt().enter();
   rt().commit(1);
 }
 
 void cadrt_poll_end(void) {
+  if (rt().forked()) return;
   rt().commit(-1);
   rt().leave();
 }

@@ -177,7 +177,7 @@ void Runtime::ring(uint32_t ep, bool urgent) {
     if (!urgent) return;
     if (ri.kicked.exchange(1, std::memory_order_acq_rel)) return;  // one is on its way
     if (syscall(SYS_tgkill, ri.pid.load(std::memory_order_relaxed), ri.tid.load(std::memory_order_relaxed),
-                kick_signal()) == 0) {
+                ri.signo.load(std::memory_order_relaxed)) == 0) {
       n_kicks.fetch_add(1, std::memory_order_relaxed);
       return;
     }

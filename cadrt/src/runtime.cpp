@@ -29,7 +29,10 @@ thread_local std::string t_error;
 // which cadrt_test's fast path would otherwise pay every time).
 static std::atomic<bool> g_error_set{false};
 volatile uint64_t g_probe_word = 0x43414452544f4b21ull;  // what peers read in the CMA probe
-const int kSignal = SIGRTMIN + 5;
+// The signal engine's signal: CADRT_SIGNAL, SIGRTMIN + 5 unless set
+// (choose_engine; each rank publishes its own in RankInfo::signo, which
+// is what its peers kick it with).
+int g_signal = 0;
 std::atomic<bool> g_signal_sent{false};
 
 const char *env(const char *name) {
@@ -148,8 +151,6 @@ Runtime &rt_first() {
   g_rt.store(&instance, std::memory_order_release);
   return instance;
 }
-
-int kick_signal() { return kSignal; }
 
 // armed shares its cache line with what every producer reads when it
 // rings us (shm.h): written only when it changes, the line stays in the
@@ -368,7 +369,7 @@ void Runtime::leave() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     // What came during that pass (it woke nobody) or a signal it deferred:
     // the handler, as before.
-    if (work()) pthread_kill(pthread_self(), kSignal);
+    if (work()) pthread_kill(pthread_self(), g_signal);
   }
 }
 
@@ -770,7 +771,7 @@ void Runtime::thread_main() {
 void Runtime::signal_helper_main() {
   sigset_t block;
   sigemptyset(&block);
-  sigaddset(&block, kSignal);
+  sigaddset(&block, g_signal);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
   RankInfo &mine = seg.rank(me);
   auto work = [&] {
@@ -790,9 +791,56 @@ void Runtime::signal_helper_main() {
     if (work() && !in_library.load(std::memory_order_relaxed) && !g_signal_sent.exchange(true))
     {
       n_helper_signals.fetch_add(1, std::memory_order_relaxed);
-      pthread_kill(main_thread_.load(std::memory_order_relaxed), kSignal);
+      pthread_kill(main_thread_.load(std::memory_order_relaxed), g_signal);
     }
   }
+}
+
+// CADRT_SIGNAL: a real-time signal, as a number or RTMIN+k / RTMAX-k (SIG
+// before either, optional); SIGRTMIN + 5 if unset.  "" or why not.
+static std::string signal_setting(int *sig) {
+  *sig = SIGRTMIN + 5;
+  const char *v = env("CADRT_SIGNAL");
+  if (!v) return "";
+  std::string s = v;
+  if (s.rfind("SIG", 0) == 0) s = s.substr(3);
+  long k = -1;
+  int base = 0, sign = 1;
+  const char *num = s.c_str();
+  if (s.rfind("RTMIN", 0) == 0 || s.rfind("RTMAX", 0) == 0) {
+    base = s[3] == 'I' ? SIGRTMIN : SIGRTMAX;
+    sign = s[3] == 'I' ? 1 : -1;
+    num = s.c_str() + 5;
+    if (!*num)
+      num = "0";
+    else if (*num++ != (sign > 0 ? '+' : '-'))
+      num = "x";
+  }
+  char *end = nullptr;
+  if (*num >= '0' && *num <= '9') k = strtol(num, &end, 10);
+  const long n = base + sign * k;
+  if (k < 0 || *end || n < SIGRTMIN || n > SIGRTMAX)
+    return std::string("CADRT_SIGNAL=") + v + ": not a real-time signal (" + std::to_string(SIGRTMIN) + " to " +
+           std::to_string(SIGRTMAX) + " here, or RTMIN+k, RTMAX-k)";
+  *sig = static_cast<int>(n);
+  return "";
+}
+
+// Whether sig has a handler that is not cadrt's (the application's, or
+// another library's): the signal engine would take it over.  (Ignored or
+// default is free: cadrt_finalize leaves it ignored.)
+static bool signal_taken(int sig) {
+  struct sigaction old = {};
+  if (sigaction(sig, nullptr, &old) != 0) return false;
+  const void *h = (old.sa_flags & SA_SIGINFO) ? reinterpret_cast<void *>(old.sa_sigaction)
+                                              : reinterpret_cast<void *>(old.sa_handler);
+  return h != reinterpret_cast<void *>(SIG_DFL) && h != reinterpret_cast<void *>(SIG_IGN) &&
+         h != reinterpret_cast<void *>(on_signal);
+}
+
+static std::string signal_name(int sig) {
+  const int k = sig - SIGRTMIN;
+  return "signal " + std::to_string(sig) + " (SIGRTMIN+" + std::to_string(k) + ")";
 }
 
 // Which engine this rank runs (CADRT_ENGINE), /dev/cad opened if the
@@ -804,6 +852,10 @@ int Runtime::choose_engine(bool *asked) {
   const char *want = env("CADRT_ENGINE");
   std::string name = want ? want : "auto";
   if (std::string why = env_bytes("CADRT_KICK_MIN", &kick_min); !why.empty()) return set_error(-EINVAL, why);
+  if (std::string why = signal_setting(&g_signal); !why.empty()) return set_error(-EINVAL, why);
+  // (Published before agree_engine's barrier, which orders it before any
+  // peer's first kick.)
+  if (seg.mapped()) seg.rank(me).signo.store(g_signal, std::memory_order_relaxed);
   if (name == "auto") {
     // The kernel engine whenever /dev/cad is there: transfers progress in
     // the peers' system calls, with no thread and no signal.  Otherwise a
@@ -820,11 +872,23 @@ int Runtime::choose_engine(bool *asked) {
       clear_error();
     }
     engine = user_engine();
+    if (engine == Engine::Signal && signal_taken(g_signal)) {
+      // Not taken over: a progress thread instead (it sleeps until a
+      // message comes, as the signal engine's helper does).
+      if (verbose)
+        fprintf(stderr, "cadrt: rank %u: %s has a handler that is not cadrt's: the thread engine (CADRT_SIGNAL "
+                        "chooses another signal)\n", me, signal_name(g_signal).c_str());
+      engine = Engine::Thread;
+    }
   } else if (name == "poll") {
     engine = Engine::Poll;
   } else if (name == "thread") {
     engine = Engine::Thread;
   } else if (name == "signal") {
+    if (signal_taken(g_signal))
+      return set_error(-EBUSY, "CADRT_ENGINE=signal: " + signal_name(g_signal) +
+                                   " has a handler already, not cadrt's (the application's or another library's): "
+                                   "choose a free one with CADRT_SIGNAL");
     engine = Engine::Signal;
   } else if (name == "kernel") {
     if (nlocal < nep)
@@ -855,7 +919,7 @@ int Runtime::start_engine() {
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(kSignal, &sa, nullptr) != 0) return set_error(-errno, "installing the signal handler failed");
+    if (sigaction(g_signal, &sa, nullptr) != 0) return set_error(-errno, "installing the signal handler failed");
     main_thread_.store(pthread_self(), std::memory_order_relaxed);
     signal_tid_.store(this_tid(), std::memory_order_relaxed);
     helper_ = std::thread([this] { signal_helper_main(); });
@@ -883,8 +947,40 @@ int Runtime::init_job(const Bootstrap &b) {
   return err;
 }
 
+// A child forked while its parent is a rank of a job (fork without exec;
+// system() and popen() exec at once) shares the parent's segment, rings,
+// lanes and /dev/cad file, and is no rank itself: a message it took in
+// would be lost to its parent, and a cadrt_finalize it made (an atexit
+// handler of the application's, run by the child's exit()) would tell the
+// job that its parent had left.  So in the child, cadrt is no longer
+// initialised and every call fails (forked_error) except cadrt_finalize,
+// which has nothing to do; nothing shared is touched, by its exit either.
+// (MPI leaves fork undefined; Open MPI warns about it.)  The handler runs
+// in the child only, right after fork, with one thread.
+void Runtime::forked_child() {
+  Runtime *r = g_rt.load(std::memory_order_acquire);
+  if (!r || !r->initialised_) return;
+  r->forked_ = true;
+  r->initialised_ = false;
+  // The helper thread was not copied: drop its handle without joining it
+  // (std::thread has no other way; a joinable one would abort the exit,
+  // and ~Runtime would ring the parent's bell to stop it).
+  new (&r->helper_) std::thread();
+  if (r->kfd_ >= 0) close(r->kfd_);  // (the parent's stays open)
+  r->kfd_ = -1;
+}
+
+int Runtime::forked_error(const char *fn) const {
+  return set_error(-EPERM, std::string(fn) +
+                               ": this process was forked from a rank of the job after its cadrt_init; only that "
+                               "rank's own process may use cadrt");
+}
+
 int Runtime::init() {
   if (initialised_) return 0;
+  if (forked_) return forked_error(booted_ ? "cadrt_init_job" : "cadrt_init");
+  static const bool atfork = pthread_atfork(nullptr, nullptr, forked_child) == 0;
+  (void)atfork;
   const char *v = env("CADRT_VERBOSE");
   verbose = v && strcmp(v, "0") != 0;
   const std::string path = env("CADRT_LIBRARY") ? env("CADRT_LIBRARY") : default_library();
@@ -1121,7 +1217,7 @@ int Runtime::make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int
 // No more signals are taken; the helper or progress thread is woken and
 // joined.
 void Runtime::stop_helper() {
-  if (engine == Engine::Signal) signal(kSignal, SIG_IGN);
+  if (engine == Engine::Signal) signal(g_signal, SIG_IGN);
   stop_.store(true);
   if (!helper_.joinable()) return;
   RankInfo &mine = seg.rank(me);

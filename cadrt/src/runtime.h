@@ -207,6 +207,10 @@ class Runtime {
   int init_job(const Bootstrap &b);
   int finalize();
   bool initialised() const { return initialised_; }
+  // A process forked from a rank while cadrt was initialised (see
+  // forked_child in runtime.cpp): every call fails in it.
+  bool forked() const { return forked_; }
+  int forked_error(const char *fn) const;
 
   cad::Library lib;
   // User-defined operators looked up so far: cadrt_op 256 + index.
@@ -358,6 +362,8 @@ class Runtime {
 
  private:
   bool initialised_ = false;
+  bool forked_ = false;
+  static void forked_child();
   // The network transport (cadrt_net.h), for ranks on other nodes.
   bool has_net_ = false;
   cadrt_net net_{};
@@ -604,8 +610,6 @@ inline Runtime &rt() {
 }
 // The signal engine's handler is running progress() on this thread.
 extern thread_local bool t_in_handler;
-// The signal the signal engine progresses in (SIGRTMIN + 5).
-int kick_signal();
 
 // A spin-wait's pause.
 inline void cpu_relax() {

@@ -161,6 +161,7 @@ struct alignas(64) RankInfo {
   std::atomic<uint32_t> sleepers;  // helper threads waiting on bell
   std::atomic<uint32_t> armed;     // signal engine, outside the library, kickable collectives active: kick it
   std::atomic<int32_t> tid;        // the main thread (signal engine)
+  std::atomic<int32_t> signo;      // the signal it progresses in (signal engine; CADRT_SIGNAL)
   std::atomic<uint32_t> state;     // kAlive, kExited, kDead (set by cadrun)
   uint64_t probe_addr;             // a private word, for the CMA probe
   int32_t place[4];                // node, package, NUMA domain, L3 (or -1)
@@ -249,7 +250,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 6;
+constexpr uint32_t kVersion = 7;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);

@@ -73,6 +73,10 @@ def cases():
     rank1_poll = 'if [ "$CADRT_RANK" = 1 ]; then export CADRT_ENGINE=poll; fi; exec rt_check --coll all --sizes 1,70000'
     out["differ-auto"] = f"unset CADRT_ENGINE; CADRT_VERBOSE=1 cadrun -n 3 --timeout 60 sh -c '{rank1_poll}'"
     out["differ-asked"] = f"cadrun -n 3 --timeout 60 sh -c '{rank1_poll}'"
+    # A child forked by each rank with a collective in flight: every call
+    # fails in it (it shares its parent's /dev/cad file and status page);
+    # its parent completes the collective.
+    out["fork"] = "cadrun -n 3 --timeout 60 rt_check --fork --coll all --sizes 1,70000"
     out["die"] = "cadrun -n 4 --timeout 60 rt_check --die 2"
     out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
     return out
@@ -105,6 +109,11 @@ def test_modes_through_the_kernel_engine(vm_run, mode):
     for p in (2, 3, 5):
         c = vm_run.cases[f"mode-{mode}-{p}"]
         assert c.status == 0 and "engine kernel" in c.output, f"{c.command}\n{c.output}"
+
+
+def test_forked_children_do_not_disturb_the_kernel_engine(vm_run):
+    c = vm_run.cases["fork"]
+    assert c.status == 0 and "engine kernel" in c.output, f"{c.command}\n{c.output}"
 
 
 @pytest.mark.parametrize("mode", DEFER_MODES)

@@ -5,7 +5,7 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--inplace] [--mismatch
- *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--iters N] [--churn N] [--test
+ *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--fork] [--app-handler K] [--iters N] [--churn N] [--test
  *          [--jitter]] [--other-thread]
  *
  * --persistent   the _init forms, started --iters times
@@ -85,6 +85,18 @@
  *                then it starts the broadcast.  Rank 0's start must not
  *                wait for ever for rank 1's announcement because rank 1 is
  *                in the library (the rendezvous at start is bounded)
+ * --app-handler K  the application installs a handler of SIGRTMIN+K
+ *                before cadrt_init; it must still be there at the end
+ *                (the signal engine must not take it over)
+ * --fork         first, every rank forks a child while an allreduce of
+ *                100000 elements and a persistent one are in flight (under
+ *                the thread engine, maybe while its progress thread holds
+ *                the library's lock): in the child every cadrt call fails
+ *                with -EPERM, cadrt_finalize does nothing, and its exit()
+ *                returns 0 (no abort for the progress thread it lacks);
+ *                then the parent completes both, with the right results,
+ *                and runs the rest: the child took none of its messages
+ *                and did not tell the job that its rank had left
  * Prints one line per failure and "rt_check: ok (N checks)" at rank 0.
  * Exit 0 if every check passed; 1 on a wrong result or an error; 77 if a
  * forced algorithm (CADRT_ALGORITHM_*) does not apply to this P.
@@ -97,6 +109,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -690,29 +703,135 @@ static void *other_thread(void *unused)
 	return NULL;
 }
 
+/* --app-handler K: the application's own handler of SIGRTMIN+K. */
+static void app_handler(int sig)
+{
+	(void)sig;
+}
+
 int main(int argc, char **argv)
 {
-	int other = 0, err;
+	int other = 0, app_signal = 0, err;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--other-thread"))
 			other = 1;
+		else if (!strcmp(argv[i], "--app-handler") && i + 1 < argc)
+			app_signal = SIGRTMIN + atoi(argv[i + 1]);
+	if (app_signal) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = app_handler;
+		sigaction(app_signal, &sa, NULL);
+	}
 	if ((err = cadrt_init())) {
 		fprintf(stderr, "rt_check: cadrt_init: %s\n", cadrt_error_message());
 		return 1;
 	}
-	if (!other)
-		return body(argc, argv);
-	pthread_t t;
+	if (app_signal && (g_rank = 0, cadrt_comm_rank(cadrt_comm_world(), &g_rank), g_rank == 0))
+		printf("rt_check: engine %s beside the application's handler of signal %d\n", cadrt_engine(), app_signal);
+	if (!other) {
+		err = body(argc, argv);
+	} else {
+		pthread_t t;
 
-	g_argc = argc;
-	g_argv = argv;
-	if (pthread_create(&t, NULL, other_thread, NULL)) {
-		fprintf(stderr, "rt_check: pthread_create failed\n");
-		return 1;
+		g_argc = argc;
+		g_argv = argv;
+		if (pthread_create(&t, NULL, other_thread, NULL)) {
+			fprintf(stderr, "rt_check: pthread_create failed\n");
+			return 1;
+		}
+		pthread_join(t, NULL);
+		err = g_body_result;
 	}
-	pthread_join(t, NULL);
-	return g_body_result;
+	if (app_signal) {
+		struct sigaction now;
+
+		if (sigaction(app_signal, NULL, &now) || now.sa_handler != app_handler) {
+			fprintf(stderr, "rt_check: rank %d: the application's handler of signal %d was replaced\n", g_rank,
+				app_signal);
+			return 1;
+		}
+	}
+	return err;
+}
+
+/* --fork: see the top.  The child's checks, then its exit code. */
+static int in_forked_child(cadrt_request *running, cadrt_request *persistent)
+{
+	int bad = 0, flag = 0, x = 1, y = 0;
+	cadrt_request r = NULL;
+	cadrt_comm c = NULL;
+	struct {
+		const char *what;
+		int err;
+	} calls[] = {
+		{ "cadrt_iallreduce", cadrt_iallreduce(&x, &y, 1, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &r) },
+		{ "cadrt_test", cadrt_test(running, &flag) },
+		{ "cadrt_wait", cadrt_wait(running) },
+		{ "cadrt_start", cadrt_start(persistent) },
+		{ "cadrt_comm_split", cadrt_comm_split(cadrt_comm_world(), 0, 0, &c) },
+		{ "cadrt_init", cadrt_init() },
+	};
+
+	for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+		if (calls[i].err != -EPERM) {
+			fprintf(stderr, "rt_check: rank %d: forked child: %s gave %d (%s), expected -EPERM\n", g_rank,
+				calls[i].what, calls[i].err, cadrt_error_message());
+			bad = 1;
+		}
+	/* The message of the last call. */
+	if (!strstr(cadrt_error_message(), "forked")) {
+		fprintf(stderr, "rt_check: rank %d: forked child: message \"%s\"\n", g_rank, cadrt_error_message());
+		bad = 1;
+	}
+	if (cadrt_finalize()) {
+		fprintf(stderr, "rt_check: rank %d: forked child: cadrt_finalize: %s\n", g_rank, cadrt_error_message());
+		bad = 1;
+	}
+	return bad;
+}
+
+static void fork_check(void)
+{
+	static int32_t in[100000], out[100000];
+	int one = 1, sum = 0, status = 0, err;
+	cadrt_request running = NULL, persistent = NULL;
+
+	for (int i = 0; i < 100000; i++)
+		in[i] = g_rank + i;
+	if ((err = cadrt_allreduce_init(&one, &sum, 1, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &persistent)) ||
+	    (err = cadrt_start(&persistent)) ||
+	    (err = cadrt_iallreduce(in, out, 100000, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &running))) {
+		FAIL("--fork: starting: %s", cadrt_error_message());
+		return;
+	}
+	fflush(NULL);
+	const pid_t child = fork();
+	if (child == 0)
+		exit(in_forked_child(&running, &persistent)); /* (exit: atexit handlers and destructors run) */
+	if (child < 0 || waitpid(child, &status, 0) != child)
+		FAIL("--fork: fork or waitpid: %s", strerror(errno));
+	else if (!WIFEXITED(status) || WEXITSTATUS(status))
+		FAIL("--fork: the child %s %d", WIFEXITED(status) ? "exited with" : "was killed by signal",
+		     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	if (cadrt_wait(&running) || cadrt_wait(&persistent)) {
+		FAIL("--fork: completing after the child: %s", cadrt_error_message());
+		return;
+	}
+	g_checks += 2;
+	for (int i = 0; i < 100000; i++)
+		if (out[i] != (int32_t)((int64_t)g_size * i + (int64_t)g_size * (g_size - 1) / 2)) {
+			FAIL("--fork: allreduce element %d: %d", i, out[i]);
+			break;
+		}
+	if (sum != g_size)
+		FAIL("--fork: persistent allreduce: %d, expected %d", sum, g_size);
+	sum = 0;
+	if (cadrt_start(&persistent) || cadrt_wait(&persistent) || sum != g_size)
+		FAIL("--fork: the persistent allreduce again: %s (%d)", cadrt_error_message(), sum);
+	cadrt_req_free(&persistent);
 }
 
 /* Everything after cadrt_init (main's thread, or another: --other-thread). */
@@ -720,7 +839,7 @@ static int body(int argc, char **argv)
 {
 	const char *only = "all";
 	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
-	int nsizes = 5, want_mismatch = 0, want_split = 0, die = -1, churn = 0, err;
+	int nsizes = 5, want_mismatch = 0, want_split = 0, want_fork = 0, die = -1, churn = 0, err;
 	const char *away_dir = NULL;
 	double away_for = 30;
 	int away_last = 0;
@@ -751,6 +870,10 @@ static int body(int argc, char **argv)
 			want_mismatch = 1;
 		else if (!strcmp(argv[i], "--split"))
 			want_split = 1;
+		else if (!strcmp(argv[i], "--fork"))
+			want_fork = 1;
+		else if (!strcmp(argv[i], "--app-handler") && i + 1 < argc)
+			i++; /* (main's) */
 		else if (!strcmp(argv[i], "--late") && i + 1 < argc)
 			g_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--mismatch-op"))
@@ -822,6 +945,8 @@ static int body(int argc, char **argv)
 		cadrt_finalize();
 		return err;
 	}
+	if (want_fork)
+		fork_check();
 	if (run_all(only, sizes, nsizes, cadrt_comm_world()) < 0) {
 		if (g_rank == 0)
 			printf("rt_check: the forced algorithm does not apply to P=%d\n", g_size);

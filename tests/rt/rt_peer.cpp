@@ -127,7 +127,7 @@ void tamper(const char *how, bool kick) {
       usleep(1000);
     }
     r0.kicked.store(1, std::memory_order_release);
-    if (syscall(SYS_tgkill, r0.pid.load(), r0.tid.load(), SIGRTMIN + 5)) {
+    if (syscall(SYS_tgkill, r0.pid.load(), r0.tid.load(), r0.signo.load())) {
       perror("rt_peer: tgkill");
       exit(2);
     }

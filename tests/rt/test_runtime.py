@@ -112,6 +112,39 @@ def test_signal_engine_kicking_every_transfer(build_dir):
         assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
 
 
+def test_signal_engine_leaves_the_applications_handler(build_dir):
+    """The application handles SIGRTMIN+5, the signal engine's default
+    signal, itself (rt_check --app-handler 5).  Asked for by name, the
+    signal engine fails cadrt_init on every rank with -EBUSY naming the
+    signal; auto does not choose it (the thread engine instead); on
+    another signal (CADRT_SIGNAL, which may differ between ranks: each
+    publishes its own, and peers kick it with that one, here for every
+    transfer) it runs.  The application's handler is still there at the
+    end.  (Before 2026-11-27 the engine replaced it, and left the signal
+    ignored at cadrt_finalize.)"""
+    r = run(build_dir, 3, "rt_check", "--sizes", "7,100000", "--app-handler", "5",
+            env={"CADRT_ENGINE": "signal"}, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.count("CADRT_ENGINE=signal: signal") == 3 and "(SIGRTMIN+5) has a handler already" in r.stderr
+    r = run(build_dir, 3, "rt_check", "--sizes", "7,100000", "--app-handler", "5", env={"CADRT_ENGINE": "auto"},
+            timeout=60)
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout and "engine thread" in r.stdout, r.stdout + r.stderr
+    per_rank = ('if [ "$CADRT_RANK" = 1 ]; then export CADRT_SIGNAL=RTMAX; else export CADRT_SIGNAL=SIGRTMIN+6; fi; '
+                f'exec {build_dir}/bin/rt_check --sizes 7,1000,100000 --outstanding 3 --app-handler 5')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    env.update({"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0"})
+    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "3", "--timeout", "40", "sh", "-c", per_rank],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0 and "engine signal beside" in r.stdout and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("value", ["33", "RTMAX+1", "RTMIN-1", "RTMIN+", "x", "39z"])
+def test_bad_signal_setting_is_refused(build_dir, value):
+    r = run(build_dir, 2, "rt_check", "--sizes", "7", env={"CADRT_SIGNAL": value}, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"CADRT_SIGNAL={value}: not a real-time signal" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("p", [2, 3])
 @pytest.mark.parametrize("engine,settings,elements", [
     ("thread", {}, 1 << 20),
@@ -120,6 +153,7 @@ def test_signal_engine_kicking_every_transfer(build_dir):
     ("signal", {}, 1 << 20),
     ("signal", {}, 1 << 18),
     ("signal", {"CADRT_KICK_MIN": "0"}, 16384),
+    ("signal", {"CADRT_SIGNAL": "RTMAX-3"}, 1 << 20),
 ])
 def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, elements, p):
     """Rank 0 starts an allreduce and computes without calling cadrt;
@@ -366,6 +400,20 @@ def test_a_late_rank_checks_what_waited_for_it(build_dir, engine, p):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "rank 1: error as expected: ranks disagree on collective #0" in r.stdout, r.stdout
     assert r.stdout.count("error as expected") == p, r.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_forked_children_do_not_disturb_the_job(build_dir, engine):
+    """Each rank forks a child while collectives are in flight (rt_check
+    --fork): every cadrt call fails in the child with -EPERM, its
+    cadrt_finalize and exit() touch nothing shared, and the parents
+    complete.  Before 2026-11-27 the child's cadrt_wait took its parent's
+    messages and the job hung, and a child's cadrt_finalize told the job
+    that its parent had left."""
+    r = run(build_dir, 3, "rt_check", "--fork", "--coll", "all", "--sizes", "0,7,1000,100000",
+            env={"CADRT_ENGINE": engine}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rt_check: ok" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("engine", ENGINES)
