@@ -826,16 +826,23 @@ static std::string signal_setting(int *sig) {
   return "";
 }
 
-// Whether sig has a handler that is not cadrt's (the application's, or
-// another library's): the signal engine would take it over.  (Ignored or
-// default is free: cadrt_finalize leaves it ignored.)
-static bool signal_taken(int sig) {
+// Why the signal engine cannot use sig, or "": it has a handler that is
+// not cadrt's (the application's, or another library's), which the
+// engine would take over (ignored or default is free: cadrt_finalize
+// leaves it ignored); or the calling thread blocks it, so the engine
+// could never interrupt it (it would progress only in calls, as poll).
+static std::string signal_unusable(int sig) {
   struct sigaction old = {};
-  if (sigaction(sig, nullptr, &old) != 0) return false;
+  if (sigaction(sig, nullptr, &old) != 0) return "";
   const void *h = (old.sa_flags & SA_SIGINFO) ? reinterpret_cast<void *>(old.sa_sigaction)
                                               : reinterpret_cast<void *>(old.sa_handler);
-  return h != reinterpret_cast<void *>(SIG_DFL) && h != reinterpret_cast<void *>(SIG_IGN) &&
-         h != reinterpret_cast<void *>(on_signal);
+  if (h != reinterpret_cast<void *>(SIG_DFL) && h != reinterpret_cast<void *>(SIG_IGN) &&
+      h != reinterpret_cast<void *>(on_signal))
+    return "has a handler already, not cadrt's (the application's or another library's)";
+  sigset_t mask;
+  if (pthread_sigmask(SIG_BLOCK, nullptr, &mask) == 0 && sigismember(&mask, sig) == 1)
+    return "is blocked in the thread that calls cadrt_init (the engine could never interrupt it)";
+  return "";
 }
 
 static std::string signal_name(int sig) {
@@ -872,23 +879,23 @@ int Runtime::choose_engine(bool *asked) {
       clear_error();
     }
     engine = user_engine();
-    if (engine == Engine::Signal && signal_taken(g_signal)) {
-      // Not taken over: a progress thread instead (it sleeps until a
-      // message comes, as the signal engine's helper does).
-      if (verbose)
-        fprintf(stderr, "cadrt: rank %u: %s has a handler that is not cadrt's: the thread engine (CADRT_SIGNAL "
-                        "chooses another signal)\n", me, signal_name(g_signal).c_str());
-      engine = Engine::Thread;
-    }
+    if (engine == Engine::Signal)
+      if (const std::string why = signal_unusable(g_signal); !why.empty()) {
+        // A progress thread instead (it sleeps until a message comes, as
+        // the signal engine's helper does).
+        if (verbose)
+          fprintf(stderr, "cadrt: rank %u: %s %s: the thread engine (CADRT_SIGNAL chooses another signal)\n", me,
+                  signal_name(g_signal).c_str(), why.c_str());
+        engine = Engine::Thread;
+      }
   } else if (name == "poll") {
     engine = Engine::Poll;
   } else if (name == "thread") {
     engine = Engine::Thread;
   } else if (name == "signal") {
-    if (signal_taken(g_signal))
-      return set_error(-EBUSY, "CADRT_ENGINE=signal: " + signal_name(g_signal) +
-                                   " has a handler already, not cadrt's (the application's or another library's): "
-                                   "choose a free one with CADRT_SIGNAL");
+    if (const std::string why = signal_unusable(g_signal); !why.empty())
+      return set_error(-EBUSY, "CADRT_ENGINE=signal: " + signal_name(g_signal) + " " + why +
+                                   ": choose another with CADRT_SIGNAL");
     engine = Engine::Signal;
   } else if (name == "kernel") {
     if (nlocal < nep)

@@ -5,7 +5,7 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--inplace] [--mismatch
- *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--fork] [--app-handler K] [--iters N] [--churn N] [--test
+ *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--fork] [--app-handler K] [--app-blocks K] [--iters N] [--churn N] [--test
  *          [--jitter]] [--other-thread]
  *
  * --persistent   the _init forms, started --iters times
@@ -88,6 +88,8 @@
  * --app-handler K  the application installs a handler of SIGRTMIN+K
  *                before cadrt_init; it must still be there at the end
  *                (the signal engine must not take it over)
+ * --app-blocks K the application blocks SIGRTMIN+K in its main thread
+ *                before cadrt_init
  * --fork         first, every rank forks a child while an allreduce of
  *                100000 elements and a persistent one are in flight (under
  *                the thread engine, maybe while its progress thread holds
@@ -711,13 +713,22 @@ static void app_handler(int sig)
 
 int main(int argc, char **argv)
 {
-	int other = 0, app_signal = 0, err;
+	int other = 0, app_signal = 0, app_blocks = 0, err;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--other-thread"))
 			other = 1;
 		else if (!strcmp(argv[i], "--app-handler") && i + 1 < argc)
 			app_signal = SIGRTMIN + atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--app-blocks") && i + 1 < argc)
+			app_blocks = SIGRTMIN + atoi(argv[i + 1]);
+	if (app_blocks) {
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, app_blocks);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	}
 	if (app_signal) {
 		struct sigaction sa;
 
@@ -729,8 +740,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rt_check: cadrt_init: %s\n", cadrt_error_message());
 		return 1;
 	}
-	if (app_signal && (g_rank = 0, cadrt_comm_rank(cadrt_comm_world(), &g_rank), g_rank == 0))
-		printf("rt_check: engine %s beside the application's handler of signal %d\n", cadrt_engine(), app_signal);
+	if ((app_signal || app_blocks) && (g_rank = 0, cadrt_comm_rank(cadrt_comm_world(), &g_rank), g_rank == 0))
+		printf("rt_check: engine %s beside the application's %s of signal %d\n", cadrt_engine(),
+		       app_signal ? "handler" : "block", app_signal ? app_signal : app_blocks);
 	if (!other) {
 		err = body(argc, argv);
 	} else {
@@ -872,7 +884,7 @@ static int body(int argc, char **argv)
 			want_split = 1;
 		else if (!strcmp(argv[i], "--fork"))
 			want_fork = 1;
-		else if (!strcmp(argv[i], "--app-handler") && i + 1 < argc)
+		else if ((!strcmp(argv[i], "--app-handler") || !strcmp(argv[i], "--app-blocks")) && i + 1 < argc)
 			i++; /* (main's) */
 		else if (!strcmp(argv[i], "--late") && i + 1 < argc)
 			g_late = atoi(argv[++i]);

@@ -138,6 +138,25 @@ def test_signal_engine_leaves_the_applications_handler(build_dir):
     assert r.returncode == 0 and "engine signal beside" in r.stdout and "rt_check: ok" in r.stdout, r.stdout + r.stderr
 
 
+def test_signal_engine_and_a_blocked_signal(build_dir, tmp_path):
+    """The application blocks SIGRTMIN+5 in the thread that calls
+    cadrt_init (rt_check --app-blocks 5): the signal engine could never
+    interrupt it, so asked for by name it fails, naming the signal; auto
+    takes the thread engine; on another signal (CADRT_SIGNAL) the rank that
+    computes is interrupted, and the others complete while it computes.
+    (Before 2026-11-27 the engine ran and progressed only in calls.)"""
+    r = run(build_dir, 2, "rt_check", "--sizes", "7,100000", "--app-blocks", "5", env={"CADRT_ENGINE": "signal"},
+            timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.count("(SIGRTMIN+5) is blocked in the thread that calls cadrt_init") == 2, r.stderr
+    r = run(build_dir, 2, "rt_check", "--sizes", "7,100000", "--app-blocks", "5", env={"CADRT_ENGINE": "auto"},
+            timeout=60)
+    assert r.returncode == 0 and "engine thread" in r.stdout, r.stdout + r.stderr
+    r = run(build_dir, 2, "rt_check", "--away", tmp_path, "--sizes", 1 << 20, "--app-blocks", "5",
+            env={"CADRT_ENGINE": "signal", "CADRT_SIGNAL": "RTMIN+7"}, timeout=60)
+    assert r.returncode == 0 and "the peers completed while rank 0 computed" in r.stdout, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("value", ["33", "RTMAX+1", "RTMIN-1", "RTMIN+", "x", "39z"])
 def test_bad_signal_setting_is_refused(build_dir, value):
     r = run(build_dir, 2, "rt_check", "--sizes", "7", env={"CADRT_SIGNAL": value}, timeout=60)
