@@ -1117,11 +1117,20 @@ int Runtime::init_joined() {
       if (!remote(ep)) local.push_back(ep);
     const size_t j = (std::find(local.begin(), local.end(), me) - local.begin()) ^ 1;
     const uint32_t partner = j < local.size() ? local[j] : nep;
-    seg.rank(me).lanes_upto.store(0, std::memory_order_relaxed);
+    // Each says whether it measures (any value but 0; a result, stored
+    // later, is never 0).  A rank whose partner does not (another
+    // CADRT_BULK, or auto's kernel engine expected there -- a rank that
+    // then falls back to a user-space engine goes without lanes) is as one
+    // without a partner, instead of waiting 60 ms for it and taking the
+    // lanes for slower.  (Pairs are mutual: a partner that measures reads
+    // this rank's word, and then it stays non-zero.)
+    seg.rank(me).lanes_upto.store(measure ? UINT64_MAX : 0, std::memory_order_relaxed);
     if (int err = meet()) return err;
-    if (measure && partner < nep) {
+    if (measure && partner < nep && seg.rank(partner).lanes_upto.load() != 0) {
       const uint64_t upto = lanes_upto(partner);
       seg.rank(me).lanes_upto.store(upto == UINT64_MAX ? upto : upto + 1);
+    } else {
+      seg.rank(me).lanes_upto.store(0, std::memory_order_relaxed);
     }
     if (int err = meet()) return err;
     if (measure) {

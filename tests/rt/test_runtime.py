@@ -585,6 +585,21 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     if limits:
         least = 0 if 0 in limits else min((x for x in limits if x is not None), default=None)
         assert said[0] == ("off" if least == 0 else "on" if least is None else f"on below {least} bytes"), r.stderr
+    # A rank whose partner does not measure (CADRT_BULK=0 there) measures
+    # alone, at once, as one without a partner: until 2026-11-27 it waited
+    # 60 ms for the partner and took the lanes for slower.
+    if p >= 2:
+        script = (f'if [ "$CADRT_RANK" = 1 ]; then export CADRT_BULK=0; fi; '
+                  f'exec {build_dir}/bin/rt_check --coll alltoall --sizes 100000')
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+        env.update({"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"})
+        r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", str(p), "--timeout", "40", "sh", "-c", script],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert not re.search(r"through the lanes with rank [01] ", r.stderr), r.stderr
+        assert "rank 0: bulk lanes" in r.stderr, r.stderr
+        if p < 4:  # (at 4, ranks 2 and 3 measure, and rank 0 learns from them)
+            assert re.search(r"rank 0: lanes measured .* by two memcpys", r.stderr), r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
