@@ -17,11 +17,6 @@ static_assert(int{CADRT_SUM} == int{CAD_OP_SUM} && int{CADRT_MAXLOC} == int{CAD_
 
 namespace {
 
-int not_initialised(const char *fn) {
-  if (rt().forked()) return rt().forked_error(fn);
-  return set_error(-EINVAL, std::string(fn) + ": cadrt_init has not been called");
-}
-
 struct Call {
   const char *fn;
   cad::Collective coll;
@@ -40,7 +35,7 @@ int collective(const Call &c, cadrt_request *req) {
   Entered entered;
   cadrt::clear_error();
   const char *const fn = c.fn;  // (a std::string only for a message)
-  if (!rt().initialised()) return not_initialised(c.fn);
+  if (!rt().initialised()) return rt().not_initialised(c.fn);
   if (!req) return set_error(-EINVAL, std::string(fn) + ": request is NULL");
   *req = nullptr;
   if (!c.comm) return set_error(-EINVAL, std::string(fn) + ": the communicator is NULL");
@@ -145,7 +140,7 @@ const char *cadrt_error_message(void) { return cadrt::error_message(); }
 int cadrt_op_lookup(const char *lib, const char *name, cadrt_op *op) {
   Entered entered;
   cadrt::clear_error();
-  if (!rt().initialised()) return not_initialised("cadrt_op_lookup");
+  if (!rt().initialised()) return rt().not_initialised("cadrt_op_lookup");
   if (!name || !op) return set_error(-EINVAL, "cadrt_op_lookup: name and op must not be NULL");
   auto g = rt().guard();
   std::shared_ptr<const cad::UserOp> found;
@@ -262,7 +257,7 @@ int cadrt_comm_size(cadrt_comm comm, int *size) {
 }
 
 int cadrt_comm_split(cadrt_comm comm, int color, int key, cadrt_comm *out) {
-  if (!rt().initialised()) return not_initialised("cadrt_comm_split");
+  if (!rt().initialised()) return rt().not_initialised("cadrt_comm_split");
   if (!comm || !out) return set_error(-EINVAL, "cadrt_comm_split: NULL argument");
   *out = nullptr;
   // Everyone's (color, key), through the communicator itself.
@@ -308,7 +303,7 @@ int cadrt_comm_split(cadrt_comm comm, int color, int key, cadrt_comm *out) {
 int cadrt_comm_create(cadrt_comm parent, int n, const int *parent_ranks, unsigned long long id, cadrt_comm *out) {
   Entered entered;
   cadrt::clear_error();
-  if (!rt().initialised()) return not_initialised("cadrt_comm_create");
+  if (!rt().initialised()) return rt().not_initialised("cadrt_comm_create");
   if (!parent || !parent_ranks || !out || n < 1) return set_error(-EINVAL, "cadrt_comm_create: NULL or empty argument");
   *out = nullptr;
   auto g = rt().guard();

@@ -145,9 +145,7 @@ int cadrt_cad_issue(cadrt_cad cad, cadrt_request *req) {
   cadrt::clear_error();
   if (!cad || !req) return set_error(-EINVAL, "cadrt_cad_issue: NULL argument");
   *req = nullptr;
-  if (!rt().initialised())
-    return rt().forked() ? rt().forked_error("cadrt_cad_issue")
-                         : set_error(-EINVAL, "cadrt_cad_issue: cadrt_init has not been called");
+  if (!rt().initialised()) return rt().not_initialised("cadrt_cad_issue");
   for (const cad_node &n : cad->nodes) {
     const bool bad = (n.kind != CAD_NODE_RECV && !valid_buf(cad, static_cast<int>(n.src_buf))) ||
                      (n.kind != CAD_NODE_SEND && !valid_buf(cad, static_cast<int>(n.dst_buf)));

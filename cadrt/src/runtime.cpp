@@ -983,6 +983,11 @@ int Runtime::forked_error(const char *fn) const {
                                "rank's own process may use cadrt");
 }
 
+int Runtime::not_initialised(const char *fn) const {
+  if (forked_) return forked_error(fn);
+  return set_error(-EINVAL, std::string(fn) + ": cadrt_init has not been called");
+}
+
 int Runtime::init() {
   if (initialised_) return 0;
   if (forked_) return forked_error(booted_ ? "cadrt_init_job" : "cadrt_init");

@@ -211,6 +211,8 @@ class Runtime {
   // forked_child in runtime.cpp): every call fails in it.
   bool forked() const { return forked_; }
   int forked_error(const char *fn) const;
+  // fn's error when cadrt is not initialised (in a forked child, that).
+  int not_initialised(const char *fn) const;
 
   cad::Library lib;
   // User-defined operators looked up so far: cadrt_op 256 + index.

@@ -740,7 +740,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rt_check: cadrt_init: %s\n", cadrt_error_message());
 		return 1;
 	}
-	if ((app_signal || app_blocks) && (g_rank = 0, cadrt_comm_rank(cadrt_comm_world(), &g_rank), g_rank == 0))
+	cadrt_comm_rank(cadrt_comm_world(), &g_rank);
+	if ((app_signal || app_blocks) && g_rank == 0)
 		printf("rt_check: engine %s beside the application's %s of signal %d\n", cadrt_engine(),
 		       app_signal ? "handler" : "block", app_signal ? app_signal : app_blocks);
 	if (!other) {

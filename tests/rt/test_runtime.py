@@ -26,12 +26,24 @@ def collective_of(path: Path) -> str:
     return m.group(1)
 
 
-def run(build_dir, n, program, *args, env=None, timeout=120, wrap=()):
+def cadrun(build_dir, n, command, env=None, timeout=120, wrap=()):
+    """cadrun -n n COMMAND, bounded at timeout - 20 s, without the caller's
+    CADRT_ settings but with env's."""
     cmd = [*wrap, str(build_dir / "bin" / "cadrun"), "-n", str(n), "--timeout", str(timeout - 20),
-           str(build_dir / "bin" / program), *map(str, args)]
+           *map(str, command)]
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
     full_env.update(env or {})
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def run(build_dir, n, program, *args, env=None, timeout=120, wrap=()):
+    return cadrun(build_dir, n, [build_dir / "bin" / program, *args], env=env, timeout=timeout, wrap=wrap)
+
+
+def run_per_rank(build_dir, n, script, env=None, timeout=120):
+    """`sh -c script` as every rank: for settings that differ between
+    ranks ($CADRT_RANK says which)."""
+    return cadrun(build_dir, n, ["sh", "-c", script], env=env, timeout=timeout)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -131,10 +143,7 @@ def test_signal_engine_leaves_the_applications_handler(build_dir):
     assert r.returncode == 0 and "rt_check: ok" in r.stdout and "engine thread" in r.stdout, r.stdout + r.stderr
     per_rank = ('if [ "$CADRT_RANK" = 1 ]; then export CADRT_SIGNAL=RTMAX; else export CADRT_SIGNAL=SIGRTMIN+6; fi; '
                 f'exec {build_dir}/bin/rt_check --sizes 7,1000,100000 --outstanding 3 --app-handler 5')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
-    env.update({"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0"})
-    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "3", "--timeout", "40", "sh", "-c", per_rank],
-                       capture_output=True, text=True, timeout=60, env=env)
+    r = run_per_rank(build_dir, 3, per_rank, env={"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0"}, timeout=60)
     assert r.returncode == 0 and "engine signal beside" in r.stdout and "rt_check: ok" in r.stdout, r.stdout + r.stderr
 
 
@@ -475,9 +484,7 @@ def test_rank_that_leaves_before_init_fails_the_others(build_dir, tmp_path, when
     script.write_text(f'#!/bin/sh\nif [ "$CADRT_RANK" = 1 ]; then {pause}exit 0; fi\n'
                       f'exec {build_dir / "bin" / "rt_check"} --coll bcast --sizes 1\n')
     script.chmod(0o755)
-    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "3", "--timeout", "60", str(script)],
-                       capture_output=True, text=True, timeout=90,
-                       env={k: v for k, v in os.environ.items() if not k.startswith("CADRT_")})
+    r = cadrun(build_dir, 3, [script], timeout=80)
     assert r.returncode == 1, r.stdout + r.stderr
     assert ("rt_check: cadrt_init: joining the job: rank 1 left it before cadrt_init ended (it was killed, exited, "
             "or never called cadrt_init)") in r.stderr, r.stderr
@@ -496,10 +503,7 @@ def test_ranks_that_see_another_topology_fail_clearly(build_dir, tmp_path):
     script.write_text(f'#!/bin/sh\nif [ "$CADRT_RANK" -ge 2 ]; then export CADRT_TOPOLOGY={topo}; fi\n'
                       f'exec {build_dir / "bin" / "rt_check"} --coll bcast --sizes 1,70000\n')
     script.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
-    env["CADRT_ALGORITHM_BCAST"] = "bcast_hier_pipeline"
-    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "4", "--timeout", "60", str(script)],
-                       capture_output=True, text=True, timeout=90, env=env)
+    r = cadrun(build_dir, 4, [script], env={"CADRT_ALGORITHM_BCAST": "bcast_hier_pipeline"}, timeout=80)
     assert r.returncode not in (0, 124) and "rt_check: ok" not in r.stdout, r.stdout + r.stderr
     assert re.search(r"ranks disagree on collective #\d+ of their communicator \(count, root, datatype, op, algorithm "
                      r"or its parameters, topology\): rank [23] runs bcast_hier_pipeline \(bcast P=4 bytes=\d+ "
@@ -591,10 +595,7 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     if p >= 2:
         script = (f'if [ "$CADRT_RANK" = 1 ]; then export CADRT_BULK=0; fi; '
                   f'exec {build_dir}/bin/rt_check --coll alltoall --sizes 100000')
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
-        env.update({"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"})
-        r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", str(p), "--timeout", "40", "sh", "-c", script],
-                           capture_output=True, text=True, timeout=60, env=env)
+        r = run_per_rank(build_dir, p, script, env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
         assert r.returncode == 0, r.stdout + r.stderr
         assert not re.search(r"through the lanes with rank [01] ", r.stderr), r.stderr
         assert "rank 0: bulk lanes" in r.stderr, r.stderr
@@ -824,10 +825,8 @@ def test_ranks_disagreeing_on_a_parameter(build_dir, tmp_path, engine):
     script.write_text('#!/bin/sh\n[ "$CADRT_RANK" = 1 ] && export CADRT_ALGORITHM_BCAST=bcast_chain_pipeline:seg=5\n'
                       f'exec {build_dir / "bin" / "rt_check"} "$@"\n')
     script.chmod(0o755)
-    r = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "2", "--timeout", "40", str(script), "--coll",
-                        "bcast", "--sizes", "1000"], capture_output=True, text=True, timeout=60,
-                       env={**{k: v for k, v in os.environ.items() if not k.startswith("CADRT_")},
-                            "CADRT_ENGINE": engine, "CADRT_ALGORITHM_BCAST": "bcast_chain_pipeline:seg=3"})
+    r = cadrun(build_dir, 2, [script, "--coll", "bcast", "--sizes", "1000"], timeout=60,
+               env={"CADRT_ENGINE": engine, "CADRT_ALGORITHM_BCAST": "bcast_chain_pipeline:seg=3"})
     assert r.returncode == 1, r.stdout + r.stderr
     assert "ranks disagree on collective #0" in r.stderr, r.stderr
     assert re.search(r"runs bcast_chain_pipeline seg=[35] \(bcast P=2 bytes=4000 root=0\)", r.stderr), r.stderr
