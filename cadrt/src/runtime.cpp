@@ -167,10 +167,19 @@ static void set_armed(RankInfo &mine, bool on) {
 void Runtime::arm() {
   if (engine != Engine::Signal || !initialised_) return;
   RankInfo &mine = seg.rank(me);
-  const bool kick = active_count.load(std::memory_order_relaxed) > 0 && kickable();
+  const bool kick = active_count.load(std::memory_order_relaxed) > 0 &&
+                    !signal_lost_.load(std::memory_order_relaxed) && kickable();
   set_armed(mine, kick);
   mine.polling.store(kick ? kRankOutside : kRankIdle, std::memory_order_relaxed);
-  if (kick) std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!kick) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The helper found the handler not ours between the look above and the
+  // store: it clears armed after its own store and fence, so one of the
+  // two sees the other's (check_handler()).
+  if (signal_lost_.load(std::memory_order_relaxed)) {
+    set_armed(mine, false);
+    mine.polling.store(kRankIdle, std::memory_order_relaxed);
+  }
 }
 
 // A peer kicks only for urgent messages (ring()): steps of a transfer of
@@ -369,7 +378,7 @@ void Runtime::leave() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     // What came during that pass (it woke nobody) or a signal it deferred:
     // the handler, as before.
-    if (work()) pthread_kill(pthread_self(), g_signal);
+    if (work() && !signal_lost_.load(std::memory_order_relaxed)) pthread_kill(pthread_self(), g_signal);
   }
 }
 
@@ -778,22 +787,69 @@ void Runtime::signal_helper_main() {
     return (active_count.load(std::memory_order_relaxed) > 0 && incoming()) ||
            waiting_output.load(std::memory_order_relaxed) > 0;
   };
+  int64_t looked = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
+    // Whether the handler is still ours, every 50 ms at most (a system
+    // call on this thread, which only sleeps otherwise).
+    if (const int64_t now = now_ns(); now - looked >= 50'000'000) {
+      looked = now;
+      check_handler();
+    }
+    const bool lost = signal_lost_.load(std::memory_order_relaxed);
     mine.sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t v = mine.bell.load(std::memory_order_acquire);
     // Sleep unless a message waits and nobody is on it yet; output that
     // waits for room wakes us when the consumer frees slots.
     const bool urgent = active_count.load(std::memory_order_relaxed) > 0 && incoming() &&
                         !in_library.load(std::memory_order_relaxed) && !g_signal_sent.load(std::memory_order_relaxed);
-    if (!urgent) futex_wait(&mine.bell, v, 100);
+    if (!urgent || lost) futex_wait(&mine.bell, v, lost ? 50 : 100);
     mine.sleepers.fetch_sub(1, std::memory_order_relaxed);
-    if (stop_.load(std::memory_order_relaxed)) break;
-    if (work() && !in_library.load(std::memory_order_relaxed) && !g_signal_sent.exchange(true))
-    {
+    if (stop_.load(std::memory_order_relaxed) || lost) continue;
+    if (work() && !in_library.load(std::memory_order_relaxed) && !g_signal_sent.exchange(true)) {
+      // (Looked at once more: this one signal would go to the
+      // application's handler.)
+      check_handler();
+      if (signal_lost_.load(std::memory_order_relaxed)) continue;
       n_helper_signals.fetch_add(1, std::memory_order_relaxed);
       pthread_kill(main_thread_.load(std::memory_order_relaxed), g_signal);
     }
   }
+}
+
+static std::string signal_name(int sig);
+
+// Whether the engine's signal still has cadrt's handler.  An application
+// (or a library it loads) that puts its own on it after cadrt_init would
+// get the engine's signals, and the rank would progress only in its calls:
+// so while the handler is not ours, no signal is sent to this rank --
+// armed is kept clear, so peers do not kick it, and neither this helper
+// nor leave() signals -- and the rank progresses in its calls, as under the
+// poll engine (a blocking wait sleeps until a message comes, as before).
+// cadrt_finalize leaves that handler be.  If ours comes back (the
+// application restores what sigaction told it), so do the signals.
+// Signals sent in the 50 ms before the helper looks, or already pending,
+// still reach the other handler.
+void Runtime::check_handler() {
+  struct sigaction now = {};
+  if (sigaction(g_signal, nullptr, &now) != 0) return;
+  const bool ours = !(now.sa_flags & SA_SIGINFO) && now.sa_handler == on_signal;
+  if (ours != signal_lost_.load(std::memory_order_relaxed)) return;
+  if (verbose)
+    fprintf(stderr, "cadrt: rank %u: %s %s: %s\n", me, signal_name(g_signal).c_str(),
+            ours ? "has cadrt's handler again" : "has another handler now, not cadrt's",
+            ours ? "the signal engine interrupts the rank again"
+                 : "no more signals to this rank; it progresses in its calls (CADRT_SIGNAL chooses another signal)");
+  if (!ours) {
+    signal_lost_.store(true, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    seg.rank(me).armed.store(0, std::memory_order_relaxed);  // (see arm())
+    return;
+  }
+  // (The handler that clears these may not have run for the last
+  // signals.)
+  g_signal_sent.store(false, std::memory_order_relaxed);
+  seg.rank(me).kicked.store(0, std::memory_order_relaxed);
+  signal_lost_.store(false, std::memory_order_seq_cst);
 }
 
 // CADRT_SIGNAL: a real-time signal, as a number or RTMIN+k / RTMAX-k (SIG
@@ -1238,7 +1294,11 @@ int Runtime::make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int
 // No more signals are taken; the helper or progress thread is woken and
 // joined.
 void Runtime::stop_helper() {
-  if (engine == Engine::Signal) signal(g_signal, SIG_IGN);
+  // (A handler the application put there since cadrt_init stays.)
+  struct sigaction now = {};
+  if (engine == Engine::Signal && sigaction(g_signal, nullptr, &now) == 0 && !(now.sa_flags & SA_SIGINFO) &&
+      now.sa_handler == on_signal)
+    signal(g_signal, SIG_IGN);
   stop_.store(true);
   if (!helper_.joinable()) return;
   RankInfo &mine = seg.rank(me);

@@ -456,6 +456,11 @@ class Runtime {
   std::atomic<pthread_t> main_thread_{};
   std::atomic<int32_t> signal_tid_{0};
   std::atomic<int> handler_running_{0};  // handlers past handler_enter, on any thread
+  // Signal engine: the application has put its own handler on the
+  // engine's signal since cadrt_init (the helper looks, see
+  // signal_helper_main): nothing sends the signal while so.
+  std::atomic<bool> signal_lost_{false};
+  void check_handler();
   void retarget(int32_t tid);
   int init_joined();  // init() after the segment is joined
   void leave_job();  // (finalize, a failed init)

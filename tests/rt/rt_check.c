@@ -5,7 +5,7 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--inplace] [--mismatch
- *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--fork] [--app-handler K] [--app-blocks K] [--iters N] [--churn N] [--test
+ *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--churn N] [--test
  *          [--jitter]] [--other-thread]
  *
  * --persistent   the _init forms, started --iters times
@@ -88,6 +88,16 @@
  * --app-handler K  the application installs a handler of SIGRTMIN+K
  *                before cadrt_init; it must still be there at the end
  *                (the signal engine must not take it over)
+ * --app-handler-after K  the application installs a handler of
+ *                SIGRTMIN+K after cadrt_init, then sleeps 500 ms: from then
+ *                on the handler must not run (under the signal engine on
+ *                that signal, which finds the handler not its own and sends
+ *                it no more), and it must still be there at the end, after
+ *                cadrt_finalize
+ * --app-handler-restored K  as --app-handler-after, then the application
+ *                puts back what was there before (cadrt's handler, under
+ *                the signal engine on that signal) and sleeps 500 ms more:
+ *                the engine must interrupt the rank again
  * --app-blocks K the application blocks SIGRTMIN+K in its main thread
  *                before cadrt_init
  * --fork         first, every rank forks a child while an allreduce of
@@ -705,21 +715,38 @@ static void *other_thread(void *unused)
 	return NULL;
 }
 
-/* --app-handler K: the application's own handler of SIGRTMIN+K. */
+/* --app-handler(-after) K: the application's own handler of SIGRTMIN+K;
+ * how many times it ran. */
+static volatile sig_atomic_t g_app_signals;
+
 static void app_handler(int sig)
 {
 	(void)sig;
+	g_app_signals++;
+}
+
+static void install_app_handler(int sig, struct sigaction *old)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = app_handler;
+	sigaction(sig, &sa, old);
 }
 
 int main(int argc, char **argv)
 {
-	int other = 0, app_signal = 0, app_blocks = 0, err;
+	int other = 0, app_signal = 0, app_after = 0, app_blocks = 0, err;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--other-thread"))
 			other = 1;
 		else if (!strcmp(argv[i], "--app-handler") && i + 1 < argc)
 			app_signal = SIGRTMIN + atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--app-handler-after") && i + 1 < argc)
+			app_signal = SIGRTMIN + atoi(argv[i + 1]), app_after = 1;
+		else if (!strcmp(argv[i], "--app-handler-restored") && i + 1 < argc)
+			app_signal = SIGRTMIN + atoi(argv[i + 1]), app_after = 2;
 		else if (!strcmp(argv[i], "--app-blocks") && i + 1 < argc)
 			app_blocks = SIGRTMIN + atoi(argv[i + 1]);
 	if (app_blocks) {
@@ -729,18 +756,27 @@ int main(int argc, char **argv)
 		sigaddset(&set, app_blocks);
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
 	}
-	if (app_signal) {
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = app_handler;
-		sigaction(app_signal, &sa, NULL);
-	}
+	if (app_signal && !app_after)
+		install_app_handler(app_signal, NULL);
 	if ((err = cadrt_init())) {
 		fprintf(stderr, "rt_check: cadrt_init: %s\n", cadrt_error_message());
 		return 1;
 	}
 	cadrt_comm_rank(cadrt_comm_world(), &g_rank);
+	if (app_after) {
+		const struct timespec half = {0, 500000000};
+
+		struct sigaction before;
+
+		install_app_handler(app_signal, &before);
+		nanosleep(&half, NULL);
+		if (app_after == 2) {
+			sigaction(app_signal, &before, NULL);
+			nanosleep(&half, NULL);
+			app_signal = 0;  /* not the application's any more */
+		}
+		g_app_signals = 0;
+	}
 	if ((app_signal || app_blocks) && g_rank == 0)
 		printf("rt_check: engine %s beside the application's %s of signal %d\n", cadrt_engine(),
 		       app_signal ? "handler" : "block", app_signal ? app_signal : app_blocks);
@@ -764,6 +800,11 @@ int main(int argc, char **argv)
 		if (sigaction(app_signal, NULL, &now) || now.sa_handler != app_handler) {
 			fprintf(stderr, "rt_check: rank %d: the application's handler of signal %d was replaced\n", g_rank,
 				app_signal);
+			return 1;
+		}
+		if (app_after && g_app_signals) {
+			fprintf(stderr, "rt_check: rank %d: the application's handler of signal %d ran %d times\n",
+				g_rank, app_signal, (int)g_app_signals);
 			return 1;
 		}
 	}
@@ -885,7 +926,9 @@ static int body(int argc, char **argv)
 			want_split = 1;
 		else if (!strcmp(argv[i], "--fork"))
 			want_fork = 1;
-		else if ((!strcmp(argv[i], "--app-handler") || !strcmp(argv[i], "--app-blocks")) && i + 1 < argc)
+		else if ((!strcmp(argv[i], "--app-handler") || !strcmp(argv[i], "--app-handler-after") ||
+			  !strcmp(argv[i], "--app-handler-restored") ||
+			  !strcmp(argv[i], "--app-blocks")) && i + 1 < argc)
 			i++; /* (main's) */
 		else if (!strcmp(argv[i], "--late") && i + 1 < argc)
 			g_late = atoi(argv[++i]);

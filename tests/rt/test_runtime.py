@@ -166,6 +166,37 @@ def test_signal_engine_and_a_blocked_signal(build_dir, tmp_path):
     assert r.returncode == 0 and "the peers completed while rank 0 computed" in r.stdout, r.stdout + r.stderr
 
 
+def test_application_takes_the_signal_after_init(build_dir, tmp_path):
+    """The application puts its own handler on the signal engine's signal
+    after cadrt_init (rt_check --app-handler-after 5).  The engine's helper
+    finds it within 100 ms and from then on nothing sends this rank the
+    signal: the application's handler does not run, though peers would
+    kick for every transfer (CADRT_KICK_MIN=0) while ranks compute between
+    tests; results stay right, the rank progressing in its calls; and
+    cadrt_finalize leaves the handler there.  So a rank that computes
+    without calling is not progressed any more (--away ends with 3: the
+    peers completed only when it came back).  If the application puts
+    cadrt's handler back (--app-handler-restored), the signals resume: the
+    peers complete while rank 0 computes.  (Before 2026-11-27 the kicks
+    went to the application's handler, and cadrt_finalize left the signal
+    ignored.)"""
+    env = {"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0", "CADRT_VERBOSE": "1"}
+    r = run(build_dir, 3, "rt_check", "--sizes", "7,1000,100000", "--outstanding", "3", "--test", "--jitter",
+            "--app-handler-after", "5", env=env, timeout=60)
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+    assert r.stderr.count("(SIGRTMIN+5) has another handler now, not cadrt's: no more signals to this rank") == 3
+    assert re.findall(r"signal engine: (\d+) kicks sent", r.stderr) == ["0"] * 3, r.stderr
+    away = ["--away", tmp_path / "a", "--away-for", "3", "--sizes", 1 << 20]
+    (tmp_path / "a").mkdir()
+    r = run(build_dir, 2, "rt_check", *away, "--app-handler-after", "5", env={"CADRT_ENGINE": "signal"}, timeout=60)
+    assert r.returncode == 3 and "had not completed when rank 0 came back" in r.stdout, r.stdout + r.stderr
+    away[1] = tmp_path / "b"
+    (tmp_path / "b").mkdir()
+    r = run(build_dir, 2, "rt_check", *away, "--app-handler-restored", "5", env=env, timeout=60)
+    assert r.returncode == 0 and "the peers completed while rank 0 computed" in r.stdout, r.stdout + r.stderr
+    assert r.stderr.count("has cadrt's handler again: the signal engine interrupts the rank again") == 2
+
+
 @pytest.mark.parametrize("value", ["33", "RTMAX+1", "RTMIN-1", "RTMIN+", "x", "39z"])
 def test_bad_signal_setting_is_refused(build_dir, value):
     r = run(build_dir, 2, "rt_check", "--sizes", "7", env={"CADRT_SIGNAL": value}, timeout=60)
