@@ -926,7 +926,7 @@ int Runtime::choose_engine(bool *asked) {
     // core for it; else the signal engine, whose helper only sleeps.
     // (Every rank of a node sees the same /dev/cad and the same cores, so
     // all choose alike; init_joined() makes sure.)
-    if (nlocal == nep && access("/dev/cad", R_OK | W_OK) == 0) {
+    if (auto_tries_kernel()) {
       engine = Engine::Kernel;
       if (kernel_open() == 0) return 0;
       kernel_close();
@@ -965,6 +965,10 @@ int Runtime::choose_engine(bool *asked) {
   }
   return 0;
 }
+
+// Whether auto tries the kernel engine first: every rank of the job on
+// this node, and /dev/cad there for us.
+bool Runtime::auto_tries_kernel() const { return nlocal == nep && access("/dev/cad", R_OK | W_OK) == 0; }
 
 // auto's user-space engine.
 Engine Runtime::user_engine() const {
@@ -1153,15 +1157,13 @@ int Runtime::init_joined() {
   const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
   bulk = lanes_here && want_bulk != "0";
   push_lanes = !cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
-  // The kernel engine (choose_engine() decides it below, by the same test)
-  // copies in cad.ko and uses no lane: nothing to measure.  (Should /dev/cad
-  // then fail to open under auto, the user-space engine goes without lanes.)
+  // The kernel engine (choose_engine() decides it below, by the same
+  // tests) copies in cad.ko and uses no lane: nothing to measure.  (Should
+  // /dev/cad then fail to open under auto, the user-space engine goes
+  // without lanes.)
   const char *want_engine = env("CADRT_ENGINE");
-  const bool kernel_engine =
-      want_engine && strcmp(want_engine, "kernel") == 0
-          ? true
-          : (!want_engine || strcmp(want_engine, "auto") == 0) && nlocal == nep && access("/dev/cad", R_OK | W_OK) == 0;
-  if (kernel_engine) bulk = false;
+  if (want_engine && strcmp(want_engine, "kernel") == 0) bulk = false;
+  if ((!want_engine || strcmp(want_engine, "auto") == 0) && auto_tries_kernel()) bulk = false;
   if (lanes_here) {
     // Every local rank meets here (CADRT_BULK may differ between ranks);
     // after the second barrier nobody touches the measuring lanes.  A lane

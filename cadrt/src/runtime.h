@@ -603,6 +603,7 @@ class Runtime {
   int choose_engine(bool *asked);
   int agree_engine(int err, bool asked);
   Engine user_engine() const;
+  bool auto_tries_kernel() const;
   int start_engine();
   void stop_helper();
 };
