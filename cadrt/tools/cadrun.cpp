@@ -10,11 +10,14 @@
 // and kills what is left after two seconds.  Exit status: 0 if every rank
 // exited 0, else the first failing rank's status (128 + signal if killed).
 // --timeout ends a job that runs longer, the same way (status 124).
+// SIGINT, SIGTERM or SIGHUP to cadrun end the job the same way (status 128
+// + the signal); ranks die with cadrun if it is killed.
 #include <fcntl.h>
 #include <hwloc.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,10 +117,20 @@ int main(int argc, char **argv) {
   const std::vector<cpu_set_t> places = bind ? cores() : std::vector<cpu_set_t>();
   if (bind && places.empty()) fprintf(stderr, "cadrun: --bind core: no cores found; not binding\n");
 
-  struct sigaction sa = {};
-  sa.sa_handler = on_interrupt;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // SIGINT, SIGTERM and SIGHUP (the terminal went away) end the job, as a
+  // rank's death does -- unless cadrun was started with one ignored (nohup,
+  // a shell's background job): then it stays ignored, here and in the
+  // ranks, which get back what cadrun was given.
+  const int ending_signals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction given[3] = {};
+  for (int k = 0; k < 3; k++) {
+    sigaction(ending_signals[k], nullptr, &given[k]);
+    if (given[k].sa_handler == SIG_IGN && !(given[k].sa_flags & SA_SIGINFO)) continue;
+    struct sigaction sa = {};
+    sa.sa_handler = on_interrupt;
+    sigaction(ending_signals[k], &sa, nullptr);
+  }
+  const pid_t launcher = getpid();
 
   std::vector<pid_t> pids(static_cast<size_t>(n), 0);
   for (long r = 0; r < n; r++) {
@@ -128,8 +141,11 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (pid == 0) {
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
+      for (int k = 0; k < 3; k++) sigaction(ending_signals[k], &given[k], nullptr);
+      // A rank does not outlive cadrun: killed (SIGKILL, which cadrun
+      // cannot see coming, or the OOM killer), cadrun takes its ranks with
+      // it.  (If it died before the prctl, the parent is another already.)
+      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher) _exit(127);
       setenv("CADRT_JOB_FD", std::to_string(fd).c_str(), 1);
       setenv("CADRT_RANK", std::to_string(r).c_str(), 1);
       setenv("CADRT_SIZE", std::to_string(n).c_str(), 1);

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -883,6 +884,66 @@ def test_cadrun_usage_errors(build_dir):
         r = subprocess.run([cadrun, *args], capture_output=True, text=True, timeout=30)
         assert r.returncode != 0, args
         assert message in r.stderr, (args, r.stderr)
+
+
+def _rank_pids(directory, n, proc):
+    """The pids the ranks wrote to directory/0.. (waits for them)."""
+    for _ in range(500):
+        files = [directory / str(r) for r in range(n)]
+        if all(f.exists() and f.read_text().strip() for f in files):
+            return [int(f.read_text()) for f in files]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    raise AssertionError("the ranks did not start")
+
+
+def _gone(pid):
+    """Whether process pid has ended (reaped, or a zombie nobody reaps)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL", "SIGINT-ignored"])
+def test_cadrun_ends_the_job_on_a_signal(build_dir, tmp_path, sig):
+    """SIGINT, SIGTERM or SIGHUP (the terminal went away) sent to cadrun
+    end the job: the ranks are stopped, and cadrun exits with 128 + the
+    signal.  Killed with SIGKILL, cadrun takes its ranks with it
+    (PR_SET_PDEATHSIG).  Started with the signal ignored (nohup, a
+    script's background job), cadrun and its ranks ignore it, and the job
+    runs on.  (Before 2026-11-27 a
+    SIGHUP or a SIGKILL left the ranks running, and an ignored SIGINT
+    ended the job.)"""
+    signo = getattr(signal, sig.split("-")[0])
+    ignored = sig.endswith("-ignored")
+
+    def dispositions():
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN if ignored and s == signo else signal.SIG_DFL)
+
+    script = f'echo $$ > {tmp_path}/$CADRT_RANK; exec sleep {3 if ignored else 60}'
+    proc = subprocess.Popen([str(build_dir / "bin" / "cadrun"), "-n", "2", "sh", "-c", script],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=dispositions)
+    try:
+        pids = _rank_pids(tmp_path, 2, proc)
+        proc.send_signal(signo)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if ignored:
+        assert proc.returncode == 0, err
+    elif signo == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:
+        assert proc.returncode == 128 + signo and "cadrun: interrupted; ending the job" in err, (proc.returncode, err)
+    for _ in range(250):
+        if all(_gone(p) for p in pids):
+            break
+        time.sleep(0.02)
+    assert all(_gone(p) for p in pids), [p for p in pids if not _gone(p)]
 
 
 def test_world_of_one_without_cadrun(build_dir):
