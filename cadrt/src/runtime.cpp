@@ -831,7 +831,9 @@ static std::string signal_name(int sig);
 // still reach the other handler.
 void Runtime::check_handler() {
   struct sigaction now = {};
-  if (sigaction(g_signal, nullptr, &now) != 0) return;
+  // (Not while finalize stops the engine: it set stop_, then ignores the
+  // signal.)
+  if (sigaction(g_signal, nullptr, &now) != 0 || stop_.load()) return;
   const bool ours = !(now.sa_flags & SA_SIGINFO) && now.sa_handler == on_signal;
   if (ours != signal_lost_.load(std::memory_order_relaxed)) return;
   if (verbose)
@@ -982,6 +984,7 @@ int Runtime::start_engine() {
   if (engine == Engine::Thread) {
     helper_ = std::thread([this] { thread_main(); });
   } else if (engine == Engine::Signal) {
+    signal_lost_.store(false);
     struct sigaction sa = {};
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;
@@ -1296,12 +1299,12 @@ int Runtime::make_topology(cadrt_comm_s *comm, const std::vector<std::vector<int
 // No more signals are taken; the helper or progress thread is woken and
 // joined.
 void Runtime::stop_helper() {
+  stop_.store(true);
   // (A handler the application put there since cadrt_init stays.)
   struct sigaction now = {};
   if (engine == Engine::Signal && sigaction(g_signal, nullptr, &now) == 0 && !(now.sa_flags & SA_SIGINFO) &&
       now.sa_handler == on_signal)
     signal(g_signal, SIG_IGN);
-  stop_.store(true);
   if (!helper_.joinable()) return;
   RankInfo &mine = seg.rank(me);
   mine.bell.fetch_add(1);

@@ -77,6 +77,11 @@ def cases():
     # fails in it (it shares its parent's /dev/cad file and status page);
     # its parent completes the collective.
     out["fork"] = "cadrun -n 3 --timeout 60 rt_check --fork --coll all --sizes 1,70000"
+    # Two jobs at once, each its own group of the module (its segment's
+    # random key): neither sees the other's ranks or buffers.
+    job = "cadrun -n {} --timeout 120 rt_check --coll all --sizes 1,70000 --outstanding 3"
+    out["two-jobs"] = (f"{job.format(2)} > /tmp/job2.out 2>&1 & a=$!; {job.format(3)} > /tmp/job3.out 2>&1; b=$?; "
+                       "wait $a; a=$?; cat /tmp/job2.out /tmp/job3.out; echo \"@@JOBS $a $b\"; [ $a = 0 ] && [ $b = 0 ]")
     out["die"] = "cadrun -n 4 --timeout 60 rt_check --die 2"
     out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
     return out
@@ -114,6 +119,12 @@ def test_modes_through_the_kernel_engine(vm_run, mode):
 def test_forked_children_do_not_disturb_the_kernel_engine(vm_run):
     c = vm_run.cases["fork"]
     assert c.status == 0 and "engine kernel" in c.output, f"{c.command}\n{c.output}"
+
+
+def test_two_jobs_at_once_through_the_kernel_engine(vm_run):
+    c = vm_run.cases["two-jobs"]
+    assert c.status == 0 and "@@JOBS 0 0" in c.output, f"{c.command}\n{c.output}"
+    assert c.output.count("rt_check: ok") == 2 and c.output.count("engine kernel") >= 2, c.output
 
 
 @pytest.mark.parametrize("mode", DEFER_MODES)
