@@ -1377,7 +1377,8 @@ bool Runtime::check_peers() {
       if (pid > 0 && pid_gone(pid)) ri.state.store(kDead, std::memory_order_release);
     }
     const Corrupt &c = corrupt_[ep];
-    if (!c.found && !corrupt_lane_[ep] && ri.state.load(std::memory_order_acquire) != kDead) continue;
+    const uint32_t state = ri.state.load(std::memory_order_acquire);
+    if (!c.found && !corrupt_lane_[ep] && !rank_failed(state)) continue;
     const std::string rank = "rank " + std::to_string(ep) + " of the job";
     std::string why;
     if (c.found)
@@ -1388,6 +1389,8 @@ bool Runtime::check_peers() {
       why = rank + " wrote a corrupt lane (" + std::to_string(corrupt_lane_[ep]) + " chunks ahead)";
     else if (ep == me)
       why = "a peer found what this rank (" + std::to_string(ep) + " of the job) wrote corrupt";
+    else if (state == kLeft)
+      why = rank + " exited without cadrt_finalize";
     else
       why = rank + " died";
     for (cadrt_request_s *r = active_, *next; r; r = next) {

@@ -1312,7 +1312,13 @@ void Runtime::stop_helper() {
   helper_.join();
 }
 
+// At the process's exit.  Still a member (no cadrt_finalize): its peers
+// are told it left (kLeft), so that one waiting for its messages fails
+// instead of waiting for ever -- also without cadrun, which would say so
+// when it saw the exit (a process that ends in _exit, or is killed, does
+// not get here).
 Runtime::~Runtime() {
+  if (initialised_ && seg.mapped()) seg.rank(me).state.store(kLeft, std::memory_order_release);
   if (helper_.joinable()) stop_helper();
 }
 

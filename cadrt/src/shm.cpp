@@ -109,7 +109,7 @@ Lane &Segment::lane(uint32_t from, uint32_t to) const {
 // kStarting.)
 static bool gone(const RankInfo &ri) {
   const uint32_t st = ri.state.load(std::memory_order_acquire);
-  return st == kDead || (st == kExited && pid_gone(ri.pid.load(std::memory_order_relaxed)));
+  return rank_failed(st) || (st == kExited && pid_gone(ri.pid.load(std::memory_order_relaxed)));
 }
 
 bool pid_gone(int32_t pid) { return pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH); }
@@ -137,7 +137,7 @@ int64_t Segment::barrier() {
     int64_t found = -1;
     for (uint32_t r = 0; r < n_; r++) {
       if (!gone(rank(r))) continue;
-      if (rank(r).state.load(std::memory_order_relaxed) == kExited) {
+      if (const uint32_t st = rank(r).state.load(std::memory_order_relaxed); st == kExited || st == kLeft) {
         found = r;
         break;
       }

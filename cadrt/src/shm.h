@@ -162,7 +162,7 @@ struct alignas(64) RankInfo {
   std::atomic<uint32_t> armed;     // signal engine, outside the library, kickable collectives active: kick it
   std::atomic<int32_t> tid;        // the main thread (signal engine)
   std::atomic<int32_t> signo;      // the signal it progresses in (signal engine; CADRT_SIGNAL)
-  std::atomic<uint32_t> state;     // kAlive, kExited, kDead (set by cadrun)
+  std::atomic<uint32_t> state;     // RankState (kDead and kLeft set by cadrun too)
   uint64_t probe_addr;             // a private word, for the CMA probe
   int32_t place[4];                // node, package, NUMA domain, L3 (or -1)
   alignas(64) std::atomic<uint32_t> polling;  // a Polling: whom a message wakes
@@ -235,7 +235,13 @@ struct alignas(4096) Lane {
 static_assert(sizeof(Lane) == 4096, "a lane's header is a page");
 inline uint64_t lane_bytes(uint32_t n) { return sizeof(Lane) + static_cast<uint64_t>(lane_chunks(n)) * kLaneChunk; }
 
-enum RankState : uint32_t { kStarting = 0, kAlive = 1, kExited = 2, kDead = 3 };
+// kLeft: the rank's process ended (with status 0) while it was still a
+// member, without cadrt_finalize -- said by its own exit path
+// (~Runtime) or by cadrun, which saw it exit.  Its peers take it as dead,
+// with that reason.  (Until 2026-11-27 cadrun took it as kExited, and a
+// peer waiting for one of its messages waited for ever.)
+enum RankState : uint32_t { kStarting = 0, kAlive = 1, kExited = 2, kDead = 3, kLeft = 4 };
+inline bool rank_failed(uint32_t state) { return state == kDead || state == kLeft; }
 
 struct alignas(4096) Header {
   uint64_t magic;
@@ -250,7 +256,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 7;
+constexpr uint32_t kVersion = 8;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);

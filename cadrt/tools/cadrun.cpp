@@ -195,7 +195,15 @@ int main(int argc, char **argv) {
         pids[static_cast<size_t>(r)] = 0;
         running--;
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        seg.rank(static_cast<uint32_t>(r)).state.store(ok ? cadrt::kExited : cadrt::kDead);
+        // Exited with 0 while still a member of the job (it joined, and
+        // finalize, which says kExited, was not called): its peers' waits
+        // for it fail, naming why (shm.h); the job goes on.
+        std::atomic<uint32_t> &state = seg.rank(static_cast<uint32_t>(r)).state;
+        const uint32_t was = state.load();
+        if (ok && (was == cadrt::kAlive || was == cadrt::kLeft))
+          fprintf(stderr, "cadrun: rank %ld (pid %d) exited without cadrt_finalize; collectives still waiting for it fail\n",
+                  r, static_cast<int>(pid));
+        state.store(!ok ? cadrt::kDead : was == cadrt::kAlive || was == cadrt::kLeft ? cadrt::kLeft : cadrt::kExited);
         ended.push_back({r, pid, status});
       }
     }

@@ -84,6 +84,8 @@ def cases():
                        "wait $a; a=$?; cat /tmp/job2.out /tmp/job3.out; echo \"@@JOBS $a $b\"; [ $a = 0 ] && [ $b = 0 ]")
     out["die"] = "cadrun -n 4 --timeout 60 rt_check --die 2"
     out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
+    out["leave"] = "cadrun -n 4 --timeout 60 rt_check --leave 2"
+    out["leave-hard"] = "cadrun -n 4 --timeout 60 rt_check --leave-hard 2"
     return out
 
 
@@ -212,6 +214,22 @@ def test_killed_rank_fails_its_peers_at_once(vm_run, case):
     # (kcad_check kill makes the mid-pipeline death deterministic.)
     for _, why in ended:
         assert "went away" in why or why == "no error", c.output
+    assert c.seconds < 10, f"the job took {c.seconds:.1f} s"
+
+
+@pytest.mark.parametrize("case", ["leave", "leave-hard"])
+def test_rank_that_exits_without_finalize_fails_its_peers(vm_run, case):
+    """Rank 2 exits with 0 (exit or _exit) after starting the allreduce,
+    without cadrt_finalize: the module fails its peers' transfers with it
+    when its file closes (or the whole collective ran in the last start),
+    and cadrun says it left without cadrt_finalize."""
+    c = vm_run.cases[case]
+    assert c.status in (0, 1), c.output
+    assert re.search(r"cadrun: rank 2 \(pid \d+\) exited without cadrt_finalize", c.output), c.output
+    ended = re.findall(r"rank (\d): the allreduce ended: (.*)", c.output)
+    assert {r for r, _ in ended} <= {"0", "1", "3"}
+    for _, why in ended:
+        assert "went away" in why or "exited without cadrt_finalize" in why or why == "no error", c.output
     assert c.seconds < 10, f"the job took {c.seconds:.1f} s"
 
 

@@ -54,6 +54,9 @@
  *                on it twice and free that; the heap (mallinfo2) must not
  *                grow with N: what cadrt keeps for a communicator goes
  *                with it, or with its last persistent request
+ * --leave R      as --die, but rank R calls exit(0) without cadrt_finalize
+ *                (--leave-hard R: _exit(0), so that only cadrun can tell
+ *                its peers): the others' allreduce must fail, naming it
  * --die R        rank R starts an allreduce and kills itself: the others
  *                must not hang (cadrun ends the job)
  * --away DIR     asynchronous progress: rank 0 computes without calling
@@ -893,7 +896,7 @@ static int body(int argc, char **argv)
 {
 	const char *only = "all";
 	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
-	int nsizes = 5, want_mismatch = 0, want_split = 0, want_fork = 0, die = -1, churn = 0, err;
+	int nsizes = 5, want_mismatch = 0, want_split = 0, want_fork = 0, die = -1, leave = 0, churn = 0, err;
 	const char *away_dir = NULL;
 	double away_for = 30;
 	int away_last = 0;
@@ -938,6 +941,8 @@ static int body(int argc, char **argv)
 			g_start_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--die") && i + 1 < argc)
 			die = atoi(argv[++i]);
+		else if ((!strcmp(argv[i], "--leave") || !strcmp(argv[i], "--leave-hard")) && i + 1 < argc)
+			leave = argv[i][7] ? 2 : 1, die = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--churn") && i + 1 < argc)
 			churn = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--away") && i + 1 < argc)
@@ -974,11 +979,16 @@ static int body(int argc, char **argv)
 
 		if (cadrt_iallreduce(in, out, 1 << 20, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req))
 			return 1;
+		if (g_rank == die && leave == 1)
+			exit(0);
+		if (g_rank == die && leave == 2)
+			_exit(0);
 		if (g_rank == die)
 			raise(SIGKILL);
 		err = complete(1, &req);
 		fprintf(stderr, "rt_check: rank %d: the allreduce ended: %s\n", g_rank,
 			err ? cadrt_error_message() : "no error");
+		cadrt_finalize();
 		return err ? 1 : 0;
 	}
 	if (away_rank < 0 || away_rank >= g_size) {
