@@ -257,6 +257,7 @@ int cadrt_cad_issue(cadrt_cad cad, cadrt_request *req) {
   r->netwait.reserve(inst->prog.n_nodes);  // progress() must not allocate (Runtime::bind)
   r->outgoing.reserve(inst->prog.n_nodes);
   r->error.reserve(cadrt::kWhyBytes);
+  r->aborted.reserve(static_cast<size_t>(r->comm->size));
   cad_exec_init(&r->ex, &inst->prog, r->exec_mem.data());
   rt().start(r.get());
   *req = r.release();

@@ -411,7 +411,8 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
   const MsgHeader h = s.h;  // a copy: the slot is the peer's to rewrite
   cadrt_request_s *r = find_active(h.ctx, h.seq);
   if (r && r->draining) {
-    if (is_answer(h.kind)) answered(r, ep, h);
+    if (h.kind == kAbort) aborted(r, ep);
+    else if (is_answer(h.kind)) answered(r, ep, h);
     else release(ep, h);
     return;
   }
@@ -421,8 +422,10 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
   }
   const int64_t node = target(h, ep, &r);
   if (r && h.kind == kAbort) {
+    // (Told on: a peer may wait for this rank's answer, see aborted.)
+    note_abort(r, ep);
     fail(r, -ECANCELED,
-         std::string_view(reinterpret_cast<const char *>(s.payload), std::min<uint32_t>(h.frag, kPayload)), false);
+         std::string_view(reinterpret_cast<const char *>(s.payload), std::min<uint32_t>(h.frag, kPayload)), true);
     return;
   }
   if (h.kind == kRelSend || h.kind == kRelRecv) {
@@ -1159,9 +1162,30 @@ bool Runtime::exposed(const cadrt_request_s *r) const {
     // (A split: while the sender may still write a chunk it claimed.)
     if (st == kSplitIn && split_of(r, i).sent.load(std::memory_order_acquire) >= r->xfer[i].done) continue;
     const uint32_t ep = r->comm->ep[p.nodes[i].peer];
-    if (seg.rank(ep).state.load(std::memory_order_acquire) < kExited) return true;
+    if (seg.rank(ep).state.load(std::memory_order_acquire) < kExited &&
+        std::find(r->aborted.begin(), r->aborted.end(), ep) == r->aborted.end())
+      return true;
   }
   return false;
+}
+
+// A peer's ABORT for r, which drains: it answers everything that peer
+// owed r (it will not read or write r's buffers again: it sent the ABORT
+// after its last copy, from the same pass).  Until 2026-11-27 only a FIN or
+// a RELEASE did, and a peer that failed after taking an RTS of this rank
+// never sent one: this rank drained until that peer's process exited, for
+// ever if the peer went on with other collectives.
+void Runtime::aborted(cadrt_request_s *r, uint32_t ep) {
+  note_abort(r, ep);
+  if (!exposed(r)) finish(r);
+}
+
+// (Each peer once, within the room bind() reserved: this may run in the
+// signal handler.)
+void Runtime::note_abort(cadrt_request_s *r, uint32_t ep) {
+  if (std::find(r->aborted.begin(), r->aborted.end(), ep) == r->aborted.end() &&
+      r->aborted.size() < r->aborted.capacity())
+    r->aborted.push_back(ep);
 }
 
 void Runtime::answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
@@ -1251,6 +1275,7 @@ void Runtime::activate(cadrt_request_s *r) {
   r->done = false;
   r->result = 0;
   r->error.clear();
+  r->aborted.clear();
   r->next = active_;
   r->prev = nullptr;
   if (active_) active_->prev = r;
@@ -1358,8 +1383,11 @@ void Runtime::sleep_until_message(int timeout_ms, bool progress_thread, const bo
   if (owned) own();
 }
 
-// A peer that cadrun saw die, or that this rank found wrote a corrupt ring
-// or lane: every active request fails.  While a failed request waits for a
+// A peer that cadrun saw die or leave without cadrt_finalize, or that this
+// rank found wrote a corrupt ring or lane: every active request on a
+// communicator the peer belongs to fails (one without it runs on: its
+// messages go between its members only; before 2026-11-27 every request
+// failed); if this rank is the one found corrupt, every request.  While a failed request waits for a
 // peer's answer, that peer is also looked for by its pid (without cadrun,
 // as under mpirun, nobody else marks it dead).  A corruption is kept here,
 // not only as the peer's state in the segment: the peer itself overwrites
@@ -1393,15 +1421,19 @@ bool Runtime::check_peers() {
       why = rank + " exited without cadrt_finalize";
     else
       why = rank + " died";
+    bool any = false;
     for (cadrt_request_s *r = active_, *next; r; r = next) {
       next = r->next;
+      const std::vector<int32_t> &member = r->comm->rank_of_ep;
+      if (ep != me && (ep >= member.size() || member[ep] < 0)) continue;
+      any = true;
       if (r->draining) {
         if (!exposed(r)) finish(r);
       } else {
-        fail(r, -EPIPE, why, false);
+        fail(r, -EPIPE, why, true);  // (the living peers may wait for our answers)
       }
     }
-    return true;
+    if (any) return true;
   }
   return false;
 }

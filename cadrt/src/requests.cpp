@@ -365,6 +365,7 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   if (r->netwait.capacity() < p.n_nodes) r->netwait.reserve(p.n_nodes);
   if (r->outgoing.capacity() < p.n_nodes) r->outgoing.reserve(p.n_nodes);
   if (r->error.capacity() < kWhyBytes) r->error.reserve(kWhyBytes);
+  if (r->aborted.capacity() < static_cast<size_t>(r->comm->size)) r->aborted.reserve(static_cast<size_t>(r->comm->size));
   return 0;
 }
 

@@ -175,6 +175,11 @@ struct cadrt_request_s {
   // RELEASE) or its peer has exited, so that the application cannot free
   // or reuse memory another process is copying.
   bool draining = false;
+  // The peers (endpoints) that sent an ABORT for this run: one has failed
+  // it and will not touch this rank's buffers for it again, so that
+  // answers whatever it owed (Runtime::exposed).  (Every rank that fails a
+  // collective tells its peers so, whatever failed it.)
+  std::vector<uint32_t> aborted;
   uint32_t unsent = 0;                    // its messages still in our pending queue
   cadrt_request_s *prev = nullptr, *next = nullptr;  // the active list
   bool from_cad = false;                  // issued from a hand-built CAD
@@ -547,6 +552,8 @@ class Runtime {
   bool exposed(const cadrt_request_s *r) const;
   // A FIN or RELEASE for a draining request.
   void answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
+  void aborted(cadrt_request_s *r, uint32_t ep);
+  void note_abort(cadrt_request_s *r, uint32_t ep);
   // r has just failed on message h: h is answered or released.
   void settle(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   // r fails on message h from ep: its peers are told, h is settled.

@@ -56,7 +56,10 @@
  *                with it, or with its last persistent request
  * --leave R      as --die, but rank R calls exit(0) without cadrt_finalize
  *                (--leave-hard R: _exit(0), so that only cadrun can tell
- *                its peers): the others' allreduce must fail, naming it
+ *                its peers): the others' allreduce must fail, naming it;
+ *                then an allreduce on a communicator of the others (split
+ *                off before) must complete with the right result, and they
+ *                exit 0
  * --die R        rank R starts an allreduce and kills itself: the others
  *                must not hang (cadrun ends the job)
  * --away DIR     asynchronous progress: rank 0 computes without calling
@@ -976,7 +979,12 @@ static int body(int argc, char **argv)
 	if (die >= 0) {
 		static int32_t in[1 << 20], out[1 << 20];
 		cadrt_request req;
+		cadrt_comm rest = NULL;
 
+		if (leave && cadrt_comm_split(cadrt_comm_world(), g_rank == die, g_rank, &rest)) {
+			fprintf(stderr, "rt_check: cadrt_comm_split: %s\n", cadrt_error_message());
+			return 1;
+		}
 		if (cadrt_iallreduce(in, out, 1 << 20, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req))
 			return 1;
 		if (g_rank == die && leave == 1)
@@ -988,6 +996,26 @@ static int body(int argc, char **argv)
 		err = complete(1, &req);
 		fprintf(stderr, "rt_check: rank %d: the allreduce ended: %s\n", g_rank,
 			err ? cadrt_error_message() : "no error");
+		if (leave) {
+			/* The others' own communicator runs on. */
+			enum { N = 1000 };
+
+			for (int i = 0; i < N; i++)
+				in[i] = (g_rank + 1) * (i % 7 + 1);
+			err = cadrt_iallreduce(in, out, N, CADRT_INT32, CADRT_SUM, rest, &req) || complete(1, &req);
+			for (int i = 0; !err && i < N; i++) {
+				int32_t want = 0;
+
+				for (int r = 0; r < g_size; r++)
+					want += r == die ? 0 : (r + 1) * (i % 7 + 1);
+				if (out[i] != want)
+					FAIL("leave: element %d of the others' allreduce is %d, expected %d", i, out[i], want);
+			}
+			fprintf(stderr, "rt_check: rank %d: the others' allreduce ended: %s\n", g_rank,
+				err ? cadrt_error_message() : g_failures ? "wrong result" : "right");
+			cadrt_comm_free(&rest);
+			err = err || g_failures;
+		}
 		cadrt_finalize();
 		return err ? 1 : 0;
 	}
