@@ -376,7 +376,7 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
   cadrt_request_s *r = find_active(h.ctx, h.seq);
   *out = r;
   if (!r || h.kind == kAbort) return -1;
-  const int32_t peer = ep < r->comm->rank_of_ep.size() ? r->comm->rank_of_ep[ep] : -1;
+  const int32_t peer = r->comm->rank_of(ep);
   if (peer < 0) return -1;
   uint8_t kind;
   switch (h.kind) {
@@ -1189,7 +1189,7 @@ void Runtime::note_abort(cadrt_request_s *r, uint32_t ep) {
 }
 
 void Runtime::answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
-  const int32_t peer = ep < r->comm->rank_of_ep.size() ? r->comm->rank_of_ep[ep] : -1;
+  const int32_t peer = r->comm->rank_of(ep);
   if (peer >= 0) {
     const uint8_t kind = h.kind == kFinSend || h.kind == kRelSend || h.kind == kGrant ? CAD_NODE_SEND : CAD_NODE_RECV;
     const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
@@ -1424,8 +1424,7 @@ bool Runtime::check_peers() {
     bool any = false;
     for (cadrt_request_s *r = active_, *next; r; r = next) {
       next = r->next;
-      const std::vector<int32_t> &member = r->comm->rank_of_ep;
-      if (ep != me && (ep >= member.size() || member[ep] < 0)) continue;
+      if (ep != me && r->comm->rank_of(ep) < 0) continue;
       any = true;
       if (r->draining) {
         if (!exposed(r)) finish(r);

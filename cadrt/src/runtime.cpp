@@ -818,6 +818,12 @@ void Runtime::signal_helper_main() {
 
 static std::string signal_name(int sig);
 
+// Whether sa (the engine's signal's action) is the one start_engine()
+// installed.
+static bool is_cadrt_handler(const struct sigaction &sa) {
+  return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == on_signal;
+}
+
 // Whether the engine's signal still has cadrt's handler.  An application
 // (or a library it loads) that puts its own on it after cadrt_init would
 // get the engine's signals, and the rank would progress only in its calls:
@@ -834,7 +840,7 @@ void Runtime::check_handler() {
   // (Not while finalize stops the engine: it set stop_, then ignores the
   // signal.)
   if (sigaction(g_signal, nullptr, &now) != 0 || stop_.load()) return;
-  const bool ours = !(now.sa_flags & SA_SIGINFO) && now.sa_handler == on_signal;
+  const bool ours = is_cadrt_handler(now);
   if (ours != signal_lost_.load(std::memory_order_relaxed)) return;
   if (verbose)
     fprintf(stderr, "cadrt: rank %u: %s %s: %s\n", me, signal_name(g_signal).c_str(),
@@ -1302,8 +1308,7 @@ void Runtime::stop_helper() {
   stop_.store(true);
   // (A handler the application put there since cadrt_init stays.)
   struct sigaction now = {};
-  if (engine == Engine::Signal && sigaction(g_signal, nullptr, &now) == 0 && !(now.sa_flags & SA_SIGINFO) &&
-      now.sa_handler == on_signal)
+  if (engine == Engine::Signal && sigaction(g_signal, nullptr, &now) == 0 && is_cadrt_handler(now))
     signal(g_signal, SIG_IGN);
   if (!helper_.joinable()) return;
   RankInfo &mine = seg.rank(me);

@@ -133,6 +133,8 @@ struct cadrt_comm_s {
   int rank = 0, size = 1;
   std::vector<uint32_t> ep;         // endpoint of each rank
   std::vector<int32_t> rank_of_ep;  // comm rank of each endpoint, or -1
+  // ep's rank here, or -1 (not a member, or not an endpoint of the job).
+  int32_t rank_of(uint32_t ep) const { return ep < rank_of_ep.size() ? rank_of_ep[ep] : -1; }
   uint64_t next_seq = 0;
   uint64_t splits = 0;
   std::shared_ptr<const cad::Topology> topo;

@@ -200,10 +200,11 @@ int main(int argc, char **argv) {
         // for it fail, naming why (shm.h); the job goes on.
         std::atomic<uint32_t> &state = seg.rank(static_cast<uint32_t>(r)).state;
         const uint32_t was = state.load();
-        if (ok && (was == cadrt::kAlive || was == cadrt::kLeft))
+        const bool left = ok && (was == cadrt::kAlive || was == cadrt::kLeft);
+        if (left)
           fprintf(stderr, "cadrun: rank %ld (pid %d) exited without cadrt_finalize; collectives still waiting for it fail\n",
                   r, static_cast<int>(pid));
-        state.store(!ok ? cadrt::kDead : was == cadrt::kAlive || was == cadrt::kLeft ? cadrt::kLeft : cadrt::kExited);
+        state.store(!ok ? cadrt::kDead : left ? cadrt::kLeft : cadrt::kExited);
         ended.push_back({r, pid, status});
       }
     }

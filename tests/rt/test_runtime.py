@@ -936,9 +936,8 @@ def test_cadrun_ends_the_job_on_a_signal(build_dir, tmp_path, sig):
     signal.  Killed with SIGKILL, cadrun takes its ranks with it
     (PR_SET_PDEATHSIG).  Started with the signal ignored (nohup, a
     script's background job), cadrun and its ranks ignore it, and the job
-    runs on.  (Before 2026-11-27 a
-    SIGHUP or a SIGKILL left the ranks running, and an ignored SIGINT
-    ended the job.)"""
+    runs on.  (Before 2026-11-27 a SIGHUP or a SIGKILL left the ranks
+    running, and an ignored SIGINT ended the job.)"""
     signo = getattr(signal, sig.split("-")[0])
     ignored = sig.endswith("-ignored")
 
