@@ -173,6 +173,9 @@ Entry *Queue::pop() {
 void Runtime::ring(uint32_t ep, bool urgent) {
   RankInfo &ri = seg.rank(ep);
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  // (Not a rank that left: its pid may run another program now, which
+  // the signal would kill.)
+  if (rank_failed(ri.state.load(std::memory_order_relaxed))) return;
   if (ri.armed.load(std::memory_order_relaxed)) {
     if (!urgent) return;
     if (ri.kicked.exchange(1, std::memory_order_acq_rel)) return;  // one is on its way
@@ -1082,8 +1085,8 @@ bool Runtime::issue(cadrt_request_s *r) {
   return moved;
 }
 
-// A failed request tells its peers (ABORT, best effort: it needs room),
-// answers what it holds of theirs, and completes -- unless a peer may still
+// A failed request tells its peers (ABORT; what finds no room now goes in
+// a later pass, see tell_next), answers what it holds of theirs, and completes -- unless a peer may still
 // copy from or into its buffers, see draining.  Leaves at least kReserve - 1
 // free entries, enough for a release by the caller.
 void Runtime::fail(cadrt_request_s *r, int err, std::string_view why, bool tell_peers) {
@@ -1092,14 +1095,9 @@ void Runtime::fail(cadrt_request_s *r, int err, std::string_view why, bool tell_
   if (r->error.empty())
     r->error.assign(why.data(), t_in_handler ? std::min(why.size(), r->error.capacity()) : why.size());
   cad_exec_abort(&r->ex, err);
-  if (tell_peers && room()) {
-    MsgHeader h{};
-    h.kind = kAbort;
-    h.ctx = r->comm->ctx;
-    h.seq = r->seq;
-    const uint32_t n = static_cast<uint32_t>(std::min<size_t>(why.size(), kPayload));
-    for (int q = 0; q < r->comm->size; q++)
-      if (q != r->comm->rank && room()) push(r->comm->ep[q], h, why.data(), n, nullptr);
+  if (tell_peers) {
+    r->tell_next = 0;
+    tell(r);
   }
   failed_[failed_next_++ % failed_.size()] = {r->comm->ctx, r->seq};
   r->result = err;
@@ -1109,6 +1107,24 @@ void Runtime::fail(cadrt_request_s *r, int err, std::string_view why, bool tell_
     return;
   }
   finish(r);
+}
+
+bool Runtime::tell(cadrt_request_s *r) {
+  MsgHeader h{};
+  h.kind = kAbort;
+  h.ctx = r->comm->ctx;
+  h.seq = r->seq;
+  // (The error, cut to what bind() reserved if set in the handler.)
+  const uint32_t n = static_cast<uint32_t>(std::min<size_t>(r->error.size(), kPayload));
+  bool told = false;
+  for (; r->tell_next < r->comm->size; r->tell_next++) {
+    if (r->tell_next == r->comm->rank) continue;
+    if (!room()) break;
+    push(r->comm->ep[r->tell_next], h, r->error.data(), n, nullptr);
+    told = true;
+  }
+  if (r->tell_next >= r->comm->size) r->tell_next = INT32_MAX;
+  return told;
 }
 
 void Runtime::give_up(cadrt_request_s *r, uint32_t ep, const MsgHeader &h, int err, std::string_view why) {
@@ -1154,6 +1170,7 @@ bool Runtime::release_failed() {
 }
 
 bool Runtime::exposed(const cadrt_request_s *r) const {
+  if (r->tell_next != INT32_MAX) return true;  // (not exposed: but it must not complete before)
   const cad_prog &p = r->inst->prog;
   for (uint32_t i = 0; i < p.n_nodes; i++) {
     const uint8_t st = r->xfer[i].state;
@@ -1326,7 +1343,8 @@ bool Runtime::progress() {
     if (r->done) continue;
     retry |= r->draining || r->redrain || !r->outgoing.empty();
     if (r->draining) {
-      if (!exposed(r)) {  // the peer it waited for has exited
+      if (r->tell_next != INT32_MAX && room()) moved |= tell(r);
+      if (!exposed(r)) {  // the peer it waited for has exited, or the ABORTs went
         finish(r);
         moved = true;
       }
@@ -1418,7 +1436,7 @@ bool Runtime::check_peers() {
     else if (ep == me)
       why = "a peer found what this rank (" + std::to_string(ep) + " of the job) wrote corrupt";
     else if (state == kLeft)
-      why = rank + " exited without cadrt_finalize";
+      why = rank + " left it without cadrt_finalize (it exited or ran another program)";
     else
       why = rank + " died";
     bool any = false;

@@ -376,6 +376,7 @@ int Runtime::start(cadrt_request_s *r) {
   r->netwait.clear();
   r->redrain = false;
   r->draining = false;
+  r->tell_next = INT32_MAX;
   r->unsent = 0;
   r->rdv_node = -1;
   r->seq = r->comm->next_seq++;

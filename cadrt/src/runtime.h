@@ -182,6 +182,11 @@ struct cadrt_request_s {
   // answers whatever it owed (Runtime::exposed).  (Every rank that fails a
   // collective tells its peers so, whatever failed it.)
   std::vector<uint32_t> aborted;
+  // Failed, and owes the ranks from tell_next on (of its communicator) an
+  // ABORT that found no room: fail() in the signal handler with the pool
+  // at its reserve.  It drains (Runtime::exposed) until the pass that has
+  // room sends them.  INT32_MAX: nothing owed.
+  int32_t tell_next = INT32_MAX;
   uint32_t unsent = 0;                    // its messages still in our pending queue
   cadrt_request_s *prev = nullptr, *next = nullptr;  // the active list
   bool from_cad = false;                  // issued from a hand-built CAD
@@ -550,12 +555,15 @@ class Runtime {
   // false if it ran out of room (release_later_ is then set).
   bool release_failed();
   bool release_later_ = false;
-  // A failed request's buffers may still be read or written by a peer.
+  // A failed request's buffers may still be read or written by a peer, or
+  // it still owes a peer its ABORT: it may not complete yet.
   bool exposed(const cadrt_request_s *r) const;
   // A FIN or RELEASE for a draining request.
   void answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   void aborted(cadrt_request_s *r, uint32_t ep);
   void note_abort(cadrt_request_s *r, uint32_t ep);
+  // Sends the ABORTs r owes while there is room; true if any went.
+  bool tell(cadrt_request_s *r);
   // r has just failed on message h: h is answered or released.
   void settle(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   // r fails on message h from ep: its peers are told, h is settled.
@@ -606,6 +614,11 @@ class Runtime {
   uint32_t node_index_ = 0;
   Bootstrap boot_;
   bool booted_ = false;
+  // cadrun's pipe for this rank (CADRT_LIFE_FD), or -1: close-on-exec while
+  // this process is a member of the job, so that cadrun sees it close if
+  // the process runs another program without cadrt_finalize.
+  int life_fd_ = -1;
+  void set_life_cloexec(bool on);
   int meet();
   int probe_cma();
   uint64_t lanes_upto(uint32_t partner);  // partner: nep if none
