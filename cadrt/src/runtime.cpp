@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -559,6 +560,16 @@ int Runtime::setup_world() {
   mine.probe_addr = reinterpret_cast<uint64_t>(&g_probe_word);
   my_place(mine.place);
   mine.place[0] = static_cast<int32_t>(node_index_);
+  // A member from here: cadrun's pipe closes if this process runs another
+  // program (exec) before cadrt_finalize, and cadrun tells the job.
+  life_fd_ = -1;
+  long life = -1;
+  struct stat st;
+  if (job && env_long("CADRT_LIFE_FD", &life) && life >= 0 && life <= INT32_MAX &&
+      fstat(static_cast<int>(life), &st) == 0 && S_ISFIFO(st.st_mode)) {
+    life_fd_ = static_cast<int>(life);
+    set_life_cloexec(true);
+  }
   mine.state.store(kAlive, std::memory_order_release);
   if (int err = meet()) return err;
   places_.assign(nep, {0, -1, -1, -1});
@@ -1091,6 +1102,13 @@ void Runtime::leave_job() {
     seg.rank(me).state.store(kExited, std::memory_order_release);
     seg.unmap();
   }
+  set_life_cloexec(false);  // (a program it runs after may join again)
+}
+
+void Runtime::set_life_cloexec(bool on) {
+  if (life_fd_ < 0) return;
+  const int flags = fcntl(life_fd_, F_GETFD);
+  if (flags >= 0) fcntl(life_fd_, F_SETFD, on ? flags | FD_CLOEXEC : flags & ~FD_CLOEXEC);
 }
 
 // The ranks of a node run the kernel engine all or none: a rank in cad.ko

@@ -11,9 +11,13 @@
 // exited 0, else the first failing rank's status (128 + signal if killed).
 // --timeout ends a job that runs longer, the same way (status 124).
 // SIGINT, SIGTERM or SIGHUP to cadrun end the job the same way (status 128
-// + the signal); ranks die with cadrun if it is killed.
+// + the signal); ranks die with cadrun if it is killed.  A rank that exits
+// with 0, or runs another program (exec), while still a member of the job
+// (after cadrt_init, before cadrt_finalize) is said to have left it: the
+// others' collectives that wait for it fail, and the job goes on.
 #include <fcntl.h>
 #include <hwloc.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -75,6 +79,25 @@ std::string describe(int status) {
   return "exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
+// Whether process pid is ending (or gone): PF_EXITING in the flags of
+// /proc/PID/stat (its 9th field; the 2nd, the name, may hold anything but
+// ends at the last ')').
+bool exiting(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  const ssize_t got = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (got <= 0) return true;
+  buf[got] = 0;
+  const char *p = strrchr(buf, ')');
+  unsigned long flags = 0;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return true;
+  constexpr unsigned long kPfExiting = 0x4;  // include/linux/sched.h
+  return flags & kPfExiting;
+}
+
 int code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
 }  // namespace
@@ -132,8 +155,24 @@ int main(int argc, char **argv) {
   }
   const pid_t launcher = getpid();
 
+  // Each rank's pipe: the rank holds the write end (CADRT_LIFE_FD), which
+  // cadrt_init makes close-on-exec until cadrt_finalize; cadrun reads the
+  // other.  It closes when the rank's process ends -- or runs another
+  // program while a member of the job, which cadrun cannot see otherwise:
+  // the pid lives on, and its peers would wait for ever.  (A process the
+  // rank forked keeps it open: no harm, the job learns later.  A program
+  // that closes its descriptors after cadrt_init leaves the job that way.)
   std::vector<pid_t> pids(static_cast<size_t>(n), 0);
+  std::vector<int> lives(static_cast<size_t>(n), -1);
+  std::vector<double> closed_at(static_cast<size_t>(n), 0);
+  std::vector<char> said_left(static_cast<size_t>(n), 0);
   for (long r = 0; r < n; r++) {
+    int life[2];
+    if (pipe2(life, O_CLOEXEC) != 0) {
+      fprintf(stderr, "cadrun: pipe failed: %s\n", strerror(errno));
+      for (long q = 0; q < r; q++) kill(pids[static_cast<size_t>(q)], SIGKILL);
+      return 1;
+    }
     const pid_t pid = fork();
     if (pid < 0) {
       fprintf(stderr, "cadrun: fork failed: %s\n", strerror(errno));
@@ -147,6 +186,7 @@ int main(int argc, char **argv) {
       // it.  (If it died before the prctl, the parent is another already.)
       if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher) _exit(127);
       setenv("CADRT_JOB_FD", std::to_string(fd).c_str(), 1);
+      if (fcntl(life[1], F_SETFD, 0) == 0) setenv("CADRT_LIFE_FD", std::to_string(life[1]).c_str(), 1);
       setenv("CADRT_RANK", std::to_string(r).c_str(), 1);
       setenv("CADRT_SIZE", std::to_string(n).c_str(), 1);
       if (!places.empty()) sched_setaffinity(0, sizeof(cpu_set_t), &places[static_cast<size_t>(r) % places.size()]);
@@ -155,6 +195,8 @@ int main(int argc, char **argv) {
       _exit(127);
     }
     pids[static_cast<size_t>(r)] = pid;
+    close(life[1]);
+    lives[static_cast<size_t>(r)] = life[0];
   }
 
   const double start = now();
@@ -171,6 +213,7 @@ int main(int argc, char **argv) {
       long rank;
       pid_t pid;
       int status;
+      bool kicked;
     };
     std::vector<Ended> ended;
     for (int pass = 0; pass < 2; pass++) {
@@ -201,11 +244,17 @@ int main(int argc, char **argv) {
         std::atomic<uint32_t> &state = seg.rank(static_cast<uint32_t>(r)).state;
         const uint32_t was = state.load();
         const bool left = ok && (was == cadrt::kAlive || was == cadrt::kLeft);
-        if (left)
+        if (left && !said_left[static_cast<size_t>(r)])
           fprintf(stderr, "cadrun: rank %ld (pid %d) exited without cadrt_finalize; collectives still waiting for it fail\n",
                   r, static_cast<int>(pid));
         state.store(!ok ? cadrt::kDead : left ? cadrt::kLeft : cadrt::kExited);
-        ended.push_back({r, pid, status});
+        // Killed by the signal the signal engine kicks it with: it no
+        // longer handled it -- it ran another program, or reset the
+        // handler, before cadrt_finalize, and a peer's kick came first.
+        const int32_t signo = seg.rank(static_cast<uint32_t>(r)).signo.load();
+        const bool kicked = WIFSIGNALED(status) && signo > 0 && WTERMSIG(status) == signo &&
+                            (was == cadrt::kAlive || was == cadrt::kLeft);
+        ended.push_back({r, pid, status, kicked});
       }
     }
     if (!ending) {
@@ -216,8 +265,11 @@ int main(int argc, char **argv) {
         else if (failed && !cause) cause = &e;
       }
       if (cause) {
-        fprintf(stderr, "cadrun: rank %ld (pid %d) %s; ending the job\n", cause->rank, static_cast<int>(cause->pid),
-                describe(cause->status).c_str());
+        fprintf(stderr, "cadrun: rank %ld (pid %d) %s%s; ending the job\n", cause->rank, static_cast<int>(cause->pid),
+                describe(cause->status).c_str(),
+                cause->kicked ? ", cadrt's signal engine's, which kills a process that no longer handles it (one that "
+                                "ran another program, or reset the handler, before cadrt_finalize)"
+                              : "");
         result = code_of(cause->status);
         ending = true;
         kill_at = now() + 2;
@@ -247,7 +299,43 @@ int main(int argc, char **argv) {
         if (p) kill(p, SIGKILL);
       kill_at = now() + 3600;
     }
-    usleep(2000);
+    // A rank's pipe closed, and its process is not ending: it runs
+    // another program.  (One that ends closes its descriptors just before;
+    // the kernel flags it exiting first, and it is reaped above.)
+    for (long r = 0; r < n; r++) {
+      const size_t k = static_cast<size_t>(r);
+      if (!closed_at[k]) continue;
+      closed_at[k] = 0;
+      if (!pids[k] || exiting(pids[k])) continue;
+      uint32_t alive = cadrt::kAlive;
+      if (pids[k] && seg.rank(static_cast<uint32_t>(r)).state.compare_exchange_strong(alive, cadrt::kLeft)) {
+        fprintf(stderr,
+                "cadrun: rank %ld (pid %d) ran another program without cadrt_finalize; collectives still waiting "
+                "for it fail\n",
+                r, static_cast<int>(pids[k]));
+        said_left[k] = 1;
+      }
+    }
+    // Sleep 2 ms, or until a rank's pipe closes.
+    std::vector<struct pollfd> watch;
+    std::vector<size_t> of;
+    for (size_t k = 0; k < lives.size(); k++)
+      if (lives[k] >= 0) {
+        watch.push_back({lives[k], POLLIN, 0});
+        of.push_back(k);
+      }
+    if (watch.empty() || poll(watch.data(), watch.size(), 2) <= 0) {
+      if (watch.empty()) usleep(2000);
+      continue;
+    }
+    for (size_t j = 0; j < watch.size(); j++) {
+      if (!watch[j].revents) continue;
+      char b[64];
+      if (read(watch[j].fd, b, sizeof b) > 0) continue;  // (nobody writes it; if they do, it is read)
+      close(watch[j].fd);
+      lives[of[j]] = -1;
+      closed_at[of[j]] = now();
+    }
   }
   const cadrt::Header &h = seg.header();
   const char *cma = getenv("CADRT_CMA");

@@ -86,6 +86,7 @@ def cases():
     out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
     out["leave"] = "cadrun -n 4 --timeout 60 rt_check --leave 2"
     out["leave-hard"] = "cadrun -n 4 --timeout 60 rt_check --leave-hard 2"
+    out["leave-exec"] = "cadrun -n 4 --timeout 60 rt_check --leave-exec 2"
     return out
 
 
@@ -217,21 +218,23 @@ def test_killed_rank_fails_its_peers_at_once(vm_run, case):
     assert c.seconds < 10, f"the job took {c.seconds:.1f} s"
 
 
-@pytest.mark.parametrize("case", ["leave", "leave-hard"])
+@pytest.mark.parametrize("case", ["leave", "leave-hard", "leave-exec"])
 def test_rank_that_exits_without_finalize_fails_its_peers(vm_run, case):
     """Rank 2 exits with 0 (exit or _exit) after starting the allreduce,
-    without cadrt_finalize: the module fails its peers' transfers with it
-    when its file closes (or the whole collective ran in the last start),
-    and cadrun says it left without cadrt_finalize; then the others'
-    allreduce on a communicator without it completes, right."""
+    or runs another program before starting it, without cadrt_finalize:
+    the module fails its peers' transfers with it when its file closes (or
+    the whole collective ran in the last start), and cadrun says it left
+    without cadrt_finalize; then the others' allreduce on a communicator
+    without it completes, right."""
     c = vm_run.cases[case]
     assert c.status == 0, c.output
     assert c.output.count("the others' allreduce ended: right") == 3, c.output
-    assert re.search(r"cadrun: rank 2 \(pid \d+\) exited without cadrt_finalize", c.output), c.output
+    said = "ran another program" if case == "leave-exec" else "exited"
+    assert re.search(r"cadrun: rank 2 \(pid \d+\) " + said + " without cadrt_finalize", c.output), c.output
     ended = re.findall(r"rank (\d): the allreduce ended: (.*)", c.output)
     assert {r for r, _ in ended} <= {"0", "1", "3"}
     for _, why in ended:
-        assert "went away" in why or "exited without cadrt_finalize" in why or why == "no error", c.output
+        assert "went away" in why or "left it without cadrt_finalize" in why or why == "no error", c.output
     assert c.seconds < 10, f"the job took {c.seconds:.1f} s"
 
 

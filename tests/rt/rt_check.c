@@ -56,7 +56,10 @@
  *                with it, or with its last persistent request
  * --leave R      as --die, but rank R calls exit(0) without cadrt_finalize
  *                (--leave-hard R: _exit(0), so that only cadrun can tell
- *                its peers): the others' allreduce must fail, naming it;
+ *                its peers; --leave-exec R: before it starts the
+ *                allreduce it runs a shell in its place, with the same
+ *                pid, which waits until the others' allreduce is
+ *                done): the others' allreduce must fail, naming it;
  *                then an allreduce on a communicator of the others (split
  *                off before) must complete with the right result, and they
  *                exit 0
@@ -944,8 +947,9 @@ static int body(int argc, char **argv)
 			g_start_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--die") && i + 1 < argc)
 			die = atoi(argv[++i]);
-		else if ((!strcmp(argv[i], "--leave") || !strcmp(argv[i], "--leave-hard")) && i + 1 < argc)
-			leave = argv[i][7] ? 2 : 1, die = atoi(argv[++i]);
+		else if ((!strcmp(argv[i], "--leave") || !strcmp(argv[i], "--leave-hard") ||
+			  !strcmp(argv[i], "--leave-exec")) && i + 1 < argc)
+			leave = !argv[i][7] ? 1 : argv[i][8] == 'h' ? 2 : 3, die = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--churn") && i + 1 < argc)
 			churn = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--away") && i + 1 < argc)
@@ -980,10 +984,20 @@ static int body(int argc, char **argv)
 		static int32_t in[1 << 20], out[1 << 20];
 		cadrt_request req;
 		cadrt_comm rest = NULL;
+		char leave_done[64];
 
 		if (leave && cadrt_comm_split(cadrt_comm_world(), g_rank == die, g_rank, &rest)) {
 			fprintf(stderr, "rt_check: cadrt_comm_split: %s\n", cadrt_error_message());
 			return 1;
+		}
+		/* The shell waits for a file rank 0 makes when the others are done. */
+		snprintf(leave_done, sizeof leave_done, "/tmp/rt_check.leave.%d", (int)getppid());
+		if (g_rank == die && leave == 3) {
+			execlp("sh", "sh", "-c",
+			       "i=0; while [ ! -e \"$0\" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; rm -f \"$0\"",
+			       leave_done, (char *)NULL);
+			perror("rt_check: exec sh");
+			_exit(1);
 		}
 		if (cadrt_iallreduce(in, out, 1 << 20, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req))
 			return 1;
@@ -1015,6 +1029,12 @@ static int body(int argc, char **argv)
 				err ? cadrt_error_message() : g_failures ? "wrong result" : "right");
 			cadrt_comm_free(&rest);
 			err = err || g_failures;
+			if (leave == 3 && g_rank == (die == 0 ? 1 : 0)) {
+				FILE *f = fopen(leave_done, "w");
+
+				if (f)
+					fclose(f);
+			}
 		}
 		cadrt_finalize();
 		return err ? 1 : 0;
