@@ -25,7 +25,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "runtime.h"
@@ -73,6 +75,7 @@ int Runtime::kernel_open() {
 
 void Runtime::kernel_close() {
   kcache_.clear();
+  kheld_.clear();
   if (kstatus_) munmap(const_cast<cad_status *>(kstatus_), CAD_STATUS_SIZE);
   kstatus_ = nullptr;
   if (kfd_ >= 0) close(kfd_);  // the module frees what is still loaded
@@ -130,12 +133,48 @@ int Runtime::kernel_load(cadrt_request_s *r) {
     kernel_evict(0);  // cached programs hold pinned memory: let it go, try again
     err = load();
   }
+  // At the module's limit of programs per file: make room from programs
+  // no collective runs now.  (Until 2026-11-27 a process with more than
+  // 512 persistent requests, active or not, could not start the next.)
+  while (err == -EMFILE && l.handle == ~0u && kernel_unload_idle()) {
+    log[0] = 0;
+    err = load();
+  }
+  if (err == -EMFILE && l.handle == ~0u && log[0])
+    snprintf(log + strlen(log), sizeof log - strlen(log),
+             "; the kernel engine runs at most that many collectives at once in a process");
   if (l.handle != ~0u) {
     r->kh = static_cast<int32_t>(l.handle);
     r->kgen = err ? 0 : 1;
+    if (r->persistent) {
+      kheld_.push_back(r);
+      r->kused = ++kclock_;
+    }
   }
   if (err) r->error = std::string("the kernel refused ") + r->inst->desc + ": " + (log[0] ? log : strerror(-err));
   return err;
+}
+
+bool Runtime::kernel_unload_idle() {
+  if (!kcache_.empty()) {
+    const size_t before = kcache_.size();
+    kernel_evict(0);
+    if (kcache_.size() < before) return true;
+  }
+  // A sixteenth of the persistent programs, at least one, the least
+  // recently started first: a load at the limit is rare, and each costs
+  // a verification in the kernel.
+  size_t freed = 0;
+  const size_t want = std::max<size_t>(1, kheld_.size() / 16);
+  while (freed < want) {
+    cadrt_request_s *victim = nullptr;
+    for (cadrt_request_s *q : kheld_)
+      if (!q->active && (!victim || q->kused < victim->kused)) victim = q;
+    if (!victim) break;
+    kernel_free(victim);
+    freed++;
+  }
+  return freed > 0;
 }
 
 // Frees idle cached programs, least recently used first, down to keep.
@@ -166,6 +205,7 @@ int Runtime::kernel_start(cadrt_request_s *r) {
     const int err = kernel_ioctl_start(r->kh, r->seq);
     if (!err) {
       r->kgen++;
+      r->kused = ++kclock_;
       return 0;
     }
     if (err != -ESTALE) {
@@ -251,6 +291,13 @@ void Runtime::kernel_wait(cadrt_request_s *r) {
 void Runtime::kernel_free(cadrt_request_s *r) {
   kernel_ioctl_free(r->kh);
   r->kh = -1;
+  if (r->persistent) {
+    const auto it = std::find(kheld_.begin(), kheld_.end(), r);
+    if (it != kheld_.end()) {
+      *it = kheld_.back();
+      kheld_.pop_back();
+    }
+  }
 }
 
 }  // namespace cadrt

@@ -195,6 +195,7 @@ struct cadrt_request_s {
   // start count the status page shows for the current start.
   int32_t kh = -1;
   uint32_t kgen = 0;
+  uint64_t kused = 0;  // a persistent request's last start (Runtime::kclock_)
 };
 
 namespace cadrt {
@@ -598,6 +599,12 @@ class Runtime {
     uint64_t used = 0;  // for eviction: the least recently used goes
   };
   std::vector<Loaded> kcache_;
+  // Persistent requests that hold a loaded program.  The module runs at
+  // most CAD_MAX_PROGRAMS per file: at that limit a load first frees the
+  // idle cache, then the programs of the persistent requests started least
+  // recently that are not active (they load again at their next start).
+  std::vector<cadrt_request_s *> kheld_;
+  bool kernel_unload_idle();  // false if nothing could be freed
   uint64_t kclock_ = 0;
   std::vector<uint64_t> kaddrs_;  // the buffer addresses of the request being started
   int kernel_load(cadrt_request_s *r);

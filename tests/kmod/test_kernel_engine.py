@@ -87,6 +87,8 @@ def cases():
     out["leave"] = "cadrun -n 4 --timeout 60 rt_check --leave 2"
     out["leave-hard"] = "cadrun -n 4 --timeout 60 rt_check --leave-hard 2"
     out["leave-exec"] = "cadrun -n 4 --timeout 60 rt_check --leave-exec 2"
+    out["many-persistent"] = "cadrun -n 3 --timeout 120 rt_check --many-persistent 700"
+    out["many-limit"] = "cadrun -n 3 --timeout 60 rt_check --many 600"
     return out
 
 
@@ -216,6 +218,28 @@ def test_killed_rank_fails_its_peers_at_once(vm_run, case):
     for _, why in ended:
         assert "went away" in why or why == "no error", c.output
     assert c.seconds < 10, f"the job took {c.seconds:.1f} s"
+
+
+def test_more_persistent_collectives_than_the_module_holds(vm_run):
+    """700 persistent allreduces, started 8 at a time, three times over:
+    the module holds at most 512 programs per process, so cadrt frees the
+    programs of those started least recently that are not running, and
+    loads them again at their next start.  (Until 2026-11-27 the 513th
+    start failed.)"""
+    c = vm_run.cases["many-persistent"]
+    assert c.status == 0, c.output
+    assert "rt_check: many: 700 persistent allreduces right" in c.output, c.output
+
+
+def test_more_collectives_at_once_than_the_module_runs_is_a_clear_error(vm_run):
+    """600 non-blocking allreduces outstanding at once: the module runs at
+    most 512 per process; the 513th fails with the module's words and
+    cadrt's (no hang, no oops: the counters test checks the module after)."""
+    c = vm_run.cases["many-limit"]
+    assert c.status != 0, c.output
+    assert re.search(r"many: the kernel refused allreduce_\w+ .*: load: this file has 512 programs loaded, the limit "
+                     r"\(max_programs\); the kernel engine runs at most that many collectives at once in a process",
+                     c.output), c.output
 
 
 @pytest.mark.parametrize("case", ["leave", "leave-hard", "leave-exec"])

@@ -63,6 +63,11 @@
  *                then an allreduce on a communicator of the others (split
  *                off before) must complete with the right result, and they
  *                exit 0
+ * --many N       N allreduces of 4 int32 at once, non-blocking, checked;
+ *                --many-persistent N: N persistent ones, started 8 at a
+ *                time, three times each (the kernel engine holds at most
+ *                512 programs per process: it makes room from those not
+ *                running)
  * --die R        rank R starts an allreduce and kills itself: the others
  *                must not hang (cadrun ends the job)
  * --away DIR     asynchronous progress: rank 0 computes without calling
@@ -659,6 +664,63 @@ static int away(const char *dir, size_t n, double seconds, int posts_last, int m
 	return g_failures ? 1 : g_rank == me_away && !peers_done ? 3 : 0;
 }
 
+/* --many N: N allreduces of 4 int32 at once (non-blocking), checked.
+ * --many-persistent N: N persistent allreduces, started 8 at a time, all
+ * of them three times over, checked each time. */
+static int many(int n, int persistent)
+{
+	int32_t (*in)[4] = calloc((size_t)n, sizeof *in), (*out)[4] = calloc((size_t)n, sizeof *out);
+	cadrt_request *req = calloc((size_t)n, sizeof *req);
+	int err = 0, rounds = persistent ? 3 : 1;
+
+	if (!in || !out || !req)
+		return 1;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < 4; k++)
+			in[i][k] = (g_rank + 1) * (i + k);
+	for (int i = 0; persistent && !err && i < n; i++)
+		if ((err = cadrt_allreduce_init(in[i], out[i], 4, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req[i])))
+			fprintf(stderr, "rt_check: rank %d: cadrt_allreduce_init %d: %s\n", g_rank, i, cadrt_error_message());
+	for (int round = 0; !err && round < rounds; round++) {
+		memset(out, 0xee, (size_t)n * sizeof *out);
+		if (persistent) {
+			for (int i = 0; !err && i < n; i += 8) {
+				int k = n - i < 8 ? n - i : 8;
+
+				for (int j = 0; !err && j < k; j++)
+					err = cadrt_start(&req[i + j]);
+				if (!err)
+					err = cadrt_waitall(k, req + i);
+				if (err)
+					fprintf(stderr, "rt_check: rank %d: round %d, requests %d..: %s\n", g_rank, round, i,
+						cadrt_error_message());
+			}
+		} else {
+			for (int i = 0; !err && i < n; i++)
+				if ((err = cadrt_iallreduce(in[i], out[i], 4, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req[i])))
+					fprintf(stderr, "rt_check: rank %d: cadrt_iallreduce %d: %s\n", g_rank, i, cadrt_error_message());
+			if (!err && (err = cadrt_waitall(n, req)))
+				fprintf(stderr, "rt_check: rank %d: many: %s\n", g_rank, cadrt_error_message());
+		}
+		for (int i = 0; !err && i < n; i++)
+			for (int k = 0; k < 4; k++)
+				if (out[i][k] != g_size * (g_size + 1) / 2 * (i + k)) {
+					FAIL("many: round %d, allreduce %d, element %d is %d", round, i, k, out[i][k]);
+					err = 1;
+					break;
+				}
+	}
+	for (int i = 0; persistent && i < n; i++)
+		if (req[i])
+			cadrt_req_free(&req[i]);
+	free(in);
+	free(out);
+	free(req);
+	if (!err && g_rank == 0)
+		printf("rt_check: many: %d %s allreduces right\n", n, persistent ? "persistent" : "non-blocking");
+	return err ? 1 : 0;
+}
+
 /* --busy-peer: see the header. */
 static int busy_peer(const char *dir, size_t n)
 {
@@ -903,6 +965,7 @@ static int body(int argc, char **argv)
 	const char *only = "all";
 	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
 	int nsizes = 5, want_mismatch = 0, want_split = 0, want_fork = 0, die = -1, leave = 0, churn = 0, err;
+	int many_n = 0, many_persistent = 0;
 	const char *away_dir = NULL;
 	double away_for = 30;
 	int away_last = 0;
@@ -952,6 +1015,8 @@ static int body(int argc, char **argv)
 			leave = !argv[i][7] ? 1 : argv[i][8] == 'h' ? 2 : 3, die = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--churn") && i + 1 < argc)
 			churn = atoi(argv[++i]);
+		else if ((!strcmp(argv[i], "--many") || !strcmp(argv[i], "--many-persistent")) && i + 1 < argc)
+			many_n = atoi(argv[i + 1]), many_persistent = argv[i][6] != 0, i++;
 		else if (!strcmp(argv[i], "--away") && i + 1 < argc)
 			away_dir = argv[++i];
 		else if (!strcmp(argv[i], "--away-posts") && i + 1 < argc &&
@@ -1056,6 +1121,11 @@ static int body(int argc, char **argv)
 	}
 	if (want_mismatch) {
 		err = mismatch(only);
+		cadrt_finalize();
+		return err;
+	}
+	if (many_n > 0) {
+		err = many(many_n, many_persistent);
 		cadrt_finalize();
 		return err;
 	}

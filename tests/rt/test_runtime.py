@@ -527,6 +527,18 @@ def test_rank_that_exits_without_finalize_fails_its_peers(build_dir, engine, how
     assert r.stderr.count("the others' allreduce ended: right") == 3, r.stderr
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("how,n", [("--many", 3000), ("--many-persistent", 700)])
+def test_many_collectives_at_once(build_dir, engine, how, n):
+    """3000 non-blocking allreduces outstanding at once, or 700 persistent
+    ones started 8 at a time, three times over: all right.  (The user-space
+    engines have no bound but memory; the kernel engine's is in
+    tests/kmod.)"""
+    r = run(build_dir, 3, "rt_check", how, str(n), env={"CADRT_ENGINE": engine}, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"rt_check: many: {n} " in r.stdout, r.stdout + r.stderr
+
+
 def test_nonzero_exit_is_reported(build_dir, tmp_path):
     script = tmp_path / "fail.sh"
     script.write_text('#!/bin/sh\n[ "$CADRT_RANK" = 1 ] && exit 3\nexit 0\n')
