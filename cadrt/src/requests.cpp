@@ -249,7 +249,13 @@ const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad
   // together hung (until 2026-11-27) or met the wrong peers.
   agreed += "|topo" + std::to_string(topology_digest(*spec.topo));
   inst->fp = fnv(0xcbf29ce484222325ull, agreed);
-  cache_.emplace(key, inst);
+  if (auto put = cache_.emplace(key, inst); put.second) {
+    if (comm->cached_epoch != cache_epoch_) {
+      comm->cached.clear();
+      comm->cached_epoch = cache_epoch_;
+    }
+    comm->cached.push_back(put.first);
+  }
   return &fast_.emplace(fk, inst).first->second;
 }
 
@@ -259,8 +265,8 @@ void Runtime::forget_comm(const cadrt_comm_s *comm) {
   // has its own of: nobody finds these instances again, and a program that
   // splits and frees communicators would grow by each one's instances.
   // (Requests still running hold their instance.)
-  for (auto it = cache_.begin(); it != cache_.end();)
-    it = it->second->topo == comm->topo ? cache_.erase(it) : std::next(it);
+  if (comm->cached_epoch == cache_epoch_)
+    for (auto it : comm->cached) cache_.erase(it);
   // Nor do spare requests keep them alive.
   for (cadrt_request_s *r : spare_)
     if (r->inst && r->inst->topo == comm->topo) {

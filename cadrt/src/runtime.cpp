@@ -1375,6 +1375,7 @@ int Runtime::finalize() {
             static_cast<unsigned long long>(n_handler.load()), static_cast<unsigned long long>(n_deferred.load()),
             static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()));
   cache_.clear();
+  cache_epoch_++;
   fast_.clear();
   for (cadrt_request_s *r : spare_) delete r;
   spare_.clear();

@@ -139,6 +139,14 @@ struct cadrt_comm_s {
   uint64_t splits = 0;
   std::shared_ptr<const cad::Topology> topo;
   std::vector<std::vector<int64_t>> places;  // of each rank, for splits
+  // The entries of the runtime's instance cache this communicator made
+  // (keyed by its topology: nobody finds them once it is freed), so that
+  // cadrt_comm_free erases them without a scan of the whole cache (until
+  // 2026-11-27 freeing N communicators took time in N squared).
+  // (Valid while cached_epoch is the runtime's cache_epoch_: cadrt_finalize
+  // clears the cache, and a communicator may be freed after it.)
+  std::vector<std::map<std::string, std::shared_ptr<const cadrt::Instance>>::iterator> cached;
+  uint64_t cached_epoch = 0;
   bool world = false;
   // Persistent requests made on it and not freed yet; cadrt_comm_free
   // while there are some only marks it freed, and the last one's
@@ -433,6 +441,7 @@ class Runtime {
   cadrt_request_s *active_ = nullptr;
   std::vector<unsigned char> vm_scratch_;
   std::map<std::string, std::shared_ptr<const Instance>> cache_;
+  uint64_t cache_epoch_ = 1;  // one more at each clear of cache_ (cadrt_comm_s::cached)
   // The last answers of instance() by the call's own arguments: a repeated
   // call skips selection and the key string.  (CADRT_ALGORITHM_*, with its
   // parameters, is thus read at the first call with given arguments on a
