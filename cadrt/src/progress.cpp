@@ -174,8 +174,9 @@ void Runtime::ring(uint32_t ep, bool urgent) {
   RankInfo &ri = seg.rank(ep);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // (Not a rank that left: its pid may run another program now, which
-  // the signal would kill.)
-  if (rank_failed(ri.state.load(std::memory_order_relaxed))) return;
+  // the signal would kill.  A rank marked dead may be one a peer found
+  // corrupt, alive and asleep here: it is woken.)
+  if (ri.state.load(std::memory_order_relaxed) == kLeft) return;
   if (ri.armed.load(std::memory_order_relaxed)) {
     if (!urgent) return;
     if (ri.kicked.exchange(1, std::memory_order_acq_rel)) return;  // one is on its way
@@ -1086,8 +1087,9 @@ bool Runtime::issue(cadrt_request_s *r) {
 }
 
 // A failed request tells its peers (ABORT; what finds no room now goes in
-// a later pass, see tell_next), answers what it holds of theirs, and completes -- unless a peer may still
-// copy from or into its buffers, see draining.  Leaves at least kReserve - 1
+// a later pass, see tell_next), answers what it holds of theirs, and
+// completes -- unless a peer may still copy from or into its buffers, or
+// an ABORT is still owed, see draining.  Leaves at least kReserve - 1
 // free entries, enough for a release by the caller.
 void Runtime::fail(cadrt_request_s *r, int err, std::string_view why, bool tell_peers) {
   if (r->done || r->draining) return;
