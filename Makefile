@@ -57,8 +57,9 @@ test-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=45
 
 # pytest: the kernel tests in qemu, the benchmark report format, the demo.
+# (--durations: the slowest tests in the log, for keeping the run short.)
 test-py:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q --durations=40
 
 test-kmod: build
 	$(PYTHON) -m pytest -q tests/kmod
