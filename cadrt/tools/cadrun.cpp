@@ -163,9 +163,8 @@ int main(int argc, char **argv) {
   // rank forked keeps it open: no harm, the job learns later.  A program
   // that closes its descriptors after cadrt_init leaves the job that way.)
   std::vector<pid_t> pids(static_cast<size_t>(n), 0);
-  std::vector<int> lives(static_cast<size_t>(n), -1);
-  std::vector<double> closed_at(static_cast<size_t>(n), 0);
-  std::vector<char> said_left(static_cast<size_t>(n), 0);
+  std::vector<struct pollfd> lives(static_cast<size_t>(n), {-1, POLLIN, 0});  // (poll skips fd -1)
+  std::vector<char> closed(static_cast<size_t>(n), 0), said_left(static_cast<size_t>(n), 0);
   for (long r = 0; r < n; r++) {
     int life[2];
     if (pipe2(life, O_CLOEXEC) != 0) {
@@ -196,7 +195,7 @@ int main(int argc, char **argv) {
     }
     pids[static_cast<size_t>(r)] = pid;
     close(life[1]);
-    lives[static_cast<size_t>(r)] = life[0];
+    lives[static_cast<size_t>(r)].fd = life[0];
   }
 
   const double start = now();
@@ -243,7 +242,8 @@ int main(int argc, char **argv) {
         // for it fail, naming why (shm.h); the job goes on.
         std::atomic<uint32_t> &state = seg.rank(static_cast<uint32_t>(r)).state;
         const uint32_t was = state.load();
-        const bool left = ok && (was == cadrt::kAlive || was == cadrt::kLeft);
+        const bool member = was == cadrt::kAlive || was == cadrt::kLeft;
+        const bool left = ok && member;
         if (left && !said_left[static_cast<size_t>(r)])
           fprintf(stderr, "cadrun: rank %ld (pid %d) exited without cadrt_finalize; collectives still waiting for it fail\n",
                   r, static_cast<int>(pid));
@@ -252,8 +252,7 @@ int main(int argc, char **argv) {
         // longer handled it -- it ran another program, or reset the
         // handler, before cadrt_finalize, and a peer's kick came first.
         const int32_t signo = seg.rank(static_cast<uint32_t>(r)).signo.load();
-        const bool kicked = WIFSIGNALED(status) && signo > 0 && WTERMSIG(status) == signo &&
-                            (was == cadrt::kAlive || was == cadrt::kLeft);
+        const bool kicked = WIFSIGNALED(status) && signo > 0 && WTERMSIG(status) == signo && member;
         ended.push_back({r, pid, status, kicked});
       }
     }
@@ -304,11 +303,11 @@ int main(int argc, char **argv) {
     // the kernel flags it exiting first, and it is reaped above.)
     for (long r = 0; r < n; r++) {
       const size_t k = static_cast<size_t>(r);
-      if (!closed_at[k]) continue;
-      closed_at[k] = 0;
+      if (!closed[k]) continue;
+      closed[k] = 0;
       if (!pids[k] || exiting(pids[k])) continue;
       uint32_t alive = cadrt::kAlive;
-      if (pids[k] && seg.rank(static_cast<uint32_t>(r)).state.compare_exchange_strong(alive, cadrt::kLeft)) {
+      if (seg.rank(static_cast<uint32_t>(r)).state.compare_exchange_strong(alive, cadrt::kLeft)) {
         fprintf(stderr,
                 "cadrun: rank %ld (pid %d) ran another program without cadrt_finalize; collectives still waiting "
                 "for it fail\n",
@@ -317,24 +316,14 @@ int main(int argc, char **argv) {
       }
     }
     // Sleep 2 ms, or until a rank's pipe closes.
-    std::vector<struct pollfd> watch;
-    std::vector<size_t> of;
-    for (size_t k = 0; k < lives.size(); k++)
-      if (lives[k] >= 0) {
-        watch.push_back({lives[k], POLLIN, 0});
-        of.push_back(k);
-      }
-    if (watch.empty() || poll(watch.data(), watch.size(), 2) <= 0) {
-      if (watch.empty()) usleep(2000);
-      continue;
-    }
-    for (size_t j = 0; j < watch.size(); j++) {
-      if (!watch[j].revents) continue;
+    if (poll(lives.data(), lives.size(), 2) <= 0) continue;
+    for (size_t k = 0; k < lives.size(); k++) {
+      if (lives[k].fd < 0 || !lives[k].revents) continue;
       char b[64];
-      if (read(watch[j].fd, b, sizeof b) > 0) continue;  // (nobody writes it; if they do, it is read)
-      close(watch[j].fd);
-      lives[of[j]] = -1;
-      closed_at[of[j]] = now();
+      if (read(lives[k].fd, b, sizeof b) > 0) continue;  // (nobody writes it; if they do, it is read)
+      close(lives[k].fd);
+      lives[k].fd = -1;
+      closed[k] = 1;
     }
   }
   const cadrt::Header &h = seg.header();
