@@ -472,14 +472,33 @@ bool Runtime::disagree(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
   return true;
 }
 
+// Is h (a message that waits in the unexpected queue) for the node with
+// this kind and occurrence?  The cheap half of target(): no lookup.
+static bool for_node(const MsgHeader &h, const cad_node &n, uint32_t occ) {
+  if (h.tag != n.tag || h.occ != occ) return false;
+  switch (h.kind) {
+    case kEager: case kRts: case kFrag: case kPush: case kFinRecv: return n.kind == CAD_NODE_RECV;
+    case kCts: case kFinSend: return n.kind == CAD_NODE_SEND;
+    default: return false;  // (an ABORT: start() looks for those)
+  }
+}
+
 // Messages for r that arrived before r's nodes were posted.  Without room
 // for a reply (in the signal handler), the rest waits for the next pass.
-void Runtime::drain_unexpected(cadrt_request_s *r, uint32_t ep) {
+// A post drains for its own node only: when a sender runs ahead (a
+// pipeline whose receiver was not running, 8 ranks on 2 CPUs), the queue
+// holds a message for each of its thousand segments, and looking each up
+// (target()) on each of the thousand posts made a broadcast of 400 KB
+// take seconds.
+void Runtime::drain_unexpected(cadrt_request_s *r, uint32_t ep, int64_t node) {
   Queue &uq = unexpected_[ep];
   Queue keep;
+  const cad_node *only = node >= 0 ? &r->inst->prog.nodes[node] : nullptr;
+  const uint32_t only_occ = node >= 0 ? r->inst->occ[static_cast<size_t>(node)] : 0;
   while (Entry *e = uq.pop()) {
     cadrt_request_s *t = nullptr;
-    const bool mine = e->slot.h.ctx == r->comm->ctx && e->slot.h.seq == r->seq;
+    const bool mine = e->slot.h.ctx == r->comm->ctx && e->slot.h.seq == r->seq &&
+                      (!only || for_node(e->slot.h, *only, only_occ));
     if (mine && !r->done && !room()) {
       r->redrain = true;
       keep.push(e);
@@ -1018,7 +1037,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
       complete(r, node);
     } else if (far) {
       x.state = kWaitCts;  // the receiver posts, then says where
-      drain_unexpected(r, ep);
+      drain_unexpected(r, ep, node);
     } else if (push_fits(r, node, ep)) {
       MsgHeader h = header(r, node, kPush);
       h.off = seg.lane(me, ep).tail.load(std::memory_order_relaxed);
@@ -1032,7 +1051,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
       frag_out(r, node);
     } else if (n.flags & CAD_XFER_SENDER_WRITES) {
       x.state = kWaitCts;
-      drain_unexpected(r, ep);
+      drain_unexpected(r, ep, node);
     } else {
       MsgHeader h = header(r, node, kRts);
       h.addr = reinterpret_cast<uint64_t>(at(r, n.src_buf, n.src_off));
@@ -1056,7 +1075,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
     return;
   }
   x.state = kWaitData;
-  drain_unexpected(r, ep);
+  drain_unexpected(r, ep, node);
 }
 
 // Issues what is ready; true if a node was issued.  The executor hands

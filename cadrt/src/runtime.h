@@ -512,7 +512,10 @@ class Runtime {
   bool poll_incoming();
   void dispatch(uint32_t ep, const Slot &s);
   int64_t target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out);
-  void drain_unexpected(cadrt_request_s *r, uint32_t ep);
+  // Messages from ep that came for r before its nodes were posted; with
+  // node >= 0, only those for that node (a post: the others stay, and the
+  // queue is not searched node by node once per post, see post()).
+  void drain_unexpected(cadrt_request_s *r, uint32_t ep, int64_t node = -1);
   void handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h, const unsigned char *payload);
   unsigned char *at(cadrt_request_s *r, uint32_t buf, uint64_t off);
   MsgHeader header(cadrt_request_s *r, uint32_t node, uint32_t kind);
