@@ -375,6 +375,15 @@ bool Runtime::recently_failed(uint64_t ctx, uint64_t seq) const {
   return false;
 }
 
+// The kind of node a message that may wait for its node's post moves on:
+// data and the receiver's FIN for a RECV, kCts and kFinSend for a SEND.
+static uint8_t node_kind(uint32_t kind) {
+  switch (kind) {
+    case kEager: case kRts: case kFrag: case kPush: case kFinRecv: return CAD_NODE_RECV;
+    default: return CAD_NODE_SEND;  // kCts, kFinSend
+  }
+}
+
 // The request and node a message is for, if it is posted; -1 otherwise.
 int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) {
   cadrt_request_s *r = find_active(h.ctx, h.seq);
@@ -382,12 +391,7 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
   if (!r || h.kind == kAbort) return -1;
   const int32_t peer = r->comm->rank_of(ep);
   if (peer < 0) return -1;
-  uint8_t kind;
-  switch (h.kind) {
-    case kEager: case kRts: case kFrag: case kPush: case kFinRecv: kind = CAD_NODE_RECV; break;
-    default: kind = CAD_NODE_SEND; break;  // kCts, kFinSend
-  }
-  const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
+  const int64_t node = r->inst->find(node_kind(h.kind), static_cast<uint32_t>(peer), h.tag, h.occ);
   if (node < 0) return -1;
   // Posted, and in the state this message moves on from.
   if (r->ex.state[node] != CAD_NS_ISSUED) return -1;
@@ -474,13 +478,9 @@ bool Runtime::disagree(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
 
 // Is h (a message that waits in the unexpected queue) for the node with
 // this kind and occurrence?  The cheap half of target(): no lookup.
+// (An ABORT is for no node: start() looks for those.)
 static bool for_node(const MsgHeader &h, const cad_node &n, uint32_t occ) {
-  if (h.tag != n.tag || h.occ != occ) return false;
-  switch (h.kind) {
-    case kEager: case kRts: case kFrag: case kPush: case kFinRecv: return n.kind == CAD_NODE_RECV;
-    case kCts: case kFinSend: return n.kind == CAD_NODE_SEND;
-    default: return false;  // (an ABORT: start() looks for those)
-  }
+  return h.kind != kAbort && h.tag == n.tag && h.occ == occ && node_kind(h.kind) == n.kind;
 }
 
 // Messages for r that arrived before r's nodes were posted.  Without room
