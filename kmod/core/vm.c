@@ -577,30 +577,17 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 }
 
 /*
- * n (1..LANES) elements from pc 0 to EXIT.
+ * The block forms of the instructions, one function each.  Each runs the
+ * instruction at pc over n elements and returns the pc the block goes on
+ * from (that of the last instruction it ran: a store it fused, a jump's
+ * target less one), or B_DONE when the block is finished.
  *
- * Registers are read through g: normally their own lanes in R, but a load
- * of an 8-byte field copies nothing and makes the register a view of the
- * element memory, with the elements' stride.  Results are written to the
- * register's own lanes, or, when the next instruction only stores them as
- * an 8-byte field, straight into inout.  A view is materialised before
- * the memory under it may change: before a store into the bytes it
- * covers (of inout, and of in when the node reduces a range into itself)
- * and before the switch to lane-by-lane execution, which reads R only.
+ * One function per instruction, never inlined: the loops of all of them
+ * in one function made gcc's and clang's optimisers take minutes on this
+ * file (passes quadratic in a function's blocks), and a call per
+ * instruction per block of LANES elements costs nothing measurable.
  */
-static void run_block(const struct vm_env *e, __u32 n)
-{
-	__u64 (*R)[LANES] = e->R;
-	const __u32 esz = e->esz;
-	struct regs g;
-	__u32 pc, l, nz, r;
-
-	for (r = 0; r < CAD_VM_NREGS; r++) {
-		g.p[r] = (const __u8 *)R[r];
-		g.s[r] = 8;
-		g.off[r] = 0;
-	}
-	g.io_views = g.in_views = 0;
+#define B_DONE ((__u32)-1)
 
 /* Strided element access; a separate loop when elements are exactly w
  * bytes, so that the compiler sees a constant stride and vectorises. */
@@ -644,7 +631,7 @@ static void run_block(const struct vm_env *e, __u32 n)
 #define OPC(l) AT(C, kc_, l)
 #define OUT(l) (*(u64_u *)(D + (__u64)(l) * kd_))
 /* The destination's own lanes; it stops being a view. */
-#define B_DEST() own_lanes(R, &g, in->dst)
+#define B_DEST() own_lanes(R, g, in->dst)
 /* D and its stride: the destination's own lanes, or, when the next
  * instruction stores this result as an 8-byte field of inout and nothing
  * reads it after, inout itself (and the store is skipped). */
@@ -664,29 +651,29 @@ static void run_block(const struct vm_env *e, __u32 n)
  * are still read afterwards are copied, the others dropped. */
 #define before_store(pc_, off_, w_) do {                                   \
 		const __u32 live_ = e->after[pc_];                         \
-		__u32 hit_ = overlapping(&g, g.io_views, (off_), (w_));    \
-		materialise(R, &g, &g.io_views, hit_ & live_, n);          \
-		g.io_views &= ~hit_;                                       \
+		__u32 hit_ = overlapping(g, g->io_views, (off_), (w_));    \
+		materialise(R, g, &g->io_views, hit_ & live_, n);          \
+		g->io_views &= ~hit_;                                      \
 		if (e->ip == e->io) {                                      \
-			hit_ = overlapping(&g, g.in_views, (off_), (w_));  \
-			materialise(R, &g, &g.in_views, hit_ & live_, n);  \
-			g.in_views &= ~hit_;                               \
+			hit_ = overlapping(g, g->in_views, (off_), (w_));  \
+			materialise(R, g, &g->in_views, hit_ & live_, n);  \
+			g->in_views &= ~hit_;                              \
 		}                                                          \
 	} while (0)
 #define B_VARS  const __u8 *A, *B, *C; __u8 *D; __u32 sa_, sb_, sc_, sd_
-#define B_EXIT(name, w)   return
+#define B_EXIT(name, w)   return B_DONE
 #define B_JA(name, w)     pc += in->imm
 #define B_JCOND(name, w)  do {                                             \
-		const __u8 *A = g.p[in->a];                                \
-		const __u32 sa = g.s[in->a];                               \
+		const __u8 *A = g->p[in->a];                               \
+		const __u32 sa = g->s[in->a];                              \
 		for (nz = 0, l = 0; l < n; l++)                            \
 			nz += AT(A, sa, l) != 0;                           \
 		if (nz != 0 && nz != n) {                                  \
-			materialise(R, &g, &g.io_views, ~0u, n);           \
-			materialise(R, &g, &g.in_views, ~0u, n);           \
+			materialise(R, g, &g->io_views, ~0u, n);           \
+			materialise(R, g, &g->in_views, ~0u, n);           \
 			for (l = 0; l < n; l++)                            \
 				run_lane(e, pc, l);                        \
-			return;                                            \
+			return B_DONE;                                     \
 		}                                                          \
 		if ((nz == 0) == (CAD_VM_##name == CAD_VM_JZ))             \
 			pc += in->imm;                                     \
@@ -695,13 +682,13 @@ static void run_block(const struct vm_env *e, __u32 n)
 		const __u8 *p_ = (in->a ? e->io : e->ip) + in->imm;        \
 		B_DEST();                                                  \
 		if ((w) == 8) {                                            \
-			g.p[in->dst] = p_;                                 \
-			g.s[in->dst] = esz;                                \
-			g.off[in->dst] = in->imm;                          \
+			g->p[in->dst] = p_;                                \
+			g->s[in->dst] = esz;                               \
+			g->off[in->dst] = in->imm;                         \
 			if (in->a)                                         \
-				g.io_views |= 1u << in->dst;               \
+				g->io_views |= 1u << in->dst;              \
 			else                                               \
-				g.in_views |= 1u << in->dst;               \
+				g->in_views |= 1u << in->dst;              \
 		} else {                                                   \
 			__u64 *D_ = R[in->dst];                            \
 			B_LOOP(w, D_[l] = LOAD_##name(p_ + s_));           \
@@ -712,14 +699,14 @@ static void run_block(const struct vm_env *e, __u32 n)
 		const __u8 *A;                                             \
 		__u32 sa;                                                  \
 		/* the value stored must not be a view of what it overwrites */ \
-		materialise(R, &g, &g.io_views,                            \
-			    overlapping(&g, 1u << in->a, in->imm, w), n);  \
+		materialise(R, g, &g->io_views,                            \
+			    overlapping(g, 1u << in->a, in->imm, w), n);   \
 		if (e->ip == e->io)                                        \
-			materialise(R, &g, &g.in_views,                    \
-				    overlapping(&g, 1u << in->a, in->imm, w), n); \
+			materialise(R, g, &g->in_views,                    \
+				    overlapping(g, 1u << in->a, in->imm, w), n); \
 		before_store(pc, in->imm, w);                              \
-		A = g.p[in->a];                                            \
-		sa = g.s[in->a];                                           \
+		A = g->p[in->a];                                           \
+		sa = g->s[in->a];                                          \
 		if (sa == 8)                                               \
 			B_LOOP(w, STORE_##name(p_ + s_, AT(A, 8, l)));     \
 		else                                                       \
@@ -741,7 +728,7 @@ static void run_block(const struct vm_env *e, __u32 n)
 	} while (0)
 #define B_UN(name, w)     do {                                             \
 		B_VARS;                                                    \
-		A = g.p[in->a]; sa_ = g.s[in->a];                          \
+		A = g->p[in->a]; sa_ = g->s[in->a];                        \
 		B = C = A; sb_ = sc_ = sa_;                                \
 		(void)B; (void)C;                                          \
 		B_DEST_FUSED();                                            \
@@ -750,7 +737,7 @@ static void run_block(const struct vm_env *e, __u32 n)
 #define B_BIN(name, w)    do {                                             \
 		if ((CAD_VM_##name == CAD_VM_FADD || CAD_VM_##name == CAD_VM_FSUB) && \
 		    (e->flags[pc] & NF_DOT2)) {                            \
-			const __u32 q_ = e->flags[pc] & NF_PAIR ? run_pair(e, &g, pc, n) : 0; \
+			const __u32 q_ = e->flags[pc] & NF_PAIR ? run_pair(e, g, pc, n) : 0; \
 			if (q_) {                                          \
 				pc = q_;                                   \
 				break;                                     \
@@ -759,8 +746,8 @@ static void run_block(const struct vm_env *e, __u32 n)
 			break;                                             \
 		}                                                          \
 		B_VARS;                                                    \
-		A = g.p[in->a]; sa_ = g.s[in->a];                          \
-		B = g.p[in->b]; sb_ = g.s[in->b];                          \
+		A = g->p[in->a]; sa_ = g->s[in->a];                        \
+		B = g->p[in->b]; sb_ = g->s[in->b];                        \
 		C = A; sc_ = sa_;                                          \
 		(void)C;                                                   \
 		B_DEST_FUSED();                                            \
@@ -771,10 +758,10 @@ static void run_block(const struct vm_env *e, __u32 n)
 #define B_DOT2(name)      do {                                             \
 		const struct cad_vm_insn *m0_ = &e->code[e->prod[pc][0]];  \
 		const struct cad_vm_insn *m1_ = &e->code[e->prod[pc][1]];  \
-		const __u8 *P0 = g.p[m0_->a], *P1 = g.p[m0_->b];           \
-		const __u8 *P2 = g.p[m1_->a], *P3 = g.p[m1_->b];           \
-		const __u32 s0_ = g.s[m0_->a], s1_ = g.s[m0_->b];          \
-		const __u32 s2_ = g.s[m1_->a], s3_ = g.s[m1_->b];          \
+		const __u8 *P0 = g->p[m0_->a], *P1 = g->p[m0_->b];         \
+		const __u8 *P2 = g->p[m1_->a], *P3 = g->p[m1_->b];         \
+		const __u32 s0_ = g->s[m0_->a], s1_ = g->s[m0_->b];        \
+		const __u32 s2_ = g->s[m1_->a], s3_ = g->s[m1_->b];        \
 		__u8 *D;                                                   \
 		__u32 sd_;                                                 \
 		B_DEST_FUSED();                                            \
@@ -802,16 +789,16 @@ static void run_block(const struct vm_env *e, __u32 n)
 #define B_CMP(name, w)    do {                                             \
 		B_VARS;                                                    \
 		const struct cad_vm_insn *sel_ = &in[1];                   \
-		A = g.p[in->a]; sa_ = g.s[in->a];                          \
-		B = g.p[in->b]; sb_ = g.s[in->b];                          \
+		A = g->p[in->a]; sa_ = g->s[in->a];                        \
+		B = g->p[in->b]; sb_ = g->s[in->b];                        \
 		const unsigned int mm_ = sel_->b == in->a && (__u32)sel_->imm == in->b ? 1 \
 				       : sel_->b == in->b && (__u32)sel_->imm == in->a ? 2 : 0; \
 		if (sel_->code == CAD_VM_SEL && sel_->a == in->dst &&      \
 		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
-		    (mm_ || (g.s[sel_->b] == 8 && g.s[sel_->imm] == 8)) && \
+		    (mm_ || (g->s[sel_->b] == 8 && g->s[sel_->imm] == 8)) && \
 		    !(e->after[pc + 1] & (1u << in->dst))) {              \
-			const u64_u *X = (const u64_u *)g.p[sel_->b];      \
-			const u64_u *Y = (const u64_u *)g.p[sel_->imm];    \
+			const u64_u *X = (const u64_u *)g->p[sel_->b];     \
+			const u64_u *Y = (const u64_u *)g->p[sel_->imm];   \
 			B_DEST();                                          \
 			pc++;                                              \
 			in = sel_;                                         \
@@ -838,26 +825,65 @@ static void run_block(const struct vm_env *e, __u32 n)
 	} while (0)
 #define B_SEL(name, w)    do {                                             \
 		B_VARS;                                                    \
-		C = g.p[in->a]; sc_ = g.s[in->a];                          \
-		A = g.p[in->b]; sa_ = g.s[in->b];                          \
-		B = g.p[(__u32)in->imm]; sb_ = g.s[(__u32)in->imm];        \
+		C = g->p[in->a]; sc_ = g->s[in->a];                        \
+		A = g->p[in->b]; sa_ = g->s[in->b];                        \
+		B = g->p[(__u32)in->imm]; sb_ = g->s[(__u32)in->imm];      \
 		B_DEST_FUSED();                                            \
 		B_OPLOOP(const __u64 a_ = OPA(l); const __u64 b_ = OPB(l); \
 			 OUT(l) = BLEND64(NZ64(OPC(l)), a_, b_));          \
 	} while (0)
-	for (pc = 0;; pc++) {
-		const struct cad_vm_insn *in = &e->code[pc];
+#define B_FN(name, value, fmt, width, str)                                 \
+static __attribute__((__noinline__)) __u32 b_##name(const struct vm_env *e, struct regs *g, \
+						    __u32 pc, __u32 n)     \
+{                                                                          \
+	__u64 (*const R)[LANES] = e->R;                                    \
+	const __u32 esz = e->esz;                                          \
+	const struct cad_vm_insn *in = &e->code[pc];                       \
+	__u32 l = 0, nz = 0;                                               \
+                                                                           \
+	(void)R; (void)esz; (void)in; (void)l; (void)nz;                   \
+	B_##fmt(name, width);                                              \
+	return pc;                                                         \
+}
+CAD_VM_OPCODES(B_FN)
+#undef B_FN
 
+/*
+ * n (1..LANES) elements from pc 0 to EXIT.
+ *
+ * Registers are read through g: normally their own lanes in R, but a load
+ * of an 8-byte field copies nothing and makes the register a view of the
+ * element memory, with the elements' stride.  Results are written to the
+ * register's own lanes, or, when the next instruction only stores them as
+ * an 8-byte field, straight into inout.  A view is materialised before
+ * the memory under it may change: before a store into the bytes it
+ * covers (of inout, and of in when the node reduces a range into itself)
+ * and before the switch to lane-by-lane execution, which reads R only.
+ */
+static void run_block(const struct vm_env *e, __u32 n)
+{
+	struct regs g;
+	__u32 pc, r;
+
+	for (r = 0; r < CAD_VM_NREGS; r++) {
+		g.p[r] = (const __u8 *)e->R[r];
+		g.s[r] = 8;
+		g.off[r] = 0;
+	}
+	g.io_views = g.in_views = 0;
+	for (pc = 0;; pc++) {
 		if (e->flags[pc] & NF_SKIP)
 			continue;
-		switch (in->code) {
+		switch (e->code[pc].code) {
 #define B_CASE(name, value, fmt, width, str) \
-		case CAD_VM_##name: B_##fmt(name, width); break;
+		case CAD_VM_##name: pc = b_##name(e, &g, pc, n); break;
 		CAD_VM_OPCODES(B_CASE)
 #undef B_CASE
 		default:
 			return;  /* unreachable for verified code */
 		}
+		if (pc == B_DONE)
+			return;
 	}
 }
 
