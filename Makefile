@@ -6,7 +6,7 @@
 #   make test-kmod  the kernel tests alone (qemu)
 #   make demo       the main job, end to end
 #   make bench      the benchmarks; BENCH_QUICK=1 for a short run
-#   make fuzz       the verifier fuzzer for FUZZ_SECONDS (default 600)
+#   make fuzz       both fuzzers, side by side, for FUZZ_SECONDS (default 600)
 #   make fuzz-kmod  cad.ko's stateful fuzzer in qemu for FUZZ_SECONDS (FUZZ_SEED to replay)
 
 BUILD ?= build
@@ -28,7 +28,8 @@ DEBIAN_PACKAGES := \
 	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
 	python3 python3-pytest python3-jsonschema python3-matplotlib
 
-.PHONY: all deps build test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-kmod clean
+.PHONY: all deps build test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
+	fuzz-kmod clean
 
 all: build
 
@@ -52,7 +53,7 @@ test:
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# Both fuzzers for a bounded 45 s each.
+# Both fuzzers for a bounded 45 s, at once.
 test-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=45
 
@@ -67,13 +68,20 @@ test-kmod: build
 # Each fuzzer for FUZZ_SECONDS: the program verifier from the verifier
 # table's programs; the front end (algorithm files, .cadlib) from the
 # standard library in both forms, the CLI cases and the built library.
-# Corpora stay in $(BUILD)/fuzz*/corpus, crashes in .../crashes.
+# Corpora stay in $(BUILD)/fuzz*/corpus, crashes in .../crashes.  The two
+# run side by side (one core each; each log printed whole when it ends);
+# fuzz-verifier and fuzz-cadc are the halves, which expect a build.
 fuzz: build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target fuzz-verifier fuzz-cadc
+
+fuzz-verifier:
 	mkdir -p $(BUILD)/fuzz/seeds $(BUILD)/fuzz/corpus $(BUILD)/fuzz/crashes
 	$(BUILD)/bin/cad_fuzz_seeds $(BUILD)/fuzz/seeds
 	$(BUILD)/bin/fuzz_verifier -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
 		-print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/crashes/ \
 		$(BUILD)/fuzz/corpus $(BUILD)/fuzz/seeds
+
+fuzz-cadc:
 	rm -rf $(BUILD)/fuzz_cadc/seeds
 	mkdir -p $(BUILD)/fuzz_cadc/seeds $(BUILD)/fuzz_cadc/corpus $(BUILD)/fuzz_cadc/crashes
 	cp algorithms/*.cad algorithms/topologies/*.json tests/cli/cases/* $(BUILD)/lib/cad-std.cadlib $(BUILD)/fuzz_cadc/seeds/
