@@ -1611,7 +1611,11 @@ static int do_wide(uint64_t n, int mode)
  * protected under a running collective, a forked child that uses the
  * parent's file, second files joining with random keys and ranks.  The
  * parent kills a random rank in some rounds, and every rank at the end
- * of each: each must be gone within 10 s.
+ * of each: each must be gone within 10 s.  A rank also leaves its group
+ * now and then; once a rank has seen a peer gone (-EPIPE), it goes on
+ * for FZ_BROKEN seconds more (what is left of the group: the runs among
+ * the others, the failures) and ends, so that the next round starts with
+ * a whole group instead of the rest of the round failing.
  *
  * What it checks itself: data of every collective that ended with 0,
  * that a cancel ends a run within 3 s, that every rank dies, and that
@@ -1621,6 +1625,7 @@ static int do_wide(uint64_t n, int mode)
  * unloads. */
 
 #define FZ_N 4
+#define FZ_BROKEN 0.5
 #define FZ_CTX 1
 #define FZ_MAXB 8  /* buffers of a program the fuzzer maps */
 
@@ -1711,9 +1716,10 @@ static struct fz_coll fz_coll(uint64_t seed, uint64_t k)
 	if (c.kind == 2)
 		c.len &= ~7ull;
 	if (c.kind == 3) {
-		/* Half of them one of the round's four (instance, permutation)
-		 * pairs, which the ranks keep loaded and restart. */
-		uint64_t x = (h >> 31) & 1 ? fz_mix(seed + 1 + (h >> 32) % 4) : h >> 32;
+		/* Three in four of them one of the round's three (instance,
+		 * permutation) pairs, which the ranks keep loaded and restart
+		 * (rounds can be short: see FZ_BROKEN). */
+		uint64_t x = (h >> 30) % 4 ? fz_mix(seed + 1 + (h >> 32) % 3) : h >> 32;
 
 		c.alg = (uint32_t)(x % g_nalgs);
 		x /= g_nalgs;
@@ -2159,6 +2165,7 @@ struct fz_rank {
 	uint32_t coop_h;                /* the schedule's running handle, or ~0 */
 	uint32_t handles[FZ_HANDLES];
 	uint32_t nh;
+	double broken;                  /* when it first saw a peer gone, or 0 */
 	struct fz_kept kept[FZ_KEPT];
 	unsigned char junk[8192];
 };
@@ -2497,7 +2504,7 @@ static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 	struct fz_kept *e = p >= 0 && c.kind == 3 && below(8) ? fz_find_kept(z, c) : NULL, fresh = { 0 };
 	unsigned char *out = NULL;
 	struct load_res r = { 0 };
-	int res, spoiled = 0;
+	int res = 0, spoiled = 0;
 
 	if (p < 0)
 		goto out;  /* not in this algorithm's ranks: it runs without this one */
@@ -2560,6 +2567,8 @@ static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 		if (res == -ETIMEDOUT)
 			fz_bad("rank %u: collective %llu still runs 3 s after its cancel", z->rank, (unsigned long long)k);
 	}
+	if (res == -EPIPE && !z->broken)
+		z->broken = now();
 	if (res == 0 && !spoiled && c.kind == 3) {
 		const int ok = fz_alg_check(c, k, (uint32_t)p, e->addrs, &which, &at);
 
@@ -2599,6 +2608,8 @@ static void fz_collective(struct fz_rank *z, uint64_t seed, uint64_t k)
 	}
 	(void)handle_op(z->d.fd, CAD_IOC_FREE, h, NULL);
 out:
+	if (r.err == -EPIPE && !z->broken)
+		z->broken = now();
 	if (e) {
 		fz_unmap(e->base, e->maplen);
 		memset(e, 0, sizeof(*e));
@@ -2620,7 +2631,7 @@ static void fz_rank_main(uint64_t key, uint32_t rank, uint64_t seed, double unti
 	z.coop_h = ~0u;
 	if (dev_open(&z.d, key, rank, FZ_N))
 		_exit(3);
-	for (uint64_t k = 1; now() < until; k++) {
+	for (uint64_t k = 1; now() < until && !(z.broken && now() > z.broken + FZ_BROKEN); k++) {
 		fz_collective(&z, seed, k);
 		for (int i = 0, n = (int)below(4); i < n; i++)
 			fz_junk(&z, seed, k);
@@ -2670,18 +2681,25 @@ static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 			if (pid[r] == 0)
 				fz_rank_main(key, r, rs, until);
 		}
-		if (below(3) == 0) {  /* a rank killed mid-round */
-			usleep((useconds_t)(1000 * below((uint64_t)(1000 * (until - now())) + 1)));
-			kill(pid[below(FZ_N)], SIGKILL);
-			g_fz->killed++;
-		}
+		/* a rank killed mid-round (unless the round ended before) */
+		double kill_at = below(3) == 0 ? now() + (double)below((uint64_t)(1000 * (until - now())) + 1) / 1000 : 0;
+		const uint32_t victim = (uint32_t)below(FZ_N);
+
 		while (now() < until + 4.0) {
 			int alive = 0;
 
 			for (uint32_t r = 0; r < FZ_N; r++)
-				alive += pid[r] > 0 && waitpid(pid[r], NULL, WNOHANG) == 0;
+				if (pid[r] > 0 && waitpid(pid[r], NULL, WNOHANG) != 0)
+					pid[r] = 0;  /* ended (reaped) */
+				else
+					alive += pid[r] > 0;
 			if (!alive)
 				break;
+			if (kill_at && now() >= kill_at && pid[victim] > 0) {
+				kill(pid[victim], SIGKILL);
+				g_fz->killed++;
+				kill_at = 0;
+			}
 			usleep(20000);
 		}
 		for (uint32_t r = 0; r < FZ_N; r++)
