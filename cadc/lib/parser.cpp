@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "lexer.h"
 
@@ -16,7 +17,7 @@ struct SyntaxError : std::exception {};
 
 // Binary operators by precedence level, lowest first; canonical spellings.
 struct BinOp {
-  const char *spelling;
+  std::string_view spelling;
   const char *canonical;
   int level;
 };
@@ -34,7 +35,19 @@ const char *const kLevels[] = {"node", "package", "numa", "l3"};
 class Parser {
  public:
   Parser(const SourceManager &sm, uint32_t file, Lexed &lx, Diagnostics *diags)
-      : sm_(sm), file_(file), lx_(lx), diags_(diags) {}
+      : sm_(sm), file_(file), lx_(lx), diags_(diags), binop_of_(lx.tokens.size(), nullptr) {
+    // Each token's binary operator, looked up once: binary() asks at
+    // every level of precedence for every operand.
+    for (size_t i = 0; i < lx.tokens.size(); i++) {
+      const Token &t = lx.tokens[i];
+      if (t.kind != Tok::Punct && t.kind != Tok::Ident) continue;
+      for (const BinOp &op : kBinOps)
+        if (t.text == op.spelling) {
+          binop_of_[i] = &op;
+          break;
+        }
+    }
+  }
 
   bool parse_module(Module *m) {
     m->file = file_;
@@ -392,11 +405,8 @@ class Parser {
   }
 
   const BinOp *binop(int level) const {
-    const Token &t = peek();
-    if (t.kind != Tok::Punct && t.kind != Tok::Ident) return nullptr;
-    for (const BinOp &op : kBinOps)
-      if (op.level == level && t.text == op.spelling) return &op;
-    return nullptr;
+    const BinOp *op = binop_of_[std::min(pos_, binop_of_.size() - 1)];
+    return op && op->level == level ? op : nullptr;
   }
 
   ExprPtr binary(int level) {
@@ -477,6 +487,7 @@ class Parser {
   Lexed &lx_;
   Diagnostics *diags_;
   size_t pos_ = 0;
+  std::vector<const BinOp *> binop_of_;  // by token
   size_t comment_ = 0;
   size_t last_end_ = 0;
   int nest_ = 0;
