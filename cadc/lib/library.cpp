@@ -18,22 +18,158 @@ namespace cad {
 namespace {
 // Written for one user-defined operator (only meaningful where there is an op).
 bool pinned(const Algorithm &a) { return a.user_op && collective_info(a.collective).reducing; }
+
+// What the rules are checked against: an algorithm's name and collective
+// (from the library's list), and its checked AST if parsed (else the
+// checks that need it wait: a library loaded lazily).
+struct Target {
+  std::string name;
+  Collective collective = Collective::Bcast;
+  const Algorithm *ast = nullptr;
+};
+
+// The checks of rule that need its algorithm's AST: "" or the message,
+// "/rules/3/op: ...".  last: rule is the last of its collective.
+std::string rule_against(const Rule &rule, size_t index, const Algorithm &a, bool last) {
+  const std::string ptr = "/rules/" + std::to_string(index);
+  if (pinned(a) && !rule.op.empty() && rule.op != a.user_op->name)
+    return ptr + "/op: " + rule.use + " is written for the operator " + a.user_op->name + ", not " + rule.op;
+  for (const auto &[key, value] : rule.params) {
+    bool known = false;
+    for (const Param &p : a.params) known |= p.name == key;
+    if (!known) return ptr + "/params: '" + key + "' is not a parameter of " + rule.use;
+  }
+  if (last && pinned(a))
+    return std::string("/rules: the last rule for ") + collective_info(rule.collective).name + " uses " + a.name +
+           ", which is written for the operator " + a.user_op->name +
+           ": it must take every op, so that every call finds an algorithm";
+  return "";
+}
+
+bool is_last_of_collective(const std::vector<Rule> &rules, size_t i) {
+  for (size_t j = i + 1; j < rules.size(); j++)
+    if (rules[j].collective == rules[i].collective) return false;
+  return true;
+}
+
+bool read_rules_for(const nlohmann::json &doc, const std::string &where, const std::vector<Target> &algs,
+                    const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags);
 }  // namespace
+
+// A library loaded lazily: its algorithms' sources parsed on first use.
+struct Library::Lazy {
+  std::mutex mu;
+  std::string path;                    // the file, for messages
+  std::string rules_where;             // "path#rules"
+  std::vector<Target> listed;          // the library's list of algorithms
+  std::vector<uint32_t> source_of;     // by listed: index of its source
+  std::vector<uint32_t> source_id;     // by source: its file in sm
+  std::vector<int> state;              // by source: 0 not parsed, 1 parsed, -1 failed
+  std::vector<std::string> error;      // by source: why it failed
+  std::vector<std::unique_ptr<Module>> modules;
+  std::vector<std::string> rule_error; // by rule: "" or its message
+};
+
+namespace {
+// Ties the listed algorithms of source src to the ASTs of m, its parsed
+// and checked text: "" or what does not agree (a listed algorithm the
+// source lacks or has as another collective, one it has that is not
+// listed).
+std::string tie(Library::Lazy &z, uint32_t src, const Module &m, const SourceManager &sm) {
+  const std::string file = sm.path(z.source_id[src]);
+  for (size_t k = 0; k < z.listed.size(); k++) {
+    if (z.source_of[k] != src) continue;
+    Target &t = z.listed[k];
+    for (const Algorithm &a : m.algorithms)
+      if (a.name == t.name) t.ast = &a;
+    if (!t.ast) return z.path + ": lists algorithm " + t.name + " but its source " + file + " has no algorithm of that name";
+    if (t.ast->collective != t.collective)
+      return z.path + ": lists algorithm " + t.name + " as a " + collective_info(t.collective).name + " but it is a " +
+             collective_info(t.ast->collective).name;
+  }
+  for (const Algorithm &a : m.algorithms) {
+    bool listed = false;
+    for (size_t k = 0; k < z.listed.size(); k++) listed |= z.source_of[k] == src && z.listed[k].name == a.name;
+    if (!listed) return z.path + ": " + file + " has algorithm " + a.name + ", which the library does not list";
+  }
+  return "";
+}
+}  // namespace
+
+Library::Library() = default;
+Library::~Library() = default;
+Library::Library(Library &&) noexcept = default;
+Library &Library::operator=(Library &&) noexcept = default;
 
 bool takes_op(const Algorithm &a, const InstanceSpec &spec) {
   return !pinned(a) || (spec.user_op && spec.user_op->name == a.user_op->name);
 }
 
-const Algorithm *Library::find(const std::string &name) const {
-  for (const Algorithm *a : algorithms)
-    if (a->name == name) return a;
-  return nullptr;
+const Algorithm *Library::find(const std::string &name, std::string *error) const {
+  if (!lazy) {
+    for (const Algorithm *a : algorithms)
+      if (a->name == name) return a;
+    return nullptr;
+  }
+  Lazy &z = *lazy;
+  std::lock_guard<std::mutex> hold(z.mu);
+  size_t i = 0;
+  while (i < z.listed.size() && z.listed[i].name != name) i++;
+  if (i == z.listed.size()) return nullptr;
+  const uint32_t src = z.source_of[i];
+  if (z.state[src] == 0) {
+    // Parsed and checked as a load would; then every listed algorithm of
+    // this source gets its AST, and every rule that uses one is checked.
+    Diagnostics d;
+    auto m = std::make_unique<Module>();
+    const uint32_t id = z.source_id[src];
+    const bool parsed = sm.file(id).json ? read_json_module(sm, id, m.get(), &d) : parse_dsl(sm, id, m.get(), &d);
+    if (parsed && check_module(*m, &d, ops)) {
+      z.error[src] = tie(z, src, *m, sm);
+      z.state[src] = z.error[src].empty() ? 1 : -1;
+      for (size_t r = 0; r < rules.size() && z.state[src] == 1; r++)
+        for (const Target &t : z.listed)
+          if (t.ast && t.name == rules[r].use && z.source_of[&t - z.listed.data()] == src) {
+            const std::string why = rule_against(rules[r], r, *t.ast, is_last_of_collective(rules, r));
+            if (!why.empty()) z.rule_error[r] = z.rules_where + ":" + why;
+          }
+    } else {
+      z.state[src] = -1;
+      z.error[src] = z.path + ": " + (d.empty() ? sm.path(id) + ": cannot be parsed" : render_text(sm, d.list()[0]));
+    }
+    z.modules.push_back(std::move(m));
+  }
+  if (z.state[src] < 0) {
+    if (error) *error = z.error[src];
+    return nullptr;
+  }
+  return z.listed[i].ast;
+}
+
+std::string Library::rule_error(size_t i) const {
+  if (!lazy) return "";
+  std::lock_guard<std::mutex> hold(lazy->mu);
+  return i < lazy->rule_error.size() ? lazy->rule_error[i] : "";
 }
 
 std::string library_hash(const nlohmann::json &doc) {
-  nlohmann::json copy = doc;
-  copy.erase("hash");
-  const std::string text = copy.dump();
+  // The dump of doc without "hash", made without copying doc (a deep copy
+  // of every source): an object's members are in key order, as dump()
+  // writes them.
+  std::string text;
+  if (doc.is_object()) {
+    text = "{";
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+      if (it.key() == "hash") continue;
+      if (text.size() > 1) text += ',';
+      text += nlohmann::json(it.key()).dump();
+      text += ':';
+      text += it.value().dump();
+    }
+    text += '}';
+  } else {
+    text = doc.dump();
+  }
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : text) {
     h ^= c;
@@ -46,6 +182,14 @@ std::string library_hash(const nlohmann::json &doc) {
 
 bool read_rules(const nlohmann::json &doc, const std::string &where, const std::vector<const Algorithm *> &algs,
                 const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags) {
+  std::vector<Target> targets;
+  for (const Algorithm *a : algs) targets.push_back({a->name, a->collective, a});
+  return read_rules_for(doc, where, targets, ops, out, diags);
+}
+
+namespace {
+bool read_rules_for(const nlohmann::json &doc, const std::string &where, const std::vector<Target> &algs,
+                    const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags) {
   Loc loc;  // rules have no source file of their own: messages name the pointer
   auto fail = [&](const std::string &ptr, const std::string &msg) {
     diags->error(Code::Library, loc, where + ":" + ptr + ": " + msg);
@@ -81,60 +225,60 @@ bool read_rules(const nlohmann::json &doc, const std::string &where, const std::
       else if (!known)
         ok = fail(ptr + "/op", "'" + rule.op + "' is neither a built-in op nor an operator of the library");
     }
-    const Algorithm *a = nullptr;
-    for (const Algorithm *x : algs)
-      if (x->name == rule.use) a = x;
+    const Target *a = nullptr;
+    for (const Target &x : algs)
+      if (x.name == rule.use) a = &x;
+    if (r.contains("params"))
+      for (auto it = r["params"].begin(); it != r["params"].end(); ++it)
+        rule.params.emplace_back(it.key(), it.value().get<int64_t>());
     if (!a) {
       ok = fail(ptr + "/use", "no algorithm named '" + rule.use + "' in the library");
     } else if (a->collective != rule.collective) {
       ok = fail(ptr + "/use", rule.use + " is a " + collective_info(a->collective).name + " algorithm, not " +
                                   collective_info(rule.collective).name);
-    } else if (pinned(*a) && !rule.op.empty() && rule.op != a->user_op->name) {
-      ok = fail(ptr + "/op", rule.use + " is written for the operator " + a->user_op->name + ", not " + rule.op);
     }
-    if (r.contains("params"))
-      for (auto it = r["params"].begin(); it != r["params"].end(); ++it) {
-        bool known = false;
-        if (a)
-          for (const Param &p : a->params) known |= p.name == it.key();
-        if (a && !known) ok = fail(ptr + "/params", "'" + it.key() + "' is not a parameter of " + rule.use);
-        rule.params.emplace_back(it.key(), it.value().get<int64_t>());
-      }
     out->push_back(rule);
+  }
+  // What needs the algorithm's text (not yet there: checked when it is).
+  for (size_t i = 0; i < out->size(); i++) {
+    const Target *a = nullptr;
+    for (const Target &x : algs)
+      if (x.name == (*out)[i].use && x.collective == (*out)[i].collective) a = &x;
+    if (!a || !a->ast) continue;
+    const std::string why = rule_against((*out)[i], i, *a->ast, is_last_of_collective(*out, i));
+    if (!why.empty()) {
+      diags->error(Code::Library, loc, where + ":" + why);
+      ok = false;
+    }
   }
   // Every collective with algorithms ends with a rule that always applies.
   for (size_t c = 0; c <= static_cast<size_t>(Collective::Barrier); c++) {
     const Collective coll = static_cast<Collective>(c);
     bool has_alg = false;
-    for (const Algorithm *a : algs) has_alg |= a->collective == coll;
+    for (const Target &a : algs) has_alg |= a.collective == coll;
     const Rule *last = nullptr;
     for (const Rule &r : *out)
       if (r.collective == coll) last = &r;
-    const Algorithm *last_alg = nullptr;
-    for (const Algorithm *a : algs)
-      if (last && a->name == last->use) last_alg = a;
     if (has_alg && (!last || !last->ranks.empty() || last->min_bytes || last->max_bytes != INT64_MAX ||
                     last->commutative >= 0 || !last->op.empty()))
       ok = fail("/rules", std::string("the last rule for ") + collective_info(coll).name +
                               " must have no conditions, so that every call finds an algorithm");
-    else if (last_alg && pinned(*last_alg))
-      ok = fail("/rules", std::string("the last rule for ") + collective_info(coll).name + " uses " + last_alg->name +
-                              ", which is written for the operator " + last_alg->user_op->name +
-                              ": it must take every op, so that every call finds an algorithm");
   }
   return ok;
 }
+}  // namespace
 
-bool load_library(const std::string &path, Library *lib, Diagnostics *diags) {
+bool load_library(const std::string &path, Library *lib, Diagnostics *diags, bool lazy) {
   std::string text, error;
   if (!read_file(path, kMaxSourceBytes, &text, &error)) {
     diags->error(Code::Library, Loc(), error);
     return false;
   }
-  return load_library_text(path, text, lib, diags);
+  return load_library_text(path, text, lib, diags, lazy);
 }
 
-bool load_library_text(const std::string &path, const std::string &text, Library *lib, Diagnostics *diags) {
+bool load_library_text(const std::string &path, const std::string &text, Library *lib, Diagnostics *diags,
+                       bool lazy) {
   Loc none;
   auto fail = [&](const std::string &msg) {
     diags->error(Code::Library, none, path + ": " + msg);
@@ -166,22 +310,57 @@ bool load_library_text(const std::string &path, const std::string &text, Library
       lib->ops.push_back(std::make_shared<const UserOp>(std::move(op)));
     }
   }
-  const size_t before = diags->error_count();
-  for (const nlohmann::json &src : doc["sources"]) {
-    const std::string file = src["file"].get<std::string>();
-    const uint32_t id = lib->sm.add(file, src["text"].get<std::string>());
-    auto m = std::make_unique<Module>();
-    const bool parsed = lib->sm.file(id).json ? read_json_module(lib->sm, id, m.get(), diags)
-                                              : parse_dsl(lib->sm, id, m.get(), diags);
-    if (parsed && check_module(*m, diags, lib->ops))
-      for (const Algorithm &a : m->algorithms) lib->algorithms.push_back(&a);
-    lib->modules.push_back(std::move(m));
+  {
+    // The sources are kept (in sm: messages quote them), each algorithm
+    // of the list tied to its source by file name; parsed here, or
+    // lazily by find().
+    auto z = std::make_unique<Library::Lazy>();
+    z->path = path;
+    z->rules_where = path + "#rules";
+    for (const nlohmann::json &src : doc["sources"]) {
+      z->source_id.push_back(lib->sm.add(src["file"].get<std::string>(), src["text"].get<std::string>()));
+      z->state.push_back(0);
+      z->error.emplace_back();
+    }
+    const nlohmann::json &listed = doc["algorithms"];
+    for (size_t i = 0; i < listed.size(); i++) {
+      const std::string ptr = "algorithms/" + std::to_string(i) + ": ";
+      Target t;
+      t.name = listed[i]["name"].get<std::string>();
+      if (!collective_by_name(listed[i]["collective"].get<std::string>(), &t.collective))
+        return fail(ptr + "'" + listed[i]["collective"].get<std::string>() + "' is not a collective");
+      for (const Target &other : z->listed)
+        if (other.name == t.name) return fail(ptr + "a second algorithm named " + t.name);
+      const std::string file = listed[i]["file"].get<std::string>();
+      uint32_t src = 0;
+      while (src < z->source_id.size() && lib->sm.path(z->source_id[src]) != file) src++;
+      if (src == z->source_id.size()) return fail("lists algorithm " + t.name + " but has no source for it");
+      z->listed.push_back(t);
+      z->source_of.push_back(src);
+    }
+    if (!lazy) {
+      const size_t before = diags->error_count();
+      for (uint32_t src = 0; src < z->source_id.size(); src++) {
+        const uint32_t id = z->source_id[src];
+        auto m = std::make_unique<Module>();
+        const bool parsed = lib->sm.file(id).json ? read_json_module(lib->sm, id, m.get(), diags)
+                                                  : parse_dsl(lib->sm, id, m.get(), diags);
+        if (parsed && check_module(*m, diags, lib->ops)) {
+          if (std::string why = tie(*z, src, *m, lib->sm); !why.empty()) {
+            diags->error(Code::Library, none, why);
+          } else {
+            for (const Algorithm &a : m->algorithms) lib->algorithms.push_back(&a);
+          }
+        }
+        lib->modules.push_back(std::move(m));
+      }
+      if (diags->error_count() != before) return false;
+    }
+    if (!read_rules_for(doc["rules"], z->rules_where, z->listed, lib->ops, &lib->rules, diags)) return false;
+    z->rule_error.assign(lib->rules.size(), "");
+    if (lazy) lib->lazy = std::move(z);
+    return true;
   }
-  if (diags->error_count() != before) return false;
-  for (const nlohmann::json &a : doc["algorithms"])
-    if (!lib->find(a["name"].get<std::string>()))
-      return fail("lists algorithm " + a["name"].get<std::string>() + " but has no source for it");
-  return read_rules(doc["rules"], path + "#rules", lib->algorithms, lib->ops, &lib->rules, diags);
 }
 
 std::shared_ptr<const UserOp> Library::find_op(const std::string &name) const {
@@ -190,15 +369,22 @@ std::shared_ptr<const UserOp> Library::find_op(const std::string &name) const {
   return nullptr;
 }
 
-const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec) {
+const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec, std::string *error) {
   const int64_t bytes = spec->n * static_cast<int64_t>(element_size(*spec));
-  for (const Rule &r : lib.rules) {
+  for (size_t i = 0; i < lib.rules.size(); i++) {
+    const Rule &r = lib.rules[i];
     if (r.collective != c) continue;
     if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), spec->P) == r.ranks.end()) continue;
     if (bytes < r.min_bytes || bytes > r.max_bytes) continue;
     if (r.commutative >= 0 && r.commutative != spec->commutative) continue;
     if (!r.op.empty() && r.op != op_name(*spec)) continue;
-    const Algorithm *a = lib.find(r.use);
+    std::string why;
+    const Algorithm *a = lib.find(r.use, &why);
+    if (a) why = lib.rule_error(i);
+    if (!a || !why.empty()) {  // (loaded lazily: found bad now)
+      if (error) *error = why.empty() ? r.where + ": no algorithm named '" + r.use + "'" : why;
+      return nullptr;
+    }
     if (!takes_op(*a, *spec)) continue;
     InstanceSpec s = *spec;
     s.params = r.params;

@@ -4,9 +4,17 @@
 // validates the schema, the format versions and the hash, re-parses and
 // checks every algorithm (line info stays that of the .cad files) and
 // checks the rules against them.
+//
+// Or lazily (the runtime's way: each rank loads the library at init and
+// runs a few of its algorithms): the file, its operators, its list of
+// algorithms and what of the rules does not need an algorithm's text are
+// checked at load; an algorithm's source is parsed and checked, and the
+// rules that use it checked against it, when a selection first reaches it
+// (find, select_algorithm), and an error there is that call's error.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,30 +41,47 @@ struct Rule {
 };
 
 struct Library {
+  Library();
+  ~Library();
+  Library(Library &&) noexcept;
+  Library &operator=(Library &&) noexcept;
+
   SourceManager sm;
-  std::vector<std::unique_ptr<Module>> modules;
-  std::vector<const Algorithm *> algorithms;
+  std::vector<std::unique_ptr<Module>> modules;  // (loaded lazily: empty)
+  std::vector<const Algorithm *> algorithms;    // (loaded lazily: empty)
   std::vector<Rule> rules;
   std::vector<std::shared_ptr<const UserOp>> ops;  // user-defined operators, verified
-  const Algorithm *find(const std::string &name) const;
+  // The algorithm named name, or null: no such algorithm; or (loaded
+  // lazily) its source or a rule that uses it failed its checks, the
+  // message in *error.  Safe to call from several threads.
+  const Algorithm *find(const std::string &name, std::string *error = nullptr) const;
   std::shared_ptr<const UserOp> find_op(const std::string &name) const;
+  // The error of rules[i] against its algorithm ("" if none, or if that
+  // algorithm was not parsed yet): loaded lazily, known after find(use).
+  std::string rule_error(size_t i) const;
+
+  struct Lazy;
+  std::unique_ptr<Lazy> lazy;  // null: loaded whole
 };
 
 // Parses and checks a rules document against the algorithms.
 bool read_rules(const nlohmann::json &doc, const std::string &where, const std::vector<const Algorithm *> &algs,
                 const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags);
 
-// Loads a .cadlib; false with diagnostics.
-bool load_library(const std::string &path, Library *lib, Diagnostics *diags);
+// Loads a .cadlib; false with diagnostics.  lazy: see the top of this file.
+bool load_library(const std::string &path, Library *lib, Diagnostics *diags, bool lazy = false);
 // The same from the file's text; path names it in messages.
-bool load_library_text(const std::string &path, const std::string &text, Library *lib, Diagnostics *diags);
+bool load_library_text(const std::string &path, const std::string &text, Library *lib, Diagnostics *diags,
+                       bool lazy = false);
 
 // The algorithm for a call: the first rule of the collective whose
 // conditions hold and whose algorithm's requirements hold for spec (P,
 // n, root, in place, commutativity, op; an algorithm written for a
 // user-defined operator only for calls with it; spec.params are replaced
-// by the rule's).  null if none applies.
-const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec);
+// by the rule's).  null if none applies, or (a library loaded lazily)
+// with *error set if the algorithm of a rule it reached failed its checks.
+const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec,
+                                  std::string *error = nullptr);
 
 // Whether a can run a call with spec's op: an algorithm written for a
 // user-defined operator (it names one in a reduction) takes only that one.

@@ -160,7 +160,7 @@ int cadrt_op_lookup(const char *lib, const char *name, cadrt_op *op) {
     } else {
       cad::Library other;
       cad::Diagnostics diags;
-      if (!cad::load_library_text(path, text, &other, &diags))
+      if (!cad::load_library_text(path, text, &other, &diags, /*lazy=*/true))  // (only its operators)
         return set_error(-EINVAL, "cadrt_op_lookup: " + path + ": " +
                                       (diags.empty() ? std::string("not a library") : diags.list()[0].message));
       found = other.find_op(name);

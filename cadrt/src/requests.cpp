@@ -154,7 +154,12 @@ const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad
   if (const char *forced = getenv(var.c_str()); forced && *forced) {
     // NAME, or NAME:param=value,... (the parameters' values for this call).
     const std::string text = forced, name = text.substr(0, text.find(':'));
-    alg = lib.find(name);
+    std::string why;
+    alg = lib.find(name, &why);
+    if (!alg && !why.empty()) {
+      *err = set_error(-EINVAL, var + "=" + forced + ": " + why);
+      return nullptr;
+    }
     if (!alg || alg->collective != c) {
       *err = set_error(-EINVAL, var + "=" + forced + ": the library has no " + coll + " algorithm named " + name);
       return nullptr;
@@ -184,7 +189,12 @@ const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad
       return nullptr;
     }
   } else {
-    alg = cad::select_algorithm(lib, c, &spec);
+    std::string why;
+    alg = cad::select_algorithm(lib, c, &spec, &why);
+    if (!alg && !why.empty()) {
+      *err = set_error(-EINVAL, std::string("the algorithm library: ") + why);
+      return nullptr;
+    }
     if (!alg) {
       *err = set_error(-ENOTSUP, std::string("no algorithm of the library applies to ") + coll +
                                      " with P=" + std::to_string(spec.P) + " n=" + std::to_string(spec.n) +

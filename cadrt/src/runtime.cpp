@@ -1078,7 +1078,9 @@ int Runtime::init() {
   const std::string path = env("CADRT_LIBRARY") ? env("CADRT_LIBRARY") : default_library();
   cad::Diagnostics diags;
   lib = cad::Library();  // not what an earlier init (failed, or finalized since) loaded
-  if (!cad::load_library(path, &lib, &diags)) {
+  // Lazily: each algorithm's source is parsed when a call first selects
+  // it (cadc/lib/library.h), not all of them in every rank's init.
+  if (!cad::load_library(path, &lib, &diags, /*lazy=*/true)) {
     std::string why = diags.empty() ? path + ": cannot load" : diags.list()[0].message;
     return set_error(-EINVAL, "loading the algorithm library: " + why);
   }

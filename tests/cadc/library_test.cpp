@@ -1,6 +1,9 @@
 // library_test.cpp - loading .cadlib files and choosing an algorithm.
 #include <cstdio>
+#include <atomic>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -130,4 +133,149 @@ TEST(Library, RejectsDamageAndBadRules) {
   cad::Library lib;
   cad::Diagnostics d;
   EXPECT_FALSE(cad::load_library("/nonexistent.cadlib", &lib, &d));
+}
+
+// ---- loaded lazily (the runtime's way): sources parsed on first use ----
+
+namespace {
+
+// The first error a lazily loaded doc gives: at load, or at a find of
+// each listed algorithm, or at a selection of P=2 (the first rule) and
+// P=8 (the second) bcasts of 10 ints.
+std::string lazy_error(const nlohmann::json &doc) {
+  cad::Library lib;
+  cad::Diagnostics d;
+  if (!cad::load_library(write(doc, "lazy.cadlib"), &lib, &d, /*lazy=*/true))
+    return "load: " + (d.list().empty() ? std::string("?") : d.list()[0].message);
+  for (int p : {2, 8}) {
+    cad::InstanceSpec s = cad_test::spec(p, 10);
+    std::string why;
+    if (!cad::select_algorithm(lib, cad::Collective::Bcast, &s, &why)) return "select: " + why;
+  }
+  for (const auto &a : doc["algorithms"]) {
+    std::string why;
+    if (!lib.find(a["name"].get<std::string>(), &why)) return "find: " + why;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(LibraryLazy, LoadsAndSelectsByRulesParsingOnFirstUse) {
+  cad::Library lib;
+  cad::Diagnostics d;
+  ASSERT_TRUE(cad::load_library(write(library(kRules), "lazy-good.cadlib"), &lib, &d, /*lazy=*/true));
+  EXPECT_TRUE(lib.algorithms.empty() && lib.modules.empty());
+  cad::InstanceSpec s = cad_test::spec(2, 10);
+  std::string why;
+  const cad::Algorithm *a = cad::select_algorithm(lib, cad::Collective::Bcast, &s, &why);
+  ASSERT_TRUE(a) << why;
+  EXPECT_EQ(a->name, "bcast_flat");
+  ASSERT_EQ(s.params.size(), 1u);
+  EXPECT_EQ(s.params[0].second, 7);
+  s = cad_test::spec(8, 10);
+  EXPECT_EQ(cad::select_algorithm(lib, cad::Collective::Bcast, &s)->name, "bcast_tree");
+  s = cad_test::spec(6, 10);
+  EXPECT_EQ(cad::select_algorithm(lib, cad::Collective::Bcast, &s)->name, "bcast_flat");
+  s = cad_test::spec(8, 10);
+  why.clear();
+  EXPECT_EQ(cad::select_algorithm(lib, cad::Collective::Gather, &s, &why), nullptr);
+  EXPECT_EQ(why, "");  // none applies: not an error of the library
+  const cad::Algorithm *tree = lib.find("bcast_tree");
+  ASSERT_TRUE(tree);
+  EXPECT_EQ(lib.find("bcast_tree"), tree);  // parsed once
+  EXPECT_EQ(lib.sm.path(tree->loc.file), "tree.cad");
+  EXPECT_EQ(tree->loc.line, 1u);
+  EXPECT_EQ(lib.find("bcast_nonesuch"), nullptr);
+  EXPECT_EQ(lazy_error(library(kRules)), "");
+}
+
+TEST(LibraryLazy, ChecksAtLoadWhatNeedsNoSource) {
+  nlohmann::json damaged = library(kRules);
+  damaged["sources"][0]["text"] = std::string(kBinomial) + " ";
+  EXPECT_NE(lazy_error(damaged).find("load: "), std::string::npos);
+  EXPECT_NE(lazy_error(damaged).find("hash mismatch"), std::string::npos);
+
+  nlohmann::json unknown = kRules;
+  unknown["rules"][0]["use"] = "bcast_nonesuch";
+  EXPECT_NE(lazy_error(library(unknown)).find("load: "), std::string::npos);
+  EXPECT_NE(lazy_error(library(unknown)).find("no algorithm named 'bcast_nonesuch'"), std::string::npos);
+
+  nlohmann::json open_ended = kRules;
+  open_ended["rules"].erase(2);
+  EXPECT_NE(lazy_error(library(open_ended)).find("load: "), std::string::npos);
+  EXPECT_NE(lazy_error(library(open_ended)).find("must have no conditions"), std::string::npos);
+
+  nlohmann::json wrong_collective = kRules;
+  wrong_collective["rules"][1]["collective"] = "gather";
+  EXPECT_NE(lazy_error(library(wrong_collective)).find("bcast_tree is a bcast algorithm, not gather"),
+            std::string::npos);
+
+  auto listed = [](const char *field, nlohmann::json value) {
+    nlohmann::json doc = library(kRules);
+    doc["algorithms"][1][field] = value;
+    doc["hash"] = cad::library_hash(doc);
+    return lazy_error(doc);
+  };
+  EXPECT_NE(listed("collective", "bcats").find("load: "), std::string::npos);
+  EXPECT_NE(listed("collective", "bcats").find("'bcats' is not a collective"), std::string::npos);
+  EXPECT_NE(listed("file", "nowhere.cad").find("lists algorithm bcast_flat but has no source for it"),
+            std::string::npos);
+  EXPECT_NE(listed("name", "bcast_tree").find("a second algorithm named bcast_tree"), std::string::npos);
+}
+
+TEST(LibraryLazy, AnAlgorithmsSourceOrItsRulesFailWhenFirstReached) {
+  // A syntax error in a library whose hash is right (written by hand, or
+  // by another cadc): the whole load fails; lazily, the calls that reach
+  // that algorithm fail, with the source's line, and the others run.
+  nlohmann::json broken = library(kRules);
+  broken["sources"][0]["text"] = std::string(kBinomial) + "}\n";
+  broken["hash"] = cad::library_hash(broken);
+  EXPECT_NE(load_error(broken).find("expected 'algorithm', found '}'"), std::string::npos) << load_error(broken);
+  cad::Library lib;
+  cad::Diagnostics d;
+  ASSERT_TRUE(cad::load_library(write(broken, "lazy-broken.cadlib"), &lib, &d, /*lazy=*/true));
+  cad::InstanceSpec s = cad_test::spec(2, 10);
+  EXPECT_EQ(cad::select_algorithm(lib, cad::Collective::Bcast, &s)->name, "bcast_flat");
+  s = cad_test::spec(8, 10);
+  std::string why;
+  EXPECT_EQ(cad::select_algorithm(lib, cad::Collective::Bcast, &s, &why), nullptr);
+  EXPECT_NE(why.find("lazy-broken.cadlib: tree.cad:"), std::string::npos) << why;
+  std::string again;
+  EXPECT_EQ(lib.find("bcast_tree", &again), nullptr);
+  EXPECT_EQ(again, why);  // the same message every time, parsed once
+
+  nlohmann::json bad_param = kRules;
+  bad_param["rules"][0]["params"] = {{"segment", 3}};
+  EXPECT_NE(lazy_error(library(bad_param)).find("select: "), std::string::npos);
+  EXPECT_NE(lazy_error(library(bad_param)).find("#rules:/rules/0/params: 'segment' is not a parameter of bcast_flat"),
+            std::string::npos)
+      << lazy_error(library(bad_param));
+
+  nlohmann::json bushy = kRules;  // listed, but its source names it otherwise
+  bushy["rules"][1]["use"] = "bcast_bushy";
+  nlohmann::json renamed = library(bushy);
+  renamed["algorithms"][0]["name"] = "bcast_bushy";
+  renamed["hash"] = cad::library_hash(renamed);
+  EXPECT_NE(lazy_error(renamed).find("lists algorithm bcast_bushy but its source tree.cad has no algorithm of that name"),
+            std::string::npos)
+      << lazy_error(renamed);
+}
+
+TEST(LibraryLazy, FindsFromSeveralThreadsAtOnce) {
+  cad::Library lib;
+  cad::Diagnostics d;
+  ASSERT_TRUE(cad::load_library(write(library(kRules), "lazy-threads.cadlib"), &lib, &d, /*lazy=*/true));
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; t++)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; i++) {
+        cad::InstanceSpec s = cad_test::spec((t + i) % 2 ? 8 : 2, 10);
+        const cad::Algorithm *a = cad::select_algorithm(lib, cad::Collective::Bcast, &s);
+        if (!a || a->name != ((t + i) % 2 ? "bcast_tree" : "bcast_flat")) bad++;
+      }
+    });
+  for (auto &th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
 }

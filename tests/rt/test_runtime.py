@@ -616,6 +616,36 @@ def test_corrupt_library_is_a_clear_error(build_dir, tmp_path, variant):
     assert "Traceback" not in r.stderr and "terminate" not in r.stderr
 
 
+def rehash(doc: dict) -> dict:
+    """doc with its hash made right again (as cadc build writes it)."""
+    body = {k: v for k, v in doc.items() if k != "hash"}
+    h = 0xcbf29ce484222325
+    for byte in json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode():
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return {**body, "hash": f"fnv1a64:{h:016x}"}
+
+
+def test_broken_algorithm_with_a_right_hash_fails_the_calls_that_reach_it(build_dir, tmp_path):
+    """cadrt loads its library lazily: an algorithm's source is parsed
+    when a call first selects it.  A library whose hash holds but one of
+    whose sources does not parse (written by hand, not by cadc build)
+    still loads; a call that reaches that algorithm fails with the
+    source's file and line, the other collectives run."""
+    doc = json.loads((build_dir / "lib" / "cad-std.cadlib").read_text())
+    src = next(s for s in doc["sources"] if s["file"] == "bcast_binomial.cad")
+    src["text"] += "}\n"
+    lib = tmp_path / "broken.cadlib"
+    lib.write_text(json.dumps(rehash(doc)))
+    r = run(build_dir, 2, "rt_check", "--coll", "bcast", timeout=60,
+            env={"CADRT_LIBRARY": str(lib), "CADRT_ALGORITHM_BCAST": "bcast_binomial"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(r"CADRT_ALGORITHM_BCAST=bcast_binomial: .*broken\.cadlib: bcast_binomial\.cad:\d+:\d+: error: "
+                     r"expected 'algorithm', found '}'", r.stderr), r.stderr
+    assert "terminate" not in r.stderr
+    r = run(build_dir, 2, "rt_check", "--coll", "allreduce", timeout=60, env={"CADRT_LIBRARY": str(lib)})
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("p", [2, 3, 4])
 def test_exchanges_go_through_the_lanes(build_dir, engine, p):
