@@ -64,6 +64,10 @@ void render(const cad::SourceManager &sm, const cad::Diagnostics &diags) {
   abort();
 }
 
+// Loaded whole and lazily (as the runtime does): a library that loads
+// whole loads lazily too and selects the same algorithms without an
+// error; a lazy load of one that does not may fail at load or when a
+// selection first reaches the bad part, never crash.
 void library(const std::string &text) {
   nlohmann::json doc;
   try {
@@ -72,11 +76,28 @@ void library(const std::string &text) {
   } catch (const nlohmann::json::exception &) {
     return;
   }
-  cad::Library lib;
-  cad::Diagnostics diags;
-  const bool ok = cad::load_library_text("fuzz.cadlib", doc.dump(), &lib, &diags);
-  render(lib.sm, diags);
-  if (!ok) return;
+  cad::Library whole, lazy;
+  cad::Diagnostics diags, lazy_diags;
+  const bool ok = cad::load_library_text("fuzz.cadlib", doc.dump(), &whole, &diags);
+  render(whole.sm, diags);
+  const bool lazy_ok = cad::load_library_text("fuzz.cadlib", doc.dump(), &lazy, &lazy_diags, /*lazy=*/true);
+  render(lazy.sm, lazy_diags);
+  if (ok && !lazy_ok) {
+    fprintf(stderr, "loads whole but not lazily: %s\n", lazy_diags.list()[0].message.c_str());
+    abort();
+  }
+  if (!lazy_ok) return;
+  auto select = [&](cad::Collective c, const cad::InstanceSpec &spec) {
+    cad::InstanceSpec a = spec, b = spec;
+    std::string why;
+    const cad::Algorithm *x = ok ? cad::select_algorithm(whole, c, &a) : nullptr;
+    const cad::Algorithm *y = cad::select_algorithm(lazy, c, &b, &why);
+    if (ok && ((x == nullptr) != (y == nullptr) || (x && x->name != y->name) || !why.empty())) {
+      fprintf(stderr, "whole and lazy loads select differently: %s / %s (%s)\n", x ? x->name.c_str() : "none",
+              y ? y->name.c_str() : "none", why.c_str());
+      abort();
+    }
+  };
   for (const std::string &name : cad::collective_names()) {
     cad::Collective c;
     if (!cad::collective_by_name(name, &c)) abort();
@@ -85,9 +106,9 @@ void library(const std::string &text) {
       spec.P = 3;
       spec.n = 5;
       spec.commutative = commutative;
-      (void)cad::select_algorithm(lib, c, &spec);
+      select(c, spec);
     }
-    for (const auto &op : lib.ops) {
+    for (const auto &op : lazy.ops) {
       cad::InstanceSpec spec;
       spec.P = 3;
       spec.n = 5;
@@ -95,9 +116,17 @@ void library(const std::string &text) {
       spec.op = CAD_OP_USER;
       spec.user_op = op;
       spec.commutative = op->commutative;
-      (void)cad::select_algorithm(lib, c, &spec);
+      select(c, spec);
     }
   }
+  if (doc.contains("algorithms") && doc["algorithms"].is_array())
+    for (const auto &a : doc["algorithms"]) {
+      std::string why;
+      if (a.contains("name") && a["name"].is_string() && !lazy.find(a["name"].get<std::string>(), &why) && ok) {
+        fprintf(stderr, "loads whole, but lazily %s fails: %s\n", a["name"].get<std::string>().c_str(), why.c_str());
+        abort();
+      }
+    }
 }
 
 // Verified operators must run on anything: elements made of the input's
