@@ -4,7 +4,7 @@
  * collective is known without communicating.
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
- *          [--persistent] [--outstanding K] [--inplace] [--mismatch
+ *          [--persistent] [--outstanding K] [--roots N] [--inplace] [--mismatch
  *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--churn N] [--test
  *          [--jitter]] [--other-thread]
  *
@@ -27,6 +27,8 @@
  *                interrupt the thread that calls, not the one that
  *                initialised, whose handler would otherwise progress
  *                while the caller is inside the library
+ * --roots N      rooted collectives at N roots (0, P - 1 and spread
+ *                between), not all P
  * --inplace      CADRT_IN_PLACE where MPI allows it
  * --mismatch     rank 1 passes a different count: rank 1 must get an
  *                error and no rank may hang; a rank whose own part of the
@@ -142,7 +144,7 @@
 #include "cadrt/cadrt.h"
 
 static int g_rank, g_size, g_failures, g_checks;
-static int g_persistent, g_outstanding = 1, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
+static int g_persistent, g_outstanding = 1, g_roots, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
 static int g_jitter;
 
 static double now(void);
@@ -474,7 +476,11 @@ static int run_all(const char *only, const size_t *sizes, int nsizes, cadrt_comm
 			continue;
 		for (int s = 0; s < nsizes; s++) {
 			size_t n = c == BARRIER ? 0 : sizes[s];
-			for (int root = 0; root < (rooted(c) ? size : 1); root++) {
+			/* --roots N: N roots spread from 0 to size - 1 (0, size - 1,
+			 * and between), for runs where the roots are not what is tested. */
+			const int nroots = !rooted(c) ? 1 : g_roots > 0 && g_roots < size ? g_roots : size;
+			for (int r = 0; r < nroots; r++) {
+				const int root = nroots == size ? r : nroots == 1 ? 0 : r * (size - 1) / (nroots - 1);
 				int reducing = c == REDUCE || c == ALLREDUCE || c == RSB;
 				cadrt_datatype dt = (s % 2 && reducing) ? CADRT_DOUBLE : CADRT_INT32;
 				cadrt_op op = !reducing ? CADRT_SUM : (s % 3 == 2) ? CADRT_MAX : CADRT_SUM;
@@ -984,6 +990,8 @@ static int body(int argc, char **argv)
 			g_outstanding = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
 			g_iters = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--roots") && i + 1 < argc)
+			g_roots = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--inplace"))
 			g_inplace = 1;
 		else if (!strcmp(argv[i], "--test"))
