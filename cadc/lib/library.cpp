@@ -15,18 +15,20 @@
 
 namespace cad {
 
-namespace {
-// Written for one user-defined operator (only meaningful where there is an op).
-bool pinned(const Algorithm &a) { return a.user_op && collective_info(a.collective).reducing; }
-
 // What the rules are checked against: an algorithm's name and collective
 // (from the library's list), and its checked AST if parsed (else the
-// checks that need it wait: a library loaded lazily).
-struct Target {
+// checks that need it wait: a library loaded lazily).  (Outside the
+// anonymous namespace: Library::Lazy holds them.)
+struct LibraryTarget {
   std::string name;
   Collective collective = Collective::Bcast;
   const Algorithm *ast = nullptr;
 };
+using Target = LibraryTarget;
+
+namespace {
+// Written for one user-defined operator (only meaningful where there is an op).
+bool pinned(const Algorithm &a) { return a.user_op && collective_info(a.collective).reducing; }
 
 // The checks of rule that need its algorithm's AST: "" or the message,
 // "/rules/3/op: ...".  last: rule is the last of its collective.

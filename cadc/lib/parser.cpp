@@ -30,7 +30,7 @@ const BinOp kBinOps[] = {
 };
 const int kMaxLevel = 9;
 
-const char *const kLevels[] = {"node", "package", "numa", "l3"};
+const char *const kLevelNames[] = {"node", "package", "numa", "l3"};
 
 class Parser {
  public:
@@ -461,8 +461,8 @@ class Parser {
       e->value = name == "true";
       return e;
     }
-    for (size_t i = 0; i < sizeof(kLevels) / sizeof(kLevels[0]); i++)
-      if (name == kLevels[i] && !is("(")) {
+    for (size_t i = 0; i < sizeof(kLevelNames) / sizeof(kLevelNames[0]); i++)
+      if (name == kLevelNames[i] && !is("(")) {
         e->kind = ExprKind::Level;
         e->name = name;
         e->value = static_cast<int64_t>(i);
@@ -504,7 +504,7 @@ bool parse_dsl(const SourceManager &sm, uint32_t file, Module *out, Diagnostics 
 }
 
 const char *level_name(int level) {
-  return level >= 0 && level < 4 ? kLevels[level] : "?";
+  return level >= 0 && level < 4 ? kLevelNames[level] : "?";
 }
 
 }  // namespace cad
