@@ -77,15 +77,52 @@ std::string default_library() {
 
 // This process's place in the machine: package, NUMA domain and L3 of the
 // CPU it is bound to (or runs on, if it is not bound to one place).
+// Where my_place's topology came from (said under CADRT_VERBOSE).
+const char *g_topology_from = "";
+
+// The topology cadrun loaded once for the job (CADRT_HWLOC_XML_FD: hwloc
+// XML in a file it inherited), else from the system.
+bool load_topology(hwloc_topology_t *t) {
+  g_topology_from = "none: hwloc failed";
+  long fd;
+  struct stat st;
+  if (env_long("CADRT_HWLOC_XML_FD", &fd) && fd >= 0 && fd <= INT32_MAX &&
+      fstat(static_cast<int>(fd), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      st.st_size <= (64 << 20)) {
+    std::string xml(static_cast<size_t>(st.st_size), '\0');
+    size_t got = 0;
+    while (got < xml.size()) {
+      const ssize_t r = pread(static_cast<int>(fd), &xml[got], xml.size() - got, static_cast<off_t>(got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    // IS_THISSYSTEM: the XML describes this machine, so the binding
+    // queries below ask the kernel.
+    if (got == xml.size() && hwloc_topology_init(t) == 0) {
+      if (hwloc_topology_set_xmlbuffer(*t, xml.data(), static_cast<int>(xml.size())) == 0 &&
+          hwloc_topology_set_flags(*t, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM) == 0 &&
+          hwloc_topology_load(*t) == 0) {
+        g_topology_from = "cadrun's (CADRT_HWLOC_XML_FD)";
+        return true;
+      }
+      hwloc_topology_destroy(*t);
+    }
+  }
+  if (hwloc_topology_init(t) != 0) return false;
+  if (hwloc_topology_load(*t) == 0) {
+    g_topology_from = "this system's";
+    return true;
+  }
+  hwloc_topology_destroy(*t);
+  return false;
+}
+
 void my_place(int32_t place[4]) {
   place[0] = 0;
   place[1] = place[2] = place[3] = -1;
   hwloc_topology_t t;
-  if (hwloc_topology_init(&t) != 0) return;
-  if (hwloc_topology_load(t) != 0) {
-    hwloc_topology_destroy(t);
-    return;
-  }
+  if (!load_topology(&t)) return;
   hwloc_bitmap_t set = hwloc_bitmap_alloc();
   if (hwloc_get_cpubind(t, set, HWLOC_CPUBIND_PROCESS) != 0 || hwloc_bitmap_iszero(set) ||
       !hwloc_get_obj_covering_cpuset(t, set) ||
@@ -1155,6 +1192,11 @@ int Runtime::agree_engine(int err, bool asked) {
 }
 
 int Runtime::init_joined() {
+  if (verbose) {
+    const int32_t *p = seg.rank(me).place;
+    fprintf(stderr, "cadrt: rank %u: node %d, package %d, NUMA domain %d, L3 %d (hwloc topology: %s)\n", me, p[0],
+            p[1], p[2], p[3], g_topology_from);
+  }
   if (int err = probe_cma()) return err;
   unexpected_.assign(nep, Queue());
   pending_.assign(nep, Queue());

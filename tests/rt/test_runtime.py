@@ -952,6 +952,34 @@ def test_topology_file_feeds_hierarchical_algorithms(build_dir):
             assert r.returncode == 0, f"{f.name} P={p}: {r.stdout}{r.stderr}"
 
 
+def test_ranks_take_cadruns_topology(build_dir, tmp_path):
+    """cadrun loads the machine's topology once and gives it to the ranks
+    as hwloc XML (CADRT_HWLOC_XML_FD, a memfd); each rank's place is the
+    one it reads from the system itself.  An fd that is not hwloc XML, or
+    none, and the rank reads the system (no error)."""
+    def places(r):
+        assert r.returncode == 0, r.stdout + r.stderr
+        found = re.findall(r"cadrt: rank (\d+): (node .*) \(hwloc topology: (.*)\)", r.stderr)
+        assert sorted(int(f[0]) for f in found) == [0, 1], r.stderr
+        return {int(rank): (place, source) for rank, place, source in found}
+
+    check = f"{build_dir / 'bin' / 'rt_check'} --coll barrier"
+    env = {"CADRT_VERBOSE": "1"}
+    xml = cadrun(build_dir, 2, ["sh", "-c", 'head -c 300 /proc/self/fd/"$CADRT_HWLOC_XML_FD"'])
+    assert xml.returncode == 0 and "<topology" in xml.stdout, xml.stdout + xml.stderr
+    given = places(cadrun(build_dir, 2, ["--bind", "core", "sh", "-c", f"exec {check}"], env=env))
+    assert {s for _, s in given.values()} == {"cadrun's (CADRT_HWLOC_XML_FD)"}, given
+    own = places(cadrun(build_dir, 2, ["--bind", "core", "sh", "-c", f"unset CADRT_HWLOC_XML_FD; exec {check}"],
+                        env=env))
+    assert {s for _, s in own.values()} == {"this system's"}, own
+    assert {r: p for r, (p, _) in given.items()} == {r: p for r, (p, _) in own.items()}
+    junk = tmp_path / "junk.xml"
+    junk.write_text("<topology version=")
+    script = f"exec 9<{junk}; export CADRT_HWLOC_XML_FD=9; exec {check}"
+    bad = places(cadrun(build_dir, 2, ["sh", "-c", script], env=env))
+    assert {s for _, s in bad.values()} == {"this system's"}, bad
+
+
 def test_cadrun_usage_errors(build_dir):
     cadrun = str(build_dir / "bin" / "cadrun")
     for args, message in [([], "usage"), (["-n", "0", "true"], "-n"), (["-n", "x", "true"], "-n"),
