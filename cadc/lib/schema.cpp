@@ -5,8 +5,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
 
+#include "pattern.h"
 #include "schemas_embedded.h"
 
 namespace cad {
@@ -23,7 +23,15 @@ std::string describe(const nlohmann::json &v) {
   switch (v.type()) {
     case nlohmann::json::value_t::object: return "an object";
     case nlohmann::json::value_t::array: return "an array";
-    case nlohmann::json::value_t::string: return "the string " + v.dump();
+    case nlohmann::json::value_t::string: {
+      // A long one shortened: its start and its length.
+      const std::string &str = v.get_ref<const std::string &>();
+      const auto quoted = [](const std::string &t) {
+        return nlohmann::json(t).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      };
+      if (str.size() <= 80) return "the string " + quoted(str);
+      return "the string " + quoted(str.substr(0, 40)) + "... (" + std::to_string(str.size()) + " bytes)";
+    }
     case nlohmann::json::value_t::boolean: return v.get<bool>() ? "true" : "false";
     case nlohmann::json::value_t::null: return "null";
     case nlohmann::json::value_t::number_float: return "the number " + v.dump();
@@ -42,13 +50,21 @@ bool has_type(const nlohmann::json &v, const std::string &t) {
   return false;
 }
 
-const std::regex &compiled(const std::string &pattern) {
+// A schema's pattern, compiled once (nullptr and *error if it does not).
+const Pattern *compiled(const std::string &source, std::string *error) {
   static std::mutex m;
-  static std::map<std::string, std::unique_ptr<std::regex>> cache;
+  static std::map<std::string, std::pair<std::unique_ptr<Pattern>, std::string>> cache;
   std::lock_guard<std::mutex> lock(m);
-  auto &r = cache[pattern];
-  if (!r) r = std::make_unique<std::regex>(pattern, std::regex::ECMAScript);
-  return *r;
+  auto &entry = cache[source];
+  if (!entry.first && entry.second.empty()) {
+    auto p = std::make_unique<Pattern>();
+    if (Pattern::compile(source, p.get(), &entry.second))
+      entry.first = std::move(p);
+    else if (entry.second.empty())
+      entry.second = "does not compile";
+  }
+  *error = entry.second;
+  return entry.first.get();
 }
 
 }  // namespace
@@ -176,8 +192,15 @@ bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const 
   if (v.is_string()) {
     const std::string str = v.get<std::string>();
     if (s.contains("minLength") && str.size() < s["minLength"].get<size_t>()) ok = fail("is too short");
-    if (s.contains("pattern") && !std::regex_search(str, compiled(s["pattern"].get<std::string>())))
-      ok = fail(describe(v) + " does not match " + s["pattern"].get<std::string>());
+    if (s.contains("pattern")) {
+      const std::string source = s["pattern"].get<std::string>();
+      std::string error;
+      const Pattern *p = compiled(source, &error);
+      if (!p)
+        ok = fail("cannot be checked: the schema's pattern " + source + " " + error);
+      else if (!p->search(str))
+        ok = fail(describe(v) + " does not match " + source);
+    }
   }
   if (v.is_number()) {
     if (s.contains("minimum") && v.get<double>() < s["minimum"].get<double>())

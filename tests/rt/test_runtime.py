@@ -602,9 +602,15 @@ def corrupt_variants(lib: bytes):
     yield "version", json.dumps(doc2).encode()
     # A number JSON can write but a 64-bit double cannot hold.
     yield "overflow", text.replace('"cadlib": 1', '"cadlib": 1e99999', 1).encode()
+    # A name of 200 000 characters: std::regex, which checked the schema's
+    # patterns until 2026-11-29, overflowed the stack on it.
+    doc3 = json.loads(lib)
+    doc3["algorithms"][0]["name"] = "a" * 200000 + "-"
+    yield "long-name", json.dumps(doc3).encode()
 
 
-@pytest.mark.parametrize("variant", ["empty", "garbage", "truncated", "tampered", "version", "overflow", "missing"])
+@pytest.mark.parametrize("variant", ["empty", "garbage", "truncated", "tampered", "version", "overflow", "long-name",
+                                     "missing"])
 def test_corrupt_library_is_a_clear_error(build_dir, tmp_path, variant):
     lib = (build_dir / "lib" / "cad-std.cadlib").read_bytes()
     path = tmp_path / "bad.cadlib"
@@ -614,6 +620,7 @@ def test_corrupt_library_is_a_clear_error(build_dir, tmp_path, variant):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "cadrt_init" in r.stderr and str(path) in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and "terminate" not in r.stderr
+    assert len(r.stderr) < 4000, r.stderr[:4000]  # the long name shortened
 
 
 def rehash(doc: dict) -> dict:
