@@ -167,6 +167,12 @@ bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const 
     if (s.contains("required"))
       for (const auto &r : s["required"])
         if (!v.contains(r.get<std::string>())) ok = fail("lacks the required \"" + r.get<std::string>() + "\"");
+    if (s.contains("dependentRequired"))
+      for (auto it = s["dependentRequired"].begin(); it != s["dependentRequired"].end(); ++it)
+        if (v.contains(it.key()))
+          for (const auto &r : it.value())
+            if (!v.contains(r.get<std::string>()))
+              ok = fail("has \"" + it.key() + "\" but lacks \"" + r.get<std::string>() + "\", which goes with it");
     const nlohmann::json *ap = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
     if (ap && ap->is_boolean() && !ap->get<bool>())
       for (auto it = v.begin(); it != v.end(); ++it)
@@ -186,12 +192,26 @@ bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const 
       ok = fail("needs at least " + s["minItems"].dump() + " items, has " + std::to_string(v.size()));
     if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>())
       ok = fail("takes at most " + s["maxItems"].dump() + " items, has " + std::to_string(v.size()));
+    // prefixItems: the first items' schemas, one each; items: the rest's.
+    size_t first = 0;
+    if (s.contains("prefixItems")) {
+      const nlohmann::json &prefix = s["prefixItems"];
+      for (; first < prefix.size() && first < v.size(); first++)
+        ok = check(prefix[first], v[first], ptr + "/" + std::to_string(first), errors) && ok;
+      first = prefix.size();
+    }
     if (s.contains("items"))
-      for (size_t i = 0; i < v.size(); i++) ok = check(s["items"], v[i], ptr + "/" + std::to_string(i), errors) && ok;
+      for (size_t i = first; i < v.size(); i++) ok = check(s["items"], v[i], ptr + "/" + std::to_string(i), errors) && ok;
   }
   if (v.is_string()) {
     const std::string str = v.get<std::string>();
-    if (s.contains("minLength") && str.size() < s["minLength"].get<size_t>()) ok = fail("is too short");
+    // Lengths in code points, as JSON Schema counts (the bytes that do
+    // not continue a UTF-8 sequence).
+    const size_t length = static_cast<size_t>(
+        std::count_if(str.begin(), str.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+    if (s.contains("minLength") && length < s["minLength"].get<size_t>()) ok = fail("is too short");
+    if (s.contains("maxLength") && length > s["maxLength"].get<size_t>())
+      ok = fail(describe(v) + " is longer than " + s["maxLength"].dump() + " characters");
     if (s.contains("pattern")) {
       const std::string source = s["pattern"].get<std::string>();
       std::string error;

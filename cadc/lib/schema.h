@@ -1,8 +1,8 @@
 // schema.h - a JSON Schema validator for the keywords our schemas use
-// (draft 2020-12 subset): type, const, enum, properties, required,
-// additionalProperties, items, minItems, maxItems, minLength, pattern,
-// minimum, maximum, oneOf, anyOf, $ref to "#/$defs/...".  Errors carry
-// the JSON pointer of the offending value.
+// (draft 2020-12 subset): the keywords of Schema::kKeywords.  Errors
+// carry the JSON pointer of the offending value.  A keyword our schemas
+// use must be one of these (a unit test walks schemas/): until 2026-11-29
+// maxLength, prefixItems and dependentRequired were used and not checked.
 #pragma once
 
 #include <string>
@@ -26,6 +26,13 @@ class Schema {
   // document nested deeper than kMaxJsonDepth is refused before anything
   // walks it recursively.
   static constexpr size_t kMaxJsonDepth = 1024;
+  // What the validator checks; annotations (title, description, $schema,
+  // $id) and $defs (what $ref to "#/$defs/..." reaches) besides.
+  static constexpr const char *kKeywords[] = {
+      "type", "const", "enum", "properties", "required", "additionalProperties", "dependentRequired",
+      "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "minimum",
+      "maximum", "oneOf", "anyOf", "$ref"};
+  static constexpr const char *kAnnotations[] = {"title", "description", "$schema", "$id", "$defs"};
   bool validate(const nlohmann::json &v, std::vector<SchemaError> *errors) const;
 
  private:

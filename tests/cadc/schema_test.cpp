@@ -1,0 +1,91 @@
+// schema_test.cpp - the JSON Schema validator (cadc/lib/schema.h): every
+// keyword our schemas use is one it checks, and the keywords added on
+// 2026-11-29 (maxLength, prefixItems, dependentRequired) check.
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "schema.h"
+
+namespace {
+
+TEST(Schema, EveryKeywordOfOurSchemasIsChecked) {
+  std::set<std::string> known(std::begin(cad::Schema::kKeywords), std::end(cad::Schema::kKeywords));
+  known.insert(std::begin(cad::Schema::kAnnotations), std::end(cad::Schema::kAnnotations));
+  size_t seen = 0;
+  // A schema object's keys are keywords; the keys of properties, $defs
+  // and dependentRequired are names, and enum and const hold data.
+  std::function<void(const nlohmann::json &, const std::string &)> walk = [&](const nlohmann::json &s,
+                                                                               const std::string &file) {
+    if (s.is_array()) {
+      for (const auto &e : s) walk(e, file);
+      return;
+    }
+    if (!s.is_object()) return;
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      const std::string &k = it.key();
+      EXPECT_TRUE(known.count(k)) << file << ": the keyword \"" << k << "\" is not one the validator checks";
+      seen++;
+      if (k == "properties" || k == "$defs") {
+        for (auto p = it.value().begin(); p != it.value().end(); ++p) walk(p.value(), file);
+      } else if (k != "enum" && k != "const" && k != "dependentRequired" && k != "required") {
+        walk(it.value(), file);
+      }
+    }
+  };
+  size_t files = 0;
+  for (const auto &f : std::filesystem::directory_iterator(std::string(CAD_SOURCE_DIR) + "/schemas")) {
+    std::ifstream in(f.path());
+    walk(nlohmann::json::parse(in), f.path().filename().string());
+    files++;
+  }
+  EXPECT_GE(files, 5u);
+  EXPECT_GT(seen, 100u);
+}
+
+std::vector<cad::SchemaError> errors_of(const char *schema, const nlohmann::json &v) {
+  std::vector<cad::SchemaError> errors;
+  const bool ok = cad::Schema(nlohmann::json::parse(schema)).validate(v, &errors);
+  EXPECT_EQ(ok, errors.empty());
+  return errors;
+}
+
+TEST(Schema, MaxLengthCountsCharacters) {
+  const char *schema = R"({"type": "string", "maxLength": 4})";
+  EXPECT_TRUE(errors_of(schema, "abcd").empty());
+  EXPECT_TRUE(errors_of(schema, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9").empty());  // 4 characters, 8 bytes
+  const auto e = errors_of(schema, "abcde");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].message, "the string \"abcde\" is longer than 4 characters");
+  EXPECT_EQ(errors_of(R"({"type": "string", "minLength": 2})", "\xc3\xa9").size(), 1u);  // 1 character
+}
+
+TEST(Schema, PrefixItemsThenItems) {
+  const char *schema = R"({"type": "array", "prefixItems": [{"type": "integer"}, {"enum": ["a"]}],
+                           "items": {"type": "string"}})";
+  EXPECT_TRUE(errors_of(schema, nlohmann::json::parse(R"([1, "a", "x", "y"])")).empty());
+  EXPECT_TRUE(errors_of(schema, nlohmann::json::parse("[1]")).empty());
+  for (const auto &[doc, pointer] : std::vector<std::pair<const char *, const char *>>{
+           {R"(["1", "a"])", "/0"}, {R"([1, "b"])", "/1"}, {R"([1, "a", 2])", "/2"}}) {
+    const auto e = errors_of(schema, nlohmann::json::parse(doc));
+    ASSERT_EQ(e.size(), 1u) << doc;
+    EXPECT_EQ(e[0].pointer, pointer) << doc;
+  }
+}
+
+TEST(Schema, DependentRequired) {
+  const char *schema = R"({"type": "object", "dependentRequired": {"target": ["met"], "met": ["target"]}})";
+  EXPECT_TRUE(errors_of(schema, nlohmann::json::parse("{}")).empty());
+  EXPECT_TRUE(errors_of(schema, nlohmann::json::parse(R"({"target": ">= 1", "met": true})")).empty());
+  const auto e = errors_of(schema, nlohmann::json::parse(R"({"met": true})"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].message, "has \"met\" but lacks \"target\", which goes with it");
+}
+
+}  // namespace
