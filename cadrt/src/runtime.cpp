@@ -75,8 +75,6 @@ std::string default_library() {
   return "cad-std.cadlib";
 }
 
-// This process's place in the machine: package, NUMA domain and L3 of the
-// CPU it is bound to (or runs on, if it is not bound to one place).
 // Where my_place's topology came from (said under CADRT_VERBOSE).
 const char *g_topology_from = "";
 
@@ -118,6 +116,8 @@ bool load_topology(hwloc_topology_t *t) {
   return false;
 }
 
+// This process's place in the machine: package, NUMA domain and L3 of the
+// CPU it is bound to (or runs on, if it is not bound to one place).
 void my_place(int32_t place[4]) {
   place[0] = 0;
   place[1] = place[2] = place[3] = -1;

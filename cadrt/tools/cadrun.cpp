@@ -72,8 +72,8 @@ std::vector<cpu_set_t> cores(hwloc_topology_t t) {
 // The machine's topology as hwloc XML in a memfd the ranks inherit
 // (CADRT_HWLOC_XML_FD), or -1.  Each rank's cadrt_init reads its place in
 // the machine with hwloc; loading the topology from /sys took each rank
-// about 80 ms under qemu's emulation (20 ms here), importing this XML a
-// few.  A rank falls back to /sys if the XML does not load.
+// 80-160 ms under qemu's emulation (20 ms here), importing this XML
+// 3-20 ms.  A rank falls back to /sys if the XML does not load.
 int topology_xml(hwloc_topology_t t) {
   char *xml = nullptr;
   int len = 0;
