@@ -3,7 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "check.h"
 #include "diag.h"
@@ -12,6 +18,17 @@
 #include "source.h"
 
 namespace cad_test {
+
+// The schema files of schemas/ in the source tree: (file name, document).
+inline std::vector<std::pair<std::string, nlohmann::json>> our_schemas() {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  for (const auto &f : std::filesystem::directory_iterator(std::string(CAD_SOURCE_DIR) + "/schemas")) {
+    std::ifstream in(f.path());
+    out.emplace_back(f.path().filename().string(), nlohmann::json::parse(in));
+  }
+  EXPECT_GE(out.size(), 5u);
+  return out;
+}
 
 // Parses and checks text; ok() tells whether it had no errors.
 struct Compiled {
