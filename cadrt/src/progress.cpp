@@ -191,13 +191,17 @@ void Runtime::ring(uint32_t ep, bool urgent) {
   // its helper, if it sleeps, for an urgent message while the main thread
   // computes (polling, the one word that changes with every call, is read
   // only then: shm.h).
-  if (!ri.asleep.load(std::memory_order_relaxed)) {
+  // (Counted apart: waking a main thread that waits in the library is
+  // not an interrupt, and tests that a computing rank was left alone
+  // count only its helper's wake-ups.)
+  const bool in_library = ri.asleep.load(std::memory_order_relaxed);
+  if (!in_library) {
     if (!urgent || !ri.sleepers.load(std::memory_order_relaxed)) return;
     if (ri.polling.load(std::memory_order_relaxed) != kRankOutside) return;
   }
   ri.bell.fetch_add(1, std::memory_order_release);
   futex_wake(&ri.bell);
-  n_wakes.fetch_add(1, std::memory_order_relaxed);
+  (in_library ? n_waiter_wakes : n_wakes).fetch_add(1, std::memory_order_relaxed);
 }
 
 bool Runtime::room() {

@@ -1414,10 +1414,11 @@ int Runtime::finalize() {
   if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
     fprintf(stderr,
             "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "
-            "%llu peers' helpers woken\n",
+            "%llu peers' helpers woken, %llu peers woken waiting in the library\n",
             me, engine_name(), static_cast<unsigned long long>(n_kicks.load()),
             static_cast<unsigned long long>(n_handler.load()), static_cast<unsigned long long>(n_deferred.load()),
-            static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()));
+            static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()),
+            static_cast<unsigned long long>(n_waiter_wakes.load()));
   cache_.clear();
   cache_epoch_++;
   fast_.clear();

@@ -376,7 +376,8 @@ class Runtime {
   std::atomic<bool> settled_{false};
   std::atomic<unsigned> quiet_tests_{0};
   // Counts for CADRT_VERBOSE's report at finalize.
-  std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0}, n_wakes{0};
+  std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0}, n_wakes{0},
+      n_waiter_wakes{0};
   // Large local receives: through a lane, by a single copy (CMA).
   std::atomic<uint64_t> n_lane{0}, n_cma{0}, n_frag{0};
   // Single copies split with the sender (receiver's count), and the

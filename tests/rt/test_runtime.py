@@ -226,13 +226,17 @@ def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, e
     64 KiB with the threshold at 0.
 
     The interrupt itself must show in the counters of at least one of up
-    to 5 runs: a run may legitimately need none (a helper still awake from
+    to 15 runs: a run may legitimately need none (a helper still awake from
     its last pass when the peers' first messages come takes them without
     being woken, and stays awake while they keep coming -- about one run
-    in five with 128 KiB on 3 ranks), but every run must complete while
-    rank 0 computes."""
+    in five with 128 KiB on 3 ranks, three in five with 64 KiB on 2 ranks
+    and the threshold at 0), but every run must complete while rank 0
+    computes.  (Until 2026-11-29 the helpers' count included the wake-ups
+    of main threads waiting in the library, at init and finalize, which
+    are no interrupt: 5 runs were enough then, and a rank that should
+    have been left alone was sometimes counted as interrupted.)"""
     counter = "kicks sent" if engine == "signal" else "peers' helpers woken"
-    for attempt in range(5):
+    for attempt in range(15):
         run_dir = tmp_path / str(attempt)
         run_dir.mkdir()
         r = run(build_dir, p, "rt_check", "--away", run_dir, "--sizes", elements,
@@ -244,7 +248,7 @@ def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, e
         if sum(counts) > 0:
             break
     else:
-        pytest.fail(f"no {counter} in 5 runs:\n{r.stderr}")
+        pytest.fail(f"no {counter} in 15 runs:\n{r.stderr}")
 
 
 @pytest.mark.parametrize("engine", ["thread", "signal"])
