@@ -272,7 +272,9 @@ def test_cancel_checks_every_tombstone_case(vm_run):
 def test_the_fuzzer_ran_collectives(vm_run):
     """The fuzzer's own checks passed (each case's) and it did what it is
     there for: many random operations, collectives checked (the standard
-    library's algorithms among them), operator programs run."""
+    library's algorithms among them), operator programs run.  (On a slow
+    or busy machine kcad_check runs on past its seconds, up to three
+    times them, until it has done this much: fz_enough.)"""
     for name, c in vm_run.cases.items():
         if not name.startswith("fuzz"):
             continue
