@@ -6,7 +6,7 @@
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--roots N] [--inplace] [--mismatch
  *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--churn N] [--test
- *          [--jitter]] [--other-thread]
+ *          [--jitter]] [--other-thread] [--algorithms COLL=NAME,...]
  *
  * --persistent   the _init forms, started --iters times
  * --outstanding  K collectives in flight at once, then waitall
@@ -27,6 +27,13 @@
  *                interrupt the thread that calls, not the one that
  *                initialised, whose handler would otherwise progress
  *                while the caller is inside the library
+ * --algorithms COLL=NAME,...  each algorithm in turn, for its collective
+ *                only, forced by CADRT_ALGORITHM_<COLL> on a communicator
+ *                of its own (the setting is read at a communicator's first
+ *                call); prints "rt_check: algorithm NAME: ok (engine E)",
+ *                "...: does not apply to this P (...)" or "...: FAILED (...)"
+ *                for each, and fails if one did.  One job for many algorithms: a job's start is
+ *                most of a small one's time in qemu (3 s at P = 8).
  * --roots N      rooted collectives at N roots (0, P - 1 and spread
  *                between), not all P
  * --inplace      CADRT_IN_PLACE where MPI allows it
@@ -129,6 +136,7 @@
  * Exit 0 if every check passed; 1 on a wrong result or an error; 77 if a
  * forced algorithm (CADRT_ALGORITHM_*) does not apply to this P.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -217,6 +225,29 @@ static int32_t gen(int r, size_t i, int salt)
 	return (int32_t)((((uint64_t)r * 1000003u + i * 7919u + (uint64_t)salt * 31u) % 199u) + 1);
 }
 
+/* gen(r, i, salt), gen(r, i + 1, salt), ... without a division for each:
+ * one step adds 7919 mod 199.  (Filling and checking buffers was half of
+ * a large case's time, on the host and in qemu, where a 64-bit division
+ * is a helper call; 2026-11-29.) */
+struct gen_run {
+	uint32_t v; /* gen() - 1 */
+};
+
+static struct gen_run gen_from(int r, size_t i, int salt)
+{
+	return (struct gen_run){ (uint32_t)gen(r, i, salt) - 1 };
+}
+
+static inline int32_t gen_next(struct gen_run *g)
+{
+	const int32_t out = (int32_t)g->v + 1;
+
+	g->v += 7919u % 199u;
+	if (g->v >= 199u)
+		g->v -= 199u;
+	return out;
+}
+
 enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, RSB, BARRIER, NCOLL };
 static const char *names[NCOLL] = { "bcast", "reduce", "allreduce", "gather", "scatter",
 				    "allgather", "alltoall", "reduce_scatter_block", "barrier" };
@@ -255,14 +286,39 @@ static double combine(cadrt_op op, double a, double b)
 	}
 }
 
-/* The reduction over all ranks of their element idx (sums and maxima of
- * values up to 199 are exact in int32 and double). */
-static double reduced(cadrt_op op, int salt, size_t idx)
+/* want[t] = gen(r, i + t, salt) for t < len. */
+static void gen_fill(double *want, size_t len, int r, size_t i, int salt)
 {
-	double acc = gen(0, idx, salt);
-	for (int q = 1; q < g_size; q++)
-		acc = combine(op, acc, gen(q, idx, salt));
-	return acc;
+	struct gen_run g = gen_from(r, i, salt);
+
+	for (size_t t = 0; t < len; t++)
+		want[t] = gen_next(&g);
+}
+
+/* Elements first..first + len of buffer p (of type dt) := gen(r, i + t, salt). */
+static void put_gen(cadrt_datatype dt, void *p, size_t first, size_t len, int r, size_t i, int salt)
+{
+	struct gen_run g = gen_from(r, i, salt);
+
+	if (dt == CADRT_DOUBLE)
+		for (size_t t = 0; t < len; t++)
+			((double *)p)[first + t] = gen_next(&g);
+	else
+		for (size_t t = 0; t < len; t++)
+			((int32_t *)p)[first + t] = gen_next(&g);
+}
+
+/* want[t] = the reduction over all ranks of their element idx + t, t < len
+ * (sums and maxima of values up to 199 are exact in int32 and double). */
+static void reduced_fill(double *want, size_t len, cadrt_op op, int salt, size_t idx)
+{
+	gen_fill(want, len, 0, idx, salt);
+	for (int q = 1; q < g_size; q++) {
+		struct gen_run g = gen_from(q, idx, salt);
+
+		for (size_t t = 0; t < len; t++)
+			want[t] = combine(op, want[t], gen_next(&g));
+	}
 }
 
 static void setup(struct call *k, int salt)
@@ -293,40 +349,36 @@ static void setup(struct call *k, int salt)
 	k->recv_elems = re;
 	k->send = calloc(se ? se : 1, es);
 	k->recv = calloc(re ? re : 1, es);
-	for (size_t i = 0; i < se; i++) {
-		size_t blk = n ? i / n : 0, j = n ? i % n : 0;
-		double v = (k->c == ALLTOALL) ? gen(g_rank * 64 + (int)blk, j, salt)
-			 : (k->c == SCATTER) ? gen((int)blk, j, salt + 1)
-			 : (k->c == RSB) ? gen(g_rank, blk * n + j, salt)
-			 : gen(g_rank, i, salt);
-		put(k->dt, k->send, i, v);
-	}
+	/* The send buffer: block b of an alltoall is gen(rank * 64 + b, j),
+	 * of a scatter gen(b, j, salt + 1); else element i is gen(rank, i). */
+	if (k->c == ALLTOALL || k->c == SCATTER)
+		for (size_t b = 0; n && b < se / n; b++)
+			put_gen(k->dt, k->send, b * n, n, k->c == ALLTOALL ? g_rank * 64 + (int)b : (int)b, 0,
+				k->c == ALLTOALL ? salt : salt + 1);
+	else
+		put_gen(k->dt, k->send, 0, se, g_rank, 0, salt);
 	for (size_t i = 0; i < re; i++)
 		put(k->dt, k->recv, i, -1);
 	if (k->c == BCAST && g_rank == k->root)
-		for (size_t i = 0; i < n; i++)
-			put(k->dt, k->recv, i, gen(k->root, i, salt));
+		put_gen(k->dt, k->recv, 0, n, k->root, 0, salt);
 	if (k->inplace) {
 		/* Where MPI takes the input from in place. */
 		switch (k->c) {
 		case REDUCE: case ALLREDUCE:
-			for (size_t i = 0; i < n; i++)
-				put(k->dt, k->recv, i, gen(g_rank, i, salt));
+			put_gen(k->dt, k->recv, 0, n, g_rank, 0, salt);
 			break;
 		case GATHER: case ALLGATHER:
-			for (size_t i = 0; i < n; i++)
-				put(k->dt, k->recv, (size_t)g_rank * n + i, gen(g_rank, i, salt));
+			put_gen(k->dt, k->recv, (size_t)g_rank * n, n, g_rank, 0, salt);
 			break;
 		case SCATTER:
 			k->send_elems = P * n;
 			free(k->send);
 			k->send = calloc(P * n > 0 ? P * n : 1, es);
-			for (size_t i = 0; i < P * n; i++)
-				put(k->dt, k->send, i, gen((int)(i / n), i % n, salt + 1));
+			for (size_t b = 0; n && b < P; b++)
+				put_gen(k->dt, k->send, b * n, n, (int)b, 0, salt + 1);
 			break;
 		case RSB:
-			for (size_t i = 0; i < P * n; i++)
-				put(k->dt, k->recv, i, gen(g_rank, i, salt));
+			put_gen(k->dt, k->recv, 0, P * n, g_rank, 0, salt);
 			break;
 		default:
 			break;
@@ -334,47 +386,47 @@ static void setup(struct call *k, int salt)
 	}
 }
 
+/* What element j0 + t of block blk of the result should be, t < len. */
+static void expected(const struct call *k, int salt, size_t blk, size_t j0, size_t len, double *want)
+{
+	switch (k->c) {
+	case BCAST: gen_fill(want, len, k->root, j0, salt); break;
+	case REDUCE: case ALLREDUCE: reduced_fill(want, len, k->op, salt, j0); break;
+	case GATHER: case ALLGATHER: gen_fill(want, len, (int)blk, j0, salt); break;
+	case SCATTER: gen_fill(want, len, g_rank, j0, salt + 1); break;
+	case ALLTOALL: gen_fill(want, len, (int)blk * 64 + g_rank, j0, salt); break;
+	case RSB: reduced_fill(want, len, k->op, salt, (size_t)g_rank * k->n + j0); break;
+	default: break;
+	}
+}
+
 static void check(struct call *k, int salt)
 {
 	const size_t n = k->n, P = (size_t)g_size;
 	const void *out = (k->c == SCATTER && k->inplace) ? k->send : k->recv;
-	size_t base = (k->c == SCATTER && k->inplace) ? (size_t)g_rank * n : 0;
-	size_t count = 0;
-	int wrong = 0;
+	const size_t base = (k->c == SCATTER && k->inplace) ? (size_t)g_rank * n : 0;
+	const size_t blocks = k->c == GATHER || k->c == ALLGATHER || k->c == ALLTOALL ? P : 1;
+	double want[1024];
 
 	g_checks++;
-	for (size_t i = 0; i < (k->c == GATHER || k->c == ALLGATHER || k->c == ALLTOALL ? P * n : n) && !wrong; i++) {
-		double want, got;
-		size_t blk = n ? i / n : 0, j = n ? i % n : 0;
+	if (k->c == BARRIER || ((k->c == REDUCE || k->c == GATHER) && g_rank != k->root))
+		return;
+	for (size_t blk = 0; blk < blocks; blk++)
+		for (size_t j0 = 0; j0 < n; j0 += 1024) {
+			const size_t len = n - j0 < 1024 ? n - j0 : 1024;
 
-		switch (k->c) {
-		case BCAST: want = gen(k->root, i, salt); break;
-		case REDUCE:
-			if (g_rank != k->root)
-				return;
-			want = reduced(k->op, salt, i);
-			break;
-		case ALLREDUCE: want = reduced(k->op, salt, i); break;
-		case GATHER:
-			if (g_rank != k->root)
-				return;
-			want = gen((int)blk, j, salt);
-			break;
-		case SCATTER: want = gen(g_rank, i, salt + 1); break;
-		case ALLGATHER: want = gen((int)blk, j, salt); break;
-		case ALLTOALL: want = gen((int)blk * 64 + g_rank, j, salt); break;
-		case RSB: want = reduced(k->op, salt, (size_t)g_rank * n + i); break;
-		default: return;
+			expected(k, salt, blk, j0, len, want);
+			for (size_t t = 0; t < len; t++) {
+				const size_t i = blk * n + j0 + t;
+				const double got = value(k->dt, out, base + i);
+
+				if (got != want[t]) {
+					FAIL("%s n=%zu root=%d%s: element %zu is %g, expected %g", names[k->c], n,
+					     k->root, k->inplace ? " in place" : "", i, got, want[t]);
+					return;
+				}
+			}
 		}
-		got = value(k->dt, out, base + i);
-		count++;
-		if (got != want) {
-			FAIL("%s n=%zu root=%d%s: element %zu is %g, expected %g", names[k->c], n, k->root,
-			     k->inplace ? " in place" : "", i, got, want);
-			wrong = 1;
-		}
-	}
-	(void)count;
 }
 
 static int start(struct call *k, cadrt_comm comm, cadrt_request *req)
@@ -496,6 +548,50 @@ static int run_all(const char *only, const size_t *sizes, int nsizes, cadrt_comm
 		}
 	}
 	return applied == 0 && skipped > 0 ? -1 : 0;
+}
+
+/* --algorithms: see the header.  Returns the number that failed. */
+static int each_algorithm(const char *list, const size_t *sizes, int nsizes)
+{
+	char *copy = strdup(list), *save = NULL;
+	int failed = 0;
+
+	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *name = strchr(item, '='), var[64];
+		cadrt_comm c = NULL;
+		int known = 0;
+
+		if (name)
+			*name++ = 0;
+		for (int i = 0; i < NCOLL; i++)
+			known |= !strcmp(item, names[i]);
+		if (!name || !*name || !known) {
+			FAIL("--algorithms: %s%s%s is not COLL=NAME", item, name ? "=" : "", name ? name : "");
+			failed++;
+			continue;
+		}
+		snprintf(var, sizeof var, "CADRT_ALGORITHM_%s", item);
+		for (char *q = var; *q; q++)
+			*q = (char)toupper((unsigned char)*q);
+		setenv(var, name, 1);
+		const int before = g_failures;
+		if (cadrt_comm_split(cadrt_comm_world(), 0, g_rank, &c)) {
+			FAIL("cadrt_comm_split: %s", cadrt_error_message());
+			failed++;
+			continue;
+		}
+		const int r = run_all(item, sizes, nsizes, c);
+		if (cadrt_comm_free(&c))
+			FAIL("cadrt_comm_free: %s", cadrt_error_message());
+		unsetenv(var);
+		failed += g_failures > before;
+		if (g_rank == 0 || g_failures > before)
+			printf("rt_check: algorithm %s: %s (engine %s)\n", name,
+			       g_failures > before ? "FAILED" : r < 0 ? "does not apply to this P" : "ok", cadrt_engine());
+		fflush(stdout);
+	}
+	free(copy);
+	return failed;
 }
 
 /* Rank 1 passes a different count: every rank must see an error. */
@@ -968,7 +1064,7 @@ static void fork_check(void)
 /* Everything after cadrt_init (main's thread, or another: --other-thread). */
 static int body(int argc, char **argv)
 {
-	const char *only = "all";
+	const char *only = "all", *algorithms = NULL;
 	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
 	int nsizes = 5, want_mismatch = 0, want_split = 0, want_fork = 0, die = -1, leave = 0, churn = 0, err;
 	int many_n = 0, many_persistent = 0;
@@ -982,6 +1078,8 @@ static int body(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--coll") && i + 1 < argc)
 			only = argv[++i];
+		else if (!strcmp(argv[i], "--algorithms") && i + 1 < argc)
+			algorithms = argv[++i];
 		else if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
 			nsizes = parse_sizes(argv[++i], sizes, 16);
 		else if (!strcmp(argv[i], "--persistent"))
@@ -1139,7 +1237,9 @@ static int body(int argc, char **argv)
 	}
 	if (want_fork)
 		fork_check();
-	if (run_all(only, sizes, nsizes, cadrt_comm_world()) < 0) {
+	if (algorithms) {
+		each_algorithm(algorithms, sizes, nsizes);
+	} else if (run_all(only, sizes, nsizes, cadrt_comm_world()) < 0) {
 		if (g_rank == 0)
 			printf("rt_check: the forced algorithm does not apply to P=%d\n", g_size);
 		cadrt_finalize();

@@ -47,21 +47,45 @@ def run_per_rank(build_dir, n, script, env=None, timeout=120):
     return cadrun(build_dir, n, ["sh", "-c", script], env=env, timeout=timeout)
 
 
+_matrix_jobs = {}
+
+
+def matrix_job(build_dir, engine, p):
+    """Every algorithm forced in turn, each on a communicator of its own,
+    in one job per engine and P (rt_check --algorithms; one job per
+    algorithm until 2026-11-29: 378 jobs)."""
+    if (engine, p) not in _matrix_jobs:
+        every = ",".join(f"{collective_of(alg)}={alg.stem}" for alg in ALGORITHMS)
+        _matrix_jobs[engine, p] = run(build_dir, p, "rt_check", "--algorithms", every,
+                                      env={"CADRT_ENGINE": engine}, timeout=600)
+    return _matrix_jobs[engine, p]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("alg", ALGORITHMS, ids=lambda p: p.stem)
 def test_algorithm_matrix(build_dir, alg, engine):
     """One algorithm forced, P = 1, 2, 3, 4, 5, 8, sizes 0 to 400 KB."""
-    coll = collective_of(alg)
     ran = 0
     for p in SIZES:
-        env = {"CADRT_ENGINE": engine, f"CADRT_ALGORITHM_{coll.upper()}": alg.stem}
-        r = run(build_dir, p, "rt_check", "--coll", coll, env=env)
-        if r.returncode == 77:  # the algorithm's requires does not hold for P
+        r = matrix_job(build_dir, engine, p)
+        # (Rank 0 prints each result, and a rank whose checks failed its FAILED.)
+        m = re.search(rf"^rt_check: algorithm {alg.stem}: (.*) \(engine (\w+)\)$", r.stdout, re.M)
+        assert f"algorithm {alg.stem}: FAILED" not in r.stdout, f"P={p}: {r.stdout}"
+        assert m, f"P={p}: no result for {alg.stem} (the job ended before it?):\n{r.stdout}{r.stderr}"
+        if m.group(1) == "does not apply to this P":  # the algorithm's requires does not hold for P
             continue
-        assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
-        assert f"engine {engine}" in r.stdout
+        assert m.group(1) == "ok" and m.group(2) == engine, f"P={p}: {r.stdout}{r.stderr}"
         ran += 1
     assert ran >= 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_algorithm_matrix_jobs_end_cleanly(build_dir, engine):
+    """The matrix's jobs (above): each ends with status 0 after every
+    algorithm -- cadrt_finalize after 21 communicators, each freed."""
+    for p in SIZES:
+        r = matrix_job(build_dir, engine, p)
+        assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"P={p}: {r.stdout}{r.stderr}"
 
 
 @pytest.mark.parametrize("engine", ENGINES)
