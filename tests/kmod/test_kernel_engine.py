@@ -10,14 +10,12 @@ programs slowly); each case prints its own markers, so a failure names
 its command and shows its output."""
 
 import re
-from pathlib import Path
 
 import pytest
 
+from std_algorithms import ALGORITHMS, algorithm_result, every_algorithm
 from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, with_defer
 
-ROOT = Path(__file__).resolve().parents[2]
-ALGORITHMS = sorted(ROOT.glob("algorithms/*.cad"))
 RANKS = [2, 3, 4, 8]
 MODES = {
     "persistent": "--persistent --iters 3",
@@ -33,20 +31,13 @@ MODES = {
 MISMATCH = ["bcast", "allreduce", "gather", "alltoall"]
 
 
-def collective_of(path: Path) -> str:
-    m = re.search(r"^algorithm\s+\w+\s*:\s*(\w+)", path.read_text(), re.M)
-    assert m, path
-    return m.group(1)
-
-
 def cases():
     out = {}
     # Every algorithm in one job per P, each forced on a communicator of its
     # own (rt_check --algorithms): a job's start was most of the matrix's
     # time with one job per algorithm (3 s of 3.7 at P = 8; 2026-11-29).
-    every = ",".join(f"{collective_of(alg)}={alg.stem}" for alg in ALGORITHMS)
     for p in RANKS:
-        out[f"matrix-{p}"] = f"cadrun -n {p} --timeout 900 rt_check --algorithms {every}"
+        out[f"matrix-{p}"] = f"cadrun -n {p} --timeout 900 rt_check --algorithms {every_algorithm()}"
     # The modes and the settings of defer at 2 roots (0 and P - 1): every
     # root of every algorithm is the matrix's, and these cases were half
     # the suite's time with all 5 (2026-11-28).
@@ -110,13 +101,10 @@ def test_every_algorithm_through_the_kernel_engine(vm_run, alg):
     ran = 0
     for p in RANKS:
         c = vm_run.cases[f"matrix-{p}"]
-        # (Rank 0 prints each result, and a rank whose checks failed its FAILED.)
-        m = re.search(rf"^rt_check: algorithm {alg.stem}: (.*) \(engine (\w+)\)$", c.output, re.M)
-        assert f"algorithm {alg.stem}: FAILED" not in c.output, f"P={p}: {c.output}"
-        assert m, f"P={p}: no result for {alg.stem} (the job ended before it?): {c.command}\n{c.output}"
-        if m.group(1) == "does not apply to this P":  # the algorithm's requires does not hold for P
+        result, ran_on = algorithm_result(c.output, alg.stem, f"P={p}: {c.command}")
+        if result == "does not apply to this P":  # the algorithm's requires does not hold for P
             continue
-        assert m.group(1) == "ok" and m.group(2) == "kernel", f"P={p}: {c.command}\n{c.output}"
+        assert result == "ok" and ran_on == "kernel", f"P={p}: {c.command}\n{c.output}"
         ran += 1
     assert ran >= 1
 

@@ -13,6 +13,7 @@ import pytest
 from pathlib import Path
 
 from mpijob import MPIRUN, clean_env, mpirun, through
+from std_algorithms import ALGORITHMS, collective_of
 
 
 def test_open_mpi_alone(build_dir):
@@ -229,14 +230,11 @@ def test_across_nodes_same_results_as_open_mpi(build_dir, engine, n, k):
         assert cadrt > 300, r.stderr
 
 
-ALGORITHMS = sorted(p for p in (Path(__file__).resolve().parents[2] / "algorithms").glob("*.cad"))
-
-
 @pytest.mark.parametrize("alg", ALGORITHMS, ids=lambda p: p.stem)
 def test_across_nodes_every_algorithm(build_dir, alg):
     """Each standard algorithm forced, 4 ranks on two nodes of 2 (the
     hierarchical ones see the two nodes)."""
-    coll = re.search(r"^algorithm\s+\w+\s*:\s*(\w+)", alg.read_text(), re.M).group(1)
+    coll = collective_of(alg)
     r = mpirun(build_dir, 4, "--quick",
                env={"CADRT_RANKS_PER_NODE": "2", f"CADRT_ALGORITHM_{coll.upper()}": alg.stem, "CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout + r.stderr

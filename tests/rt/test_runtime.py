@@ -15,16 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from std_algorithms import ALGORITHMS, algorithm_result, every_algorithm
+
 ROOT = Path(__file__).resolve().parents[2]
-ALGORITHMS = sorted(ROOT.glob("algorithms/*.cad"))
 ENGINES = ["poll", "thread", "signal"]
 SIZES = [1, 2, 3, 4, 5, 8]
-
-
-def collective_of(path: Path) -> str:
-    m = re.search(r"^algorithm\s+\w+\s*:\s*(\w+)", path.read_text(), re.M)
-    assert m, path
-    return m.group(1)
 
 
 def cadrun(build_dir, n, command, env=None, timeout=120, wrap=()):
@@ -55,8 +50,7 @@ def matrix_job(build_dir, engine, p):
     in one job per engine and P (rt_check --algorithms; one job per
     algorithm until 2026-11-29: 378 jobs)."""
     if (engine, p) not in _matrix_jobs:
-        every = ",".join(f"{collective_of(alg)}={alg.stem}" for alg in ALGORITHMS)
-        _matrix_jobs[engine, p] = run(build_dir, p, "rt_check", "--algorithms", every,
+        _matrix_jobs[engine, p] = run(build_dir, p, "rt_check", "--algorithms", every_algorithm(),
                                       env={"CADRT_ENGINE": engine}, timeout=600)
     return _matrix_jobs[engine, p]
 
@@ -68,13 +62,10 @@ def test_algorithm_matrix(build_dir, alg, engine):
     ran = 0
     for p in SIZES:
         r = matrix_job(build_dir, engine, p)
-        # (Rank 0 prints each result, and a rank whose checks failed its FAILED.)
-        m = re.search(rf"^rt_check: algorithm {alg.stem}: (.*) \(engine (\w+)\)$", r.stdout, re.M)
-        assert f"algorithm {alg.stem}: FAILED" not in r.stdout, f"P={p}: {r.stdout}"
-        assert m, f"P={p}: no result for {alg.stem} (the job ended before it?):\n{r.stdout}{r.stderr}"
-        if m.group(1) == "does not apply to this P":  # the algorithm's requires does not hold for P
+        result, ran_on = algorithm_result(r.stdout, alg.stem, f"P={p}: {r.stderr}")
+        if result == "does not apply to this P":  # the algorithm's requires does not hold for P
             continue
-        assert m.group(1) == "ok" and m.group(2) == engine, f"P={p}: {r.stdout}{r.stderr}"
+        assert result == "ok" and ran_on == engine, f"P={p}: {r.stdout}{r.stderr}"
         ran += 1
     assert ran >= 1
 
