@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
@@ -61,8 +63,11 @@ const nlohmann::json kRules = {{"rules",
                                  {{"collective", "bcast"}, {"max_bytes", 1024}, {"use", "bcast_tree"}},
                                  {{"collective", "bcast"}, {"use", "bcast_flat"}}}}};
 
+// (The process id in the name: ctest runs each case as a process of its
+// own, two at once, and two lazy tests that wrote the same /tmp file
+// read each other's library: CI of 2026-11-29.)
 std::string write(const nlohmann::json &doc, const char *name) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = ::testing::TempDir() + std::to_string(getpid()) + "-" + name;
   std::ofstream(path) << doc.dump();
   return path;
 }
