@@ -8,7 +8,9 @@ percentages mean anything.
     bench/kernel_vm.py BUILD_DIR --json bench/results/kernel-vm.json
 
 Writes the report (schemas/bench-result.schema.json) and prints a table.
-BENCH_QUICK=1: fewer repetitions and iterations."""
+BENCH_QUICK=1: fewer repetitions (3, not 11) and iterations; --reps N sets
+the repetitions (the report test runs 2: enough to aggregate and rotate
+the engines' order, a third of its time)."""
 
 import argparse
 import datetime
@@ -184,12 +186,15 @@ def main():
     what.add_argument("--json", type=Path)
     what.add_argument("--wakeup", action="store_true",
                       help="only trace how long a copy handed to the other CPU waits for its work item, and print it")
+    ap.add_argument("--reps", type=int, help="repetitions of every engine (default 11, 3 with BENCH_QUICK=1)")
     args = ap.parse_args()
+    if args.reps is not None and args.reps < 1:
+        ap.error("--reps must be at least 1")
     if args.wakeup:
         wakeup_latency(args.build.resolve())
         return
     quick = bool(int(os.environ.get("BENCH_QUICK", "0") or 0))
-    runs = run_vm(args.build.resolve(), 3 if quick else 11, quick)
+    runs = run_vm(args.build.resolve(), args.reps or (3 if quick else 11), quick)
     results = report(runs)
     doc = {
         "benchmark": "kernel-vm",

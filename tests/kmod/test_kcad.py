@@ -50,7 +50,7 @@ CASES = {
     # made by the fixture), intact or with random bytes changed; and the
     # standard library's algorithms (FUZZ_ALGS, /fz/alg/), whose results
     # must be the loopback engine's.
-    "fuzz": fuzz_command(30, FUZZ_SEED),
+    "fuzz": fuzz_command(20, FUZZ_SEED),
     "cycles": "kcad_check cycles 10000",
     # Buffers in shared file mappings, shared memory; the pinned limit per user.
     "pins": "kcad_check pins",
@@ -75,7 +75,7 @@ for _mode, (_defer, _split) in DEFER_MODES.items():
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
     CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
     CASES[f"fuzz-defer{_mode}"] = with_defer(
-        _defer, fuzz_command(12, FUZZ_SEED + len(CASES)), _split)
+        _defer, fuzz_command(6, FUZZ_SEED + len(CASES)), _split)
     # One transfer of 136 MiB, more than a pass copies: cut, and finished
     # by the receiver in read() or spinning (the module's work item), by
     # the caller (0), a reader (1) or the side's work item (2, split);
