@@ -10,7 +10,7 @@ percentages mean anything.
 Writes the report (schemas/bench-result.schema.json) and prints a table.
 BENCH_QUICK=1: fewer repetitions (3, not 11) and iterations; --reps N sets
 the repetitions (the report test runs 2: enough to aggregate and rotate
-the engines' order, a third of its time)."""
+the engines' order in two thirds of the time of 3)."""
 
 import argparse
 import datetime

@@ -36,7 +36,7 @@ def test_core_bench_report_follows_the_schema(build_dir, tmp_path):
         assert name in by_name, f"{name} missing from the report"
         assert by_name[name]["target"] == target
     for r in report["results"]:
-        assert r["min"] <= r["median"] <= r["max"] and len(r["repetitions"]) == 2, r
+        assert r["min"] <= r["median"] <= r["max"], r
         assert len(r["repetitions"]) >= 3
         assert r["name"] in run.stdout  # the table shows what the JSON holds
 
@@ -131,7 +131,7 @@ def test_rt_bench_report_follows_the_schema(build_dir, tmp_path):
         cap = by_name[f"overlap cap {coll} 64KiB"]  # the physical cap beside it
         assert cap["unit"] == "%" and cap["params"]["of"] == "cap" and cap["median"] <= 100, cap
     for r in report["results"]:
-        assert r["min"] <= r["median"] <= r["max"] and len(r["repetitions"]) == 2, r
+        assert r["min"] <= r["median"] <= r["max"], r
         assert r["name"] in run.stdout
 
 
@@ -146,7 +146,7 @@ def validated(path):
     report = json.loads(path.read_text())
     jsonschema.validate(report, json.loads((ROOT / "schemas" / "bench-result.schema.json").read_text()))
     for r in report["results"]:
-        assert r["min"] <= r["median"] <= r["max"] and len(r["repetitions"]) == 2, r
+        assert r["min"] <= r["median"] <= r["max"], r
     return report, {r["name"]: r for r in report["results"]}
 
 
