@@ -63,14 +63,27 @@ const nlohmann::json kRules = {{"rules",
                                  {{"collective", "bcast"}, {"max_bytes", 1024}, {"use", "bcast_tree"}},
                                  {{"collective", "bcast"}, {"use", "bcast_flat"}}}}};
 
-// (The process id in the name: ctest runs each case as a process of its
-// own, two at once, and two lazy tests that wrote the same /tmp file
-// read each other's library: CI of 2026-11-29.)
-std::string write(const nlohmann::json &doc, const char *name) {
-  const std::string path = ::testing::TempDir() + std::to_string(getpid()) + "-" + name;
-  std::ofstream(path) << doc.dump();
-  return path;
-}
+// A library file for one load: written, passed as its path, removed at the
+// end of the full expression that made it (load_library reads the whole
+// file, lazy or not).  (The process id in the name: ctest runs each case
+// as a process of its own, two at once, and two lazy tests that wrote the
+// same /tmp file read each other's library: CI of 2026-11-29.)
+class Scratch {
+ public:
+  Scratch(const nlohmann::json &doc, const char *name)
+      : path_(::testing::TempDir() + std::to_string(getpid()) + "-" + name) {
+    std::ofstream(path_) << doc.dump();
+  }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() { std::remove(path_.c_str()); }
+  operator const std::string &() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+Scratch write(const nlohmann::json &doc, const char *name) { return Scratch(doc, name); }
 
 std::string load_error(const nlohmann::json &doc) {
   cad::Library lib;
