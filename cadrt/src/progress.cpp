@@ -380,11 +380,11 @@ bool Runtime::recently_failed(uint64_t ctx, uint64_t seq) const {
 }
 
 // The kind of node a message that may wait for its node's post moves on:
-// data and the receiver's FIN for a RECV, kCts, kInvite and kFinSend for a SEND.
+// data and the receiver's FIN for a RECV, kCts and kFinSend for a SEND.
 static uint8_t node_kind(uint32_t kind) {
   switch (kind) {
     case kEager: case kRts: case kFrag: case kPush: case kFinRecv: return CAD_NODE_RECV;
-    default: return CAD_NODE_SEND;  // kCts, kInvite, kFinSend
+    default: return CAD_NODE_SEND;  // kCts, kFinSend
   }
 }
 
@@ -402,7 +402,7 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
   const uint8_t st = r->xfer[node].state;
   switch (h.kind) {
     case kRts:
-      if (st != kWaitData && st != kWaitInvited) return -1;
+      if (st != kWaitData) return -1;
       if (hold_rts(r, static_cast<uint32_t>(node), ep)) {
         r->redrain = true;  // looked at again by the next pass
         return -1;
@@ -410,11 +410,6 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
       return node;
     case kEager: case kFrag: case kPush: return st == kWaitData ? node : -1;
     case kCts: return st == kWaitCts ? node : -1;
-    // Issued: the send announced itself (an RTS, which answers the
-    // invite) and handle() drops it.  Not issued yet: it waits for the
-    // send's post (take_invite).
-    case kInvite: return node;
-    case kFinRecv: return st == kWaitFin || st == kWaitInvited ? node : -1;
     default: return st == kWaitFin ? node : -1;
   }
 }
@@ -430,7 +425,6 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
   if (r && r->draining) {
     if (h.kind == kAbort) aborted(r, ep);
     else if (is_answer(h.kind)) answered(r, ep, h);
-    else if (h.kind == kRts) rts_while_draining(r, ep, h);
     else release(ep, h);
     return;
   }
@@ -469,7 +463,6 @@ void Runtime::dispatch(uint32_t ep, const Slot &s) {
   e->slot.h.frag = std::min<uint32_t>(h.frag, kPayload);  // what is kept of it
   if (e->slot.h.frag) memcpy(e->slot.payload, s.payload, e->slot.h.frag);
   unexpected_[ep].push(e);
-  if (h.kind == kInvite) invites_queued_ = true;  // (take_invite looks for them from now on)
 }
 
 // Whether the peer at ep runs another instance of r's collective (its
@@ -656,13 +649,7 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
     case kSplit:
       split_out(r, node, ep, h);
       break;
-    case kInvite:  // came after this send's RTS: the RTS answers it
-      break;
     default:  // kFinSend, kFinRecv
-      if (h.kind == kFinRecv && r->xfer[node].state == kWaitInvited) {
-        n_cma.fetch_add(1, std::memory_order_relaxed);
-        n_invite_written.fetch_add(1, std::memory_order_relaxed);
-      }
       complete(r, node);
       break;
   }
@@ -702,85 +689,6 @@ bool Runtime::hold_rts(cadrt_request_s *r, uint32_t node, uint32_t ep) {
   const int64_t t = now_ns();
   if (!x.token) x.token = static_cast<uint64_t>(t);  // (kWaitData: token is free)
   return r == starting_ || t - static_cast<int64_t>(x.token) < kHoldNs;
-}
-
-// Invitations (CADRT_INVITE=1; off by default).  In an exchange
-// (alltoall, the steps of an allreduce) each rank reads what its peer
-// sends it, by a single copy of its own CPU: a rank that posts first and
-// goes back to its work makes its copy at its next call, and then waits
-// for the peer's FIN too, so the collective cannot overlap its
-// computation, however the peer progresses.  With invitations a large
-// receive of an exchange posted before its sender announced itself
-// invites the sender to write it (kInvite, state kWaitInvited), and the
-// sender, posting later, makes both copies while the other rank computes:
-// it reads its own receive (the RTS was there) and writes into the
-// invited one (process_vm_writev, then kFinRecv).  The sender alone
-// decides, once, at its post: it writes, or it sends the RTS as before --
-// when the receiver waits in the library (committed and polling: it reads
-// at once, beside the sender's own copy; one in the library but not
-// waiting, in its start or a test, is watched for kInviteWaitNs to see
-// which it does), or the invite does not match (length, fingerprint: the
-// RTS lets the receiver tell the error).  An invite that finds the RTS
-// already sent (both posted at once) is dropped; the receiver reads.  Not
-// for a receive a lane may take (the grant decides there), a rank on
-// another node, a sender that writes anyway (CAD_XFER_SENDER_WRITES), nor
-// without CMA.  An invited receive fails like one that said CTS: it
-// drains until the sender answers (FIN, RELEASE, an RTS, an ABORT) or
-// exits.
-//
-// Measured (rt_bench, ialltoall, 2 ranks, poll engine, 2026-11-29): the
-// overlap without test calls went from 0-4 % to 4-27 % at 64 KiB - 1 MiB,
-// and the latency from 0.96-1.01x Open MPI to 1.11-1.47x: a receiver that
-// waits at once is often seen between its start and its wait, outside the
-// library, and the sender then makes both copies alone.  Hence off until
-// the sender can tell the two apart (a time of leaving the library in
-// RankInfo, say).
-bool Runtime::invites(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
-  const cad_node &n = r->inst->prog.nodes[node];
-  const std::vector<uint8_t> &to = r->inst->sends_to;
-  return invite && cma && !remote(ep) && !(n.flags & CAD_XFER_SENDER_WRITES) && n.peer < to.size() && to[n.peer] &&
-         !lane_fits(r, node, ep);
-}
-
-constexpr int64_t kInviteWaitNs = 3000;
-
-// (With CADRT_INVITE=0 here and not on the receiver, the invite is
-// taken out and the RTS answers it.)
-bool Runtime::take_invite(cadrt_request_s *r, uint32_t node, uint32_t ep) {
-  if (!invites_queued_) return false;
-  const cad_node &n = r->inst->prog.nodes[node];
-  const uint32_t occ = r->inst->occ[node];
-  Queue &uq = unexpected_[ep];
-  Entry *prev = nullptr, *e = uq.head;
-  for (; e; prev = e, e = e->next)
-    if (e->slot.h.kind == kInvite && e->slot.h.ctx == r->comm->ctx && e->slot.h.seq == r->seq &&
-        for_node(e->slot.h, n, occ))
-      break;
-  if (!e) return false;
-  if (prev) prev->next = e->next;
-  else uq.head = e->next;
-  if (uq.tail == e) uq.tail = prev;
-  const MsgHeader h = e->slot.h;
-  pool_.put(e);
-  if (!invite || h.len != n.len || (!r->from_cad && h.fp != r->inst->fp)) return false;  // the RTS answers it
-  // A receiver in the library and not waiting (in its start, a test) is
-  // about to wait or to go back to its work: a moment tells which.
-  const RankInfo &peer = seg.rank(ep);
-  const int64_t t0 = now_ns();
-  while (!peer.committed.load(std::memory_order_relaxed) &&
-         peer.polling.load(std::memory_order_relaxed) == kRankPolling && now_ns() - t0 < kInviteWaitNs)
-    cpu_relax();
-  if (peer.committed.load(std::memory_order_relaxed) && peer.polling.load(std::memory_order_relaxed) == kRankPolling)
-    return false;  // it reads: the RTS answers the invite
-  int err = 0;
-  if (!cma_copy(false, ep, at(r, n.src_buf, n.src_off), h.addr, h.len, &err)) {
-    give_up(r, ep, h, -EPIPE,
-            Why() << "writing " << h.len << " bytes to rank " << n.peer << " failed: " << cma_why(err));
-    return true;
-  }
-  push(ep, header(r, node, kFinRecv), nullptr, 0, r);
-  complete(r, node);
-  return true;
 }
 
 bool Runtime::grant(cadrt_request_s *r, uint32_t node, uint32_t ep) {
@@ -1148,7 +1056,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
     } else if (n.flags & CAD_XFER_SENDER_WRITES) {
       x.state = kWaitCts;
       drain_unexpected(r, ep, node);
-    } else if (!take_invite(r, node, ep)) {
+    } else {
       MsgHeader h = header(r, node, kRts);
       h.addr = reinterpret_cast<uint64_t>(at(r, n.src_buf, n.src_off));
       h.off = static_cast<uint64_t>(now_ns());  // for the receiver's rendezvous
@@ -1172,13 +1080,6 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
   }
   x.state = kWaitData;
   drain_unexpected(r, ep, node);
-  if (!eager && x.state == kWaitData && r->ex.state[node] == CAD_NS_ISSUED && !r->done && !r->draining &&
-      invites(r, node, ep)) {
-    MsgHeader h = header(r, node, kInvite);
-    h.addr = reinterpret_cast<uint64_t>(at(r, n.dst_buf, n.dst_off));
-    x.state = kWaitInvited;
-    push(ep, h, nullptr, 0, r);
-  }
 }
 
 // Issues what is ready; true if a node was issued.  The executor hands
@@ -1262,7 +1163,7 @@ void Runtime::settle(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
 }
 
 void Runtime::release(uint32_t ep, const MsgHeader &h) {
-  if (h.kind != kRts && h.kind != kCts && h.kind != kInvite) return;
+  if (h.kind != kRts && h.kind != kCts) return;
   MsgHeader a = h;
   a.kind = h.kind == kRts ? kRelSend : kRelRecv;
   a.addr = 0;
@@ -1279,7 +1180,7 @@ bool Runtime::release_failed() {
         keep.push(e);
         continue;
       }
-      if ((e->slot.h.kind == kRts || e->slot.h.kind == kCts || e->slot.h.kind == kInvite) && !room()) {
+      if ((e->slot.h.kind == kRts || e->slot.h.kind == kCts) && !room()) {
         ok = false;
         keep.push(e);
         continue;
@@ -1299,8 +1200,7 @@ bool Runtime::exposed(const cadrt_request_s *r) const {
   for (uint32_t i = 0; i < p.n_nodes; i++) {
     const uint8_t st = r->xfer[i].state;
     if (st == kNetSend || st == kNetWait) return true;
-    // (An invited receive: while the sender may still write it.)
-    if (st != kWaitFin && st != kWaitInvited && st != kSplitIn) continue;
+    if (st != kWaitFin && st != kSplitIn) continue;
     // (A split: while the sender may still write a chunk it claimed.)
     if (st == kSplitIn && split_of(r, i).sent.load(std::memory_order_acquire) >= r->xfer[i].done) continue;
     const uint32_t ep = r->comm->ep[p.nodes[i].peer];
@@ -1335,26 +1235,12 @@ void Runtime::answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
   if (peer >= 0) {
     const uint8_t kind = h.kind == kFinSend || h.kind == kRelSend || h.kind == kGrant ? CAD_NODE_SEND : CAD_NODE_RECV;
     const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
-    if (node >= 0 && (r->xfer[node].state == kWaitFin || r->xfer[node].state == kWaitInvited))
-      r->xfer[node].state = kIdle;
+    if (node >= 0 && r->xfer[node].state == kWaitFin) r->xfer[node].state = kIdle;
     // A receive from another node whose sender will not send: cancelled
     // (done when the transport says so).
     if (node >= 0 && r->xfer[node].state == kNetWait && h.kind == kRelRecv) net_.cancel(net_.ctx, r->xfer[node].net);
   }
   if (!exposed(r)) finish(r);
-}
-
-// An RTS for a failed r that drains: this rank will not read.  It also
-// answers the invite r made for that receive, if it made one: the sender
-// announced instead of writing, so it will not write.
-void Runtime::rts_while_draining(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
-  release(ep, h);
-  const int32_t peer = r->comm->rank_of(ep);
-  const int64_t node = peer < 0 ? -1 : r->inst->find(CAD_NODE_RECV, static_cast<uint32_t>(peer), h.tag, h.occ);
-  if (node >= 0 && r->xfer[node].state == kWaitInvited) {
-    r->xfer[node].state = kIdle;
-    if (!exposed(r)) finish(r);
-  }
 }
 
 void Runtime::unlink_active(cadrt_request_s *r) {

@@ -397,11 +397,6 @@ int Runtime::start(cadrt_request_s *r) {
   r->rdv_node = -1;
   r->seq = r->comm->next_seq++;
   cad_exec_start(&r->ex);
-  // What peers sent for it already, taken in first (into the unexpected
-  // queue): a send posted below then finds its receiver's invite, if the
-  // receiver posted first, and writes (progress.cpp, invites); else both
-  // ranks would announce as if they had posted at once.
-  if (invite && r->inst->large && engine != Engine::Kernel && incoming()) progress();
   starting_ = r;
   struct Started {
     Runtime *rt;

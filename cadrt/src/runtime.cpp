@@ -246,8 +246,7 @@ bool Runtime::kickable() const {
 // the end of its start, say.  Interrupting it then cost the peer that made
 // the copies a tgkill or a futex wake-up per FIN, some 15 us each here, and
 // bought nothing (1 MiB, thread and signal engines: rank 0 took 166 us
-// instead of 136 for its part).  Nor does an invited receive (kWaitInvited):
-// its sender writes it while this rank is away (progress.cpp, invites).
+// instead of 136 for its part).
 bool Runtime::needs_cpu(const cadrt_request_s *r) const {
   if (r->done) return false;
   if (r->draining || r->redrain || !r->outgoing.empty() || !r->netwait.empty()) return true;
@@ -255,7 +254,7 @@ bool Runtime::needs_cpu(const cadrt_request_s *r) const {
   for (uint32_t i = 0; i < p.n_nodes; i++) {
     const uint8_t st = r->ex.state[i];
     if (st == CAD_NS_DONE || st == CAD_NS_FAILED) continue;
-    if (st != CAD_NS_ISSUED || (r->xfer[i].state != kWaitFin && r->xfer[i].state != kWaitInvited)) return true;
+    if (st != CAD_NS_ISSUED || r->xfer[i].state != kWaitFin) return true;
   }
   return false;
 }
@@ -1311,11 +1310,6 @@ int Runtime::init_joined() {
   if (!err && want_split != "0" && want_split != "1")
     err = set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");
   split = lanes_here && want_split == "1";
-  // Off by default: see progress.cpp, invites().
-  const std::string want_invite = env("CADRT_INVITE") ? env("CADRT_INVITE") : "0";
-  if (!err && want_invite != "0" && want_invite != "1")
-    err = set_error(-EINVAL, "CADRT_INVITE=" + want_invite + ": not 0 or 1");
-  invite = cma && want_invite == "1";
   pool_.grow(256);
   vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
 
@@ -1413,11 +1407,10 @@ int Runtime::finalize() {
   if (verbose && engine != Engine::Kernel && nlocal > 1)
     fprintf(stderr,
             "cadrt: rank %u: large receives: %llu through lanes, %llu by a single copy (CMA), %llu of them split "
-            "with the sender; %llu chunks written for receivers; %llu invited receives written by their sender; "
-            "%llu in fragments through the ring\n",
+            "with the sender; %llu chunks written for receivers; %llu in fragments through the ring\n",
             me, static_cast<unsigned long long>(n_lane.load()), static_cast<unsigned long long>(n_cma.load()),
             static_cast<unsigned long long>(n_split.load()), static_cast<unsigned long long>(n_split_chunks.load()),
-            static_cast<unsigned long long>(n_invite_written.load()), static_cast<unsigned long long>(n_frag.load()));
+            static_cast<unsigned long long>(n_frag.load()));
   if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
     fprintf(stderr,
             "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "

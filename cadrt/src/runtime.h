@@ -107,7 +107,6 @@ enum XferState : uint8_t {
   kWaitFin,     // sent RTS (or CTS): the peer copies, then says FIN
   kWaitCts,     // sender-writes: the receiver's address is to come
   kWaitData,    // a receive waiting for EAGER, RTS or FRAGs
-  kWaitInvited, // a receive that sent an INVITE: an RTS (this rank reads) or FIN (the sender wrote)
   kFragOut,     // sending FRAGs as the ring has room
   kBulkOut,     // granted: copying into the lane to the receiver as it has room
   kBulkIn,      // granted the lane: copying out what the sender has put in
@@ -355,10 +354,6 @@ class Runtime {
   // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is
   // not 0.
   bool split = false;
-  // An exchange's large receive posted before the peer announced its send
-  // invites the peer to write it (kInvite, take_invite): CMA works,
-  // CADRT_INVITE is not 0.
-  bool invite = false;
   // Waiting in cadrt_wait, or between cadrt_poll_begin and end: the caller
   // keeps progressing until its request completes (RankInfo::committed).
   void commit(int by);
@@ -388,8 +383,6 @@ class Runtime {
   // Single copies split with the sender (receiver's count), and the
   // chunks written for receivers that split (sender's count).
   std::atomic<uint64_t> n_split{0}, n_split_chunks{0};
-  // Invited receives the sender wrote (receiver's count).
-  std::atomic<uint64_t> n_invite_written{0};
 
  private:
   bool initialised_ = false;
@@ -551,13 +544,6 @@ class Runtime {
   // Whether the RTS for receive node waits (in the unexpected queue) for a
   // grant: see progress.cpp.
   bool hold_rts(cadrt_request_s *r, uint32_t node, uint32_t ep);
-  // Invitations (progress.cpp): whether receive node of r sends one when
-  // posted; and, for send node, the INVITE waiting for it taken out of the
-  // unexpected queue and, if the receiver computes, the data written into
-  // it (true: the send is done).
-  bool invites(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
-  bool take_invite(cadrt_request_s *r, uint32_t node, uint32_t ep);
-  bool invites_queued_ = false;  // an INVITE went into an unexpected queue once
   const cadrt_request_s *starting_ = nullptr;  // the request start() is starting
   bool bulk_out(cadrt_request_s *r, uint32_t node);
   bool bulk_in(cadrt_request_s *r, uint32_t node);
@@ -588,8 +574,6 @@ class Runtime {
   bool exposed(const cadrt_request_s *r) const;
   // A FIN or RELEASE for a draining request.
   void answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
-  // An RTS for r, which drains: released, and an answer to r's invite.
-  void rts_while_draining(cadrt_request_s *r, uint32_t ep, const MsgHeader &h);
   void aborted(cadrt_request_s *r, uint32_t ep);
   void note_abort(cadrt_request_s *r, uint32_t ep);
   // Sends the ABORTs r owes while there is room; true if any went.

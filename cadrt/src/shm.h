@@ -61,8 +61,6 @@ enum MsgKind : uint32_t {
   kGrant,      // answers an RTS: the sender copies the data into the lane to the receiver
   kSplit,      // answers an RTS: the receiver reads, and the waiting sender may write chunks too (Split)
   kPush,       // no CMA: the sender copies the message into the lane to the receiver, from chunk off
-  kInvite,      // an exchange's receive, posted first: the sender may write [addr, +len) instead of
-               // announcing (then kFinRecv); an RTS answers it otherwise (Runtime::take_invite)
 };
 
 struct MsgHeader {
@@ -74,7 +72,7 @@ struct MsgHeader {
   uint32_t occ;   // which message of (src, dst, tag) in program order
   uint32_t frag;  // payload bytes
   uint64_t len;   // bytes of the whole message
-  uint64_t addr;  // RTS: sender's source; CTS, SPLIT, INVITE: receiver's destination
+  uint64_t addr;  // RTS: sender's source; CTS, SPLIT: receiver's destination
   uint64_t off;   // FRAG: offset in the message; RTS, CTS: the sender's now_ns() then;
                   // GRANT: the lane's head (chunks), where the data starts;
                   // PUSH: the lane's tail (chunks), where the data starts;
@@ -258,7 +256,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 9;
+constexpr uint32_t kVersion = 8;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);
