@@ -49,4 +49,23 @@ struct OpcOptions {
 bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceManager &sm, Diagnostics *diags,
                      std::vector<UserOp> *out);
 
+// The compiler is a module of its own, libcadc-opc.so beside the cadc
+// tool's libraries (build/lib), which the tool loads only when it compiles
+// a C file (cmd_op.cpp): linking libclang-cpp and libLLVM into the tool
+// cost every cadc command about 40 ms of their static constructors before
+// main (44 ms for `cadc --version`, against 4 ms without them).  The
+// module takes the rest of libcadc from the tool (which exports its
+// symbols), so there is one copy of each class and table.  Its entry,
+// found with dlsym, is compile_op_file; kOpcAbi tells a module from another
+// build apart.
+constexpr int kOpcAbi = 1;
+using CompileOpFile = bool (*)(const std::string &, const OpcOptions &, SourceManager &, Diagnostics *,
+                               std::vector<UserOp> *);
+
 }  // namespace cad
+
+extern "C" {
+// (C names, for dlsym.)
+extern const int cad_opc_abi;
+extern const cad::CompileOpFile cad_opc_compile_op_file;
+}

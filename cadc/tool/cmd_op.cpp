@@ -3,6 +3,8 @@
 //   cadc op check FILE.c...           diagnostics only
 //   cadc op compile FILE.c [-o OUT]   a .cadop file (default: FILE.cadop)
 //   cadc op disasm FILE.c|FILE.cadop  the bytecode as text
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,6 +28,28 @@ void add_common(CLI::App *cmd, OpOptions *o) {
   cmd->add_flag("--json", o->json, "Diagnostics as JSON on stdout");
 }
 
+// The operator compiler, loaded at its first use (opc.h says why):
+// libcadc-opc.so in the lib folder beside the tool's bin folder (build/lib
+// for build/bin/cadc).
+CompileOpFile opc() {
+  static CompileOpFile fn = nullptr;
+  if (fn) return fn;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string path = (exe.parent_path().parent_path() / "lib" / "libcadc-opc.so").string();
+  void *h = ec ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *why = dlerror();
+    throw UsageError("cannot load the operator compiler " + path + ": " +
+                     (ec ? ec.message() : why ? std::string(why) : "dlopen failed"));
+  }
+  const auto *abi = static_cast<const int *>(dlsym(h, "cad_opc_abi"));
+  const auto *entry = static_cast<const CompileOpFile *>(dlsym(h, "cad_opc_compile_op_file"));
+  if (!abi || !entry || *abi != kOpcAbi || !*entry)
+    throw UsageError("the operator compiler " + path + " is not this cadc's (another build?)");
+  return fn = *entry;
+}
+
 OpcOptions opc_options(const OpOptions &o) {
   OpcOptions c;
   c.include_dirs = o.include_dirs;
@@ -46,7 +70,7 @@ bool load_ops(Session &s, const std::string &path, const OpcOptions &opts, std::
     return true;
   }
   if (!std::filesystem::is_regular_file(path)) throw UsageError(path + ": no such file");
-  return compile_op_file(path, opts, s.sm, &s.diags, out);
+  return opc()(path, opts, s.sm, &s.diags, out);
 }
 
 void add_op(CLI::App &app, Runner *run) {

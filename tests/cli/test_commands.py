@@ -306,3 +306,33 @@ def test_fmt_of_crlf_text_is_canonical_and_stable(build_dir, tmp_path):
     assert b"\r" not in once and once.startswith(b"# header\n# trailing\nalgorithm a : bcast\n")
     (tmp_path / "once.cad").write_bytes(once)
     assert fmt(tmp_path / "once.cad") == once
+
+
+# ---- the operator compiler, a module of its own ----
+
+def test_cadc_starts_without_the_operator_compiler(build_dir, tmp_path):
+    """The operator compiler (libclang, libLLVM) is libcadc-opc.so in the lib
+    folder beside cadc's bin folder, loaded only to compile a C file: cadc
+    without it does everything else; compiling an operator then fails with
+    a clear error (exit 2), as it does with a module that is not this
+    build's.  A .cadop file needs no compiler."""
+    op = ROOT / "algorithms" / "ops" / "complex_mul.c"
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "lib").mkdir()
+    exe = tmp_path / "bin" / "cadc"
+    shutil.copy(build_dir / "bin" / "cadc", exe)
+    run = lambda *args: subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
+    r = run("verify", ROOT / "algorithms" / "bcast_binomial.cad", "--ranks", "1..4", "--sizes", "3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run("op", "compile", op, "-o", tmp_path / "x.cadop")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"cadc: error: cannot load the operator compiler {tmp_path}/lib/libcadc-opc.so: " in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "x.cadop").exists()
+    shutil.copy(next(Path("/lib/x86_64-linux-gnu").glob("libm.so.6")), tmp_path / "lib" / "libcadc-opc.so")
+    r = run("op", "compile", op, "-o", tmp_path / "x.cadop")
+    assert r.returncode == 2 and "is not this cadc's (another build?)" in r.stderr, r.stdout + r.stderr
+    # The real one, and the .cadop it writes read back without it.
+    cadc(build_dir, "op", "compile", op, "-o", tmp_path / "x.cadop", check=0)
+    (tmp_path / "lib" / "libcadc-opc.so").unlink()
+    r = run("op", "disasm", tmp_path / "x.cadop")
+    assert r.returncode == 0 and "complex_mul" in r.stdout, r.stdout + r.stderr
