@@ -31,9 +31,7 @@ void add_common(CLI::App *cmd, OpOptions *o) {
 // The operator compiler, loaded at its first use (opc.h says why):
 // libcadc-opc.so in the lib folder beside the tool's bin folder (build/lib
 // for build/bin/cadc).
-CompileOpFile opc() {
-  static CompileOpFile fn = nullptr;
-  if (fn) return fn;
+CompileOpFile load_opc() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::string path = (exe.parent_path().parent_path() / "lib" / "libcadc-opc.so").string();
@@ -45,9 +43,17 @@ CompileOpFile opc() {
   }
   const auto *abi = static_cast<const int *>(dlsym(h, "cad_opc_abi"));
   const auto *entry = static_cast<const CompileOpFile *>(dlsym(h, "cad_opc_compile_op_file"));
-  if (!abi || !entry || *abi != kOpcAbi || !*entry)
+  if (!abi || !entry || *abi != kOpcAbi || !*entry) {
+    dlclose(h);
     throw UsageError("the operator compiler " + path + " is not this cadc's (another build?)");
-  return fn = *entry;
+  }
+  return *entry;
+}
+
+// (Loaded once; a load that threw is tried again at the next call.)
+CompileOpFile opc() {
+  static const CompileOpFile fn = load_opc();
+  return fn;
 }
 
 OpcOptions opc_options(const OpOptions &o) {
