@@ -1,7 +1,7 @@
 // userop.h - user-defined reduction operators as the rest of CAD sees
 // them: VM bytecode (kmod/uapi/cad.h) with a name, an element size and
 // whether the operator is commutative.  The C front end that produces them
-// (cadc/opc, Clang LibTooling) is linked only into the cadc tool; this part
+// (cadc/opc, Clang LibTooling) is a module only the cadc tool loads; this part
 // is in libcadc, so the runtime can read them from a .cadlib or a .cadop.
 //
 // A .cadop file (schemas/cadop.schema.json) and the "ops" of a .cadlib hold

@@ -1648,6 +1648,6 @@ bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceMana
 }  // namespace cad
 
 extern "C" {
-const int cad_opc_abi = cad::kOpcAbi;
+const unsigned long long cad_opc_abi = cad::opc_abi();
 const cad::CompileOpFile cad_opc_compile_op_file = cad::compile_op_file;
 }

@@ -1,7 +1,8 @@
 // opc.h - the operator compiler: user-defined reduction operators written
 // in a subset of C, parsed with Clang LibTooling and lowered to the
-// reduction VM of the core (kmod/uapi/cad.h).  Linked only into the cadc
-// tool; everything else sees operators as UserOp (cadc/lib/userop.h).
+// reduction VM of the core (kmod/uapi/cad.h).  A module only the cadc
+// tool loads (below); everything else sees operators as UserOp
+// (cadc/lib/userop.h).
 //
 // Pipeline, per file:
 //   1. clang parses the file as C11 (gnu11) with __CAD_OPC__ defined, so
@@ -56,9 +57,14 @@ bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceMana
 // main (44 ms for `cadc --version`, against 4 ms without them).  The
 // module takes the rest of libcadc from the tool (which exports its
 // symbols), so there is one copy of each class and table.  Its entry,
-// found with dlsym, is compile_op_file; kOpcAbi tells a module from another
-// build apart.
+// found with dlsym, is compile_op_file; opc_abi(), computed on both sides
+// from the version of this interface and the sizes of what crosses it,
+// tells a module of another build apart (cad_opc_abi holds the module's).
 constexpr int kOpcAbi = 1;
+constexpr unsigned long long opc_abi() {
+  return (((kOpcAbi * 1000003ull ^ sizeof(OpcOptions)) * 1000003ull ^ sizeof(SourceManager)) * 1000003ull ^
+          sizeof(Diagnostics)) * 1000003ull ^ sizeof(UserOp);
+}
 using CompileOpFile = bool (*)(const std::string &, const OpcOptions &, SourceManager &, Diagnostics *,
                                std::vector<UserOp> *);
 
@@ -66,6 +72,6 @@ using CompileOpFile = bool (*)(const std::string &, const OpcOptions &, SourceMa
 
 extern "C" {
 // (C names, for dlsym.)
-extern const int cad_opc_abi;
+extern const unsigned long long cad_opc_abi;
 extern const cad::CompileOpFile cad_opc_compile_op_file;
 }

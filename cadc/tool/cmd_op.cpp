@@ -41,9 +41,9 @@ CompileOpFile load_opc() {
     throw UsageError("cannot load the operator compiler " + path + ": " +
                      (ec ? ec.message() : why ? std::string(why) : "dlopen failed"));
   }
-  const auto *abi = static_cast<const int *>(dlsym(h, "cad_opc_abi"));
+  const auto *abi = static_cast<const unsigned long long *>(dlsym(h, "cad_opc_abi"));
   const auto *entry = static_cast<const CompileOpFile *>(dlsym(h, "cad_opc_compile_op_file"));
-  if (!abi || !entry || *abi != kOpcAbi || !*entry) {
+  if (!abi || !entry || *abi != opc_abi() || !*entry) {
     dlclose(h);
     throw UsageError("the operator compiler " + path + " is not this cadc's (another build?)");
   }
