@@ -55,11 +55,13 @@ bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceMana
 // a C file (cmd_op.cpp): linking libclang-cpp and libLLVM into the tool
 // cost every cadc command about 40 ms of their static constructors before
 // main (44 ms for `cadc --version`, against 4 ms without them).  The
-// module takes the rest of libcadc from the tool (which exports its
-// symbols), so there is one copy of each class and table.  Its entry,
-// found with dlsym, is compile_op_file; opc_abi(), computed on both sides
-// from the version of this interface and the sizes of what crosses it,
-// tells a module of another build apart (cad_opc_abi holds the module's).
+// module links its own copy of libcadc: the objects that cross (the
+// tool's SourceManager and Diagnostics, the UserOps it fills) are used by
+// both copies, which is sound only for the same layout, i.e. the same
+// build.  Its entry, found with dlsym, is compile_op_file; opc_abi(),
+// computed on both sides from the version of this interface and the sizes
+// of what crosses it, tells a module of another build apart (cad_opc_abi
+// holds the module's).
 constexpr int kOpcAbi = 1;
 constexpr unsigned long long opc_abi() {
   return (((kOpcAbi * 1000003ull ^ sizeof(OpcOptions)) * 1000003ull ^ sizeof(SourceManager)) * 1000003ull ^
