@@ -10,7 +10,9 @@ percentages mean anything.
 Writes the report (schemas/bench-result.schema.json) and prints a table.
 BENCH_QUICK=1: fewer repetitions (3, not 11) and iterations; --reps N sets
 the repetitions (the report test runs 2: enough to aggregate and rotate
-the engines' order in two thirds of the time of 3)."""
+the engines' order in two thirds of the time of 3).  --wakeup traces
+cad.ko's work items (wakeup_script), alone or, with --json, after the
+repetitions in the same boot (the report test does both in one boot)."""
 
 import argparse
 import datetime
@@ -58,7 +60,9 @@ def kbench_vm(build: Path, lines: list, timeout: int):
     return r
 
 
-def run_vm(build: Path, reps: int, quick: bool):
+def run_vm(build: Path, reps: int, quick: bool, wakeup: bool = False):
+    """The repetitions of every engine; with wakeup, then the trace of
+    wakeup_script() in the same boot.  (runs, the VM's result)"""
     lines = ["insmod /cad.ko"]
     if quick:
         lines.append("export BENCH_QUICK=1")
@@ -73,12 +77,14 @@ def run_vm(build: Path, reps: int, quick: bool):
                 lines.append(f"{save}; KBENCH_LABEL={e} CADRT_ENGINE=kernel {run}; {restore}")
             else:
                 lines.append(f"CADRT_ENGINE={e} {run}")
+    if wakeup:
+        lines += wakeup_script()
     lines.append("rmmod cad")
     r = kbench_vm(build, lines, timeout=3000)
     runs = [json.loads(m) for m in re.findall(r"^KBENCH (\{.*\})$", r.output, re.M)]
     if len(runs) != reps * len(ENGINES):
         sys.exit(f"expected {reps * len(ENGINES)} runs, got {len(runs)}:\n{r.output[-4000:]}")
-    return runs
+    return runs, r
 
 
 def result(name, unit, reps, params, target=None):
@@ -133,16 +139,16 @@ def report(runs):
     return results
 
 
-def wakeup_latency(build: Path):
-    """How long a copy handed to the other CPU waits for its work item to
-    start: one quick kbench run of the kernel engine (defer=2) with the
-    workqueue tracepoints on, each queueing of cad's work item paired with
-    the next start on that CPU.  Under TCG this wait is the IPI that makes
-    the other vCPU leave the code it runs, and it is what every deferred
-    copy pays before it begins."""
-    t = "/sys/kernel/tracing"
-    script = [
-        "insmod /cad.ko",
+TRACE = "/sys/kernel/tracing"
+
+
+def wakeup_script():
+    """The VM's lines that trace cad.ko's work items through one quick
+    kbench run of the kernel engine (defer=2): the workqueue tracepoints
+    on, then the trace's lines of cad's work item printed.  cad.ko is
+    loaded."""
+    t = TRACE
+    return [
         f"mount -t tracefs nodev {t}",
         f"echo 20000 > {t}/buffer_size_kb",
         *(f"echo 1 > {t}/events/workqueue/{e}/enable"
@@ -150,11 +156,17 @@ def wakeup_latency(build: Path):
         "BENCH_QUICK=1 CADRT_ENGINE=kernel cadrun -n 2 --bind core --timeout 600 kbench > /dev/null",
         f"echo 0 > {t}/tracing_on",
         f"grep defer_worker {t}/trace",
-        "rmmod cad",
     ]
-    r = kbench_vm(build, script, timeout=1500)
+
+
+def print_wakeup(output: str):
+    """How long a copy handed to the other CPU waits for its work item to
+    start, from the trace wakeup_script() printed: each queueing of cad's
+    work item paired with the next start on that CPU.  Under TCG this wait
+    is the IPI that makes the other vCPU leave the code it runs, and it is
+    what every deferred copy pays before it begins."""
     queued, started, waits, runs = {}, {}, [], []
-    for line in r.output.splitlines():
+    for line in output.splitlines():
         m = re.search(r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): "
                       r"workqueue_(queue_work|execute_start|execute_end):.*?(?:cpu=(\d+))?$", line)
         if not m:
@@ -169,7 +181,7 @@ def wakeup_latency(build: Path):
         elif cpu in started:
             runs.append(ts - started.pop(cpu))
     if not waits:
-        sys.exit(f"no work item of cad.ko was traced:\n{r.output[-4000:]}")
+        sys.exit(f"no work item of cad.ko was traced:\n{output[-4000:]}")
 
     def line(what, v):
         v = sorted(v)
@@ -182,19 +194,23 @@ def wakeup_latency(build: Path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build", type=Path)
-    what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--json", type=Path)
-    what.add_argument("--wakeup", action="store_true",
-                      help="only trace how long a copy handed to the other CPU waits for its work item, and print it")
+    ap.add_argument("--json", type=Path, help="run every engine and write the report here")
+    ap.add_argument("--wakeup", action="store_true",
+                    help="trace how long a copy handed to the other CPU waits for its work item, and print it "
+                         "(after the engines' runs, in the same boot, if --json is given too)")
     ap.add_argument("--reps", type=int, help="repetitions of every engine (default 11, 3 with BENCH_QUICK=1)")
     args = ap.parse_args()
+    if not args.json and not args.wakeup:
+        ap.error("give --json FILE, --wakeup, or both")
     if args.reps is not None and args.reps < 1:
         ap.error("--reps must be at least 1")
-    if args.wakeup:
-        wakeup_latency(args.build.resolve())
+    build = args.build.resolve()
+    if not args.json:
+        r = kbench_vm(build, ["insmod /cad.ko", *wakeup_script(), "rmmod cad"], timeout=1500)
+        print_wakeup(r.output)
         return
     quick = bool(int(os.environ.get("BENCH_QUICK", "0") or 0))
-    runs = run_vm(args.build.resolve(), args.reps or (3 if quick else 11), quick)
+    runs, vm_result = run_vm(build, args.reps or (3 if quick else 11), quick, wakeup=args.wakeup)
     results = report(runs)
     doc = {
         "benchmark": "kernel-vm",
@@ -210,6 +226,8 @@ def main():
     for r in results:
         t = f"{r['target']} {'met' if r['met'] else 'NOT met'}" if "target" in r else ""
         print(f"{r['name']:<44} {r['median']:9.2f} {r['min']:9.2f} {r['max']:9.2f}  {t}")
+    if args.wakeup:
+        print_wakeup(vm_result.output)
 
 
 if __name__ == "__main__":

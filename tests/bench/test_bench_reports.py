@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = {
@@ -199,14 +200,22 @@ KERNEL_TARGETS = {
 }
 
 
-def test_kernel_vm_report_follows_the_schema(build_dir, tmp_path):
+@pytest.fixture(scope="module")
+def kernel_vm_run(build_dir, tmp_path_factory):
+    """bench/kernel_vm.py's report (quick, 2 repetitions) and its wakeup
+    trace, in one qemu boot: (the run, the report's path)."""
+    out = tmp_path_factory.mktemp("kernel-vm") / "kernel-vm.json"
+    env = dict(os.environ, BENCH_QUICK="1")
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "kernel_vm.py"), str(build_dir), "--json", str(out),
+                          "--reps", "2", "--wakeup"], capture_output=True, text=True, timeout=900, env=env)
+    return run, out
+
+
+def test_kernel_vm_report_follows_the_schema(kernel_vm_run):
     """Every engine, the kernel one on cad.ko, in one qemu boot (quick, 2
     repetitions): the report holds the kernel-module issue's figures with
     their targets."""
-    out = tmp_path / "kernel-vm.json"
-    env = dict(os.environ, BENCH_QUICK="1")
-    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "kernel_vm.py"), str(build_dir), "--json", str(out),
-                          "--reps", "2"], capture_output=True, text=True, timeout=900, env=env)
+    run, out = kernel_vm_run
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
     schema = json.loads((ROOT / "schemas" / "bench-result.schema.json").read_text())
@@ -221,11 +230,11 @@ def test_kernel_vm_report_follows_the_schema(build_dir, tmp_path):
         assert r["name"] in run.stdout
 
 
-def test_kernel_vm_wakeup_traces_the_work_items(build_dir):
+def test_kernel_vm_wakeup_traces_the_work_items(kernel_vm_run):
     """--wakeup: cad.ko's work items, traced in the VM through a quick
-    kbench run, each queueing paired with its start on the other vCPU."""
-    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "kernel_vm.py"), str(build_dir), "--wakeup"],
-                         capture_output=True, text=True, timeout=900)
+    kbench run (after the report's, in its boot), each queueing paired
+    with its start on the other vCPU."""
+    run, _ = kernel_vm_run
     assert run.returncode == 0, run.stdout + run.stderr
     m = re.search(r"^work item queued -> started on the other vCPU: (\d+), median (\d+) us, "
                   r"10th-90th percentile (\d+)-(\d+) us, max (\d+) us$", run.stdout, re.M)
@@ -233,6 +242,12 @@ def test_kernel_vm_wakeup_traces_the_work_items(build_dir):
     count, median, p10, p90, top = map(int, m.groups())
     assert count > 0 and p10 <= median <= p90 <= top, run.stdout
     assert re.search(r"^work item running \(copies included\): \d+, median", run.stdout, re.M), run.stdout
+
+
+def test_kernel_vm_needs_json_or_wakeup(build_dir):
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "kernel_vm.py"), str(build_dir)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "give --json FILE, --wakeup, or both" in run.stderr, run.stderr
 
 
 def test_report_from_the_committed_results(tmp_path):
