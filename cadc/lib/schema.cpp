@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "pattern.h"
 #include "schemas_embedded.h"
@@ -13,11 +14,47 @@ namespace cad {
 
 namespace {
 
-std::string escape(const std::string &key) {
-  std::string out;
-  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
+// The keyword k of schema object s, or nullptr: one lookup, where
+// contains() and operator[] made two.
+const nlohmann::json *keyword(const nlohmann::json &s, std::string_view k) {
+  const auto it = s.find(k);
+  return it == s.end() ? nullptr : &*it;
 }
+
+}  // namespace
+
+// The JSON pointer of a value, rendered only when an error needs it (a
+// string per value visited was most of the validator's time: every rank's
+// cadrt_init validates the library, 2026-11-29).
+struct Schema::Where {
+  const Where *up = nullptr;
+  const std::string *key = nullptr;  // an object's member, else
+  size_t index = 0;                  // an array's item (the root has no up)
+
+  std::string render() const {
+    std::vector<const Where *> chain;
+    for (const Where *w = this; w->up; w = w->up) chain.push_back(w);
+    std::string out;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      out += '/';
+      if (!(*it)->key) {
+        out += std::to_string((*it)->index);
+        continue;
+      }
+      for (char c : *(*it)->key) {
+        if (c == '~')
+          out += "~0";
+        else if (c == '/')
+          out += "~1";
+        else
+          out += c;
+      }
+    }
+    return out;
+  }
+};
+
+namespace {
 
 std::string describe(const nlohmann::json &v) {
   switch (v.type()) {
@@ -80,8 +117,10 @@ const Schema &Schema::builtin(const std::string &name) {
 
 const nlohmann::json &Schema::resolve(const nlohmann::json &s) const {
   const nlohmann::json *cur = &s;
-  for (int depth = 0; depth < 32 && cur->is_object() && cur->contains("$ref"); depth++) {
-    const std::string ref = (*cur)["$ref"].get<std::string>();
+  for (int depth = 0; depth < 32 && cur->is_object(); depth++) {
+    const nlohmann::json *r = keyword(*cur, "$ref");
+    if (!r) break;
+    const std::string &ref = r->get_ref<const std::string &>();
     cur = &doc_.at(nlohmann::json::json_pointer(ref.substr(1)));
   }
   return *cur;
@@ -112,35 +151,38 @@ bool Schema::validate(const nlohmann::json &v, std::vector<SchemaError> *errors)
     errors->push_back({"", "nested more than " + std::to_string(kMaxJsonDepth) + " levels deep"});
     return false;
   }
-  return check(doc_, v, "", errors);
+  return check(doc_, v, Where{}, errors);
 }
 
-bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const std::string &ptr,
+bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const Where &where,
                    std::vector<SchemaError> *errors) const {
   const nlohmann::json &s = resolve(schema);
   auto fail = [&](const std::string &msg) {
-    errors->push_back({ptr, msg});
+    errors->push_back({where.render(), msg});
     return false;
   };
-  if (s.contains("const") && v != s["const"]) return fail("must be " + s["const"].dump() + ", not " + describe(v));
-  if (s.contains("enum")) {
+  if (const auto *c = keyword(s, "const"); c && v != *c) return fail("must be " + c->dump() + ", not " + describe(v));
+  if (const auto *e = keyword(s, "enum")) {
     bool found = false;
-    for (const auto &e : s["enum"]) found |= v == e;
+    for (const auto &x : *e) found |= v == x;
     if (!found) {
       std::string allowed;
-      for (const auto &e : s["enum"]) allowed += (allowed.empty() ? "" : ", ") + e.dump();
+      for (const auto &x : *e) allowed += (allowed.empty() ? "" : ", ") + x.dump();
       return fail("must be one of " + allowed + ", not " + describe(v));
     }
   }
-  if (s.contains("type") && !has_type(v, s["type"].get<std::string>()))
-    return fail("must be " + std::string(s["type"] == "integer" ? "an integer" : s["type"] == "object" ? "an object" : s["type"] == "array" ? "an array" : s["type"] == "string" ? "a string" : s["type"] == "boolean" ? "a boolean" : "a number") + ", not " + describe(v));
+  if (const auto *t = keyword(s, "type"); t && !has_type(v, t->get_ref<const std::string &>())) {
+    const std::string &name = t->get_ref<const std::string &>();
+    return fail("must be " + std::string(name == "integer" ? "an integer" : name == "object" ? "an object" : name == "array" ? "an array" : name == "string" ? "a string" : name == "boolean" ? "a boolean" : "a number") + ", not " + describe(v));
+  }
   for (const char *key : {"oneOf", "anyOf"}) {
-    if (!s.contains(key)) continue;
+    const auto *alts = keyword(s, key);
+    if (!alts) continue;
     std::vector<SchemaError> best;
     size_t matches = 0;
-    for (const auto &alt : s[key]) {
+    for (const auto &alt : *alts) {
       std::vector<SchemaError> errs;
-      if (check(alt, v, ptr, &errs)) {
+      if (check(alt, v, where, &errs)) {
         matches++;
         continue;
       }
@@ -149,11 +191,12 @@ bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const 
     }
     if (matches == 0) {
       // A value of the right general shape failed inside: report that.
-      if (!best.empty() && best.front().pointer.size() > ptr.size()) {
+      if (!best.empty() && best.front().pointer.size() > where.render().size()) {
         errors->insert(errors->end(), best.begin(), best.end());
         return false;
       }
-      return fail("must be " + (s.contains("title") ? s["title"].get<std::string>() : std::string("one of the allowed forms")) + ", not " + describe(v));
+      const auto *title = keyword(s, "title");
+      return fail("must be " + (title ? title->get<std::string>() : std::string("one of the allowed forms")) + ", not " + describe(v));
     }
     if (std::string(key) == "oneOf" && matches > 1) return fail("matches more than one allowed form");
   }
@@ -163,57 +206,62 @@ bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const 
     // has an unknown one is not of this form, and its values are not
     // looked at.  This keeps oneOf linear: the forms of an expression or a
     // statement differ in their keys, so only one form ever descends.
-    const nlohmann::json *props = s.contains("properties") ? &s["properties"] : nullptr;
-    if (s.contains("required"))
-      for (const auto &r : s["required"])
-        if (!v.contains(r.get<std::string>())) ok = fail("lacks the required \"" + r.get<std::string>() + "\"");
-    if (s.contains("dependentRequired"))
-      for (auto it = s["dependentRequired"].begin(); it != s["dependentRequired"].end(); ++it)
+    const nlohmann::json *props = keyword(s, "properties");
+    if (const auto *req = keyword(s, "required"))
+      for (const auto &r : *req)
+        if (!v.contains(r.get_ref<const std::string &>()))
+          ok = fail("lacks the required \"" + r.get<std::string>() + "\"");
+    if (const auto *dep = keyword(s, "dependentRequired"))
+      for (auto it = dep->begin(); it != dep->end(); ++it)
         if (v.contains(it.key()))
           for (const auto &r : it.value())
-            if (!v.contains(r.get<std::string>()))
+            if (!v.contains(r.get_ref<const std::string &>()))
               ok = fail("has \"" + it.key() + "\" but lacks \"" + r.get<std::string>() + "\", which goes with it");
-    const nlohmann::json *ap = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
+    const nlohmann::json *ap = keyword(s, "additionalProperties");
     if (ap && ap->is_boolean() && !ap->get<bool>())
       for (auto it = v.begin(); it != v.end(); ++it)
         if (!props || !props->contains(it.key())) ok = fail("has an unknown key \"" + it.key() + "\"");
     if (!ok) return false;
     for (auto it = v.begin(); it != v.end(); ++it) {
-      const std::string child = ptr + "/" + escape(it.key());
-      if (props && props->contains(it.key())) {
-        ok = check((*props)[it.key()], it.value(), child, errors) && ok;
+      const Where child{&where, &it.key(), 0};
+      const nlohmann::json *sub = props ? keyword(*props, it.key()) : nullptr;
+      if (sub) {
+        ok = check(*sub, it.value(), child, errors) && ok;
       } else if (ap && ap->is_object()) {
         ok = check(*ap, it.value(), child, errors) && ok;
       }
     }
   }
   if (v.is_array()) {
-    if (s.contains("minItems") && v.size() < s["minItems"].get<size_t>())
-      ok = fail("needs at least " + s["minItems"].dump() + " items, has " + std::to_string(v.size()));
-    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>())
-      ok = fail("takes at most " + s["maxItems"].dump() + " items, has " + std::to_string(v.size()));
+    if (const auto *m = keyword(s, "minItems"); m && v.size() < m->get<size_t>())
+      ok = fail("needs at least " + m->dump() + " items, has " + std::to_string(v.size()));
+    if (const auto *m = keyword(s, "maxItems"); m && v.size() > m->get<size_t>())
+      ok = fail("takes at most " + m->dump() + " items, has " + std::to_string(v.size()));
     // prefixItems: the first items' schemas, one each; items: the rest's.
     size_t first = 0;
-    if (s.contains("prefixItems")) {
-      const nlohmann::json &prefix = s["prefixItems"];
-      for (; first < prefix.size() && first < v.size(); first++)
-        ok = check(prefix[first], v[first], ptr + "/" + std::to_string(first), errors) && ok;
-      first = prefix.size();
+    if (const auto *prefix = keyword(s, "prefixItems")) {
+      for (; first < prefix->size() && first < v.size(); first++)
+        ok = check((*prefix)[first], v[first], Where{&where, nullptr, first}, errors) && ok;
+      first = prefix->size();
     }
-    if (s.contains("items"))
-      for (size_t i = first; i < v.size(); i++) ok = check(s["items"], v[i], ptr + "/" + std::to_string(i), errors) && ok;
+    if (const auto *items = keyword(s, "items"))
+      for (size_t i = first; i < v.size(); i++) ok = check(*items, v[i], Where{&where, nullptr, i}, errors) && ok;
   }
   if (v.is_string()) {
-    const std::string str = v.get<std::string>();
-    // Lengths in code points, as JSON Schema counts (the bytes that do
-    // not continue a UTF-8 sequence).
-    const size_t length = static_cast<size_t>(
-        std::count_if(str.begin(), str.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
-    if (s.contains("minLength") && length < s["minLength"].get<size_t>()) ok = fail("is too short");
-    if (s.contains("maxLength") && length > s["maxLength"].get<size_t>())
-      ok = fail(describe(v) + " is longer than " + s["maxLength"].dump() + " characters");
-    if (s.contains("pattern")) {
-      const std::string source = s["pattern"].get<std::string>();
+    const std::string &str = v.get_ref<const std::string &>();
+    const auto *min_len = keyword(s, "minLength");
+    const auto *max_len = keyword(s, "maxLength");
+    if (min_len || max_len) {
+      // Lengths in code points, as JSON Schema counts (the bytes that do
+      // not continue a UTF-8 sequence).
+      const size_t length = static_cast<size_t>(std::count_if(
+          str.begin(), str.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+      if (min_len && length < min_len->get<size_t>()) ok = fail("is too short");
+      if (max_len && length > max_len->get<size_t>())
+        ok = fail(describe(v) + " is longer than " + max_len->dump() + " characters");
+    }
+    if (const auto *pat = keyword(s, "pattern")) {
+      const std::string &source = pat->get_ref<const std::string &>();
       std::string error;
       const Pattern *p = compiled(source, &error);
       if (!p)
@@ -223,10 +271,10 @@ bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const 
     }
   }
   if (v.is_number()) {
-    if (s.contains("minimum") && v.get<double>() < s["minimum"].get<double>())
-      ok = fail("must be at least " + s["minimum"].dump());
-    if (s.contains("maximum") && v.get<double>() > s["maximum"].get<double>())
-      ok = fail("must be at most " + s["maximum"].dump());
+    if (const auto *m = keyword(s, "minimum"); m && v.get<double>() < m->get<double>())
+      ok = fail("must be at least " + m->dump());
+    if (const auto *m = keyword(s, "maximum"); m && v.get<double>() > m->get<double>())
+      ok = fail("must be at most " + m->dump());
   }
   return ok;
 }

@@ -36,7 +36,8 @@ class Schema {
   bool validate(const nlohmann::json &v, std::vector<SchemaError> *errors) const;
 
  private:
-  bool check(const nlohmann::json &s, const nlohmann::json &v, const std::string &ptr,
+  struct Where;  // the JSON pointer of a value, rendered on an error
+  bool check(const nlohmann::json &s, const nlohmann::json &v, const Where &where,
              std::vector<SchemaError> *errors) const;
   const nlohmann::json &resolve(const nlohmann::json &s) const;
   nlohmann::json doc_;
