@@ -256,7 +256,9 @@ bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const 
       // not continue a UTF-8 sequence).
       const size_t length = static_cast<size_t>(std::count_if(
           str.begin(), str.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
-      if (min_len && length < min_len->get<size_t>()) ok = fail("is too short");
+      if (min_len && length < min_len->get<size_t>())
+        ok = fail(describe(v) + " is shorter than " + min_len->dump() + " character" +
+                  (min_len->get<size_t>() == 1 ? "" : "s"));
       if (max_len && length > max_len->get<size_t>())
         ok = fail(describe(v) + " is longer than " + max_len->dump() + " characters");
     }

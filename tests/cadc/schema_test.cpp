@@ -56,7 +56,26 @@ TEST(Schema, MaxLengthCountsCharacters) {
   const auto e = errors_of(schema, "abcde");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].message, "the string \"abcde\" is longer than 4 characters");
-  EXPECT_EQ(errors_of(R"({"type": "string", "minLength": 2})", "\xc3\xa9").size(), 1u);  // 1 character
+  const auto short_one = errors_of(R"({"type": "string", "minLength": 2})", "\xc3\xa9");  // 1 character
+  ASSERT_EQ(short_one.size(), 1u);
+  EXPECT_EQ(short_one[0].message, "the string \"\xc3\xa9\" is shorter than 2 characters");
+  EXPECT_EQ(errors_of(R"({"type": "string", "minLength": 1})", "")[0].message,
+            "the string \"\" is shorter than 1 character");
+}
+
+// An error's JSON pointer (rendered only when there is an error): object
+// keys with '/' and '~' escaped as ~1 and ~0, array indexes in decimal.
+TEST(Schema, ErrorPointersEscapeKeys) {
+  const char *schema = R"({"type": "object", "additionalProperties": {"type": "object",
+                           "additionalProperties": {"type": "array", "items": {"type": "integer"}}}})";
+  EXPECT_TRUE(errors_of(schema, nlohmann::json::parse(R"({"a/b": {"c~d": [1, 2]}})")).empty());
+  const auto e = errors_of(schema, nlohmann::json::parse(R"({"a/b": {"c~d": [1, 2, "x"]}})"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].pointer, "/a~1b/c~0d/2");
+  EXPECT_EQ(e[0].message, "must be an integer, not the string \"x\"");
+  const auto root = errors_of(schema, nlohmann::json::parse("[]"));
+  ASSERT_EQ(root.size(), 1u);
+  EXPECT_EQ(root[0].pointer, "");
 }
 
 TEST(Schema, PrefixItemsThenItems) {
