@@ -399,4 +399,51 @@ const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec
   return nullptr;
 }
 
+std::vector<std::string> calls_without_algorithm(const Library &lib) {
+  std::vector<std::string> out;
+  for (size_t c = 0; c <= static_cast<size_t>(Collective::Barrier); c++) {
+    const Collective coll = static_cast<Collective>(c);
+    const CollectiveInfo &info = collective_info(coll);
+    const Algorithm *any = nullptr;
+    for (const Algorithm *a : lib.algorithms)
+      if (a->collective == coll) any = a;
+    if (!any) continue;
+    std::vector<int64_t> counts = {0, 1, 7, 100};
+    for (const Rule &r : lib.rules) {
+      if (r.collective != coll) continue;
+      counts.push_back(r.min_bytes);
+      if (r.min_bytes > 0) counts.push_back(r.min_bytes - 1);
+      if (r.max_bytes < INT64_MAX) {
+        counts.push_back(r.max_bytes);
+        counts.push_back(r.max_bytes + 1);
+      }
+    }
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    // The first call of the grid without an algorithm, if any.
+    auto first_lacking = [&](InstanceSpec *spec) {
+      spec->dtype = CAD_DT_UINT8;
+      spec->op = CAD_OP_SUM;
+      for (spec->P = 1; spec->P <= 33; spec->P++)
+        for (const int64_t n : counts)
+          for (int commutative = 1; commutative >= (info.reducing ? 0 : 1); commutative--)
+            for (int inplace = 0; inplace <= (info.inplace_ok ? 1 : 0); inplace++)
+              for (int64_t root = 0; root < (info.rooted ? spec->P : 1);
+                   root = spec->P <= 8 || root == spec->P - 1 ? root + 1 : spec->P - 1) {
+                spec->n = n;
+                spec->root = root;
+                spec->inplace = inplace;
+                spec->commutative = commutative;
+                spec->params.clear();
+                InstanceSpec call = *spec;
+                if (!select_algorithm(lib, coll, &call)) return true;
+              }
+      return false;
+    };
+    InstanceSpec spec;
+    if (first_lacking(&spec)) out.push_back(std::string(info.name) + " " + spec.describe(*any));
+  }
+  return out;
+}
+
 }  // namespace cad

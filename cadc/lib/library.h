@@ -83,6 +83,16 @@ bool load_library_text(const std::string &path, const std::string &text, Library
 const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec,
                                   std::string *error = nullptr);
 
+// Calls the rules give no algorithm, at most one per collective that has
+// algorithms, each as "reduce_scatter_block P=3 n=1 noncommutative": a
+// grid, not a proof -- P = 1..33, every root for rooted collectives up to
+// P = 8 (0 and P - 1 beyond), counts 0, 1, 7, 100 and each rule's byte
+// bounds and one past them, commutative or not (reducing collectives), in
+// place or not (where MPI has it), u8 elements with sum (built-in: no rule
+// by op applies), a flat topology.  cadc build refuses a library with one
+// (the runtime would fail such a call with -ENOTSUP).
+std::vector<std::string> calls_without_algorithm(const Library &lib);
+
 // Whether a can run a call with spec's op: an algorithm written for a
 // user-defined operator (it names one in a reduction) takes only that one.
 bool takes_op(const Algorithm &a, const InstanceSpec &spec);

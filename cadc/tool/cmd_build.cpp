@@ -134,8 +134,14 @@ void add_build(CLI::App &app, Runner *run) {
       } else {
         try {
           rules = nlohmann::json::parse(rules_text);
-          std::vector<Rule> parsed;
-          read_rules(rules, rules_path.string(), algs, user_ops, &parsed, &s.diags);
+          Library lib;
+          if (read_rules(rules, rules_path.string(), algs, user_ops, &lib.rules, &s.diags)) {
+            lib.algorithms = algs;
+            for (const std::string &call : calls_without_algorithm(lib))
+              s.diags.error(Code::Library, Loc(),
+                            rules_path.string() + ": no rule gives an algorithm to " + call +
+                                " (the runtime would fail such a call with -ENOTSUP)");
+          }
         } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
           s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + e.what());
         }

@@ -236,6 +236,34 @@ def test_build_refuses_bad_rules_and_missing_sweeps(build_dir, tmp_path):
     assert "declares no sweep" in run.stderr and not out.exists()
 
 
+def test_build_refuses_rules_that_leave_calls_without_an_algorithm(build_dir, tmp_path):
+    out = tmp_path / "x.cadlib"
+    # The ring requires a commutative op: a non-commutative call finds nothing.
+    d = _library_dir(tmp_path, ["reduce_scatter_block_ring.cad"],
+                     {"rules": [{"collective": "reduce_scatter_block", "use": "reduce_scatter_block_ring"}]})
+    run = cadc(build_dir, "build", d, "-o", out, check=1)
+    assert ("rules.json: no rule gives an algorithm to reduce_scatter_block P=1 n=0 noncommutative "
+            "(the runtime would fail such a call with -ENOTSUP) [CAD-E040]") in run.stderr and not out.exists()
+    # With the rank-order algorithm after it, every call has one.
+    shutil.copy(ROOT / "algorithms" / "reduce_scatter_block_linear.cad", d)
+    (d / "rules.json").write_text(json.dumps({"rules": [
+        {"collective": "reduce_scatter_block", "use": "reduce_scatter_block_ring"},
+        {"collective": "reduce_scatter_block", "use": "reduce_scatter_block_linear"}]}))
+    cadc(build_dir, "build", d, "-o", out)
+    assert out.exists()
+    # A gap just past a rule's byte bound: the catch-all requires 11 bytes.
+    out.unlink()
+    shutil.rmtree(d)
+    d = _library_dir(tmp_path, ["bcast_linear.cad"], {"rules": [
+        {"collective": "bcast", "max_bytes": 9, "use": "bcast_linear"},
+        {"collective": "bcast", "use": "bcast_big"}]})
+    (d / "bcast_big.cad").write_text((d / "bcast_linear.cad").read_text().replace(
+        "algorithm bcast_linear : bcast\n  sweep ranks 1..33 sizes 0, 1, 7, 100 roots all",
+        "algorithm bcast_big : bcast\n  requires n * esize >= 11\n  sweep ranks 1..3 sizes 11, 20 roots all"))
+    run = cadc(build_dir, "build", d, "-o", out, check=1)
+    assert "no rule gives an algorithm to bcast P=1 n=10 root=0 (the runtime" in run.stderr and not out.exists()
+
+
 # ---- hostile input: clear errors, no crash, no hang ----
 
 def test_source_files_must_be_utf8(build_dir, tmp_path):
