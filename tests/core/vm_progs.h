@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * vm_progs.h - user-defined operators written by hand in VM code, until
- * the operator compiler exists: the VM tests run them against plain C
- * (ref_fpu.c) and bench/core_bench measures them against native code.
+ * vm_progs.h - user-defined operators written by hand in VM code, apart
+ * from the operator compiler (cadc/opc), so the core's tests need no
+ * compiler: the VM tests run them against plain C (ref_fpu.c) and
+ * bench/core_bench measures them against native code.
  */
 #ifndef CAD_VM_PROGS_H
 #define CAD_VM_PROGS_H

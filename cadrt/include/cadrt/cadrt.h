@@ -20,7 +20,7 @@
  *                               bcast_chain_pipeline:seg=8192), overriding
  *                               the rules; read at a communicator's first
  *                               call with given arguments
- *   CADRT_ENGINE=poll|thread|signal|auto   see README.md, "Engines"
+ *   CADRT_ENGINE=poll|thread|signal|kernel|auto   see README.md, "Engines"
  *   CADRT_THREAD_SPIN=1         the progress thread spins instead of sleeping
  *   CADRT_THREAD_CPU=N          pin the progress thread to CPU N
  *   CADRT_TOPOLOGY=FILE         a topology file (cadc topo) instead of hwloc
@@ -92,7 +92,7 @@ int cadrt_finalize(void);
  */
 typedef int (*cadrt_allgather_fn)(void *ctx, const void *mine, void *all, size_t bytes);
 int cadrt_init_job(int rank, int size, cadrt_allgather_fn allgather, void *ctx);
-/* The engine in use: "poll", "thread" or "signal". */
+/* The engine in use: "poll", "thread", "signal" or "kernel". */
 const char *cadrt_engine(void);
 
 /* ---- User-defined operators ------------------------------------------ */
