@@ -27,19 +27,11 @@ void add_compile(CLI::App &app, Runner *run) {
     *run = [opt] {
       Session s;
       s.json = opt->json;
-      Module m;
-      if (!load_instance_ops(s, &opt->inst) || !load_module(s, opt->file, &m, true, opt->inst.ops)) return report(s);
-      auto algs = select(m, opt->inst.algorithm);
-      if (algs.size() > 1) throw UsageError(opt->file + " defines several algorithms: choose one with --algorithm");
-      const Algorithm &a = *algs[0];
-      InstanceSpec spec = single_instance(opt->inst, a);
-      Instantiator in(a, spec, &s.diags);
-      if (in.ok() && !in.applicable()) {
-        Diagnostic &d = s.diags.error(Code::NeverHolds, in.failed_requirement()->cond->loc,
-                                      "this requirement does not hold for the instance");
-        d.instance = spec.describe(a);
-      }
-      if (!in.ok() || !in.applicable()) return report(s);
+      SingleInstance one;
+      if (!load_single_instance(s, opt->file, &opt->inst, &one)) return report(s);
+      const Algorithm &a = *one.alg;
+      const InstanceSpec &spec = one.spec;
+      const Instantiator &in = *one.in;
       std::error_code ec;
       std::filesystem::create_directories(opt->out_dir, ec);
       if (ec) throw UsageError("cannot create " + opt->out_dir + ": " + ec.message());

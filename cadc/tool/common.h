@@ -58,5 +58,6 @@ void add_dot(CLI::App &app, Runner *run);
 void add_build(CLI::App &app, Runner *run);
 void add_topo(CLI::App &app, Runner *run);
 void add_op(CLI::App &app, Runner *run);
+void add_simulate(CLI::App &app, Runner *run);
 
 }  // namespace cad::tool

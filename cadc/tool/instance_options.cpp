@@ -127,4 +127,33 @@ InstanceSpec single_instance(const InstanceOptions &o, const Algorithm &a) {
   return spec;
 }
 
+bool load_single_instance(Session &s, const std::string &file, InstanceOptions *o, SingleInstance *out) {
+  if (!load_instance_ops(s, o) || !load_module(s, file, &out->m, true, o->ops)) return false;
+  auto algs = select(out->m, o->algorithm);
+  if (algs.size() > 1) throw UsageError(file + " defines several algorithms: choose one with --algorithm");
+  out->alg = algs[0];
+  out->spec = single_instance(*o, *out->alg);
+  out->in = std::make_unique<Instantiator>(*out->alg, out->spec, &s.diags);
+  const Instantiator &in = *out->in;
+  if (in.ok() && !in.applicable()) {
+    Diagnostic &d = s.diags.error(Code::NeverHolds, in.failed_requirement()->cond->loc,
+                                  "this requirement does not hold for the instance");
+    d.instance = out->spec.describe(*out->alg);
+  }
+  return in.ok() && in.applicable();
+}
+
+std::string op_text(const RankProgram &p, const RankOp &o) {
+  auto range = [&](int32_t b, uint64_t off) {
+    return p.buffers[b].name + "[" + std::to_string(off / p.esize) + ":" + std::to_string((off + o.len) / p.esize) + "]";
+  };
+  switch (o.kind) {
+    case CAD_NODE_SEND: return "send " + range(o.src, o.src_off) + " → " + std::to_string(o.peer);
+    case CAD_NODE_RECV: return "recv " + range(o.dst, o.dst_off) + " ← " + std::to_string(o.peer);
+    case CAD_NODE_COPY: return "copy " + range(o.dst, o.dst_off) + " ← " + range(o.src, o.src_off);
+    case CAD_NODE_REDUCE: return std::string("reduce ") + cad_op_name(o.op) + " " + range(o.dst, o.dst_off) + " ← " + range(o.src, o.src_off);
+    default: return "fence";
+  }
+}
+
 }  // namespace cad::tool

@@ -1,8 +1,9 @@
 // instance_options.h - the options that describe instances, shared by
-// compile, verify and dot: --ranks, --size(s), --root(s), --param k=v,
+// compile, verify, dot and simulate: --ranks, --size(s), --root(s), --param k=v,
 // --topology, --inplace, --dtype, --op, --algorithm.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,27 @@ void add_instance_options(CLI::App *cmd, InstanceOptions *o, bool single);
 // throws UsageError if the name matches none.
 std::vector<const Algorithm *> select(const Module &m, const std::string &name);
 
-// One instance from single-valued options (compile, dot).
+// One instance from single-valued options (compile, dot, simulate).
 InstanceSpec single_instance(const InstanceOptions &o, const Algorithm &a);
+
+// One instance of the one algorithm of a file (compile, dot, simulate):
+// the --ops operators and the file loaded, the algorithm --algorithm
+// selects, its instance from the single-valued options.
+struct SingleInstance {
+  Module m;
+  const Algorithm *alg = nullptr;
+  InstanceSpec spec;
+  std::unique_ptr<Instantiator> in;
+};
+
+// false (reported into s) on errors in the files, or when the instance's
+// requirements do not hold (CAD-E009 at the one that does not); throws
+// UsageError on bad options, or if the file defines several algorithms
+// and --algorithm names none.
+bool load_single_instance(Session &s, const std::string &file, InstanceOptions *o, SingleInstance *out);
+
+// An operation as text: "send buf[0:8] → 1", "reduce sum recvbuf[0:4] ← tmp[4:8]".
+std::string op_text(const RankProgram &p, const RankOp &o);
 
 // The op and datatype of --dtype, --op for algorithm a: a built-in op, or
 // a user-defined operator of --ops (commutative or not as it declares);

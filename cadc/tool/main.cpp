@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
   add_topo(app, &run);
   add_build(app, &run);
   add_op(app, &run);
+  add_simulate(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -112,6 +112,64 @@ def test_dot_draws_every_rank_and_every_message(build_dir):
     assert dot.count("style=dashed") == messages
 
 
+# ---- simulate ----
+
+def test_simulate_prices_an_instance(build_dir):
+    alg = ROOT / "algorithms" / "bcast_linear.cad"
+    out = cadc(build_dir, "simulate", alg, "--ranks", 2, "--size", 1000, "--alpha", 1000, "--beta", 1, check=0).stdout
+    # One message: its handshake, then 4000 bytes (i32) at 1 ns each.
+    assert out.startswith("bcast_linear P=2 n=1000 root=0: 5 us\n"), out
+    assert "alpha 1000 ns per message, beta 1 ns/B copied" in out
+    assert "critical path: 1 operation, 1 message: 4 us copying, 0 ns reducing, 1 us in handshakes" in out
+    doc = json.loads(cadc(build_dir, "simulate", alg, "--ranks", 4, "--size", 1000, "--alpha", 1000, "--beta", 1,
+                          "--json", "--timeline", check=0).stdout)
+    assert doc["time_ns"] == 5000 and doc["instance"] == "P=4 n=1000 root=0"
+    assert [r["busy_ns"] for r in doc["ranks"]] == [0, 5000, 5000, 5000]  # every receiver reads at once
+    assert len(doc["timeline"]) == 6 and doc["critical_path"][0]["at"].endswith("bcast_linear.cad:14:7")
+    assert doc["diagnostics"] == []
+    # The timeline: each receiver's own CPU copies (by receiver).
+    tl = cadc(build_dir, "simulate", alg, "--ranks", 4, "--size", 1000, "--alpha", 1000, "--beta", 1, "--timeline",
+              check=0).stdout
+    assert "cpu 2  send buf[0:1000] → 2" in tl
+
+
+def test_simulate_shows_the_pipeline_and_its_segment_size(build_dir):
+    alg = ROOT / "algorithms" / "bcast_chain_pipeline.cad"
+    times = {}
+    for seg in (1000, 10000, 100000):
+        doc = json.loads(cadc(build_dir, "simulate", alg, "--ranks", 4, "--size", 100000, "--param", f"seg={seg}",
+                              "--json", check=0).stdout)
+        times[seg] = doc["time_ns"]
+    # alpha 4.9 us, beta 0.18 ns/B (the defaults): (P - 2 + segments)
+    # (alpha + beta seg); 400 kB in one piece crosses 3 links one after
+    # another, in 100 pieces alpha adds up.
+    for seg, t in times.items():
+        assert t == pytest.approx((2 + 100000 // seg) * (4900 + 0.18 * 4 * seg)), times
+    assert times[10000] < times[100000] and times[10000] < times[1000], times
+
+
+def test_simulate_runs_every_standard_algorithm(build_dir):
+    for alg in ALGORITHMS:
+        extra = ["--topology", ROOT / "algorithms" / "topologies" / "two-socket.json"] if "hier" in alg.name else []
+        doc = json.loads(cadc(build_dir, "simulate", alg, "--ranks", 5, "--size", 1000, "--json", *extra,
+                              check=0).stdout)
+        assert doc["time_ns"] > 0 and len(doc["ranks"]) == 5, alg
+
+
+def test_simulate_only_what_verifies(build_dir, tmp_path):
+    cases = ROOT / "tests" / "cli" / "cases"
+    run = cadc(build_dir, "simulate", cases / "e034_deadlock.cad", "--ranks", 2, "--size", 3, check=1)
+    assert "[CAD-E034]" in run.stderr and run.stdout == ""
+    run = cadc(build_dir, "simulate", ROOT / "algorithms" / "allreduce_ring.cad", "--ranks", 3, "--size", 9,
+               "--noncommutative", check=1)
+    assert "this requirement does not hold for the instance [CAD-E009]" in run.stderr
+    alg = ROOT / "algorithms" / "bcast_linear.cad"
+    for bad in (["--alpha", "-1"], ["--beta", "fast"], ["--ranks", "0"], ["--gamma", "1e13"]):
+        run = cadc(build_dir, "simulate", alg, "--size", 4, *(["--ranks", 2] if bad[0] != "--ranks" else []), *bad,
+                   check=2)
+        assert run.stderr and run.stdout == "", bad
+
+
 # ---- verify ----
 
 def test_verify_json_reports_each_instance(build_dir):

@@ -43,6 +43,7 @@
 #include "library.h"
 #include "parser.h"
 #include "printer.h"
+#include "simulate.h"
 #include "spec.h"
 #include "topology.h"
 #include "userop.h"
@@ -156,6 +157,20 @@ void operators(const std::string &text) {
 // the code that enforces them is the same.
 const cad::Limits kLimits = {1u << 16, 1u << 12, 1u << 14};
 
+// cadc simulate's model on what verified: every operation ends, by the
+// time, which the critical path reaches.
+void simulate_verified(const cad::Algorithm &a, const cad::InstanceSpec &spec, const cad::SourceManager &sm) {
+  cad::Diagnostics diags;
+  cad::Instantiator in(a, spec, &diags);
+  std::vector<cad::RankProgram> progs;
+  if (!in.ok() || !in.applicable() || !cad::instantiate_all(in, sm, &diags, &progs)) abort();  // it verified
+  const cad::Simulation sim = cad::simulate(progs, cad::match_messages(progs), cad::CostModel());
+  if (!(sim.time >= 0) || (sim.ops.empty() != sim.critical.empty())) abort();
+  for (const cad::SimOp &o : sim.ops)
+    if (!(o.end >= o.start && o.start >= o.ready && o.end <= sim.time)) abort();
+  if (!sim.critical.empty() && sim.ops[sim.critical.back()].end != sim.time) abort();
+}
+
 void verify_small(const cad::Algorithm &a, const cad::SourceManager &sm) {
   const cad::CollectiveInfo &info = cad::collective_info(a.collective);
   for (int64_t P = 1; P <= 3; P++)
@@ -168,8 +183,9 @@ void verify_small(const cad::Algorithm &a, const cad::SourceManager &sm) {
       spec.commutative = !info.reducing;
       spec.limits = kLimits;
       cad::Diagnostics diags;
-      (void)cad::verify_instance(a, spec, sm, &diags);
+      const bool verified = cad::verify_instance(a, spec, sm, &diags).outcome == cad::Outcome::Verified;
       render(sm, diags);
+      if (verified) simulate_verified(a, spec, sm);
     }
 }
 

@@ -1,0 +1,170 @@
+// simulate.cpp - see simulate.h.  A discrete-event simulation: a unit is
+// a local operation or a message (its two operations together); it becomes
+// available to its CPU when its predecessors are done, and each CPU takes, whenever it is idle after the events of
+// a moment, the available unit that came first (ties: the lowest global
+// id, that is the lower rank, then program order).
+#include "simulate.h"
+
+#include <algorithm>
+#include <queue>
+#include <tuple>
+
+#include "../../kmod/core/cad_core.h"
+
+namespace cad {
+
+namespace {
+
+constexpr uint64_t kNoOp = SimOp::kNone;
+
+class Simulator {
+ public:
+  Simulator(const std::vector<RankProgram> &progs, const Matching &match, const CostModel &model)
+      : progs_(progs), match_(match), model_(model) {}
+
+  Simulation run() {
+    const uint64_t N = match_.base.back();
+    sim_.ops.assign(N, SimOp());
+    sim_.ranks.assign(progs_.size(), SimRank());
+    remaining_.assign(N, 0);
+    cost_.assign(N, 0);
+    for (uint32_t r = 0; r < progs_.size(); r++)
+      for (uint32_t e : progs_[r].edges) remaining_[match_.base[r] + e]++;
+    cpu_queue_.resize(progs_.size());
+    cpu_busy_.assign(progs_.size(), false);
+    cpu_last_.assign(progs_.size(), kNoOp);
+    for (uint64_t g = 0; g < N; g++)  // (a message whose sides both start ready: once)
+      if (remaining_[g] == 0 && !(partner(g) < g && remaining_[partner(g)] == 0)) became_ready(g, 0);
+    while (!events_.empty()) {
+      const double now = std::get<0>(events_.top());
+      while (!events_.empty() && std::get<0>(events_.top()) == now) {
+        const auto [t, kind, u] = events_.top();
+        events_.pop();
+        if (kind == kDone) done(u, t);
+        else available(u, t);
+      }
+      for (uint32_t r = 0; r < progs_.size(); r++)
+        if (!cpu_busy_[r] && !cpu_queue_[r].empty()) start(r, now);
+    }
+    uint64_t last = kNoOp;
+    for (uint64_t g = 0; g < N; g++) {
+      const SimOp &o = sim_.ops[g];
+      SimRank &rk = sim_.ranks[rank_of(g)];
+      rk.done = std::max(rk.done, o.end);
+      if (last == kNoOp || o.end > sim_.ops[last].end) last = g;
+    }
+    for (const SimRank &rk : sim_.ranks) sim_.time = std::max(sim_.time, rk.done);
+    for (uint64_t g = last; g != kNoOp; g = sim_.ops[g].after) sim_.critical.push_back(g);
+    std::reverse(sim_.critical.begin(), sim_.critical.end());
+    return std::move(sim_);
+  }
+
+ private:
+  enum Kind { kDone = 0, kAvailable = 1 };  // at one moment, completions first
+  using Event = std::tuple<double, int, uint64_t>;
+  using Waiting = std::pair<double, uint64_t>;  // available since, unit
+
+  uint32_t rank_of(uint64_t g) const {
+    return static_cast<uint32_t>(std::upper_bound(match_.base.begin(), match_.base.end(), g) - match_.base.begin() - 1);
+  }
+  const RankOp &op(uint64_t g) const {
+    const uint32_t r = rank_of(g);
+    return progs_[r].ops[g - match_.base[r]];
+  }
+  uint64_t partner(uint64_t g) const {
+    const RankOp &o = op(g);
+    if (o.kind != CAD_NODE_SEND && o.kind != CAD_NODE_RECV) return kNoOp;
+    const uint64_t p = match_.partner[g];
+    return p == Matching::kUnmatched ? kNoOp : p;
+  }
+  // A unit's id: its lower global id.
+  uint64_t unit_of(uint64_t g) const { return std::min(g, partner(g)); }
+
+  void became_ready(uint64_t g, double t) {
+    const uint64_t p = partner(g);
+    if (p != kNoOp && remaining_[p] != 0) return;  // the other side is not
+    const uint64_t u = unit_of(g);
+    sim_.ops[u].ready = t;
+    if (p != kNoOp) sim_.ops[u].after = sim_.ops[g].after;  // the side that came last
+    events_.emplace(t, kAvailable, u);
+  }
+
+  void available(uint64_t u, double t) {
+    const uint64_t p = partner(u);
+    const RankOp &o = op(u);
+    double cost = 0;
+    int32_t cpu = -1;
+    if (p != kNoOp) {
+      const uint64_t send = o.kind == CAD_NODE_SEND ? u : p, recv = send == u ? p : u;
+      cost = model_.alpha_ns + model_.beta_ns * static_cast<double>(o.len);
+      cpu = static_cast<int32_t>(rank_of(op(send).flags == CAD_XFER_SENDER_WRITES ||
+                                                 op(recv).flags == CAD_XFER_SENDER_WRITES
+                                             ? send
+                                             : recv));
+    } else if (o.kind == CAD_NODE_COPY || o.kind == CAD_NODE_REDUCE) {
+      cost = (o.kind == CAD_NODE_COPY ? model_.beta_ns : model_.gamma_ns) * static_cast<double>(o.len);
+      cpu = static_cast<int32_t>(rank_of(u));
+    }
+    SimOp &s = sim_.ops[u];
+    if (cost <= 0) {  // nothing for a CPU to do
+      s.start = s.end = t;
+      events_.emplace(t, kDone, u);
+      return;
+    }
+    s.cpu = cpu;
+    cost_[u] = cost;
+    cpu_queue_[cpu].emplace(t, u);
+  }
+
+  void start(uint32_t r, double now) {
+    const auto [since, u] = cpu_queue_[r].top();
+    cpu_queue_[r].pop();
+    SimOp &s = sim_.ops[u];
+    if (now > since) s.after = cpu_last_[r];  // it waited for the CPU
+    const double cost = cost_[u];
+    s.start = now;
+    s.end = now + cost;
+    cpu_busy_[r] = true;
+    cpu_last_[r] = u;
+    sim_.ranks[r].busy += cost;
+    if (partner(u) != kNoOp) sim_.ranks[r].copied += op(u).len;
+    events_.emplace(s.end, kDone, u);
+  }
+
+  void done(uint64_t u, double t) {
+    const SimOp &s = sim_.ops[u];
+    if (s.cpu >= 0) cpu_busy_[s.cpu] = false;
+    const uint64_t p = partner(u);
+    if (p != kNoOp) sim_.ops[p] = s;
+    for (uint64_t g : {u, p}) {
+      if (g == kNoOp) continue;
+      const uint32_t r = rank_of(g);
+      const RankProgram &prog = progs_[r];
+      const uint32_t i = static_cast<uint32_t>(g - match_.base[r]);
+      for (uint32_t e = prog.edge_first[i]; e < prog.edge_first[i + 1]; e++) {
+        const uint64_t y = match_.base[r] + prog.edges[e];
+        sim_.ops[y].after = g;  // the last predecessor to finish, when it reaches 0
+        if (--remaining_[y] == 0) became_ready(y, t);
+      }
+    }
+  }
+
+  const std::vector<RankProgram> &progs_;
+  const Matching &match_;
+  const CostModel &model_;
+  Simulation sim_;
+  std::vector<uint32_t> remaining_;  // predecessors not done, by global id
+  std::vector<double> cost_;         // CPU time of a unit, by its id
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::vector<std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>>> cpu_queue_;
+  std::vector<bool> cpu_busy_;
+  std::vector<uint64_t> cpu_last_;  // the unit the CPU ran last
+};
+
+}  // namespace
+
+Simulation simulate(const std::vector<RankProgram> &progs, const Matching &match, const CostModel &model) {
+  return Simulator(progs, match, model).run();
+}
+
+}  // namespace cad

@@ -1,0 +1,59 @@
+// simulate.h - what an instance of an algorithm would cost on a node
+// under a simple model (cadc simulate): every rank has one CPU, which
+// does that rank's work one operation at a time, in the order the work
+// became ready (ties: the lower rank, then program order).
+//   - COPY of b bytes: beta * b of the rank's CPU; REDUCE: gamma * b;
+//     a NOP (a join, a fence): nothing.
+//   - A message (a matched send and receive) is ready when both its
+//     operations are (all their predecessors done); then the copier's CPU
+//     spends alpha on it (the system call, the handshake, the matching)
+//     and beta * b copying its b bytes -- the receiver's CPU, unless the
+//     program says the sender writes (KNEM's direction control, as cadrt
+//     and cad.ko do it); both sides complete then.  The other side's CPU
+//     is free meanwhile.
+// This is the model bench/seg_bench.c fits (a pipelined chain costs
+// (P - 2 + segments) (alpha + beta seg)), with the per-CPU contention a
+// formula leaves out: a rank's CPU is the bottleneck where many copies
+// land on it, and a pipeline's stages overlap as far as the dependencies
+// and the CPUs let them.  The instance must have passed verify_instance
+// (matching, no deadlock): simulate() assumes it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "instance.h"
+#include "verify.h"
+
+namespace cad {
+
+struct CostModel {
+  double alpha_ns = 4900;  // per message (bench/results/segments.json's fit on the 2-core VM)
+  double beta_ns = 0.18;   // per byte copied (ibid.)
+  double gamma_ns = 0.25;  // per byte reduced (a round figure: a sum streams two inputs)
+};
+
+struct SimOp {
+  double ready = 0;        // all its predecessors done (a message: both sides')
+  double start = 0, end = 0;  // its CPU work (a message: alpha and the copy)
+  int32_t cpu = -1;        // whose CPU did the work, -1 none
+  uint64_t after = kNone;  // what it waited for last: a predecessor or the CPU's previous job
+  static constexpr uint64_t kNone = ~uint64_t{0};
+};
+
+struct SimRank {
+  double done = 0;         // its last operation's end
+  double busy = 0;         // its CPU's time at work
+  uint64_t copied = 0;     // bytes its CPU copied for messages (in or out)
+};
+
+struct Simulation {
+  double time = 0;                // the last rank's end, ns
+  std::vector<SimOp> ops;         // by global id (Matching::base); a message's two sides alike
+  std::vector<SimRank> ranks;
+  std::vector<uint64_t> critical; // global ids, first to last: the chain that set the time
+};
+
+Simulation simulate(const std::vector<RankProgram> &progs, const Matching &match, const CostModel &model);
+
+}  // namespace cad

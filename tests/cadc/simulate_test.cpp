@@ -1,0 +1,174 @@
+// simulate_test.cpp - the cost model of cadc/lib/simulate.h on instances
+// whose times follow by hand: alpha + beta per byte of the copier's CPU
+// per message (the receiver's unless the sender writes), beta per byte
+// copied locally, gamma per byte reduced, one CPU per rank.
+#include <gtest/gtest.h>
+
+#include "helpers.h"
+#include "simulate.h"
+#include "verify.h"
+
+namespace {
+
+using cad_test::Compiled;
+using cad_test::spec;
+
+constexpr double kAlpha = 1000, kBeta = 2, kGamma = 3;
+
+cad::Simulation run(const std::string &text, int64_t P, int64_t n, int64_t root = 0,
+                    std::vector<std::pair<std::string, int64_t>> params = {}) {
+  Compiled c(text);
+  EXPECT_TRUE(c.ok()) << c.errors();
+  cad::InstanceSpec s = spec(P, n, root);
+  s.params = std::move(params);
+  cad::Diagnostics d;
+  EXPECT_EQ(cad::verify_instance(c.alg(), s, c.sm, &d).outcome, cad::Outcome::Verified);
+  cad::Instantiator in(c.alg(), s, &d);
+  std::vector<cad::RankProgram> progs;
+  EXPECT_TRUE(cad::instantiate_all(in, c.sm, &d, &progs));
+  const cad::Matching m = cad::match_messages(progs);
+  cad::CostModel model;
+  model.alpha_ns = kAlpha;
+  model.beta_ns = kBeta;
+  model.gamma_ns = kGamma;
+  cad::Simulation sim = cad::simulate(progs, m, model);
+  // The critical path ends at the time, and each link starts where the
+  // one before ended.
+  EXPECT_FALSE(sim.critical.empty());
+  if (!sim.critical.empty()) {
+    EXPECT_DOUBLE_EQ(sim.ops[sim.critical.back()].end, sim.time);
+  }
+  for (size_t i = 1; i < sim.critical.size(); i++)
+    EXPECT_DOUBLE_EQ(sim.ops[sim.critical[i]].start, sim.ops[sim.critical[i - 1]].end);
+  return sim;
+}
+
+const char *kLinear = R"(
+algorithm lin : bcast
+{
+  if rank == root {
+    for i in 1 .. P {
+      send buf to (root + i) % P
+    }
+  } else {
+    recv buf from root
+  }
+}
+)";
+
+TEST(Simulate, OneMessageIsAlphaPlusItsCopy) {
+  const cad::Simulation s = run(kLinear, 2, 100);  // i32: 400 bytes
+  EXPECT_DOUBLE_EQ(s.time, kAlpha + kBeta * 400);
+  EXPECT_DOUBLE_EQ(s.ranks[0].busy, 0);  // the receiver reads
+  EXPECT_DOUBLE_EQ(s.ranks[1].busy, kAlpha + kBeta * 400);
+  EXPECT_EQ(s.ranks[1].copied, 400u);
+}
+
+TEST(Simulate, ReceiversThatReadCopyAtOnce) {
+  // Every receiver's own CPU copies: three copies side by side.
+  const cad::Simulation s = run(kLinear, 4, 100);
+  EXPECT_DOUBLE_EQ(s.time, kAlpha + kBeta * 400);
+  EXPECT_EQ(s.critical.size(), 1u);
+}
+
+TEST(Simulate, ASenderThatWritesCopiesOneAfterAnother) {
+  // by sender: the root's CPU does all three copies, in program order.
+  std::string text = kLinear;
+  text.replace(text.find("% P\n"), 4, "% P by sender\n");
+  text.replace(text.find("from root\n"), 10, "from root by sender\n");
+  const cad::Simulation s = run(text, 4, 100);
+  EXPECT_DOUBLE_EQ(s.time, 3 * (kAlpha + kBeta * 400));
+  EXPECT_DOUBLE_EQ(s.ranks[0].busy, 3 * (kAlpha + kBeta * 400));
+  EXPECT_EQ(s.ranks[0].copied, 1200u);
+  EXPECT_EQ(s.critical.size(), 3u);  // the root's copies, each after the one before
+}
+
+TEST(Simulate, APipelineOverlapsItsStages) {
+  // A chain 0 -> 1 -> 2 of two segments of s bytes: rank 1 takes both in
+  // (the second as soon as its CPU is free), rank 2 the first while rank 1
+  // takes the second, then the second: (P - 2 + segments) (alpha + beta s),
+  // bench/seg_bench.c's model.
+  const char *chain = R"(
+algorithm chain : bcast
+  param seg = 1
+{
+  for s in 0 .. ceil_div(n, seg) {
+    let lo = s * seg
+    let hi = min(n, lo + seg)
+    if rank > 0 {
+      recv buf[lo:hi] from rank - 1
+    }
+    if rank < P - 1 {
+      send buf[lo:hi] to rank + 1
+    }
+  }
+}
+)";
+  const cad::Simulation s = run(chain, 3, 200, 0, {{"seg", 100}});
+  EXPECT_DOUBLE_EQ(s.time, 3 * (kAlpha + kBeta * 400));
+  EXPECT_DOUBLE_EQ(s.ranks[1].done, 3 * (kAlpha + kBeta * 400));  // its second send is rank 2's copy
+  EXPECT_DOUBLE_EQ(s.ranks[1].busy, 2 * (kAlpha + kBeta * 400));
+}
+
+TEST(Simulate, ReductionsCostGammaOnTheirRank) {
+  const char *sum = R"(
+algorithm two : allreduce
+  scratch tmp[n]
+{
+  copy recvbuf from sendbuf
+  send sendbuf to (rank + 1) % P
+  recv tmp from (rank + 1) % P
+  reduce recvbuf from tmp
+}
+)";
+  const cad::Simulation s = run(sum, 2, 100);
+  // Each rank's CPU: the copy (beta 400), its receive (alpha, beta 400),
+  // then the reduction (gamma 400).
+  EXPECT_DOUBLE_EQ(s.time, kAlpha + 2 * kBeta * 400 + kGamma * 400);
+  EXPECT_DOUBLE_EQ(s.ranks[0].busy, s.time);
+}
+
+TEST(Simulate, ACpuDoesOneCopyAtATime) {
+  // By hand (no edges): rank 0 writes 400 B and then 4 B into rank 1;
+  // rank 3 reads 40 B from rank 2.  Rank 3's copy ends while rank 0's
+  // first is under way: rank 0's second still waits for its CPU.
+  auto xfer = [](uint8_t kind, uint32_t peer, uint32_t tag, uint64_t len, bool sender_writes) {
+    cad::RankOp o;
+    o.kind = kind;
+    o.peer = peer;
+    o.tag = tag;
+    o.len = len;
+    (kind == CAD_NODE_SEND ? o.src : o.dst) = 0;
+    o.flags = sender_writes ? CAD_XFER_SENDER_WRITES : CAD_XFER_RECEIVER_READS;
+    return o;
+  };
+  std::vector<cad::RankProgram> progs(4);
+  progs[0].ops = {xfer(CAD_NODE_SEND, 1, 0, 400, true), xfer(CAD_NODE_SEND, 1, 1, 4, true)};
+  progs[1].ops = {xfer(CAD_NODE_RECV, 0, 0, 400, true), xfer(CAD_NODE_RECV, 0, 1, 4, true)};
+  progs[2].ops = {xfer(CAD_NODE_SEND, 3, 0, 40, false)};
+  progs[3].ops = {xfer(CAD_NODE_RECV, 2, 0, 40, false)};
+  for (uint32_t r = 0; r < 4; r++) {
+    progs[r].rank = r;
+    progs[r].edge_first.assign(progs[r].ops.size() + 1, 0);
+  }
+  cad::CostModel model;
+  model.alpha_ns = kAlpha;
+  model.beta_ns = kBeta;
+  const cad::Simulation s = cad::simulate(progs, cad::match_messages(progs), model);
+  EXPECT_DOUBLE_EQ(s.ops[4].end, kAlpha + kBeta * 40);  // rank 3's copy
+  EXPECT_DOUBLE_EQ(s.ops[1].start, kAlpha + kBeta * 400);
+  EXPECT_DOUBLE_EQ(s.time, 2 * kAlpha + kBeta * 404);
+  EXPECT_EQ(s.ops[1].cpu, 0);
+  EXPECT_EQ(s.ops[4].cpu, 3);
+  // Its critical path: the second copy after the first on the same CPU.
+  ASSERT_EQ(s.critical.size(), 2u);
+  EXPECT_EQ(s.ops[s.critical[1]].after, s.critical[0]);
+}
+
+TEST(Simulate, EmptyMessagesCostAlpha) {
+  const cad::Simulation s = run(kLinear, 3, 0);
+  EXPECT_DOUBLE_EQ(s.time, kAlpha);
+  EXPECT_DOUBLE_EQ(s.ranks[1].busy, kAlpha);
+}
+
+}  // namespace
