@@ -417,10 +417,8 @@ bool read_json_module(const SourceManager &sm, uint32_t file, Module *out, Diagn
   } catch (const json::parse_error &e) {
     // e.byte is 1-based, the position after the offending character.
     const size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    std::string what = e.what();
-    const size_t colon = what.rfind(": ");
     diags->error(Code::Schema, sm.at(file, std::min(at, sm.file(file).text.size())),
-                 "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+                 "invalid JSON: " + json_error_text(e, true));
     return false;
   } catch (const json::exception &e) {
     // out_of_range: a number that overflows ("number overflow parsing
@@ -429,9 +427,7 @@ bool read_json_module(const SourceManager &sm, uint32_t file, Module *out, Diagn
     const size_t q1 = what.find('\''), q2 = what.rfind('\'');
     size_t at = q1 != std::string::npos && q2 > q1 ? text.find(what.substr(q1 + 1, q2 - q1 - 1)) : 0;
     if (at == std::string::npos) at = 0;
-    const size_t bracket = what.find("] ");
-    diags->error(Code::Schema, sm.at(file, at),
-                 "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+    diags->error(Code::Schema, sm.at(file, at), "invalid JSON: " + json_error_text(e));
     return false;
   }
   std::vector<SchemaError> errors;

@@ -290,7 +290,7 @@ bool load_library_text(const std::string &path, const std::string &text, Library
   try {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
-    return fail(std::string("not a library (invalid JSON): ") + e.what());
+    return fail("not a library (invalid JSON): " + json_error_text(e));
   }
   std::vector<SchemaError> errors;
   if (!Schema::builtin("cadlib.schema.json").validate(doc, &errors))

@@ -12,6 +12,27 @@
 
 namespace cad {
 
+std::string json_error_text(const nlohmann::json::exception &e, bool without_position) {
+  std::string what = e.what();
+  if (!what.empty() && what[0] == '[') {
+    const size_t end = what.find("] ");
+    if (end != std::string::npos) what.erase(0, end + 2);
+  }
+  if (without_position && what.compare(0, 15, "parse error at ") == 0) {
+    const size_t colon = what.find(": ");
+    if (colon != std::string::npos) what.erase(0, colon + 2);
+  }
+  constexpr size_t kExcerpt = 40;
+  const std::string quote = "last read: '";
+  const size_t at = what.find(quote);
+  if (at != std::string::npos && what.size() > at + quote.size() + kExcerpt + 1) {
+    const size_t from = at + quote.size();
+    const size_t keep = what.size() - kExcerpt - 1;  // the last 40 characters and the closing quote
+    what = what.substr(0, from) + "..." + what.substr(keep);
+  }
+  return what;
+}
+
 namespace {
 
 // The keyword k of schema object s, or nullptr: one lookup, where

@@ -12,6 +12,13 @@
 
 namespace cad {
 
+// What nlohmann::json said of text it could not parse, for a message:
+// without its "[json.exception.parse_error.101] " prefix, the excerpt it
+// quotes ("last read: '...'", which can be a whole string of the file)
+// cut to its last 40 characters, and, with without_position, without
+// "parse error at line 3, column 7: " (for a caller that locates it).
+std::string json_error_text(const nlohmann::json::exception &e, bool without_position = false);
+
 struct SchemaError {
   std::string pointer;  // "/algorithms/0/body/3/to", "" for the root
   std::string message;

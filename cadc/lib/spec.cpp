@@ -86,7 +86,7 @@ bool parse_machine(const std::string &text, Machine *out, std::string *error) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
-    *error = std::string("invalid JSON: ") + e.what();
+    *error = "invalid JSON: " + json_error_text(e);
     return false;
   }
   std::vector<SchemaError> errors;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cad_core.h"
+#include "schema.h"
 
 namespace cad {
 
@@ -238,7 +239,7 @@ bool read_cadop(const std::string &text, std::vector<UserOp> *ops, std::string *
   try {  // not parse(text, nullptr, false): it still throws on a number out of range (found by fuzz_cadc)
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception &e) {
-    *error = std::string("not valid JSON: ") + e.what();
+    *error = "not valid JSON: " + json_error_text(e);
     return false;
   }
   if (!doc.is_object()) {

@@ -14,6 +14,7 @@
 
 #include "../../kmod/uapi/cad.h"
 #include "../lib/library.h"
+#include "../lib/schema.h"
 #include "../lib/sweep.h"
 #include "common.h"
 
@@ -143,7 +144,7 @@ void add_build(CLI::App &app, Runner *run) {
                                 " (the runtime would fail such a call with -ENOTSUP)");
           }
         } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
-          s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + e.what());
+          s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + json_error_text(e));
         }
       }
       if (s.diags.has_errors()) {

@@ -14,6 +14,31 @@
 
 namespace {
 
+// A parse error's message is short whatever the file: nlohmann quotes
+// everything it read of a token (a truncated .cadlib cut a source text of
+// thousands of characters into the runtime's error).
+TEST(JsonErrorText, CutsTheExcerptAndThePrefix) {
+  const std::string text = "{\"sources\": \"" + std::string(5000, 'x') + "tail";
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    FAIL() << "parsed " << j.size();
+  } catch (const nlohmann::json::exception &e) {
+    const std::string full = e.what(), cut = cad::json_error_text(e), bare = cad::json_error_text(e, true);
+    EXPECT_GT(full.size(), 5000u);
+    EXPECT_LT(cut.size(), 200u) << cut;
+    EXPECT_EQ(cut.find("[json.exception"), std::string::npos) << cut;
+    EXPECT_EQ(cut.compare(0, 15, "parse error at "), 0) << cut;
+    EXPECT_NE(cut.find("last read: '..." + std::string(36, 'x') + "tail'"), std::string::npos) << cut;
+    EXPECT_EQ(bare.compare(0, 13, "syntax error "), 0) << bare;
+  }
+  try {
+    const nlohmann::json j = nlohmann::json::parse("[1e99999]");
+    FAIL() << "parsed " << j.size();
+  } catch (const nlohmann::json::exception &e) {
+    EXPECT_EQ(cad::json_error_text(e), "number overflow parsing '1e99999'");
+  }
+}
+
 TEST(Schema, EveryKeywordOfOurSchemasIsChecked) {
   std::set<std::string> known(std::begin(cad::Schema::kKeywords), std::end(cad::Schema::kKeywords));
   known.insert(std::begin(cad::Schema::kAnnotations), std::end(cad::Schema::kAnnotations));
