@@ -972,6 +972,10 @@ int Runtime::choose_engine(bool *asked) {
   std::string name = want ? want : "auto";
   if (std::string why = env_bytes("CADRT_KICK_MIN", &kick_min); !why.empty()) return set_error(-EINVAL, why);
   if (std::string why = signal_setting(&g_signal); !why.empty()) return set_error(-EINVAL, why);
+#ifdef CADRT_FAULT_INJECTION
+  long tells = 0;
+  g_fault_tell = env_long("CADRT_FAULT_TELL", &tells) ? static_cast<int>(tells) : 0;
+#endif
   // (Published before agree_engine's barrier, which orders it before any
   // peer's first kick.)
   if (seg.mapped()) seg.rank(me).signo.store(g_signal, std::memory_order_relaxed);
@@ -1419,6 +1423,9 @@ int Runtime::finalize() {
             static_cast<unsigned long long>(n_handler.load()), static_cast<unsigned long long>(n_deferred.load()),
             static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()),
             static_cast<unsigned long long>(n_waiter_wakes.load()));
+  if (verbose && n_owed_aborts.load())
+    fprintf(stderr, "cadrt: rank %u: %llu failed collectives told their peers in a later pass (no room when they failed)\n",
+            me, static_cast<unsigned long long>(n_owed_aborts.load()));
   cache_.clear();
   cache_epoch_++;
   fast_.clear();

@@ -378,6 +378,9 @@ class Runtime {
   // Counts for CADRT_VERBOSE's report at finalize.
   std::atomic<uint64_t> n_kicks{0}, n_handler{0}, n_deferred{0}, n_helper_signals{0}, n_wakes{0},
       n_waiter_wakes{0};
+  // Failed requests whose ABORTs found no room then and went in later
+  // passes (tell_next).
+  std::atomic<uint64_t> n_owed_aborts{0};
   // Large local receives: through a lane, by a single copy (CMA).
   std::atomic<uint64_t> n_lane{0}, n_cma{0}, n_frag{0};
   // Single copies split with the sender (receiver's count), and the
@@ -660,6 +663,9 @@ inline Runtime &rt() {
 }
 // The signal engine's handler is running progress() on this thread.
 extern thread_local bool t_in_handler;
+#ifdef CADRT_FAULT_INJECTION
+extern int g_fault_tell;  // progress.cpp, fault_no_room()
+#endif
 
 // A spin-wait's pause.
 inline void cpu_relax() {

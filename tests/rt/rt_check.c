@@ -5,7 +5,7 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--roots N] [--inplace] [--mismatch
- *          [--late R] [--mismatch-op] [--start-late R]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--churn N] [--test
+ *          [--late R] [--mismatch-op] [--start-late R] [--wait-late MS]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--churn N] [--test
  *          [--jitter]] [--other-thread] [--algorithms COLL=NAME,...]
  *
  * --persistent   the _init forms, started --iters times
@@ -57,6 +57,10 @@
  * --start-late R with --mismatch: rank R starts the collective 100 ms after
  *                the others, so what they send it waits in its unexpected
  *                queue until it posts; it must check those messages too
+ * --wait-late MS with --mismatch: rank 0 computes outside the library for
+ *                MS ms between its start and its wait, so that under the
+ *                signal engine the failure of the others reaches it in
+ *                its signal handler
  * --split        also run everything on the halves of the world
  * --churn N      then N times: split a copy of the world, run everything
  *                on it, free it, then start a persistent allreduce made
@@ -153,6 +157,7 @@
 
 static int g_rank, g_size, g_failures, g_checks;
 static int g_persistent, g_outstanding = 1, g_roots, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
+static int g_wait_late_ms;
 static int g_jitter;
 
 static double now(void);
@@ -625,6 +630,12 @@ static int mismatch(const char *only)
 	if (g_rank == g_start_late)
 		usleep(100000);
 	err = start(&k, cadrt_comm_world(), &req);
+	if (!err && g_rank == 0 && g_wait_late_ms) {
+		const double until = now() + g_wait_late_ms / 1000.0;
+		volatile double x = 1;
+		while (now() < until)
+			x = x * 1.0000001 + 1e-9;
+	}
 	if (!err)
 		err = cadrt_wait(&req);
 	if (!err && g_rank == 1)
@@ -1110,6 +1121,8 @@ static int body(int argc, char **argv)
 			g_mismatch_op = 1;
 		else if (!strcmp(argv[i], "--start-late") && i + 1 < argc)
 			g_start_late = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--wait-late") && i + 1 < argc)
+			g_wait_late_ms = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--die") && i + 1 < argc)
 			die = atoi(argv[++i]);
 		else if ((!strcmp(argv[i], "--leave") || !strcmp(argv[i], "--leave-hard") ||

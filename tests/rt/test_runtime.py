@@ -1112,6 +1112,25 @@ def test_sanitised_runtime_has_no_leaks_or_memory_errors(build_dir, engine, case
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
 
 
+def test_an_abort_owed_in_the_signal_handler_goes_in_a_later_pass(build_dir):
+    """A collective that fails in the signal handler with no room for the
+    ABORTs it owes its peers (a pending pool at its reserve, which
+    CADRT_FAULT_TELL stands for in rt_check_san): the request drains until
+    a later pass outside the handler sends them, then completes with the
+    error; no hang, nothing leaked.  Rank 1 starts late with another
+    count, fails and tells the others while rank 0 computes between its
+    start and its wait, so rank 0 learns it in its handler."""
+    env = {"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0", "CADRT_FAULT_TELL": "1", "CADRT_VERBOSE": "1",
+           "CADRT_LIBRARY": str(build_dir / "lib" / "cad-std.cadlib"),
+           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "halt_on_error=1"}
+    r = run(build_dir, 3, "rt_check_san", "--mismatch", "--start-late", "1", "--wait-late", "400", env=env,
+            timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 0: error as expected" in r.stdout and "rank 1: error as expected" in r.stdout, r.stdout
+    assert "cadrt: rank 0: 1 failed collectives told their peers in a later pass" in r.stderr, r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+
+
 def test_sanitised_runtime_bad_library_and_dead_peer(build_dir, tmp_path):
     bad = tmp_path / "bad.cadlib"
     bad.write_text("{ not a library")
