@@ -37,12 +37,12 @@ class Simulator {
       if (remaining_[g] == 0 && !(partner(g) < g && remaining_[partner(g)] == 0)) became_ready(g, 0);
     while (!events_.empty()) {
       const double now = std::get<0>(events_.top());
-      while (!events_.empty() && std::get<0>(events_.top()) == now) {
+      do {  // (one at least: a model of NaNs must end too)
         const auto [t, kind, u] = events_.top();
         events_.pop();
         if (kind == kDone) done(u, t);
         else available(u, t);
-      }
+      } while (!events_.empty() && std::get<0>(events_.top()) == now);
       for (uint32_t r = 0; r < progs_.size(); r++)
         if (!cpu_busy_[r] && !cpu_queue_[r].empty()) start(r, now);
     }

@@ -6,6 +6,7 @@
 // critical path, and with --timeline every operation's start and end.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "../../kmod/core/cad_core.h"
@@ -46,7 +47,16 @@ void add_simulate(CLI::App &app, Runner *run) {
       "simulate", "What one instance costs on a node: one CPU per rank, alpha + beta per byte for each message");
   cmd->add_option("file", opt->file, "Algorithm file")->required();
   add_instance_options(cmd, &opt->inst, true);
-  auto non_negative = CLI::Range(0.0, 1e12);
+  // (Not CLI::Range: NaN passes its comparisons.)
+  const CLI::Validator non_negative(
+      [](std::string &text) {
+        char *end = nullptr;
+        const double v = strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end || !std::isfinite(v) || v < 0 || v > 1e12)
+          return "'" + text + "' is not a number of ns from 0 to 1e12";
+        return std::string();
+      },
+      "NS");
   cmd->add_option("--alpha", opt->model.alpha_ns, "ns of the copier's CPU per message (system call, handshake)")
       ->check(non_negative)->capture_default_str();
   cmd->add_option("--beta", opt->model.beta_ns, "ns per byte copied, by the copier's CPU")

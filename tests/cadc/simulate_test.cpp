@@ -4,6 +4,8 @@
 // copied locally, gamma per byte reduced, one CPU per rank.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "helpers.h"
 #include "simulate.h"
 #include "verify.h"
@@ -163,6 +165,21 @@ TEST(Simulate, ACpuDoesOneCopyAtATime) {
   // Its critical path: the second copy after the first on the same CPU.
   ASSERT_EQ(s.critical.size(), 2u);
   EXPECT_EQ(s.ops[s.critical[1]].after, s.critical[0]);
+}
+
+TEST(Simulate, AModelOfNaNsEndsToo) {
+  // The library takes what it is given (the tool refuses NaN): times of
+  // NaN compare unequal to themselves, and the events must still run out.
+  Compiled c(kLinear);
+  ASSERT_TRUE(c.ok()) << c.errors();
+  cad::Diagnostics d;
+  cad::Instantiator in(c.alg(), spec(3, 10), &d);
+  std::vector<cad::RankProgram> progs;
+  ASSERT_TRUE(cad::instantiate_all(in, c.sm, &d, &progs));
+  cad::CostModel model;
+  model.alpha_ns = std::nan("");
+  const cad::Simulation s = cad::simulate(progs, cad::match_messages(progs), model);
+  EXPECT_EQ(s.ops.size(), 4u);
 }
 
 TEST(Simulate, EmptyMessagesCostAlpha) {

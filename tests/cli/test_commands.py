@@ -164,7 +164,8 @@ def test_simulate_only_what_verifies(build_dir, tmp_path):
                "--noncommutative", check=1)
     assert "this requirement does not hold for the instance [CAD-E009]" in run.stderr
     alg = ROOT / "algorithms" / "bcast_linear.cad"
-    for bad in (["--alpha", "-1"], ["--beta", "fast"], ["--ranks", "0"], ["--gamma", "1e13"]):
+    for bad in (["--alpha", "-1"], ["--beta", "fast"], ["--ranks", "0"], ["--gamma", "1e13"], ["--alpha", "nan"],
+                ["--beta", "inf"], ["--gamma", "1e"]):
         run = cadc(build_dir, "simulate", alg, "--size", 4, *(["--ranks", 2] if bad[0] != "--ranks" else []), *bad,
                    check=2)
         assert run.stderr and run.stdout == "", bad
