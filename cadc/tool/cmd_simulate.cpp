@@ -4,6 +4,7 @@
 // byte copied locally, gamma per byte reduced),
 // once verify has proven it: the time, each rank's end and CPU time, the
 // critical path, and with --timeline every operation's start and end.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -128,11 +129,22 @@ void add_simulate(CLI::App &app, Runner *run) {
       snprintf(line, sizeof line, "  model: one CPU per rank; alpha %g ns per message, beta %g ns/B copied, gamma %g ns/B reduced\n",
                opt->model.alpha_ns, opt->model.beta_ns, opt->model.gamma_ns);
       std::cout << line << "  rank  done        CPU busy    copied (messages)\n";
-      for (size_t r = 0; r < sim.ranks.size(); r++) {
+      auto print_rank = [&](size_t r) {
         snprintf(line, sizeof line, "  %4zu  %-10s  %-10s  %llu B\n", r, duration(sim.ranks[r].done).c_str(),
                  duration(sim.ranks[r].busy).c_str(), static_cast<unsigned long long>(sim.ranks[r].copied));
         std::cout << line;
+      };
+      // Every rank up to 16 of them; beyond, the 8 that end last (--json has all).
+      std::vector<size_t> shown(sim.ranks.size());
+      for (size_t r = 0; r < shown.size(); r++) shown[r] = r;
+      if (shown.size() > 16) {
+        std::stable_sort(shown.begin(), shown.end(),
+                         [&](size_t x, size_t y) { return sim.ranks[x].done > sim.ranks[y].done; });
+        shown.resize(8);
+        std::sort(shown.begin(), shown.end());
+        std::cout << "  (the 8 of " << sim.ranks.size() << " ranks that end last)\n";
       }
+      for (size_t r : shown) print_rank(r);
       auto count = [](uint64_t k, const char *what) { return std::to_string(k) + " " + what + (k == 1 ? "" : "s"); };
       std::cout << "  critical path: " << count(sim.critical.size(), "operation") << ", " << count(messages, "message")
                 << ": " << duration(on_copies) << " copying, " << duration(on_reductions) << " reducing, "

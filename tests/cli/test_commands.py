@@ -148,6 +148,16 @@ def test_simulate_shows_the_pipeline_and_its_segment_size(build_dir):
     assert times[10000] < times[100000] and times[10000] < times[1000], times
 
 
+def test_simulate_shows_the_ranks_that_end_last_of_many(build_dir):
+    args = ["simulate", ROOT / "algorithms" / "bcast_binomial.cad", "--ranks", 1000, "--size", 1]
+    out = cadc(build_dir, *args, check=0).stdout
+    assert "(the 8 of 1000 ranks that end last)" in out
+    rows = [int(line.split()[0]) for line in out.splitlines() if line.startswith("   ") and line.split()[0].isdigit()]
+    ranks = json.loads(cadc(build_dir, *args, "--json", check=0).stdout)["ranks"]
+    last = sorted(sorted(ranks, key=lambda r: -r["done_ns"])[:8], key=lambda r: r["rank"])
+    assert rows == [r["rank"] for r in last] and len(ranks) == 1000, out
+
+
 def test_simulate_runs_every_standard_algorithm(build_dir):
     for alg in ALGORITHMS:
         extra = ["--topology", ROOT / "algorithms" / "topologies" / "two-socket.json"] if "hier" in alg.name else []
