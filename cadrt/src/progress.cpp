@@ -858,8 +858,14 @@ void Runtime::push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgH
 // sender claimed, which it is writing at that moment.
 namespace {
 
-uint64_t split_chunk(uint64_t len) { return len < (1u << 20) ? 65536 : 131072; }
-uint64_t split_chunks(uint64_t len) { return (len + split_chunk(len) - 1) / split_chunk(len); }
+// 128 KiB at every size: until 2026-12-01 chunks below 1 MiB were 64 KiB,
+// and a split broadcast of 256-768 KiB ran at 1.0-1.2x Open MPI, slower
+// than unsplit; with 128 KiB ones at 0.7-0.85x from 512 KiB and about
+// 0.85-1.0x at 256 KiB (two processes, interleaved A/B runs of rt_bench
+// on the poll, thread and signal engines; 1 MiB unchanged, 0.6-0.7x).
+// Each chunk costs a claim and a process_vm_readv/writev of its own.
+constexpr uint64_t kSplitChunk = 131072;
+uint64_t split_chunks(uint64_t len) { return (len + kSplitChunk - 1) / kSplitChunk; }
 // A message of len bytes may be split (both sides agree on it).
 bool splittable(uint64_t len) { return split_chunks(len) >= 2 && split_chunks(len) < (1u << 31); }
 
@@ -891,7 +897,7 @@ void Runtime::split_free(const cadrt_request_s *r, uint32_t node) {
 
 bool Runtime::split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h) {
   const cad_node &n = r->inst->prog.nodes[node];
-  const uint64_t chunk = split_chunk(n.len), chunks = split_chunks(n.len);
+  const uint64_t chunk = kSplitChunk, chunks = split_chunks(n.len);
   uint8_t &used = split_used_[ep];
   if (!split || remote(ep) || !splittable(n.len) || used == 0xff ||
       !seg.rank(ep).committed.load(std::memory_order_relaxed))
@@ -961,7 +967,7 @@ bool Runtime::split_wait(cadrt_request_s *r, uint32_t node) {
 // that the receiver does not wait for it.
 void Runtime::split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h) {
   const cad_node &n = r->inst->prog.nodes[node];
-  const uint64_t chunk = split_chunk(n.len), chunks = split_chunks(n.len);
+  const uint64_t chunk = kSplitChunk, chunks = split_chunks(n.len);
   if (h.len != n.len || (h.off & 0xff) >= kSplitSlots || !splittable(n.len) || !seg.has_lanes()) {
     give_up(r, ep, h, -EPROTO,
             Why() << "rank " << r->comm->rank_of_ep[ep] << " offered rank " << r->comm->rank

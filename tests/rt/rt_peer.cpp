@@ -201,7 +201,7 @@ int lane(int rank, cadrt_comm world, bool busy) {
 // rt_peer split (see the header).
 int split(int rank, cadrt_comm world) {
   constexpr size_t kBig = 64u << 20;
-  constexpr uint64_t kChunks = kBig / 131072;  // (progress.cpp: split_chunk)
+  constexpr uint64_t kChunks = kBig / 131072;  // (progress.cpp: kSplitChunk)
   static char buf[kBig];
   memset(buf, rank, sizeof buf);
   cadrt::Segment seg = map_segment();

@@ -787,9 +787,8 @@ def test_one_way_copies_are_split_with_a_waiting_sender(build_dir, engine, p):
     the receiver reads chunks, the sender writes the others.  Every
     collective stays right (rt_check compares every element) and senders
     did write chunks; CADRT_SPLIT=0 splits nothing.  (Lanes off, so that
-    exchanges take the single copy too.  200000 and 700000 elements: chunks
-    of 64 KiB below 1 MiB, of 128 KiB above; 1500000 took twice the time,
-    2026-11-29.)"""
+    exchanges take the single copy too.  200000 and 700000 elements: 7 to
+    43 chunks of 128 KiB; 1500000 took twice the time, 2026-11-29.)"""
     def counts(split):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,200000,700000",
                 env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "0", "CADRT_SPLIT": split},
