@@ -43,8 +43,11 @@ class Simulator {
         if (kind == kDone) done(u, t);
         else available(u, t);
       } while (!events_.empty() && std::get<0>(events_.top()) == now);
-      for (uint32_t r = 0; r < progs_.size(); r++)
+      // The CPUs this moment freed or gave work to (not all P of them:
+      // an alltoall of 1024 ranks has a million moments).
+      for (const uint32_t r : touched_)
         if (!cpu_busy_[r] && !cpu_queue_[r].empty()) start(r, now);
+      touched_.clear();
     }
     uint64_t last = kNoOp;
     for (uint64_t g = 0; g < N; g++) {
@@ -114,6 +117,7 @@ class Simulator {
     s.cpu = cpu;
     cost_[u] = cost;
     cpu_queue_[cpu].emplace(t, u);
+    touched_.push_back(static_cast<uint32_t>(cpu));
   }
 
   void start(uint32_t r, double now) {
@@ -133,7 +137,10 @@ class Simulator {
 
   void done(uint64_t u, double t) {
     const SimOp &s = sim_.ops[u];
-    if (s.cpu >= 0) cpu_busy_[s.cpu] = false;
+    if (s.cpu >= 0) {
+      cpu_busy_[s.cpu] = false;
+      touched_.push_back(static_cast<uint32_t>(s.cpu));
+    }
     const uint64_t p = partner(u);
     if (p != kNoOp) sim_.ops[p] = s;
     for (uint64_t g : {u, p}) {
@@ -159,6 +166,7 @@ class Simulator {
   std::vector<std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>>> cpu_queue_;
   std::vector<bool> cpu_busy_;
   std::vector<uint64_t> cpu_last_;  // the unit the CPU ran last
+  std::vector<uint32_t> touched_;   // CPUs to look at after this moment (maybe twice)
 };
 
 }  // namespace
