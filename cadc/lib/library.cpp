@@ -434,8 +434,7 @@ std::vector<std::string> calls_without_algorithm(const Library &lib) {
                 spec->root = root;
                 spec->inplace = inplace;
                 spec->commutative = commutative;
-                spec->params.clear();
-                InstanceSpec call = *spec;
+                InstanceSpec call = *spec;  // (select_algorithm sets the rule's params)
                 if (!select_algorithm(lib, coll, &call)) return true;
               }
       return false;

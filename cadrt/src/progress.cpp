@@ -859,10 +859,10 @@ void Runtime::push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgH
 namespace {
 
 // 128 KiB at every size: until 2026-12-01 chunks below 1 MiB were 64 KiB,
-// and a split broadcast of 256-768 KiB ran at 1.0-1.2x Open MPI, slower
-// than unsplit; with 128 KiB ones at 0.7-0.85x from 512 KiB and about
-// 0.85-1.0x at 256 KiB (two processes, interleaved A/B runs of rt_bench
-// on the poll, thread and signal engines; 1 MiB unchanged, 0.6-0.7x).
+// and a split broadcast of 256-768 KiB ran at 1.0-1.4x Open MPI, slower
+// than unsplit; with 128 KiB ones at 0.6-0.9x from 512 KiB and 0.77-1.13x
+// at 256 KiB (two processes, interleaved A/B runs of rt_bench on the poll,
+// thread and signal engines; 1 MiB unchanged, 0.6-0.8x).
 // Each chunk costs a claim and a process_vm_readv/writev of its own.
 constexpr uint64_t kSplitChunk = 131072;
 uint64_t split_chunks(uint64_t len) { return (len + kSplitChunk - 1) / kSplitChunk; }

@@ -162,16 +162,23 @@ static int g_jitter;
 
 static double now(void);
 
+/* Work outside the library for s seconds. */
+static void compute_for(double s)
+{
+	const double end = now() + s;
+	volatile double v = 1;
+
+	while (now() < end)
+		v = v * 1.0000001 + 1e-9;
+}
+
 /* --jitter: up to 40 us of work outside the library. */
 static void jitter(void)
 {
 	static uint64_t x = 88172645463325252ull;
-	volatile double v = 1;
 
 	x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-	const double end = now() + 1e-9 * (double)((x ^ (uint64_t)g_rank * 0x9e3779b97f4a7c15ull) % 40000);
-	while (now() < end)
-		v = v * 1.0000001 + 1e-9;
+	compute_for(1e-9 * (double)((x ^ (uint64_t)g_rank * 0x9e3779b97f4a7c15ull) % 40000));
 }
 
 #define FAIL(...)                                                              \
@@ -630,12 +637,8 @@ static int mismatch(const char *only)
 	if (g_rank == g_start_late)
 		usleep(100000);
 	err = start(&k, cadrt_comm_world(), &req);
-	if (!err && g_rank == 0 && g_wait_late_ms) {
-		const double until = now() + g_wait_late_ms / 1000.0;
-		volatile double x = 1;
-		while (now() < until)
-			x = x * 1.0000001 + 1e-9;
-	}
+	if (!err && g_rank == 0 && g_wait_late_ms)
+		compute_for(g_wait_late_ms / 1000.0);
 	if (!err)
 		err = cadrt_wait(&req);
 	if (!err && g_rank == 1)
