@@ -171,7 +171,7 @@ class Verifier {
     described_ = spec.describe(a);
   }
 
-  InstanceResult run() {
+  InstanceResult run(std::vector<RankProgram> *programs) {
     InstanceResult r;
     if (!in_.ok()) return r;
     if (!in_.applicable()) {
@@ -182,6 +182,7 @@ class Verifier {
     if (!instantiate() || !match() || !order() || !races() || !postcondition()) return r;
     r.outcome = Outcome::Verified;
     r.stats = stats_;
+    if (programs) *programs = std::move(progs_);
     return r;
   }
 
@@ -778,8 +779,8 @@ Matching match_messages(const std::vector<RankProgram> &progs) {
 }
 
 InstanceResult verify_instance(const Algorithm &a, const InstanceSpec &spec, const SourceManager &sm,
-                               Diagnostics *diags) {
-  return Verifier(a, spec, sm, diags).run();
+                               Diagnostics *diags, std::vector<RankProgram> *programs) {
+  return Verifier(a, spec, sm, diags).run(programs);
 }
 
 }  // namespace cad

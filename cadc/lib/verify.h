@@ -45,8 +45,11 @@ struct InstanceResult {
   std::string skipped_because;  // the requirement that does not hold
 };
 
+// programs: when it verifies, every rank's program of the instance (for
+// cadc simulate, which would otherwise instantiate them again).
 InstanceResult verify_instance(const Algorithm &a, const InstanceSpec &spec,
-                               const SourceManager &sm, Diagnostics *diags);
+                               const SourceManager &sm, Diagnostics *diags,
+                               std::vector<RankProgram> *programs = nullptr);
 
 // Every rank's program of an instance, through the core verifier; false
 // (reported) on an error in the algorithm.

@@ -74,9 +74,8 @@ void add_simulate(CLI::App &app, Runner *run) {
       const Algorithm &a = *one.alg;
       const InstanceSpec &spec = one.spec;
       // Only what is proven: a deadlock or an unmatched message has no time.
-      if (verify_instance(a, spec, s.sm, &s.diags).outcome != Outcome::Verified) return report(s);
       std::vector<RankProgram> progs;
-      if (!instantiate_all(*one.in, s.sm, &s.diags, &progs)) return report(s);
+      if (verify_instance(a, spec, s.sm, &s.diags, &progs).outcome != Outcome::Verified) return report(s);
       const Matching match = match_messages(progs);
       const Simulation sim = simulate(progs, match, opt->model);
 

@@ -24,10 +24,8 @@ cad::Simulation run(const std::string &text, int64_t P, int64_t n, int64_t root 
   cad::InstanceSpec s = spec(P, n, root);
   s.params = std::move(params);
   cad::Diagnostics d;
-  EXPECT_EQ(cad::verify_instance(c.alg(), s, c.sm, &d).outcome, cad::Outcome::Verified);
-  cad::Instantiator in(c.alg(), s, &d);
   std::vector<cad::RankProgram> progs;
-  EXPECT_TRUE(cad::instantiate_all(in, c.sm, &d, &progs));
+  EXPECT_EQ(cad::verify_instance(c.alg(), s, c.sm, &d, &progs).outcome, cad::Outcome::Verified);
   const cad::Matching m = cad::match_messages(progs);
   cad::CostModel model;
   model.alpha_ns = kAlpha;

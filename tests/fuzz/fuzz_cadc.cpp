@@ -159,11 +159,7 @@ const cad::Limits kLimits = {1u << 16, 1u << 12, 1u << 14};
 
 // cadc simulate's model on what verified: every operation ends, by the
 // time, which the critical path reaches.
-void simulate_verified(const cad::Algorithm &a, const cad::InstanceSpec &spec, const cad::SourceManager &sm) {
-  cad::Diagnostics diags;
-  cad::Instantiator in(a, spec, &diags);
-  std::vector<cad::RankProgram> progs;
-  if (!in.ok() || !in.applicable() || !cad::instantiate_all(in, sm, &diags, &progs)) abort();  // it verified
+void simulate_verified(const std::vector<cad::RankProgram> &progs) {
   const cad::Simulation sim = cad::simulate(progs, cad::match_messages(progs), cad::CostModel());
   if (!(sim.time >= 0) || (sim.ops.empty() != sim.critical.empty())) abort();
   for (const cad::SimOp &o : sim.ops)
@@ -183,9 +179,10 @@ void verify_small(const cad::Algorithm &a, const cad::SourceManager &sm) {
       spec.commutative = !info.reducing;
       spec.limits = kLimits;
       cad::Diagnostics diags;
-      const bool verified = cad::verify_instance(a, spec, sm, &diags).outcome == cad::Outcome::Verified;
+      std::vector<cad::RankProgram> progs;
+      const bool verified = cad::verify_instance(a, spec, sm, &diags, &progs).outcome == cad::Outcome::Verified;
       render(sm, diags);
-      if (verified) simulate_verified(a, spec, sm);
+      if (verified) simulate_verified(progs);
     }
 }
 
