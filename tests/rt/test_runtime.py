@@ -1097,15 +1097,20 @@ SAN_CASES = {
 SAN_ENV = {"nocma": {"CADRT_CMA": "0"}}
 
 
+def san_env(build_dir, **settings):
+    """What rt_check_san runs with: the standard library (rt_check_san is
+    not beside it), leaks and undefined behaviour fatal."""
+    return {"CADRT_LIBRARY": str(build_dir / "lib" / "cad-std.cadlib"),
+            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "halt_on_error=1", **settings}
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", list(SAN_CASES))
 def test_sanitised_runtime_has_no_leaks_or_memory_errors(build_dir, engine, case):
     """rt_check built with cadrt, the compiler library and the core under
     ASan, UBSan and LeakSanitizer: any leak, overflow, use after free or
     undefined behaviour in the runtime fails the rank (and the job)."""
-    env = {"CADRT_ENGINE": engine, "CADRT_LIBRARY": str(build_dir / "lib" / "cad-std.cadlib"),
-           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "halt_on_error=1",
-           **SAN_ENV.get(case, {})}
+    env = san_env(build_dir, CADRT_ENGINE=engine, **SAN_ENV.get(case, {}))
     r = run(build_dir, 3, "rt_check_san", *SAN_CASES[case], env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
@@ -1119,9 +1124,7 @@ def test_an_abort_owed_in_the_signal_handler_goes_in_a_later_pass(build_dir):
     error; no hang, nothing leaked.  Rank 1 starts late with another
     count, fails and tells the others while rank 0 computes between its
     start and its wait, so rank 0 learns it in its handler."""
-    env = {"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0", "CADRT_FAULT_TELL": "1", "CADRT_VERBOSE": "1",
-           "CADRT_LIBRARY": str(build_dir / "lib" / "cad-std.cadlib"),
-           "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "halt_on_error=1"}
+    env = san_env(build_dir, CADRT_ENGINE="signal", CADRT_KICK_MIN="0", CADRT_FAULT_TELL="1", CADRT_VERBOSE="1")
     r = run(build_dir, 3, "rt_check_san", "--mismatch", "--start-late", "1", "--wait-late", "400", env=env,
             timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
