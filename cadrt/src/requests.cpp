@@ -287,30 +287,38 @@ void Runtime::forget_comm(const cadrt_comm_s *comm) {
 
 cadrt_request_s *Runtime::new_request(const Instance *inst) {
   // One that last ran inst, if any: its executor memory and scratch are
-  // ready.  Else a new one while there are few spares, so that a loop
-  // alternating collectives (a broadcast and an allreduce; broadcasts
-  // from two roots) keeps one for each instead of setting up the
-  // executor at every call; else the last recycled.
-  constexpr size_t kOnePerInstance = 4;
+  // ready.  Else a new one while there are fewer than kSpares spares, so
+  // that a loop alternating collectives (a broadcast and an allreduce;
+  // broadcasts from two roots; up to kSpares instances in turn) keeps one
+  // for each instead of setting up the executor and the scratch at every
+  // call; else the least recently recycled (spare_ is in the order they
+  // came back).  Until 2026-12-01 new ones stopped at 4 spares and the
+  // most recent was taken: in a loop of a barrier and an alltoall, with
+  // the spares full of older instances, each took the other's request,
+  // freed its scratch and allocated its own again at every call (Bruck's
+  // 4 MiB at 1 MiB blocks: 16 ms a call, 38 times what it takes now).
   size_t k = spare_.size();
   for (size_t i = 0; i < spare_.size(); i++)
     if (spare_[i]->inst.get() == inst) k = i;
   if (k == spare_.size()) {
-    if (spare_.size() < kOnePerInstance) return new cadrt_request_s();
-    k = spare_.size() - 1;
+    if (spare_.size() < kSpares) return new cadrt_request_s();
+    k = 0;
   }
   cadrt_request_s *r = spare_[k];
-  spare_[k] = spare_.back();
-  spare_.pop_back();
+  spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(k));
   return r;
 }
 
 void Runtime::recycle(cadrt_request_s *r) {
   if (!r) return;
   if (r->kh >= 0) kernel_free(r);
-  if (spare_.size() >= 8 || !initialised_) {
+  if (!initialised_) {
     delete r;
     return;
+  }
+  if (spare_.size() >= kSpares) {  // (more were out at once) the oldest goes
+    delete spare_.front();
+    spare_.erase(spare_.begin());
   }
   // A fresh request but for the vectors' capacity, and its instance with
   // the executor's memory set up for it (exec_ready): the next collective
@@ -368,7 +376,9 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   r->scratch.resize(k);
   if (s_len && r_len && s_lo < r_lo + r_len && r_lo < s_lo + s_len)
     return set_error(-EINVAL, "the send and receive buffers overlap: use CADRT_IN_PLACE");
+  n_binds++;
   if (!r->exec_ready) {
+    n_fresh_binds++;
     r->exec_mem.assign((cad_exec_mem_size(&p) + 3) / 4, 0);
     cad_exec_init(&r->ex, &p, r->exec_mem.data());
     r->exec_ready = true;

@@ -1423,6 +1423,9 @@ int Runtime::finalize() {
             static_cast<unsigned long long>(n_handler.load()), static_cast<unsigned long long>(n_deferred.load()),
             static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()),
             static_cast<unsigned long long>(n_waiter_wakes.load()));
+  if (verbose)
+    fprintf(stderr, "cadrt: rank %u: %llu requests bound to buffers, %llu of them set up afresh (no spare had run the instance)\n",
+            me, static_cast<unsigned long long>(n_binds), static_cast<unsigned long long>(n_fresh_binds));
   if (verbose && n_owed_aborts.load())
     fprintf(stderr, "cadrt: rank %u: %llu failed collectives told their peers in a later pass (no room when they failed)\n",
             me, static_cast<unsigned long long>(n_owed_aborts.load()));

@@ -381,6 +381,9 @@ class Runtime {
   // Failed requests whose ABORTs found no room then and went in later
   // passes (tell_next).
   std::atomic<uint64_t> n_owed_aborts{0};
+  // Requests bound to buffers (calls and persistent inits), and those of
+  // them that set up their executor afresh (no spare had run the instance).
+  uint64_t n_binds = 0, n_fresh_binds = 0;
   // Large local receives: through a lane, by a single copy (CMA).
   std::atomic<uint64_t> n_lane{0}, n_cma{0}, n_frag{0};
   // Single copies split with the sender (receiver's count), and the
@@ -473,6 +476,7 @@ class Runtime {
     }
   };
   std::unordered_map<FastKey, std::shared_ptr<const Instance>, FastHash> fast_;
+  static constexpr size_t kSpares = 16;  // finished requests kept, each with its instance's executor memory and scratch (new_request)
   std::vector<cadrt_request_s *> spare_;
   std::thread helper_;
   std::atomic<bool> stop_{false};

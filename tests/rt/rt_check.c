@@ -9,6 +9,7 @@
  *          [--jitter]] [--other-thread] [--algorithms COLL=NAME,...]
  *
  * --persistent   the _init forms, started --iters times
+ * --iters N      (without --persistent) the whole run N times over
  * --outstanding  K collectives in flight at once, then waitall
  * --test         complete every request by calling cadrt_test until it
  *                says done (the kernel engine answers most of these calls
@@ -535,6 +536,9 @@ static int run_all(const char *only, const size_t *sizes, int nsizes, cadrt_comm
 	int size;
 
 	cadrt_comm_size(comm, &size);
+	/* --iters N without --persistent: every call of the run N times over
+	 * (fresh requests each time, the instances cached). */
+	for (int it = 0; it < (g_persistent ? 1 : g_iters); it++)
 	for (int c = 0; c < NCOLL; c++) {
 		if (only && strcmp(only, "all") && strcmp(only, names[c]))
 			continue;

@@ -549,6 +549,23 @@ def test_rank_that_exits_without_finalize_fails_its_peers(build_dir, engine, how
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("coll,sizes,instances", [("alltoall", "0,1,7,1000,100000", 5), ("all", "1000", 13)])
+def test_calls_in_turn_reuse_their_requests(build_dir, engine, coll, sizes, instances):
+    """Ten rounds of calls of several instances in turn (5 alltoalls, or
+    the 13 of every collective with its roots at P = 2): a finished
+    request is kept for its instance, executor memory and scratch set up,
+    so only each instance's first call sets one up.  (Until 2026-12-01 a
+    call that found no spare of its own at 4 spares took the one just
+    recycled: in turn, each took the other's, and Bruck's alltoall
+    allocated its 4 MiB of scratch at every call: 16 and 100 set-ups.)"""
+    r = run(build_dir, 2, "rt_check", "--coll", coll, "--sizes", sizes, "--iters", 10,
+            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    counts = re.findall(r"(\d+) requests bound to buffers, (\d+) of them set up afresh", r.stderr)
+    assert counts == [(str(10 * instances), str(instances))] * 2, r.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("how,n", [("--many", 3000), ("--many-persistent", 700)])
 def test_many_collectives_at_once(build_dir, engine, how, n):
     """3000 non-blocking allreduces outstanding at once, or 700 persistent
