@@ -30,9 +30,10 @@ class Simulator {
     cost_.assign(N, 0);
     for (uint32_t r = 0; r < progs_.size(); r++)
       for (uint32_t e : progs_[r].edges) remaining_[match_.base[r] + e]++;
-    cpu_queue_.resize(progs_.size());
-    cpu_busy_.assign(progs_.size(), false);
-    cpu_last_.assign(progs_.size(), kNoOp);
+    const size_t cpus = model_.cpus ? std::min<size_t>(model_.cpus, progs_.size()) : progs_.size();
+    cpu_queue_.resize(cpus);
+    cpu_busy_.assign(cpus, false);
+    cpu_last_.assign(cpus, kNoOp);
     for (uint64_t g = 0; g < N; g++)  // (a message whose sides both start ready: once)
       if (remaining_[g] == 0 && !(partner(g) < g && remaining_[partner(g)] == 0)) became_ready(g, 0);
     while (!events_.empty()) {
@@ -45,8 +46,8 @@ class Simulator {
       } while (!events_.empty() && std::get<0>(events_.top()) == now);
       // The CPUs this moment freed or gave work to (not all P of them:
       // an alltoall of 1024 ranks has a million moments).
-      for (const uint32_t r : touched_)
-        if (!cpu_busy_[r] && !cpu_queue_[r].empty()) start(r, now);
+      for (const uint32_t c : touched_)
+        if (!cpu_busy_[c] && !cpu_queue_[c].empty()) start(c, now);
       touched_.clear();
     }
     uint64_t last = kNoOp;
@@ -96,17 +97,17 @@ class Simulator {
     const uint64_t p = partner(u);
     const RankOp &o = op(u);
     double cost = 0;
-    int32_t cpu = -1;
+    int32_t by = -1;
     if (p != kNoOp) {
       const uint64_t send = o.kind == CAD_NODE_SEND ? u : p, recv = send == u ? p : u;
       cost = model_.alpha_ns + model_.beta_ns * static_cast<double>(o.len);
-      cpu = static_cast<int32_t>(rank_of(op(send).flags == CAD_XFER_SENDER_WRITES ||
-                                                 op(recv).flags == CAD_XFER_SENDER_WRITES
-                                             ? send
-                                             : recv));
+      by = static_cast<int32_t>(rank_of(op(send).flags == CAD_XFER_SENDER_WRITES ||
+                                                op(recv).flags == CAD_XFER_SENDER_WRITES
+                                            ? send
+                                            : recv));
     } else if (o.kind == CAD_NODE_COPY || o.kind == CAD_NODE_REDUCE) {
       cost = (o.kind == CAD_NODE_COPY ? model_.beta_ns : model_.gamma_ns) * static_cast<double>(o.len);
-      cpu = static_cast<int32_t>(rank_of(u));
+      by = static_cast<int32_t>(rank_of(u));
     }
     SimOp &s = sim_.ops[u];
     if (cost <= 0) {  // nothing for a CPU to do
@@ -114,24 +115,26 @@ class Simulator {
       events_.emplace(t, kDone, u);
       return;
     }
+    const int32_t cpu = by % static_cast<int32_t>(cpu_queue_.size());
+    s.by = by;
     s.cpu = cpu;
     cost_[u] = cost;
     cpu_queue_[cpu].emplace(t, u);
     touched_.push_back(static_cast<uint32_t>(cpu));
   }
 
-  void start(uint32_t r, double now) {
-    const auto [since, u] = cpu_queue_[r].top();
-    cpu_queue_[r].pop();
+  void start(uint32_t c, double now) {
+    const auto [since, u] = cpu_queue_[c].top();
+    cpu_queue_[c].pop();
     SimOp &s = sim_.ops[u];
-    if (now > since) s.after = cpu_last_[r];  // it waited for the CPU
+    if (now > since) s.after = cpu_last_[c];  // it waited for the CPU
     const double cost = cost_[u];
     s.start = now;
     s.end = now + cost;
-    cpu_busy_[r] = true;
-    cpu_last_[r] = u;
-    sim_.ranks[r].busy += cost;
-    if (partner(u) != kNoOp) sim_.ranks[r].copied += op(u).len;
+    cpu_busy_[c] = true;
+    cpu_last_[c] = u;
+    sim_.ranks[s.by].busy += cost;
+    if (partner(u) != kNoOp) sim_.ranks[s.by].copied += op(u).len;
     events_.emplace(s.end, kDone, u);
   }
 

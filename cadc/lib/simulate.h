@@ -1,7 +1,10 @@
 // simulate.h - what an instance of an algorithm would cost on a node
 // under a simple model (cadc simulate): every rank has one CPU, which
 // does that rank's work one operation at a time, in the order the work
-// became ready (ties: the lower rank, then program order).
+// became ready (ties: the lower rank, then program order).  With
+// CostModel::cpus = C > 0 the ranks share C CPUs, rank r on CPU r mod C
+// (how cadrun --bind core places more ranks than cores), each CPU doing
+// its ranks' work one operation at a time in the same order.
 //   - COPY of b bytes: beta * b of the rank's CPU; REDUCE: gamma * b;
 //     a NOP (a join, a fence): nothing.
 //   - A message (a matched send and receive) is ready when both its
@@ -31,20 +34,22 @@ struct CostModel {
   double alpha_ns = 4900;  // per message (bench/results/segments.json's fit on the 2-core VM)
   double beta_ns = 0.18;   // per byte copied (ibid.)
   double gamma_ns = 0.25;  // per byte reduced (a round figure: a sum streams two inputs)
+  uint32_t cpus = 0;       // CPUs the ranks share, rank r on r mod cpus; 0: one per rank
 };
 
 struct SimOp {
   double ready = 0;        // all its predecessors done (a message: both sides')
   double start = 0, end = 0;  // its CPU work (a message: alpha and the copy)
-  int32_t cpu = -1;        // whose CPU did the work, -1 none
+  int32_t by = -1;         // the rank whose work it was (a message: its copier), -1 none
+  int32_t cpu = -1;        // the CPU that did it (by mod cpus; by with one CPU per rank), -1 none
   uint64_t after = kNone;  // what it waited for last: a predecessor or the CPU's previous job
   static constexpr uint64_t kNone = ~uint64_t{0};
 };
 
 struct SimRank {
   double done = 0;         // its last operation's end
-  double busy = 0;         // its CPU's time at work
-  uint64_t copied = 0;     // bytes its CPU copied for messages (in or out)
+  double busy = 0;         // CPU time of its work
+  uint64_t copied = 0;     // bytes it copied for messages (in or out)
 };
 
 struct Simulation {

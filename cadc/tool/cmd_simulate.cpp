@@ -1,7 +1,8 @@
 // cmd_simulate.cpp - cadc simulate FILE --ranks P --size N [...]: what one
 // instance would cost under the model of cadc/lib/simulate.h (one CPU per
-// rank; alpha + beta per byte of the copier's CPU per message, beta per
-// byte copied locally, gamma per byte reduced),
+// rank, or --cpus C shared round robin; alpha + beta per byte of the
+// copier's CPU per message, beta per byte copied locally, gamma per byte
+// reduced),
 // once verify has proven it: the time, each rank's end and CPU time, the
 // critical path, and with --timeline every operation's start and end.
 #include <algorithm>
@@ -45,7 +46,7 @@ std::string duration(double ns) {
 void add_simulate(CLI::App &app, Runner *run) {
   auto opt = std::make_shared<SimulateOptions>();
   CLI::App *cmd = app.add_subcommand(
-      "simulate", "What one instance costs on a node: one CPU per rank, alpha + beta per byte for each message");
+      "simulate", "What one instance costs on a node: a CPU per rank (or --cpus), alpha + beta per byte for each message");
   cmd->add_option("file", opt->file, "Algorithm file")->required();
   add_instance_options(cmd, &opt->inst, true);
   // (Not CLI::Range: NaN passes its comparisons.)
@@ -63,6 +64,9 @@ void add_simulate(CLI::App &app, Runner *run) {
   cmd->add_option("--beta", opt->model.beta_ns, "ns per byte copied, by the copier's CPU")
       ->check(non_negative)->capture_default_str();
   cmd->add_option("--gamma", opt->model.gamma_ns, "ns per byte reduced")->check(non_negative)->capture_default_str();
+  cmd->add_option("--cpus", opt->model.cpus,
+                  "CPUs the ranks share, rank r on CPU r mod C (as cadrun --bind core places them); 0: one per rank")
+      ->check(CLI::Range(0u, 1u << 24))->capture_default_str();
   cmd->add_flag("--timeline", opt->timeline, "Every operation's start and end, in the order they start");
   cmd->add_flag("--json", opt->json, "The simulation and diagnostics as JSON on stdout");
   cmd->callback([opt, run] {
@@ -111,6 +115,7 @@ void add_simulate(CLI::App &app, Runner *run) {
           const SimOp &o = sim.ops[g];
           return nlohmann::json{{"rank", rank_of(g)}, {"op", op_text(progs[rank_of(g)], op_of(g))}, {"at", where(g)},
                                 {"ready_ns", o.ready}, {"start_ns", o.start}, {"end_ns", o.end},
+                                {"by_rank", o.by < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.by)},
                                 {"cpu", o.cpu < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.cpu)}};
         };
         for (uint64_t g : sim.critical) critical.push_back(op_json(g));
@@ -118,15 +123,21 @@ void add_simulate(CLI::App &app, Runner *run) {
           for (uint64_t g = 0; g < sim.ops.size(); g++) timeline.push_back(op_json(g));
         nlohmann::json extra = {{"algorithm", a.name}, {"instance", spec.describe(a)},
                                 {"model", {{"alpha_ns", opt->model.alpha_ns}, {"beta_ns_per_byte", opt->model.beta_ns},
-                                           {"gamma_ns_per_byte", opt->model.gamma_ns}}},
+                                           {"gamma_ns_per_byte", opt->model.gamma_ns},
+                                           {"cpus", opt->model.cpus ? std::min<size_t>(opt->model.cpus, progs.size())
+                                                                    : progs.size()}}},
                                 {"time_ns", sim.time}, {"ranks", ranks}, {"critical_path", critical}};
         if (opt->timeline) extra["timeline"] = timeline;
         return report(s, extra);
       }
       std::cout << title << ": " << duration(sim.time) << "\n";
-      char line[160];
-      snprintf(line, sizeof line, "  model: one CPU per rank; alpha %g ns per message, beta %g ns/B copied, gamma %g ns/B reduced\n",
-               opt->model.alpha_ns, opt->model.beta_ns, opt->model.gamma_ns);
+      char line[200];
+      const std::string cpus = opt->model.cpus && opt->model.cpus < progs.size()
+                                   ? std::to_string(opt->model.cpus) + " CPU" + (opt->model.cpus == 1 ? "" : "s") +
+                                         " shared, rank r on r mod " + std::to_string(opt->model.cpus)
+                                   : "one CPU per rank";
+      snprintf(line, sizeof line, "  model: %s; alpha %g ns per message, beta %g ns/B copied, gamma %g ns/B reduced\n",
+               cpus.c_str(), opt->model.alpha_ns, opt->model.beta_ns, opt->model.gamma_ns);
       std::cout << line << "  rank  done        CPU busy    copied (messages)\n";
       auto print_rank = [&](size_t r) {
         snprintf(line, sizeof line, "  %4zu  %-10s  %-10s  %llu B\n", r, duration(sim.ranks[r].done).c_str(),
@@ -152,11 +163,13 @@ void add_simulate(CLI::App &app, Runner *run) {
       auto print_op = [&](uint64_t g) {
         const SimOp &o = sim.ops[g];
         snprintf(line, sizeof line, "  %-10s %-10s rank %-4u ", duration(o.start).c_str(), duration(o.end).c_str(), rank_of(g));
-        std::cout << line << (o.cpu >= 0 ? "cpu " + std::to_string(o.cpu) : "       ") << "  "
+        std::string cpu = o.cpu >= 0 ? "cpu " + std::to_string(o.cpu) : "       ";
+        if (o.cpu >= 0 && o.cpu != o.by) cpu += " (rank " + std::to_string(o.by) + ")";
+        std::cout << line << cpu << "  "
                   << op_text(progs[rank_of(g)], op_of(g)) << "  " << where(g) << "\n";
       };
       if (!opt->timeline) return report(s);
-      std::cout << "  timeline (start, end, rank, whose CPU did the work, operation, source; a message once, from its send):\n";
+      std::cout << "  timeline (start, end, rank, the CPU that did the work, operation, source; a message once, from its send):\n";
       std::vector<uint64_t> order;
       for (uint64_t g = 0; g < sim.ops.size(); g++)
         if (op_of(g).kind != CAD_NODE_RECV || match.partner[g] == Matching::kUnmatched) order.push_back(g);

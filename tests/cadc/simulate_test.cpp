@@ -1,7 +1,8 @@
 // simulate_test.cpp - the cost model of cadc/lib/simulate.h on instances
 // whose times follow by hand: alpha + beta per byte of the copier's CPU
 // per message (the receiver's unless the sender writes), beta per byte
-// copied locally, gamma per byte reduced, one CPU per rank.
+// copied locally, gamma per byte reduced, one CPU per rank (or CPUs the
+// ranks share).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +19,7 @@ using cad_test::spec;
 constexpr double kAlpha = 1000, kBeta = 2, kGamma = 3;
 
 cad::Simulation run(const std::string &text, int64_t P, int64_t n, int64_t root = 0,
-                    std::vector<std::pair<std::string, int64_t>> params = {}) {
+                    std::vector<std::pair<std::string, int64_t>> params = {}, uint32_t cpus = 0) {
   Compiled c(text);
   EXPECT_TRUE(c.ok()) << c.errors();
   cad::InstanceSpec s = spec(P, n, root);
@@ -31,6 +32,7 @@ cad::Simulation run(const std::string &text, int64_t P, int64_t n, int64_t root 
   model.alpha_ns = kAlpha;
   model.beta_ns = kBeta;
   model.gamma_ns = kGamma;
+  model.cpus = cpus;
   cad::Simulation sim = cad::simulate(progs, m, model);
   // The critical path ends at the time, and each link starts where the
   // one before ended.
@@ -163,6 +165,22 @@ TEST(Simulate, ACpuDoesOneCopyAtATime) {
   // Its critical path: the second copy after the first on the same CPU.
   ASSERT_EQ(s.critical.size(), 2u);
   EXPECT_EQ(s.ops[s.critical[1]].after, s.critical[0]);
+}
+
+TEST(Simulate, RanksThatShareACpuTakeTurns) {
+  // Four receivers that read, on 2 CPUs: ranks 1 and 3 share CPU 1, so
+  // rank 3's copy waits for rank 1's; rank 2's runs beside on CPU 0.
+  const cad::Simulation two = run(kLinear, 4, 100, 0, {}, 2);
+  EXPECT_DOUBLE_EQ(two.time, 2 * (kAlpha + kBeta * 400));
+  EXPECT_DOUBLE_EQ(two.ranks[3].busy, kAlpha + kBeta * 400);  // its own work, on a shared CPU
+  ASSERT_EQ(two.critical.size(), 2u);
+  EXPECT_EQ(two.ops[two.critical[0]].cpu, 1);
+  EXPECT_EQ(two.ops[two.critical[0]].by, 1);
+  EXPECT_EQ(two.ops[two.critical[1]].by, 3);
+  // One CPU for all: the three copies one after another.
+  EXPECT_DOUBLE_EQ(run(kLinear, 4, 100, 0, {}, 1).time, 3 * (kAlpha + kBeta * 400));
+  // More CPUs than ranks: one per rank, as with 0.
+  EXPECT_DOUBLE_EQ(run(kLinear, 4, 100, 0, {}, 64).time, kAlpha + kBeta * 400);
 }
 
 TEST(Simulate, AModelOfNaNsEndsToo) {

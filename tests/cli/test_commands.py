@@ -133,6 +133,25 @@ def test_simulate_prices_an_instance(build_dir):
     assert "cpu 2  send buf[0:1000] → 2" in tl
 
 
+def test_simulate_on_cpus_the_ranks_share(build_dir):
+    alg = ROOT / "algorithms" / "bcast_linear.cad"
+    args = ["simulate", alg, "--ranks", 4, "--size", 1000, "--alpha", 1000, "--beta", 1]
+    # Ranks 1 and 3 share CPU 1 (r mod 2): rank 3's copy waits for rank 1's.
+    out = cadc(build_dir, *args, "--cpus", 2, "--timeline", check=0).stdout
+    assert out.startswith("bcast_linear P=4 n=1000 root=0: 10 us\n"), out
+    assert "model: 2 CPUs shared, rank r on r mod 2;" in out
+    assert "5 us       10 us      rank 0    cpu 1 (rank 3)  send buf[0:1000] → 3" in out, out
+    doc = json.loads(cadc(build_dir, *args, "--cpus", 2, "--json", check=0).stdout)
+    assert doc["model"]["cpus"] == 2 and [r["busy_ns"] for r in doc["ranks"]] == [0, 5000, 5000, 5000]
+    assert [(o["cpu"], o["by_rank"]) for o in doc["critical_path"]] == [(1, 1), (1, 3)]
+    # 0 or more CPUs than ranks: one per rank.
+    for cpus in (0, 4, 99):
+        assert json.loads(cadc(build_dir, *args, "--cpus", cpus, "--json", check=0).stdout)["time_ns"] == 5000
+    for bad in ("-1", "two", "1.5", str(1 << 30)):
+        run = cadc(build_dir, *args, "--cpus", bad, check=2)
+        assert "--cpus" in run.stderr and run.stdout == "", bad
+
+
 def test_simulate_shows_the_pipeline_and_its_segment_size(build_dir):
     alg = ROOT / "algorithms" / "bcast_chain_pipeline.cad"
     times = {}
