@@ -126,6 +126,7 @@ bench: build
 	$(MPIRUN_BENCH) --mca btl_vader_single_copy_mechanism none -x CADRT_ENGINE=poll -x CADRT_CMA=0 \
 	  -x BENCH_LABEL=poll-nocma $(BUILD)/bin/rt_bench --json bench/results/rt-poll-nocma.json
 	$(BUILD)/bin/cadrun -n 3 --bind core $(BUILD)/bin/seg_bench --json bench/results/segments.json
+	$(PYTHON) bench/sim_check.py $(BUILD) --json bench/results/simulate.json
 	$(PYTHON) bench/kernel_vm.py $(BUILD) --json bench/results/kernel-vm.json
 	$(PYTHON) bench/report.py --readme README.md
 

@@ -85,6 +85,25 @@ static inline int bench_ref_stride(int m, const double *a, const double *b, doub
 	return stride < 1 ? 1 : stride > 4096 ? 4096 : (int)stride + 1;
 }
 
+/* t = alpha + beta m by least squares on the relative error (weights
+ * 1 / t^2, so that microseconds are not lost beside milliseconds). */
+static inline void bench_fit_line(const double *m, const double *t, int k, double *alpha, double *beta)
+{
+	double s = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+
+	for (int i = 0; i < k; i++) {
+		const double w = 1.0 / (t[i] * t[i]);
+
+		s += w;
+		sx += w * m[i];
+		sy += w * t[i];
+		sxx += w * m[i] * m[i];
+		sxy += w * m[i] * t[i];
+	}
+	*beta = (s * sxy - sx * sy) / (s * sxx - sx * sx);
+	*alpha = (sy - *beta * sx) / s;
+}
+
 #define BENCH_MAX_REPS 64
 #define BENCH_MAX_FIGS 1024
 

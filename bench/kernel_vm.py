@@ -105,11 +105,16 @@ def report(runs):
             for b in (65536, 1048576):
                 key = f"{coll} {b}"
                 ov = [f[f"overlap {key}"] for f in by[e]]
-                of_cap = [f[f"overlap {key}"] / max(f[f"cap {key}"], 1e-9) * 100 for f in by[e]]
+                # A repetition whose cap is not positive (its memcpy, timed
+                # apart, took as long as its pure latency: emulation's noise)
+                # has no "of cap"; it is left out and counted.
+                of_cap = [f[f"overlap {key}"] / f[f"cap {key}"] * 100 for f in by[e] if f[f"cap {key}"] > 0]
                 params = {"engine": e, "collective": coll, "bytes": b, "ranks": 2}
                 results.append(result(f"{e} overlap {key}", "%", ov, params))
-                results.append(result(f"{e} overlap {key} of cap", "%", of_cap, params,
-                                      ">= 90" if e.startswith("kernel") else None))
+                if of_cap:
+                    results.append(result(f"{e} overlap {key} of cap", "%", of_cap,
+                                          dict(params, without_cap=len(ov) - len(of_cap)),
+                                          ">= 90" if e.startswith("kernel") else None))
         for b in (12500, 125000, 1250000):
             for m in (4, 40):
                 params = {"engine": e, "bytes": b, "matrix": m, "ranks": 2}

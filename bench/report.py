@@ -490,7 +490,45 @@ def blocks(runs, prefix):
         "compiler": pivot(runs, "cadc", lambda r: True, prefix),
         "core": pivot(runs, "core", lambda r: True, prefix),
         "ops": pivot(runs, "ops", lambda r: True, prefix),
+        "simulate": simulate_table(runs, prefix),
     }
+
+
+def simulate_table(runs, prefix):
+    """bench/sim_check.py's run: per collective and size, for each P, what
+    choosing by cadc simulate costs (pick/best) and the range of the
+    model's error over the algorithms (simulated/measured, medians)."""
+    docs = by_benchmark(runs, "simulate")
+    if not docs:
+        return "(no results yet: run `make bench`)"
+    path, doc = docs[-1]
+    picks, errors, ranks = {}, {}, []
+    for r in doc["results"]:
+        p = r["params"]
+        if "collective" not in p:
+            continue
+        key = (p["collective"], p["bytes"])
+        if p["ranks"] not in ranks:
+            ranks.append(p["ranks"])
+        if r["name"].startswith("pick/best "):
+            picks[key, p["ranks"]] = r
+        elif r["name"].startswith("simulated/measured "):
+            errors.setdefault((key, p["ranks"]), []).append((r["median"], p["algorithm"]))
+    head = "| Collective | " + " | ".join(f"P = {P}: pick/best | P = {P}: simulated/measured" for P in ranks) + " |"
+    out = [f"[{path.name}]({prefix}{path.name}), engine {doc['engine']}, {doc['machine']['cores']} cores:", "",
+           head, "|---|" + "---|---|" * len(ranks)]
+    for key in dict.fromkeys(k for k, _ in errors):
+        cells = []
+        for P in ranks:
+            e = sorted(errors.get((key, P), []))
+            cells.append(fmt(picks[key, P]) if (key, P) in picks else "(one algorithm)")
+            cells.append("" if not e else f"{num(e[0][0])}×" if len(e) == 1 else f"{num(e[0][0])}–{num(e[-1][0])}×")
+        out.append(f"| {key[0]} {size_label(key[1])} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def size_label(b):
+    return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB" if b >= 1024 else f"{b} B"
 
 
 def targets_table(runs, prefix):

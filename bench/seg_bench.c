@@ -194,24 +194,6 @@ static double pingpong(cadrt_comm pair, size_t m, int iters)
 	return allreduce(g_rank == 0 ? t : 0, CADRT_SUM);
 }
 
-/* t = alpha + beta m by least squares on the relative error. */
-static void fit(const double *m, const double *t, int k, double *alpha, double *beta)
-{
-	double s = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-
-	for (int i = 0; i < k; i++) {
-		const double w = 1.0 / (t[i] * t[i]);
-
-		s += w;
-		sx += w * m[i];
-		sy += w * t[i];
-		sxx += w * m[i] * m[i];
-		sxy += w * m[i] * t[i];
-	}
-	*beta = (s * sxy - sx * sy) / (s * sxx - sx * sx);
-	*alpha = (sy - *beta * sx) / s;
-}
-
 static double model(double alpha, double beta, size_t n, size_t s)
 {
 	return (double)((size_t)g_size - 2 + (n + s - 1) / s) * (alpha + beta * (double)s);
@@ -301,7 +283,7 @@ int main(int argc, char **argv)
 			t[k] = pingpong(pair, pp[k], pp[k] >= (1u << 20) ? (quick ? 5 : 20) : (quick ? 20 : 100));
 			bench_push(f_pp[k], t[k] * 1e6);
 		}
-		fit(m, t, NPP, &alpha, &beta);
+		bench_fit_line(m, t, NPP, &alpha, &beta);
 		bench_push(f_alpha, alpha * 1e6);
 		bench_push(f_beta, beta * 1e9);
 		for (int j = 0; j < 2; j++) {

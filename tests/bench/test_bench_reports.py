@@ -191,6 +191,51 @@ def test_seg_bench_report_follows_the_schema(build_dir, tmp_path):
     assert by_name["bcast 1MiB seg 64KiB"]["params"]["ranks"] == 3
 
 
+def test_sim_check_sets_cadc_simulate_beside_measurement(build_dir, tmp_path):
+    """bench/sim_check.py: every standard algorithm but the hierarchical
+    broadcast forced under cadrun (alg_bench), cadc simulate of the same
+    instance with the costs measured in the same repetition."""
+    out = tmp_path / "simulate.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    env["BENCH_QUICK"] = "1"
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "sim_check.py"), str(build_dir), "--json", str(out),
+                          "--ranks", "2"], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report, by_name = validated(out)
+    assert report["benchmark"] == "simulate"
+    for name in ("alpha P=2", "beta P=2", "gamma P=2", "measured bcast bcast_binomial 1MiB P=2",
+                 "simulated allreduce allreduce_ring 64KiB P=2", "simulated/measured alltoall alltoall_bruck 8B P=2",
+                 "measured bcast bcast_chain_pipeline:seg=8192 1KiB P=2", "pick/best allgather 1MiB P=2"):
+        assert name in by_name, name
+    assert not any("hier" in name for name in by_name)
+    assert len(by_name["pick/best bcast 8B P=2"]["repetitions"]) == 3
+    r = by_name["simulated/measured allreduce allreduce_ring 1MiB P=2"]
+    sim, meas = by_name["simulated allreduce allreduce_ring 1MiB P=2"], by_name["measured allreduce allreduce_ring 1MiB P=2"]
+    assert r["repetitions"] == pytest.approx([s / m for s, m in zip(sim["repetitions"], meas["repetitions"])])
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "name at least one setting"),
+    (["gather=gather_linear"], "COLL one of bcast, reduce, allreduce, allgather, alltoall"),
+    (["bcast"], "a setting is COLL=NAME"),
+    (["--sizes", "8,x", "bcast=bcast_linear"], "--sizes takes"),
+    (["--sizes", "0", "bcast=bcast_linear"], "--sizes takes"),
+    (["--frobnicate"], "unknown option"),
+])
+def test_alg_bench_rejects_bad_arguments(build_dir, args, message):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    run = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "2", str(build_dir / "bin" / "alg_bench"), *args],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode != 0 and message in run.stderr, run.stderr
+
+
+def test_alg_bench_refuses_a_setting_the_collective_does_not_run(build_dir):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    run = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "2", str(build_dir / "bin" / "alg_bench"),
+                          "bcast=allreduce_ring"], capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode != 0 and "allreduce_ring" in run.stderr, run.stderr
+
+
 KERNEL_TARGETS = {
     "kernel overlap ibcast 65536 of cap": ">= 90",
     "kernel overlap ialltoall 1048576 of cap": ">= 90",

@@ -1,0 +1,356 @@
+/* alg_bench - the time of given algorithms, forced one by one, and the
+ * costs `cadc simulate` prices them with (alpha, beta, gamma), measured in
+ * the same run.  bench/sim_check.py runs it under cadrun and sets what
+ * cadc simulate predicts beside each time:
+ *
+ *   cadrun -n P --bind core alg_bench [--json FILE] [--sizes B,B,...] COLL=SETTING ...
+ *
+ * COLL is bcast, reduce, allreduce, allgather or alltoall; SETTING is what
+ * CADRT_ALGORITHM_<COLL> takes (NAME[:PARAM=VALUE,...]).  Sizes are bytes
+ * per MPI count: the broadcast's buffer (bytes), the reduction's vector
+ * (doubles, summed: bytes / 8 of them), the block of each rank (allgather)
+ * or of each pair (alltoall, bytes).  Default 8, 1024, 65536, 1048576.
+ *
+ * Selection is seg_bench's: each setting gets a copy of the world made
+ * while CADRT_ALGORITHM_<COLL> holds it, and one untimed call of each size
+ * there makes, verifies and caches its instances; a call that runs another
+ * algorithm than the setting names ends the run with an error.
+ *
+ * Timing: call + wait after an untimed world barrier; a rank's median over
+ * the iterations, the slowest rank's.  The settings and sizes are
+ * interleaved in each repetition.
+ *
+ * The model's costs, in each repetition:
+ *   alpha, beta   fitted (least squares on the relative error, as
+ *                 seg_bench) to the one-way time of one message between
+ *                 ranks 0 and 1 at the sizes above: half the round trip of
+ *                 a broadcast from rank 0 then from rank 1 on a 2-rank
+ *                 communicator running bcast_linear (one message, the
+ *                 transport every algorithm's messages take)
+ *   gamma         ns per byte of a[i] += b[i] over 1 MiB of doubles on
+ *                 rank 0 (the built-in sum's loop; bench/core_bench puts
+ *                 the core's at 1.0x such a loop)
+ * Engine: thread unless CADRT_ENGINE says otherwise (seg_bench's reasons:
+ * more ranks than cores).  BENCH_QUICK=1: 3 repetitions instead of 7. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_out.h"
+#include "cadrt/cadrt.h"
+
+#define MAX_SPECS 64
+#define MAX_SIZES 16
+#define MAX_ITERS 64
+#define USAGE "cadrun -n P --bind core alg_bench [--json FILE] [--sizes B,B,...] COLL=SETTING ..."
+
+enum coll { BCAST, REDUCE, ALLREDUCE, ALLGATHER, ALLTOALL };
+static const char *const g_coll_names[] = { "bcast", "reduce", "allreduce", "allgather", "alltoall" };
+
+struct spec {
+	enum coll coll;
+	const char *setting; /* NAME[:PARAM=VALUE,...] */
+	char name[64];	     /* NAME */
+	cadrt_comm comm;
+};
+
+static int g_rank, g_size;
+static char *g_send, *g_recv;
+static cadrt_comm g_world;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "alg_bench: rank %d: %s: %s\n", g_rank, what, cadrt_error_message());
+	exit(1);
+}
+
+static void usage(const char *why)
+{
+	if (g_rank == 0)
+		fprintf(stderr, "alg_bench: %s\nusage: %s\n", why, USAGE);
+	exit(2);
+}
+
+static void barrier(void)
+{
+	cadrt_request r;
+
+	if (cadrt_ibarrier(g_world, &r) || cadrt_wait(&r))
+		die("barrier");
+}
+
+static double allreduce(double v, cadrt_op op)
+{
+	double out;
+	cadrt_request r;
+
+	if (cadrt_iallreduce(&v, &out, 1, CADRT_DOUBLE, op, g_world, &r) || cadrt_wait(&r))
+		die("allreduce");
+	return out;
+}
+
+/* One call of s's collective of b bytes per count, waited for. */
+static void run(const struct spec *s, cadrt_comm c, size_t b, int root)
+{
+	cadrt_request r;
+	int rc = -1;
+
+	switch (s->coll) {
+	case BCAST:
+		rc = cadrt_ibcast(g_send, b, CADRT_BYTE, root, c, &r);
+		break;
+	case REDUCE:
+		rc = cadrt_ireduce(g_send, g_recv, b / 8, CADRT_DOUBLE, CADRT_SUM, root, c, &r);
+		break;
+	case ALLREDUCE:
+		rc = cadrt_iallreduce(g_send, g_recv, b / 8, CADRT_DOUBLE, CADRT_SUM, c, &r);
+		break;
+	case ALLGATHER:
+		rc = cadrt_iallgather(g_send, g_recv, b, CADRT_BYTE, c, &r);
+		break;
+	case ALLTOALL:
+		rc = cadrt_ialltoall(g_send, g_recv, b, CADRT_BYTE, c, &r);
+		break;
+	}
+	if (rc)
+		die(s->setting);
+	if (strcmp(cadrt_request_algorithm(r), s->name)) {
+		fprintf(stderr, "alg_bench: rank %d: %s runs %s, not %s\n", g_rank, g_coll_names[s->coll],
+			cadrt_request_algorithm(r), s->name);
+		exit(1);
+	}
+	if (cadrt_wait(&r))
+		die("wait");
+}
+
+/* A copy of the world (color 0) or of ranks 0 and 1 (color 0 there, -1
+ * elsewhere: NULL) whose calls of s's collective run s's setting; the
+ * instances of the sizes and roots are made now.  Collective over the world. */
+static cadrt_comm comm_for(const struct spec *s, int color, const size_t *sizes, int nsizes, int roots)
+{
+	char var[64];
+	cadrt_comm c;
+
+	snprintf(var, sizeof var, "CADRT_ALGORITHM_%s", g_coll_names[s->coll]);
+	for (char *p = var; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	setenv(var, s->setting, 1);
+	if (cadrt_comm_split(g_world, color, g_rank, &c))
+		die("cadrt_comm_split");
+	for (int i = 0; c && i < nsizes; i++)
+		for (int root = 0; root < roots; root++)
+			run(s, c, sizes[i], root);
+	unsetenv(var);
+	return c;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Seconds of s's collective of b bytes on its communicator: the slowest
+ * rank's median. */
+static double time_call(const struct spec *s, size_t b, int iters)
+{
+	double t[MAX_ITERS];
+
+	for (int i = 0; i < iters; i++) {
+		double t0;
+
+		barrier();
+		t0 = bench_now();
+		run(s, s->comm, b, 0);
+		t[i] = bench_now() - t0;
+	}
+	qsort(t, (size_t)iters, sizeof t[0], cmp_double);
+	return allreduce(iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2, CADRT_MAX);
+}
+
+/* One-way seconds of a b-byte message, rank 0's measure, on every rank. */
+static double pingpong(const struct spec *pp, size_t b, int iters)
+{
+	double t = 0;
+
+	if (pp->comm) {
+		run(pp, pp->comm, b, 0);
+		run(pp, pp->comm, b, 1);
+		const double t0 = bench_now();
+		for (int i = 0; i < iters; i++) {
+			run(pp, pp->comm, b, 0);
+			run(pp, pp->comm, b, 1);
+		}
+		t = (bench_now() - t0) / (2.0 * iters);
+	}
+	return allreduce(g_rank == 0 ? t : 0, CADRT_SUM);
+}
+
+/* ns per byte of a[i] += b[i] over 1 MiB of doubles: the best of 5, on
+ * rank 0, on every rank. */
+static double gamma_ns(void)
+{
+	const size_t n = (1u << 20) / sizeof(double);
+	double *a = (double *)g_recv, *x = (double *)g_send, best = 1e30;
+
+	if (g_rank == 0)
+		for (int r = 0; r < 5; r++) {
+			const double t0 = bench_now();
+			for (size_t i = 0; i < n; i++)
+				a[i] += x[i];
+			__asm__ volatile("" ::"r"(a) : "memory");
+			const double t = bench_now() - t0;
+			if (t < best)
+				best = t;
+		}
+	return allreduce(g_rank == 0 ? best * 1e9 / (1u << 20) : 0, CADRT_SUM);
+}
+
+static int parse_sizes(const char *text, size_t *out)
+{
+	int k = 0;
+
+	for (const char *p = text; *p;) {
+		char *end;
+		const unsigned long long v = strtoull(p, &end, 10);
+
+		if (end == p || v == 0 || v > (64u << 20) || k == MAX_SIZES || (*end && *end != ','))
+			usage("--sizes takes up to 16 byte counts from 1 to 64 MiB, separated by commas");
+		out[k++] = (size_t)v;
+		p = *end ? end + 1 : end;
+	}
+	if (!k)
+		usage("--sizes takes at least one byte count");
+	return k;
+}
+
+static void parse_spec(const char *arg, struct spec *s)
+{
+	const char *eq = strchr(arg, '=');
+	size_t i;
+
+	for (i = 0; eq && i < sizeof g_coll_names / sizeof g_coll_names[0]; i++)
+		if (strlen(g_coll_names[i]) == (size_t)(eq - arg) && !strncmp(arg, g_coll_names[i], (size_t)(eq - arg)))
+			break;
+	if (!eq || i == sizeof g_coll_names / sizeof g_coll_names[0] || !eq[1])
+		usage("a setting is COLL=NAME[:PARAM=VALUE,...], COLL one of bcast, reduce, allreduce, allgather, alltoall");
+	s->coll = (enum coll)i;
+	s->setting = eq + 1;
+	snprintf(s->name, sizeof s->name, "%.*s", (int)strcspn(eq + 1, ":"), eq + 1);
+}
+
+int main(int argc, char **argv)
+{
+	const char *json = NULL;
+	struct spec specs[MAX_SPECS];
+	size_t sizes[MAX_SIZES] = { 8, 1024, 65536, 1u << 20 };
+	int nspecs = 0, nsizes = 4;
+	const int quick = getenv("BENCH_QUICK") && atoi(getenv("BENCH_QUICK"));
+	const int reps = quick ? 3 : 7;
+
+	setenv("CADRT_ENGINE", "thread", 0);
+	if (cadrt_init())
+		die("cadrt_init");
+	g_world = cadrt_comm_world();
+	cadrt_comm_rank(g_world, &g_rank);
+	cadrt_comm_size(g_world, &g_size);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") && i + 1 < argc)
+			json = argv[++i];
+		else if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+			nsizes = parse_sizes(argv[++i], sizes);
+		else if (argv[i][0] == '-')
+			usage("unknown option");
+		else if (nspecs == MAX_SPECS)
+			usage("at most 64 settings");
+		else
+			parse_spec(argv[i], &specs[nspecs++]);
+	}
+	if (!nspecs)
+		usage("name at least one setting");
+	if (g_size < 2)
+		usage("needs at least 2 ranks (the ping-pong)");
+	size_t most = 1u << 20; /* gamma's 1 MiB */
+	for (int k = 0; k < nsizes; k++)
+		if (sizes[k] > most)
+			most = sizes[k];
+	g_send = aligned_alloc(4096, most * (size_t)g_size);
+	g_recv = aligned_alloc(4096, most * (size_t)g_size);
+	if (!g_send || !g_recv)
+		die("out of memory");
+	memset(g_send, 0, most * (size_t)g_size); /* doubles of 0.0: sums stay finite */
+	memset(g_recv, 0, most * (size_t)g_size);
+
+	const char *engine = cadrt_engine();
+	const double t_start = bench_now();
+	struct spec pp = { .coll = BCAST, .setting = "bcast_linear", .name = "bcast_linear" };
+	pp.comm = comm_for(&pp, g_rank < 2 ? 0 : -1, sizes, nsizes, 2);
+	for (int j = 0; j < nspecs; j++)
+		specs[j].comm = comm_for(&specs[j], 0, sizes, nsizes, 1);
+
+	struct bench_fig *f_time[MAX_SPECS][MAX_SIZES], *f_pp[MAX_SIZES], *f_alpha, *f_beta, *f_gamma;
+	char name[112], sz[32];
+	for (int k = 0; k < nsizes; k++) {
+		snprintf(name, sizeof name, "pingpong %s", bench_size(sizes[k], sz, sizeof sz));
+		f_pp[k] = bench_add(name, "us", NULL, "\"bytes\": %zu, \"ranks\": 2, \"engine\": \"%s\"", sizes[k], engine);
+	}
+	f_alpha = bench_add("alpha", "us", NULL, "\"ranks\": 2, \"engine\": \"%s\"", engine);
+	f_beta = bench_add("beta", "ns/B", NULL, "\"ranks\": 2, \"engine\": \"%s\"", engine);
+	f_gamma = bench_add("gamma", "ns/B", NULL, "\"ranks\": 1, \"engine\": \"%s\"", engine);
+	for (int j = 0; j < nspecs; j++)
+		for (int k = 0; k < nsizes; k++) {
+			snprintf(name, sizeof name, "time %s %s %s", g_coll_names[specs[j].coll], specs[j].setting,
+				 bench_size(sizes[k], sz, sizeof sz));
+			f_time[j][k] = bench_add(name, "us", NULL,
+						 "\"collective\": \"%s\", \"algorithm\": \"%s\", \"bytes\": %zu, "
+						 "\"ranks\": %d, \"engine\": \"%s\"",
+						 g_coll_names[specs[j].coll], specs[j].setting, sizes[k], g_size, engine);
+		}
+
+	for (int rep = 0; rep < reps; rep++) {
+		double m[MAX_SIZES], t[MAX_SIZES], alpha, beta;
+
+		barrier();
+		for (int k = 0; k < nsizes; k++) {
+			m[k] = (double)sizes[k];
+			t[k] = pingpong(&pp, sizes[k], sizes[k] >= (1u << 20) ? (quick ? 5 : 20) : (quick ? 20 : 100));
+			bench_push(f_pp[k], t[k] * 1e6);
+		}
+		bench_fit_line(m, t, nsizes, &alpha, &beta);
+		bench_push(f_alpha, alpha * 1e6);
+		bench_push(f_beta, beta * 1e9);
+		bench_push(f_gamma, gamma_ns());
+		for (int j = 0; j < nspecs; j++)
+			for (int k = 0; k < nsizes; k++) {
+				const int iters = sizes[k] >= (1u << 20) ? (quick ? 5 : 15) : (quick ? 15 : 41);
+				bench_push(f_time[j][k], time_call(&specs[j], sizes[k], iters) * 1e6);
+			}
+	}
+
+	if (g_rank == 0) {
+		char title[200];
+
+		snprintf(title, sizeof title, "alg_bench: %d settings, %d ranks, engine %s; %s mode, %d repetitions, %.1f s",
+			 nspecs, g_size, engine, quick ? "quick" : "full", reps, bench_now() - t_start);
+		bench_print(title);
+		if (json && bench_write_json(json, "algorithms", engine,
+					     "each setting of CADRT_ALGORITHM_<COLL> on a copy of the world (the instance "
+					     "made at its first call), interleaved in each repetition; root 0, call + wait "
+					     "after an untimed world barrier, the slowest rank's median over the "
+					     "iterations; alpha, beta fitted (least squares, relative error) to a 2-rank "
+					     "one-message broadcast ping-pong at the same sizes; gamma: a[i] += b[i] over "
+					     "1 MiB of doubles"))
+			return 1;
+	}
+	for (int j = 0; j < nspecs; j++)
+		cadrt_comm_free(&specs[j].comm);
+	if (pp.comm)
+		cadrt_comm_free(&pp.comm);
+	cadrt_finalize();
+	free(g_send);
+	free(g_recv);
+	return 0;
+}
