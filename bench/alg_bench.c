@@ -6,7 +6,9 @@
  *   cadrun -n P --bind core alg_bench [--json FILE] [--sizes B,B,...] COLL=SETTING ...
  *
  * COLL is bcast, reduce, allreduce, allgather or alltoall; SETTING is what
- * CADRT_ALGORITHM_<COLL> takes (NAME[:PARAM=VALUE,...]).  Sizes are bytes
+ * CADRT_ALGORITHM_<COLL> takes (NAME[:PARAM=VALUE,...]), or "rules": the
+ * library's rules choose, as without a setting (each figure's params say
+ * what they chose).  Sizes are bytes
  * per MPI count: the broadcast's buffer (bytes), the reduction's vector
  * (doubles, summed: bytes / 8 of them), the block of each rank (allgather)
  * or of each pair (alltoall, bytes).  Default 8, 1024, 65536, 1048576.
@@ -52,7 +54,8 @@ static const char *const g_coll_names[] = { "bcast", "reduce", "allreduce", "all
 struct spec {
 	enum coll coll;
 	const char *setting; /* NAME[:PARAM=VALUE,...] */
-	char name[64];	     /* NAME */
+	char name[64];	     /* NAME; "" for the rules' choice */
+	char chosen[MAX_SIZES][64]; /* what ran, per size (the rules' choice) */
 	cadrt_comm comm;
 };
 
@@ -91,8 +94,9 @@ static double allreduce(double v, cadrt_op op)
 	return out;
 }
 
-/* One call of s's collective of b bytes per count, waited for. */
-static void run(const struct spec *s, cadrt_comm c, size_t b, int root)
+/* One call of s's collective of b bytes per count, waited for; the
+ * algorithm it ran into ran (if not NULL). */
+static void run(const struct spec *s, cadrt_comm c, size_t b, int root, char *ran)
 {
 	cadrt_request r;
 	int rc = -1;
@@ -116,7 +120,9 @@ static void run(const struct spec *s, cadrt_comm c, size_t b, int root)
 	}
 	if (rc)
 		die(s->setting);
-	if (strcmp(cadrt_request_algorithm(r), s->name)) {
+	if (ran)
+		snprintf(ran, 64, "%s", cadrt_request_algorithm(r));
+	if (s->name[0] && strcmp(cadrt_request_algorithm(r), s->name)) {
 		fprintf(stderr, "alg_bench: rank %d: %s runs %s, not %s\n", g_rank, g_coll_names[s->coll],
 			cadrt_request_algorithm(r), s->name);
 		exit(1);
@@ -128,7 +134,7 @@ static void run(const struct spec *s, cadrt_comm c, size_t b, int root)
 /* A copy of the world (color 0) or of ranks 0 and 1 (color 0 there, -1
  * elsewhere: NULL) whose calls of s's collective run s's setting; the
  * instances of the sizes and roots are made now.  Collective over the world. */
-static cadrt_comm comm_for(const struct spec *s, int color, const size_t *sizes, int nsizes, int roots)
+static cadrt_comm comm_for(struct spec *s, int color, const size_t *sizes, int nsizes, int roots)
 {
 	char var[64];
 	cadrt_comm c;
@@ -136,12 +142,15 @@ static cadrt_comm comm_for(const struct spec *s, int color, const size_t *sizes,
 	snprintf(var, sizeof var, "CADRT_ALGORITHM_%s", g_coll_names[s->coll]);
 	for (char *p = var; *p; p++)
 		*p = (char)toupper((unsigned char)*p);
-	setenv(var, s->setting, 1);
+	if (s->name[0])
+		setenv(var, s->setting, 1);
+	else
+		unsetenv(var);
 	if (cadrt_comm_split(g_world, color, g_rank, &c))
 		die("cadrt_comm_split");
 	for (int i = 0; c && i < nsizes; i++)
 		for (int root = 0; root < roots; root++)
-			run(s, c, sizes[i], root);
+			run(s, c, sizes[i], root, s->chosen[i]);
 	unsetenv(var);
 	return c;
 }
@@ -164,7 +173,7 @@ static double time_call(const struct spec *s, size_t b, int iters)
 
 		barrier();
 		t0 = bench_now();
-		run(s, s->comm, b, 0);
+		run(s, s->comm, b, 0, NULL);
 		t[i] = bench_now() - t0;
 	}
 	qsort(t, (size_t)iters, sizeof t[0], cmp_double);
@@ -177,12 +186,12 @@ static double pingpong(const struct spec *pp, size_t b, int iters)
 	double t = 0;
 
 	if (pp->comm) {
-		run(pp, pp->comm, b, 0);
-		run(pp, pp->comm, b, 1);
+		run(pp, pp->comm, b, 0, NULL);
+		run(pp, pp->comm, b, 1, NULL);
 		const double t0 = bench_now();
 		for (int i = 0; i < iters; i++) {
-			run(pp, pp->comm, b, 0);
-			run(pp, pp->comm, b, 1);
+			run(pp, pp->comm, b, 0, NULL);
+			run(pp, pp->comm, b, 1, NULL);
 		}
 		t = (bench_now() - t0) / (2.0 * iters);
 	}
@@ -240,6 +249,8 @@ static void parse_spec(const char *arg, struct spec *s)
 	s->coll = (enum coll)i;
 	s->setting = eq + 1;
 	snprintf(s->name, sizeof s->name, "%.*s", (int)strcspn(eq + 1, ":"), eq + 1);
+	if (!strcmp(s->setting, "rules"))
+		s->name[0] = 0;
 }
 
 int main(int argc, char **argv)
@@ -305,9 +316,10 @@ int main(int argc, char **argv)
 			snprintf(name, sizeof name, "time %s %s %s", g_coll_names[specs[j].coll], specs[j].setting,
 				 bench_size(sizes[k], sz, sizeof sz));
 			f_time[j][k] = bench_add(name, "us", NULL,
-						 "\"collective\": \"%s\", \"algorithm\": \"%s\", \"bytes\": %zu, "
-						 "\"ranks\": %d, \"engine\": \"%s\"",
-						 g_coll_names[specs[j].coll], specs[j].setting, sizes[k], g_size, engine);
+						 "\"collective\": \"%s\", \"algorithm\": \"%s\", \"ran\": \"%s\", "
+						 "\"bytes\": %zu, \"ranks\": %d, \"engine\": \"%s\"",
+						 g_coll_names[specs[j].coll], specs[j].setting, specs[j].chosen[k], sizes[k],
+						 g_size, engine);
 		}
 
 	for (int rep = 0; rep < reps; rep++) {

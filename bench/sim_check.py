@@ -17,6 +17,9 @@ Figures (params collective, algorithm, bytes, ranks; every repetition):
                                              measured fastest: what choosing by
                                              the model would cost (1 = it picks
                                              the winner)
+  rules/best <coll> <size> P=<p>             the same for the standard library's
+                                             rules (what cadrt runs without a
+                                             setting; params: what they chose)
   alpha P=<p>, beta P=<p>, gamma P=<p>       the costs of each run
 BENCH_QUICK=1 in the environment: alg_bench's quick mode.
 
@@ -40,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # rules' segment (its file's default, 64, is for the proofs).
 SETTINGS = [
     ("bcast", "bcast_binomial"), ("bcast", "bcast_linear"), ("bcast", "bcast_scatter_allgather"),
-    ("bcast", "bcast_chain_pipeline:seg=8192"),
+    ("bcast", "bcast_chain_pipeline:seg=262144"),
     ("reduce", "reduce_binomial"),
     ("allreduce", "allreduce_recursive_doubling"), ("allreduce", "allreduce_ring"),
     ("allreduce", "allreduce_rabenseifner"), ("allreduce", "allreduce_linear"),
@@ -109,11 +112,13 @@ def main():
             cmd = [str(build / "bin" / "cadrun"), "-n", str(P), "--bind", "core", str(build / "bin" / "alg_bench"),
                    "--json", str(out), "--sizes", ",".join(map(str, SIZES))]
             cmd += [f"{c}={s}" for c, s in settings]
+            cmd += [f"{c}=rules" for c in dict.fromkeys(c for c, _ in settings)]
             print(f"sim_check: P={P}: {' '.join(cmd[5:7])} ... ({len(settings)} settings)", file=sys.stderr)
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             doc = json.loads(out.read_text())
         engine = doc["engine"]
         figs = {r["name"]: r["repetitions"] for r in doc["results"]}
+        by = {r["name"]: r for r in doc["results"]}
         reps = len(figs["alpha"])
         # (A fit of few points can put alpha or beta below 0: priced at 0.)
         models = [{k: max(0.0, figs[k][i]) for k in ("alpha", "beta", "gamma")} for i in range(reps)]
@@ -147,9 +152,13 @@ def main():
                     pick = min(mine, key=lambda s: simulated[(coll, s, b)][i])
                     best = min(measured[(coll, s, b)][i] for s in mine)
                     picks.append(measured[(coll, pick, b)][i] / best)
-                results.append(result(f"pick/best {coll} {size_name(b)} P={P}", "x", picks,
-                                      {"collective": coll, "bytes": b, "ranks": P, "engine": engine,
-                                       "algorithms": len(mine)}))
+                params = {"collective": coll, "bytes": b, "ranks": P, "engine": engine, "algorithms": len(mine)}
+                results.append(result(f"pick/best {coll} {size_name(b)} P={P}", "x", picks, params))
+                rules = by[f"time {coll} rules {size_name(b)}"]
+                best = [min(measured[(coll, s, b)][i] for s in mine) for i in range(reps)]
+                results.append(result(f"rules/best {coll} {size_name(b)} P={P}", "x",
+                                      [t / m for t, m in zip(rules["repetitions"], best)],
+                                      dict(params, algorithm=rules["params"]["ran"])))
     uname = os.uname()
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown")
@@ -158,7 +167,7 @@ def main():
         "machine": {"cpu": cpu, "cores": cpus, "kernel": uname.release},
         "engine": engine,
         "method": ("bench/alg_bench.c under cadrun -n P --bind core: each standard algorithm forced with "
-                   "CADRT_ALGORITHM_<COLL> (bcast_chain_pipeline with the rules' seg=8192; not the hierarchical "
+                   "CADRT_ALGORITHM_<COLL> (bcast_chain_pipeline with the rules' seg=262144; not the hierarchical "
                    "broadcast), call + wait, the slowest rank's median; beside it cadc simulate of the same "
                    f"instance (u8 elements, or f64 sums for reductions) with --cpus {cpus} and alg_bench's alpha, "
                    "beta (a one-message ping-pong fit) and gamma (a sum loop) of the same repetition"),

@@ -205,7 +205,7 @@ def test_sim_check_sets_cadc_simulate_beside_measurement(build_dir, tmp_path):
     assert report["benchmark"] == "simulate"
     for name in ("alpha P=2", "beta P=2", "gamma P=2", "measured bcast bcast_binomial 1MiB P=2",
                  "simulated allreduce allreduce_ring 64KiB P=2", "simulated/measured alltoall alltoall_bruck 8B P=2",
-                 "measured bcast bcast_chain_pipeline:seg=8192 1KiB P=2", "pick/best allgather 1MiB P=2"):
+                 "measured bcast bcast_chain_pipeline:seg=262144 1KiB P=2", "pick/best allgather 1MiB P=2"):
         assert name in by_name, name
     assert not any("hier" in name for name in by_name)
     assert len(by_name["pick/best bcast 8B P=2"]["repetitions"]) == 3
