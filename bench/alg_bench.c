@@ -40,8 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_out.h"
-#include "cadrt/cadrt.h"
+#include "bench_cadrt.h"
 
 #define MAX_SPECS 64
 #define MAX_SIZES 16
@@ -63,35 +62,11 @@ static int g_rank, g_size;
 static char *g_send, *g_recv;
 static cadrt_comm g_world;
 
-static void die(const char *what)
-{
-	fprintf(stderr, "alg_bench: rank %d: %s: %s\n", g_rank, what, cadrt_error_message());
-	exit(1);
-}
-
 static void usage(const char *why)
 {
 	if (g_rank == 0)
 		fprintf(stderr, "alg_bench: %s\nusage: %s\n", why, USAGE);
 	exit(2);
-}
-
-static void barrier(void)
-{
-	cadrt_request r;
-
-	if (cadrt_ibarrier(g_world, &r) || cadrt_wait(&r))
-		die("barrier");
-}
-
-static double allreduce(double v, cadrt_op op)
-{
-	double out;
-	cadrt_request r;
-
-	if (cadrt_iallreduce(&v, &out, 1, CADRT_DOUBLE, op, g_world, &r) || cadrt_wait(&r))
-		die("allreduce");
-	return out;
 }
 
 /* One call of s's collective of b bytes per count, waited for; the
@@ -119,7 +94,7 @@ static void run(const struct spec *s, cadrt_comm c, size_t b, int root, char *ra
 		break;
 	}
 	if (rc)
-		die(s->setting);
+		bench_die(s->setting);
 	if (ran)
 		snprintf(ran, 64, "%s", cadrt_request_algorithm(r));
 	if (s->name[0] && strcmp(cadrt_request_algorithm(r), s->name)) {
@@ -128,7 +103,7 @@ static void run(const struct spec *s, cadrt_comm c, size_t b, int root, char *ra
 		exit(1);
 	}
 	if (cadrt_wait(&r))
-		die("wait");
+		bench_die("wait");
 }
 
 /* A copy of the world (color 0) or of ranks 0 and 1 (color 0 there, -1
@@ -147,19 +122,12 @@ static cadrt_comm comm_for(struct spec *s, int color, const size_t *sizes, int n
 	else
 		unsetenv(var);
 	if (cadrt_comm_split(g_world, color, g_rank, &c))
-		die("cadrt_comm_split");
+		bench_die("cadrt_comm_split");
 	for (int i = 0; c && i < nsizes; i++)
 		for (int root = 0; root < roots; root++)
 			run(s, c, sizes[i], root, s->chosen[i]);
 	unsetenv(var);
 	return c;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	const double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* Seconds of s's collective of b bytes on its communicator: the slowest
@@ -171,13 +139,12 @@ static double time_call(const struct spec *s, size_t b, int iters)
 	for (int i = 0; i < iters; i++) {
 		double t0;
 
-		barrier();
+		bench_barrier();
 		t0 = bench_now();
 		run(s, s->comm, b, 0, NULL);
 		t[i] = bench_now() - t0;
 	}
-	qsort(t, (size_t)iters, sizeof t[0], cmp_double);
-	return allreduce(iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2, CADRT_MAX);
+	return bench_slowest_median(t, iters);
 }
 
 /* One-way seconds of a b-byte message, rank 0's measure, on every rank. */
@@ -195,7 +162,7 @@ static double pingpong(const struct spec *pp, size_t b, int iters)
 		}
 		t = (bench_now() - t0) / (2.0 * iters);
 	}
-	return allreduce(g_rank == 0 ? t : 0, CADRT_SUM);
+	return bench_allreduce(g_rank == 0 ? t : 0, CADRT_SUM);
 }
 
 /* ns per byte of a[i] += b[i] over 1 MiB of doubles: the best of 5, on
@@ -215,7 +182,7 @@ static double gamma_ns(void)
 			if (t < best)
 				best = t;
 		}
-	return allreduce(g_rank == 0 ? best * 1e9 / (1u << 20) : 0, CADRT_SUM);
+	return bench_allreduce(g_rank == 0 ? best * 1e9 / (1u << 20) : 0, CADRT_SUM);
 }
 
 static int parse_sizes(const char *text, size_t *out)
@@ -262,12 +229,8 @@ int main(int argc, char **argv)
 	const int quick = getenv("BENCH_QUICK") && atoi(getenv("BENCH_QUICK"));
 	const int reps = quick ? 3 : 7;
 
-	setenv("CADRT_ENGINE", "thread", 0);
-	if (cadrt_init())
-		die("cadrt_init");
+	bench_init("alg_bench", &g_rank, &g_size);
 	g_world = cadrt_comm_world();
-	cadrt_comm_rank(g_world, &g_rank);
-	cadrt_comm_size(g_world, &g_size);
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json") && i + 1 < argc)
 			json = argv[++i];
@@ -291,7 +254,7 @@ int main(int argc, char **argv)
 	g_send = aligned_alloc(4096, most * (size_t)g_size);
 	g_recv = aligned_alloc(4096, most * (size_t)g_size);
 	if (!g_send || !g_recv)
-		die("out of memory");
+		bench_die("out of memory");
 	memset(g_send, 0, most * (size_t)g_size); /* doubles of 0.0: sums stay finite */
 	memset(g_recv, 0, most * (size_t)g_size);
 
@@ -325,7 +288,7 @@ int main(int argc, char **argv)
 	for (int rep = 0; rep < reps; rep++) {
 		double m[MAX_SIZES], t[MAX_SIZES], alpha, beta;
 
-		barrier();
+		bench_barrier();
 		for (int k = 0; k < nsizes; k++) {
 			m[k] = (double)sizes[k];
 			t[k] = pingpong(&pp, sizes[k], sizes[k] >= (1u << 20) ? (quick ? 5 : 20) : (quick ? 20 : 100));

@@ -496,13 +496,14 @@ def blocks(runs, prefix):
 
 def simulate_table(runs, prefix):
     """bench/sim_check.py's run: per collective and size, for each P, what
-    choosing by cadc simulate costs (pick/best) and the range of the
-    model's error over the algorithms (simulated/measured, medians)."""
+    choosing by cadc simulate costs (pick/best), what the standard rules'
+    choice costs (rules/best) and the range of the model's error over the
+    algorithms (simulated/measured, medians)."""
     docs = by_benchmark(runs, "simulate")
     if not docs:
         return "(no results yet: run `make bench`)"
     path, doc = docs[-1]
-    picks, errors, ranks = {}, {}, []
+    picks, rules, errors, ranks = {}, {}, {}, []
     for r in doc["results"]:
         p = r["params"]
         if "collective" not in p:
@@ -512,16 +513,19 @@ def simulate_table(runs, prefix):
             ranks.append(p["ranks"])
         if r["name"].startswith("pick/best "):
             picks[key, p["ranks"]] = r
+        elif r["name"].startswith("rules/best "):
+            rules[key, p["ranks"]] = r
         elif r["name"].startswith("simulated/measured "):
             errors.setdefault((key, p["ranks"]), []).append((r["median"], p["algorithm"]))
-    head = "| Collective | " + " | ".join(f"P = {P}: pick/best | P = {P}: simulated/measured" for P in ranks) + " |"
+    head = "| Collective | " + " | ".join(f"P = {P}: pick/best | rules/best | simulated/measured" for P in ranks) + " |"
     out = [f"[{path.name}]({prefix}{path.name}), engine {doc['engine']}, {doc['machine']['cores']} cores:", "",
-           head, "|---|" + "---|---|" * len(ranks)]
+           head, "|---|" + "---|---|---|" * len(ranks)]
     for key in dict.fromkeys(k for k, _ in errors):
         cells = []
         for P in ranks:
             e = sorted(errors.get((key, P), []))
             cells.append(fmt(picks[key, P]) if (key, P) in picks else "(one algorithm)")
+            cells.append(fmt(rules[key, P]) if (key, P) in rules else "")
             cells.append("" if not e else f"{num(e[0][0])}×" if len(e) == 1 else f"{num(e[0][0])}–{num(e[-1][0])}×")
         out.append(f"| {key[0]} {size_label(key[1])} | " + " | ".join(cells) + " |")
     return "\n".join(out)

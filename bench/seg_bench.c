@@ -78,8 +78,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench_out.h"
-#include "cadrt/cadrt.h"
+#include "bench_cadrt.h"
 
 #define SEG_MIN 4096u
 #define NMAX (4u << 20)
@@ -92,43 +91,19 @@ static int g_rank, g_size;
 static char *g_buf;
 static cadrt_comm g_world;
 
-static void die(const char *what)
-{
-	fprintf(stderr, "seg_bench: rank %d: %s: %s\n", g_rank, what, cadrt_error_message());
-	exit(1);
-}
-
-static void barrier(void)
-{
-	cadrt_request r;
-
-	if (cadrt_ibarrier(g_world, &r) || cadrt_wait(&r))
-		die("barrier");
-}
-
-static double allreduce(double v, cadrt_op op)
-{
-	double out;
-	cadrt_request r;
-
-	if (cadrt_iallreduce(&v, &out, 1, CADRT_DOUBLE, op, g_world, &r) || cadrt_wait(&r))
-		die("allreduce");
-	return out;
-}
-
 static void bcast(cadrt_comm c, size_t n, int root)
 {
 	cadrt_request r;
 
 	if (cadrt_ibcast(g_buf, n, CADRT_BYTE, root, c, &r))
-		die("ibcast");
+		bench_die("ibcast");
 	if (strcmp(cadrt_request_algorithm(r), "bcast_chain_pipeline")) {
 		fprintf(stderr, "seg_bench: rank %d: the broadcast runs %s, not bcast_chain_pipeline\n", g_rank,
 			cadrt_request_algorithm(r));
 		exit(1);
 	}
 	if (cadrt_wait(&r))
-		die("wait");
+		bench_die("wait");
 }
 
 /* A copy of the world (color 0) or of some of it (color < 0: not a
@@ -142,19 +117,12 @@ static cadrt_comm comm_with_seg(size_t seg, int color, const size_t *sizes, int 
 	snprintf(v, sizeof v, "bcast_chain_pipeline:seg=%zu", seg);
 	setenv("CADRT_ALGORITHM_BCAST", v, 1);
 	if (cadrt_comm_split(g_world, color, g_rank, &c))
-		die("cadrt_comm_split");
+		bench_die("cadrt_comm_split");
 	for (int i = 0; c && i < nsizes; i++)
 		for (int root = 0; root < roots; root++)
 			bcast(c, sizes[i], root); /* the instance: made now, with this setting */
 	unsetenv("CADRT_ALGORITHM_BCAST");
 	return c;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	const double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* Seconds of a broadcast of n bytes from rank 0 on c: each iteration after
@@ -166,13 +134,12 @@ static double time_bcast(cadrt_comm c, size_t n, int iters)
 	for (int i = 0; i < iters; i++) {
 		double t0;
 
-		barrier();
+		bench_barrier();
 		t0 = bench_now();
 		bcast(c, n, 0);
 		t[i] = bench_now() - t0;
 	}
-	qsort(t, (size_t)iters, sizeof t[0], cmp_double);
-	return allreduce(iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2, CADRT_MAX);
+	return bench_slowest_median(t, iters);
 }
 
 /* One-way seconds of an m-byte message, rank 0's measure, on every rank
@@ -191,7 +158,7 @@ static double pingpong(cadrt_comm pair, size_t m, int iters)
 		}
 		t = (bench_now() - t0) / (2.0 * iters);
 	}
-	return allreduce(g_rank == 0 ? t : 0, CADRT_SUM);
+	return bench_allreduce(g_rank == 0 ? t : 0, CADRT_SUM);
 }
 
 static double model(double alpha, double beta, size_t n, size_t s)
@@ -204,12 +171,8 @@ int main(int argc, char **argv)
 	const char *json = bench_json_arg(argc, argv, "cadrun -n 3 --bind core seg_bench");
 	const int quick = getenv("BENCH_QUICK") && atoi(getenv("BENCH_QUICK"));
 	const int reps = quick ? 5 : 15;
-	setenv("CADRT_ENGINE", "thread", 0);
-	if (cadrt_init())
-		die("cadrt_init");
+	bench_init("seg_bench", &g_rank, &g_size);
 	g_world = cadrt_comm_world();
-	cadrt_comm_rank(g_world, &g_rank);
-	cadrt_comm_size(g_world, &g_size);
 	if (g_size < 3) {
 		if (g_rank == 0)
 			fprintf(stderr, "seg_bench: needs at least 3 ranks (the model's P - 2 steps): cadrun -n 3\n");
@@ -277,7 +240,7 @@ int main(int argc, char **argv)
 	for (int rep = 0; rep < reps; rep++) {
 		double m[NPP], t[NPP], alpha, beta;
 
-		barrier();
+		bench_barrier();
 		for (int k = 0; k < NPP; k++) {
 			m[k] = (double)pp[k];
 			t[k] = pingpong(pair, pp[k], pp[k] >= (1u << 20) ? (quick ? 5 : 20) : (quick ? 20 : 100));
@@ -314,7 +277,7 @@ int main(int argc, char **argv)
 			bench_push(fn[j].t_opt, t_opt * 1e6);
 			bench_push(fn[j].headline, t_opt / best);
 			if (cadrt_comm_free(&at_opt))
-				die("cadrt_comm_free");
+				bench_die("cadrt_comm_free");
 		}
 	}
 
