@@ -173,7 +173,10 @@ def main():
                    "beta (a one-message ping-pong fit) and gamma (a sum loop) of the same repetition"),
         "results": results,
     }
-    args.json.write_text(json.dumps(out, indent=1) + "\n")
+    # One figure per line, as the C programs write them (bench_out.h).
+    head = json.dumps({k: v for k, v in out.items() if k != "results"}, indent=1)[:-2]
+    lines = ",\n".join("  " + json.dumps(r, separators=(", ", ": ")) for r in results)
+    args.json.write_text(f'{head},\n "results": [\n{lines}\n ]\n}}\n')
     print(f"sim_check: {args.json}: {len(results)} figures", file=sys.stderr)
 
 
