@@ -435,7 +435,9 @@ def pivot(runs, benchmark, keep, prefix, label=lambda name: name,
                 cols.append(c)
                 files[c] = path.name
             row = rows.setdefault(label(r["name"]), {"target": r.get("target", "")})
-            row[c] = fmt(r) + (f" {met(r, cap_for(caps, r))}" if "target" in r else "")
+            # A column several files fill (Open MPI, measured in each
+            # engine's run): the first file's, the one its header links.
+            row.setdefault(c, fmt(r) + (f" {met(r, cap_for(caps, r))}" if "target" in r else ""))
     if not rows:
         return "(no results yet: run `make bench`)"
     cols.sort(key=lambda c: (c == "Open MPI", engine_key(c)))
