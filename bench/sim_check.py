@@ -147,15 +147,12 @@ def main():
             if len(mine) < 2:
                 continue
             for b in SIZES:
-                picks = []
-                for i in range(reps):
-                    pick = min(mine, key=lambda s: simulated[(coll, s, b)][i])
-                    best = min(measured[(coll, s, b)][i] for s in mine)
-                    picks.append(measured[(coll, pick, b)][i] / best)
+                best = [min(measured[(coll, s, b)][i] for s in mine) for i in range(reps)]
+                picks = [measured[(coll, min(mine, key=lambda s: simulated[(coll, s, b)][i]), b)][i] / best[i]
+                         for i in range(reps)]
                 params = {"collective": coll, "bytes": b, "ranks": P, "engine": engine, "algorithms": len(mine)}
                 results.append(result(f"pick/best {coll} {size_name(b)} P={P}", "x", picks, params))
                 rules = by[f"time {coll} rules {size_name(b)}"]
-                best = [min(measured[(coll, s, b)][i] for s in mine) for i in range(reps)]
                 results.append(result(f"rules/best {coll} {size_name(b)} P={P}", "x",
                                       [t / m for t, m in zip(rules["repetitions"], best)],
                                       dict(params, algorithm=rules["params"]["ran"])))
