@@ -1470,7 +1470,11 @@ bool Runtime::check_peers() {
     RankInfo &ri = seg.rank(ep);
     if (draining && ep != me && ri.state.load(std::memory_order_acquire) == kAlive) {
       const pid_t pid = ri.pid.load(std::memory_order_relaxed);
-      if (pid > 0 && pid_gone(pid)) ri.state.store(kDead, std::memory_order_release);
+      // Only from kAlive: a rank that finalized (kExited) just before its
+      // pid went is not dead, and cadrun takes kDead at reaping as "still
+      // a member" (cadrun.cpp).
+      uint32_t alive = kAlive;
+      if (pid > 0 && pid_gone(pid)) ri.state.compare_exchange_strong(alive, kDead, std::memory_order_acq_rel);
     }
     const Corrupt &c = corrupt_[ep];
     const uint32_t state = ri.state.load(std::memory_order_acquire);

@@ -280,7 +280,11 @@ int main(int argc, char **argv) {
         // for it fail, naming why (shm.h); the job goes on.
         std::atomic<uint32_t> &state = seg.rank(static_cast<uint32_t>(r)).state;
         const uint32_t was = state.load();
-        const bool member = was == cadrt::kAlive || was == cadrt::kLeft;
+        // kDead too: before reaping only a peer sets that, from kAlive,
+        // when it found this pid gone or its ring corrupt (progress.cpp);
+        // it was still a member then.  Without it the message raced with a
+        // peer noticing the exit first.
+        const bool member = was == cadrt::kAlive || was == cadrt::kLeft || was == cadrt::kDead;
         const bool left = ok && member;
         if (left && !said_left[static_cast<size_t>(r)])
           fprintf(stderr, "cadrun: rank %ld (pid %d) exited without cadrt_finalize; collectives still waiting for it fail\n",
