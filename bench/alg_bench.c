@@ -22,13 +22,23 @@
  * the iterations, the slowest rank's.  The settings and sizes are
  * interleaved in each repetition.
  *
- * The model's costs, in each repetition:
+ * The model's costs, in each repetition, from the one-way time of one
+ * message between ranks 0 and 1 at the sizes above (half the round trip of
+ * a broadcast from rank 0 then from rank 1 on a 2-rank communicator running
+ * bcast_linear: one message, the transports every algorithm's messages
+ * take):
  *   alpha, beta   fitted (least squares on the relative error, as
- *                 seg_bench) to the one-way time of one message between
- *                 ranks 0 and 1 at the sizes above: half the round trip of
- *                 a broadcast from rank 0 then from rank 1 on a 2-rank
- *                 communicator running bcast_linear (one message, the
- *                 transport every algorithm's messages take)
+ *                 seg_bench) to the sizes above EAGER_BYTES (the
+ *                 rendezvous: RTS, the single copy, FIN), or to all of
+ *                 them if fewer than two are
+ *   alpha eager   the mean over the sizes up to EAGER_BYTES of the time
+ *                 less 2 beta per byte (into the ring and out of it: cadc
+ *                 simulate's eager message); alpha where there are none
+ *                 (Until 2026-12-02 one line through all sizes priced both
+ *                 transports: a 64 KiB message took 13.7 us one way where
+ *                 that line said 5.8, and cadc simulate took the ring
+ *                 allreduce's two rounds of 32 KiB for cheaper than
+ *                 recursive doubling's one of 64 KiB.)
  *   gamma         ns per byte of a[i] += b[i] over 1 MiB of doubles on
  *                 rank 0 (the built-in sum's loop; bench/core_bench puts
  *                 the core's at 1.0x such a loop)
@@ -45,6 +55,9 @@
 #define MAX_SPECS 64
 #define MAX_SIZES 16
 #define MAX_ITERS 64
+/* cadrt sends a message that fits a ring slot eagerly (cadrt/src/shm.h,
+ * kPayload); cadc simulate's default --eager-bytes. */
+#define EAGER_BYTES 1984
 #define USAGE "cadrun -n P --bind core alg_bench [--json FILE] [--sizes B,B,...] COLL=SETTING ..."
 
 enum coll { BCAST, REDUCE, ALLREDUCE, ALLGATHER, ALLTOALL };
@@ -265,7 +278,7 @@ int main(int argc, char **argv)
 	for (int j = 0; j < nspecs; j++)
 		specs[j].comm = comm_for(&specs[j], 0, sizes, nsizes, 1);
 
-	struct bench_fig *f_time[MAX_SPECS][MAX_SIZES], *f_pp[MAX_SIZES], *f_alpha, *f_beta, *f_gamma;
+	struct bench_fig *f_time[MAX_SPECS][MAX_SIZES], *f_pp[MAX_SIZES], *f_alpha, *f_beta, *f_gamma, *f_eager;
 	char name[112], sz[32];
 	for (int k = 0; k < nsizes; k++) {
 		snprintf(name, sizeof name, "pingpong %s", bench_size(sizes[k], sz, sizeof sz));
@@ -273,6 +286,8 @@ int main(int argc, char **argv)
 	}
 	f_alpha = bench_add("alpha", "us", NULL, "\"ranks\": 2, \"engine\": \"%s\"", engine);
 	f_beta = bench_add("beta", "ns/B", NULL, "\"ranks\": 2, \"engine\": \"%s\"", engine);
+	f_eager = bench_add("alpha eager", "us", NULL, "\"ranks\": 2, \"engine\": \"%s\", \"eager_bytes\": %d", engine,
+			    EAGER_BYTES);
 	f_gamma = bench_add("gamma", "ns/B", NULL, "\"ranks\": 1, \"engine\": \"%s\"", engine);
 	for (int j = 0; j < nspecs; j++)
 		for (int k = 0; k < nsizes; k++) {
@@ -286,7 +301,8 @@ int main(int argc, char **argv)
 		}
 
 	for (int rep = 0; rep < reps; rep++) {
-		double m[MAX_SIZES], t[MAX_SIZES], alpha, beta;
+		double m[MAX_SIZES], t[MAX_SIZES], mr[MAX_SIZES], tr[MAX_SIZES], alpha, beta, eager = 0;
+		int nr = 0, ne = 0;
 
 		bench_barrier();
 		for (int k = 0; k < nsizes; k++) {
@@ -294,9 +310,24 @@ int main(int argc, char **argv)
 			t[k] = pingpong(&pp, sizes[k], sizes[k] >= (1u << 20) ? (quick ? 5 : 20) : (quick ? 20 : 100));
 			bench_push(f_pp[k], t[k] * 1e6);
 		}
-		bench_fit_line(m, t, nsizes, &alpha, &beta);
+		for (int k = 0; k < nsizes; k++)
+			if (sizes[k] > EAGER_BYTES) {
+				mr[nr] = m[k];
+				tr[nr++] = t[k];
+			}
+		if (nr >= 2)
+			bench_fit_line(mr, tr, nr, &alpha, &beta);
+		else
+			bench_fit_line(m, t, nsizes, &alpha, &beta);
+		for (int k = 0; k < nsizes; k++)
+			if (sizes[k] <= EAGER_BYTES) {
+				eager += t[k] - 2 * (beta > 0 ? beta : 0) * m[k];
+				ne++;
+			}
+		eager = ne ? eager / ne : alpha;
 		bench_push(f_alpha, alpha * 1e6);
 		bench_push(f_beta, beta * 1e9);
+		bench_push(f_eager, eager * 1e6);
 		bench_push(f_gamma, gamma_ns());
 		for (int j = 0; j < nspecs; j++)
 			for (int k = 0; k < nsizes; k++) {
@@ -316,8 +347,9 @@ int main(int argc, char **argv)
 					     "made at its first call), interleaved in each repetition; root 0, call + wait "
 					     "after an untimed world barrier, the slowest rank's median over the "
 					     "iterations; alpha, beta fitted (least squares, relative error) to a 2-rank "
-					     "one-message broadcast ping-pong at the same sizes; gamma: a[i] += b[i] over "
-					     "1 MiB of doubles"))
+					     "one-message broadcast ping-pong at the same sizes above 1984 B, alpha eager "
+					     "its mean time less 2 beta per byte at those up to 1984 B; gamma: a[i] += b[i] "
+					     "over 1 MiB of doubles"))
 			return 1;
 	}
 	for (int j = 0; j < nspecs; j++)

@@ -2,8 +2,8 @@
 """cadc simulate against measurement: each standard algorithm, forced one by
 one under cadrun (bench/alg_bench.c), beside what `cadc simulate` predicts
 for the same instance with the costs alg_bench measured in the same
-repetition (alpha and beta from a one-message ping-pong, gamma from a sum
-loop), the ranks on this machine's CPUs (--cpus, as cadrun --bind core
+repetition (alpha and beta of the rendezvous and alpha of an eager message
+from a one-message ping-pong, gamma from a sum loop), the ranks on this machine's CPUs (--cpus, as cadrun --bind core
 places them).
 
     bench/sim_check.py BUILD_DIR --json bench/results/simulate.json [--ranks 2,3,4]
@@ -20,7 +20,8 @@ Figures (params collective, algorithm, bytes, ranks; every repetition):
   rules/best <coll> <size> P=<p>             the same for the standard library's
                                              rules (what cadrt runs without a
                                              setting; params: what they chose)
-  alpha P=<p>, beta P=<p>, gamma P=<p>       the costs of each run
+  alpha P=<p>, beta P=<p>, gamma P=<p>,      the costs of each run
+  alpha eager P=<p>
 BENCH_QUICK=1 in the environment: alg_bench's quick mode.
 
 The hierarchical broadcast is left out: its instance depends on the
@@ -77,7 +78,7 @@ def simulate(build, coll, setting, nbytes, ranks, cpus, model=None):
         cmd += ["--param", p]
     if model:
         cmd += ["--alpha", f"{model['alpha'] * 1e3:.6g}", "--beta", f"{model['beta']:.6g}",
-                "--gamma", f"{model['gamma']:.6g}"]
+                "--gamma", f"{model['gamma']:.6g}", "--alpha-eager", f"{model['alpha eager'] * 1e3:.6g}"]
     run = subprocess.run(cmd, capture_output=True, text=True)
     doc = json.loads(run.stdout) if run.stdout.startswith("{") else {}
     if run.returncode or "time_ns" not in doc:
@@ -121,9 +122,10 @@ def main():
         by = {r["name"]: r for r in doc["results"]}
         reps = len(figs["alpha"])
         # (A fit of few points can put alpha or beta below 0: priced at 0.)
-        models = [{k: max(0.0, figs[k][i]) for k in ("alpha", "beta", "gamma")} for i in range(reps)]
-        for k in ("alpha", "beta", "gamma"):
-            unit = "us" if k == "alpha" else "ns/B"
+        costs = ("alpha", "beta", "gamma", "alpha eager")
+        models = [{k: max(0.0, figs[k][i]) for k in costs} for i in range(reps)]
+        for k in costs:
+            unit = "us" if k.startswith("alpha") else "ns/B"
             results.append(result(f"{k} P={P}", unit, figs[k], {"ranks": P, "engine": engine}))
         measured, simulated = {}, {}
         for coll, setting in settings:
@@ -167,7 +169,8 @@ def main():
                    "CADRT_ALGORITHM_<COLL> (bcast_chain_pipeline with the rules' seg=262144; not the hierarchical "
                    "broadcast), call + wait, the slowest rank's median; beside it cadc simulate of the same "
                    f"instance (u8 elements, or f64 sums for reductions) with --cpus {cpus} and alg_bench's alpha, "
-                   "beta (a one-message ping-pong fit) and gamma (a sum loop) of the same repetition"),
+                   "beta and alpha eager (a one-message ping-pong: a line through the sizes above 1984 B, the "
+                   "mean of those up to it) and gamma (a sum loop) of the same repetition"),
         "results": results,
     }
     # One figure per line, as the C programs write them (bench_out.h).

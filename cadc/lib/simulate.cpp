@@ -1,5 +1,6 @@
 // simulate.cpp - see simulate.h.  A discrete-event simulation: a unit is
-// a local operation or a message (its two operations together); it becomes
+// a local operation, a rendezvous (its two operations together) or a side
+// of an eager message (its receive waits for its send too); it becomes
 // available to its CPU when its predecessors are done, and each CPU takes, whenever it is idle after the events of
 // a moment, the available unit that came first (ties: the lowest global
 // id, that is the lower rank, then program order).
@@ -30,12 +31,14 @@ class Simulator {
     cost_.assign(N, 0);
     for (uint32_t r = 0; r < progs_.size(); r++)
       for (uint32_t e : progs_[r].edges) remaining_[match_.base[r] + e]++;
+    for (uint64_t g = 0; g < N; g++)  // an eager receive waits for its send
+      if (op(g).kind == CAD_NODE_RECV && eager(g)) remaining_[g]++;
     const size_t cpus = model_.cpus ? std::min<size_t>(model_.cpus, progs_.size()) : progs_.size();
     cpu_queue_.resize(cpus);
     cpu_busy_.assign(cpus, false);
     cpu_last_.assign(cpus, kNoOp);
-    for (uint64_t g = 0; g < N; g++)  // (a message whose sides both start ready: once)
-      if (remaining_[g] == 0 && !(partner(g) < g && remaining_[partner(g)] == 0)) became_ready(g, 0);
+    for (uint64_t g = 0; g < N; g++)  // (a rendezvous whose sides both start ready: once)
+      if (remaining_[g] == 0 && !(joint(g) < g && remaining_[joint(g)] == 0)) became_ready(g, 0);
     while (!events_.empty()) {
       const double now = std::get<0>(events_.top());
       do {  // (one at least: a model of NaNs must end too)
@@ -81,11 +84,14 @@ class Simulator {
     const uint64_t p = match_.partner[g];
     return p == Matching::kUnmatched ? kNoOp : p;
   }
+  bool eager(uint64_t g) const { return partner(g) != kNoOp && eager_message(op(g).len, model_); }
+  // The other side of a rendezvous (one unit with g), else none.
+  uint64_t joint(uint64_t g) const { return eager(g) ? kNoOp : partner(g); }
   // A unit's id: its lower global id.
-  uint64_t unit_of(uint64_t g) const { return std::min(g, partner(g)); }
+  uint64_t unit_of(uint64_t g) const { return std::min(g, joint(g)); }
 
   void became_ready(uint64_t g, double t) {
-    const uint64_t p = partner(g);
+    const uint64_t p = joint(g);
     if (p != kNoOp && remaining_[p] != 0) return;  // the other side is not
     const uint64_t u = unit_of(g);
     sim_.ops[u].ready = t;
@@ -94,11 +100,14 @@ class Simulator {
   }
 
   void available(uint64_t u, double t) {
-    const uint64_t p = partner(u);
+    const uint64_t p = joint(u);
     const RankOp &o = op(u);
     double cost = 0;
     int32_t by = -1;
-    if (p != kNoOp) {
+    if (eager(u)) {  // its side: into the ring, or out of it
+      cost = model_.alpha_eager_ns / 2 + model_.beta_ns * static_cast<double>(o.len);
+      by = static_cast<int32_t>(rank_of(u));
+    } else if (p != kNoOp) {
       const uint64_t send = o.kind == CAD_NODE_SEND ? u : p, recv = send == u ? p : u;
       cost = model_.alpha_ns + model_.beta_ns * static_cast<double>(o.len);
       by = static_cast<int32_t>(rank_of(op(send).flags == CAD_XFER_SENDER_WRITES ||
@@ -134,7 +143,7 @@ class Simulator {
     cpu_busy_[c] = true;
     cpu_last_[c] = u;
     sim_.ranks[s.by].busy += cost;
-    if (partner(u) != kNoOp) sim_.ranks[s.by].copied += op(u).len;
+    if (partner(u) != kNoOp) sim_.ranks[s.by].copied += op(u).len;  // (a rendezvous: once)
     events_.emplace(s.end, kDone, u);
   }
 
@@ -144,8 +153,13 @@ class Simulator {
       cpu_busy_[s.cpu] = false;
       touched_.push_back(static_cast<uint32_t>(s.cpu));
     }
-    const uint64_t p = partner(u);
+    const uint64_t p = joint(u);
     if (p != kNoOp) sim_.ops[p] = s;
+    if (op(u).kind == CAD_NODE_SEND && eager(u)) {  // in the ring: its receive may go
+      const uint64_t y = partner(u);
+      sim_.ops[y].after = u;
+      if (--remaining_[y] == 0) became_ready(y, t);
+    }
     for (uint64_t g : {u, p}) {
       if (g == kNoOp) continue;
       const uint32_t r = rank_of(g);

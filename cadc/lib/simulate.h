@@ -14,6 +14,15 @@
 //     program says the sender writes (KNEM's direction control, as cadrt
 //     and cad.ko do it); both sides complete then.  The other side's CPU
 //     is free meanwhile.
+//   - A message of at most eager_bytes is eager instead, as cadrt sends
+//     one that fits a slot of its ring (1984 bytes, cadrt/src/shm.h): the
+//     send is ready when its own predecessors are done, costs the sender's
+//     CPU alpha_eager / 2 + beta * b (into the ring) and completes then;
+//     the receive is ready when its predecessors and the send are done and
+//     costs the receiver's CPU the same (out of the ring).  A rendezvous
+//     (RTS, the copy, FIN) costs several times an eager message here
+//     (bench/sim_check.py fits both).  eager_bytes 0: every message is a
+//     rendezvous (cad.ko's kernel engine copies every message once).
 // This is the model bench/seg_bench.c fits (a pipelined chain costs
 // (P - 2 + segments) (alpha + beta seg)), with the per-CPU contention a
 // formula leaves out: a rank's CPU is the bottleneck where many copies
@@ -35,12 +44,17 @@ struct CostModel {
   double beta_ns = 0.18;   // per byte copied (ibid.)
   double gamma_ns = 0.25;  // per byte reduced (a round figure: a sum streams two inputs)
   uint32_t cpus = 0;       // CPUs the ranks share, rank r on r mod cpus; 0: one per rank
+  // Eager messages (above): up to eager_bytes, alpha_eager_ns per message,
+  // half on each side (an 8-byte ping-pong on cadrt's thread engine, one
+  // way, on the 2-core VM: 0.8 us on 2026-12-02).
+  uint64_t eager_bytes = 1984;
+  double alpha_eager_ns = 800;
 };
 
 struct SimOp {
   double ready = 0;        // all its predecessors done (a message: both sides')
-  double start = 0, end = 0;  // its CPU work (a message: alpha and the copy)
-  int32_t by = -1;         // the rank whose work it was (a message: its copier), -1 none
+  double start = 0, end = 0;  // its CPU work (a message: alpha and the copy; an eager one: its side's)
+  int32_t by = -1;         // the rank whose work it was (a message: its copier; eager: its side's), -1 none
   int32_t cpu = -1;        // the CPU that did it (by mod cpus; by with one CPU per rank), -1 none
   uint64_t after = kNone;  // what it waited for last: a predecessor or the CPU's previous job
   static constexpr uint64_t kNone = ~uint64_t{0};
@@ -49,15 +63,20 @@ struct SimOp {
 struct SimRank {
   double done = 0;         // its last operation's end
   double busy = 0;         // CPU time of its work
-  uint64_t copied = 0;     // bytes it copied for messages (in or out)
+  uint64_t copied = 0;     // bytes it copied for messages (in or out; eager: both sides)
 };
 
 struct Simulation {
   double time = 0;                // the last rank's end, ns
-  std::vector<SimOp> ops;         // by global id (Matching::base); a message's two sides alike
+  std::vector<SimOp> ops;         // by global id (Matching::base); a rendezvous's two sides alike
   std::vector<SimRank> ranks;
   std::vector<uint64_t> critical; // global ids, first to last: the chain that set the time
 };
+
+// Whether a matched message of len bytes is eager under the model.
+inline bool eager_message(uint64_t len, const CostModel &model) {
+  return model.eager_bytes != 0 && len <= model.eager_bytes;
+}
 
 Simulation simulate(const std::vector<RankProgram> &progs, const Matching &match, const CostModel &model);
 

@@ -1,7 +1,8 @@
 // cmd_simulate.cpp - cadc simulate FILE --ranks P --size N [...]: what one
 // instance would cost under the model of cadc/lib/simulate.h (one CPU per
 // rank, or --cpus C shared round robin; alpha + beta per byte of the
-// copier's CPU per message, beta per byte copied locally, gamma per byte
+// copier's CPU per message, an eager message alpha_eager / 2 + beta per
+// byte on each side, beta per byte copied locally, gamma per byte
 // reduced),
 // once verify has proven it: the time, each rank's end and CPU time, the
 // critical path, and with --timeline every operation's start and end.
@@ -46,7 +47,9 @@ std::string duration(double ns) {
 void add_simulate(CLI::App &app, Runner *run) {
   auto opt = std::make_shared<SimulateOptions>();
   CLI::App *cmd = app.add_subcommand(
-      "simulate", "What one instance costs on a node: a CPU per rank (or --cpus), alpha + beta per byte for each message");
+      "simulate",
+      "What one instance costs on a node: a CPU per rank (or --cpus), alpha + beta per byte for each message (eager "
+      "ones: --alpha-eager)");
   cmd->add_option("file", opt->file, "Algorithm file")->required();
   add_instance_options(cmd, &opt->inst, true);
   // (Not CLI::Range: NaN passes its comparisons.)
@@ -64,6 +67,13 @@ void add_simulate(CLI::App &app, Runner *run) {
   cmd->add_option("--beta", opt->model.beta_ns, "ns per byte copied, by the copier's CPU")
       ->check(non_negative)->capture_default_str();
   cmd->add_option("--gamma", opt->model.gamma_ns, "ns per byte reduced")->check(non_negative)->capture_default_str();
+  cmd->add_option("--alpha-eager", opt->model.alpha_eager_ns,
+                  "ns per eager message, half of it on each side's CPU (a send that fits cadrt's ring slot completes "
+                  "once it is in the ring)")
+      ->check(non_negative)->capture_default_str();
+  cmd->add_option("--eager-bytes", opt->model.eager_bytes,
+                  "Messages up to this many bytes are eager (cadrt's ring slot: 1984); 0: none (cad.ko)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40))->capture_default_str();
   cmd->add_option("--cpus", opt->model.cpus,
                   "CPUs the ranks share, rank r on CPU r mod C (as cadrun --bind core places them); 0: one per rank")
       ->check(CLI::Range(0u, 1u << 24))->capture_default_str();
@@ -89,6 +99,9 @@ void add_simulate(CLI::App &app, Runner *run) {
       auto op_of = [&](uint64_t g) -> const RankOp & { return progs[rank_of(g)].ops[g - match.base[rank_of(g)]]; };
       auto where = [&](uint64_t g) { return op_of(g).stmt ? format_loc(s.sm, op_of(g).stmt->loc) : std::string(); };
       auto is_message = [&](uint64_t g) { return op_of(g).kind == CAD_NODE_SEND || op_of(g).kind == CAD_NODE_RECV; };
+      auto is_eager = [&](uint64_t g) {
+        return is_message(g) && match.partner[g] != Matching::kUnmatched && eager_message(op_of(g).len, opt->model);
+      };
       // The critical path's time by what it went on (its links: a
       // predecessor, or the operation before on the same CPU).
       double on_alpha = 0, on_copies = 0, on_reductions = 0;
@@ -98,9 +111,11 @@ void add_simulate(CLI::App &app, Runner *run) {
         const double work = o.end - o.start;
         cpu_links += o.start > o.ready;
         if (is_message(g)) {
+          // (An eager message's two sides each count as one.)
           messages++;
-          on_alpha += std::min(work, opt->model.alpha_ns);
-          on_copies += work - std::min(work, opt->model.alpha_ns);
+          const double alpha = is_eager(g) ? opt->model.alpha_eager_ns / 2 : opt->model.alpha_ns;
+          on_alpha += std::min(work, alpha);
+          on_copies += work - std::min(work, alpha);
         } else {
           (op_of(g).kind == CAD_NODE_REDUCE ? on_reductions : on_copies) += work;
         }
@@ -124,6 +139,8 @@ void add_simulate(CLI::App &app, Runner *run) {
         nlohmann::json extra = {{"algorithm", a.name}, {"instance", spec.describe(a)},
                                 {"model", {{"alpha_ns", opt->model.alpha_ns}, {"beta_ns_per_byte", opt->model.beta_ns},
                                            {"gamma_ns_per_byte", opt->model.gamma_ns},
+                                           {"alpha_eager_ns", opt->model.alpha_eager_ns},
+                                           {"eager_bytes", opt->model.eager_bytes},
                                            {"cpus", opt->model.cpus ? std::min<size_t>(opt->model.cpus, progs.size())
                                                                     : progs.size()}}},
                                 {"time_ns", sim.time}, {"ranks", ranks}, {"critical_path", critical}};
@@ -138,6 +155,12 @@ void add_simulate(CLI::App &app, Runner *run) {
                                    : "one CPU per rank";
       snprintf(line, sizeof line, "  model: %s; alpha %g ns per message, beta %g ns/B copied, gamma %g ns/B reduced\n",
                cpus.c_str(), opt->model.alpha_ns, opt->model.beta_ns, opt->model.gamma_ns);
+      std::cout << line;
+      if (opt->model.eager_bytes)
+        snprintf(line, sizeof line, "  eager up to %llu B: alpha %g ns per message, half on each side\n",
+                 static_cast<unsigned long long>(opt->model.eager_bytes), opt->model.alpha_eager_ns);
+      else
+        snprintf(line, sizeof line, "  no eager messages\n");
       std::cout << line << "  rank  done        CPU busy    copied (messages)\n";
       auto print_rank = [&](size_t r) {
         snprintf(line, sizeof line, "  %4zu  %-10s  %-10s  %llu B\n", r, duration(sim.ranks[r].done).c_str(),
@@ -169,10 +192,12 @@ void add_simulate(CLI::App &app, Runner *run) {
                   << op_text(progs[rank_of(g)], op_of(g)) << "  " << where(g) << "\n";
       };
       if (!opt->timeline) return report(s);
-      std::cout << "  timeline (start, end, rank, the CPU that did the work, operation, source; a message once, from its send):\n";
+      std::cout << "  timeline (start, end, rank, the CPU that did the work, operation, source; a rendezvous once, "
+                   "from its send; an eager message's sides each):\n";
       std::vector<uint64_t> order;
       for (uint64_t g = 0; g < sim.ops.size(); g++)
-        if (op_of(g).kind != CAD_NODE_RECV || match.partner[g] == Matching::kUnmatched) order.push_back(g);
+        if (op_of(g).kind != CAD_NODE_RECV || match.partner[g] == Matching::kUnmatched || is_eager(g))
+          order.push_back(g);
       std::stable_sort(order.begin(), order.end(),
                        [&](uint64_t x, uint64_t y) { return sim.ops[x].start < sim.ops[y].start; });
       for (uint64_t g : order) print_op(g);

@@ -203,7 +203,7 @@ def test_sim_check_sets_cadc_simulate_beside_measurement(build_dir, tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     report, by_name = validated(out)
     assert report["benchmark"] == "simulate"
-    for name in ("alpha P=2", "beta P=2", "gamma P=2", "measured bcast bcast_binomial 1MiB P=2",
+    for name in ("alpha P=2", "beta P=2", "gamma P=2", "alpha eager P=2", "measured bcast bcast_binomial 1MiB P=2",
                  "simulated allreduce allreduce_ring 64KiB P=2", "simulated/measured alltoall alltoall_bruck 8B P=2",
                  "measured bcast bcast_chain_pipeline:seg=262144 1KiB P=2", "pick/best allgather 1MiB P=2"):
         assert name in by_name, name

@@ -152,6 +152,29 @@ def test_simulate_on_cpus_the_ranks_share(build_dir):
         assert "--cpus" in run.stderr and run.stdout == "", bad
 
 
+def test_simulate_prices_eager_messages_on_each_side(build_dir):
+    alg = ROOT / "algorithms" / "bcast_linear.cad"
+    args = ["simulate", alg, "--ranks", 3, "--size", 100, "--alpha", 1000, "--beta", 1, "--alpha-eager", 200]
+    # 400 bytes, eager below 1984: the root puts both in the ring (100 +
+    # 400 ns each), each receiver takes its own out (the same).
+    out = cadc(build_dir, *args, "--timeline", check=0).stdout
+    assert out.startswith("bcast_linear P=3 n=100 root=0: 1.5 us\n"), out
+    assert "eager up to 1984 B: alpha 200 ns per message, half on each side" in out
+    assert "1 us       1.5 us     rank 2    cpu 2  recv buf[0:100] ← 0" in out, out
+    doc = json.loads(cadc(build_dir, *args, "--json", check=0).stdout)
+    assert doc["model"]["alpha_eager_ns"] == 200 and doc["model"]["eager_bytes"] == 1984
+    assert [r["busy_ns"] for r in doc["ranks"]] == [1000, 500, 500]
+    # --eager-bytes 0 (or below the message): a rendezvous.
+    for eager in (0, 399):
+        doc = json.loads(cadc(build_dir, *args, "--eager-bytes", eager, "--json", check=0).stdout)
+        assert doc["time_ns"] == 1400 and doc["ranks"][0]["busy_ns"] == 0, eager
+    assert "no eager messages" in cadc(build_dir, *args, "--eager-bytes", 0, check=0).stdout
+    for bad in (["--alpha-eager", "-5"], ["--alpha-eager", "nan"], ["--eager-bytes", "-1"],
+                ["--eager-bytes", "lots"], ["--eager-bytes", str(1 << 41)]):
+        run = cadc(build_dir, *args, *bad, check=2)
+        assert bad[0] in run.stderr and run.stdout == "", bad
+
+
 def test_simulate_shows_the_pipeline_and_its_segment_size(build_dir):
     alg = ROOT / "algorithms" / "bcast_chain_pipeline.cad"
     times = {}
