@@ -277,35 +277,46 @@ void Runtime::forget_comm(const cadrt_comm_s *comm) {
   // (Requests still running hold their instance.)
   if (comm->cached_epoch == cache_epoch_)
     for (auto it : comm->cached) cache_.erase(it);
-  // Nor do spare requests keep them alive.
-  for (cadrt_request_s *r : spare_)
-    if (r->inst && r->inst->topo == comm->topo) {
-      r->inst.reset();
-      r->exec_ready = false;
-    }
+  // Nor do spare requests keep them alive: the spares of its instances
+  // go, with their memory (a program that splits a communicator, runs a
+  // few collectives on it and frees it would otherwise keep up to
+  // kSpareBytes of scratch nobody's instance uses).
+  for (size_t i = spare_.size(); i-- > 0;)
+    if (spare_[i]->inst && spare_[i]->inst->topo == comm->topo) drop_spare(i);
+}
+
+void Runtime::drop_spare(size_t k) {
+  spare_bytes_ -= spare_[k]->held;
+  delete spare_[k];
+  spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(k));
+  spare_inst_.erase(spare_inst_.begin() + static_cast<std::ptrdiff_t>(k));
 }
 
 cadrt_request_s *Runtime::new_request(const Instance *inst) {
   // One that last ran inst, if any: its executor memory and scratch are
-  // ready.  Else a new one while there are fewer than kSpares spares, so
-  // that a loop alternating collectives (a broadcast and an allreduce;
-  // broadcasts from two roots; up to kSpares instances in turn) keeps one
-  // for each instead of setting up the executor and the scratch at every
-  // call; else the least recently recycled (spare_ is in the order they
-  // came back).  Until 2026-12-01 new ones stopped at 4 spares and the
-  // most recent was taken: in a loop of a barrier and an alltoall, with
-  // the spares full of older instances, each took the other's request,
-  // freed its scratch and allocated its own again at every call (Bruck's
-  // 4 MiB at 1 MiB blocks: 16 ms a call, 38 times what it takes now).
-  size_t k = spare_.size();
-  for (size_t i = 0; i < spare_.size(); i++)
-    if (spare_[i]->inst.get() == inst) k = i;
-  if (k == spare_.size()) {
-    if (spare_.size() < kSpares) return new cadrt_request_s();
-    k = 0;
+  // ready.  Else a new one while the spares are fewer than kSpares and
+  // hold less than kSpareBytes, so that a loop of collectives in turn (a
+  // broadcast and an allreduce; broadcasts from several roots; every
+  // collective at a few sizes) keeps one for each instead of setting up
+  // the executor and the scratch at every call; else the least recently
+  // recycled, whose memory is then set up for inst.  Until 2026-12-01 new
+  // ones stopped at 4 spares and the most recent was taken: in a loop of a
+  // barrier and an alltoall, each took the other's request, freed its
+  // scratch and allocated its own again at every call (Bruck's 4 MiB at
+  // 1 MiB blocks: 16 ms a call, 38 times what it takes now).  Until
+  // 2026-12-02 at most 16 were kept: a loop of 17 instances set every call
+  // up afresh.
+  size_t k = spare_inst_.size();
+  while (k > 0 && spare_inst_[k - 1] != inst) k--;  // (the most recent first)
+  if (k == 0) {
+    if (spare_.size() < kSpares && spare_bytes_ < kSpareBytes) return new cadrt_request_s();
+    k = 1;
   }
-  cadrt_request_s *r = spare_[k];
-  spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(k));
+  cadrt_request_s *r = spare_[k - 1];
+  spare_bytes_ -= r->held;
+  r->held = 0;
+  spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(k - 1));
+  spare_inst_.erase(spare_inst_.begin() + static_cast<std::ptrdiff_t>(k - 1));
   return r;
 }
 
@@ -316,10 +327,7 @@ void Runtime::recycle(cadrt_request_s *r) {
     delete r;
     return;
   }
-  if (spare_.size() >= kSpares) {  // (more were out at once) the oldest goes
-    delete spare_.front();
-    spare_.erase(spare_.begin());
-  }
+  if (spare_.size() >= kSpares) drop_spare(0);  // (more were out at once) the oldest goes
   // A fresh request but for the vectors' capacity, and its instance with
   // the executor's memory set up for it (exec_ready): the next collective
   // of the same instance, most likely the next call, starts from there.
@@ -332,7 +340,15 @@ void Runtime::recycle(cadrt_request_s *r) {
   r->unsent = 0;
   r->prev = r->next = nullptr;
   r->kgen = 0;
+  // What it holds: its scratch and the executor's and transfers' arrays
+  // (the rest is a few hundred bytes).  Beyond kSpareBytes the oldest go,
+  // down to this one.
+  r->held = sizeof *r + r->exec_mem.capacity() * sizeof(uint32_t) + r->xfer.capacity() * sizeof(cadrt::Xfer);
+  for (const auto &b : r->scratch) r->held += b.capacity();
   spare_.push_back(r);
+  spare_inst_.push_back(r->inst.get());
+  spare_bytes_ += r->held;
+  while (spare_bytes_ > kSpareBytes && spare_.size() > 1) drop_spare(0);
 }
 
 // Binds buffers: the program's send buffer to sendbuf, its receive buffer

@@ -1434,6 +1434,8 @@ int Runtime::finalize() {
   fast_.clear();
   for (cadrt_request_s *r : spare_) delete r;
   spare_.clear();
+  spare_inst_.clear();
+  spare_bytes_ = 0;
   initialised_ = false;
   return 0;
 }

@@ -170,6 +170,7 @@ struct cadrt_request_s {
   // ex and exec_mem are initialised for inst (cad_exec_init): a recycled
   // request keeps both for the next collective of the same instance.
   bool exec_ready = false;
+  size_t held = 0;                        // bytes it holds while a spare (Runtime::recycle)
   std::vector<unsigned char *> bufs;      // base address of each program buffer
   std::vector<std::vector<unsigned char>> scratch;
   std::vector<cadrt::Xfer> xfer;          // per node
@@ -476,8 +477,16 @@ class Runtime {
     }
   };
   std::unordered_map<FastKey, std::shared_ptr<const Instance>, FastHash> fast_;
-  static constexpr size_t kSpares = 16;  // finished requests kept, each with its instance's executor memory and scratch (new_request)
+  // Finished requests kept, each with its instance's executor memory and
+  // scratch (new_request), least recently recycled first; at most kSpares
+  // of them, holding at most kSpareBytes.  spare_inst_[i] is spare_[i]'s
+  // instance (a scan of one array of pointers per call).
+  static constexpr size_t kSpares = 256;
+  static constexpr size_t kSpareBytes = size_t{64} << 20;
   std::vector<cadrt_request_s *> spare_;
+  std::vector<const Instance *> spare_inst_;
+  size_t spare_bytes_ = 0;
+  void drop_spare(size_t k);  // deletes spare_[k]
   std::thread helper_;
   std::atomic<bool> stop_{false};
   // Signal engine: the thread its signals go to, the one that last made an

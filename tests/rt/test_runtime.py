@@ -548,21 +548,41 @@ def test_rank_that_exits_without_finalize_fails_its_peers(build_dir, engine, how
     assert r.stderr.count("the others' allreduce ended: right") == 3, r.stderr
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("coll,sizes,instances", [("alltoall", "0,1,7,1000,100000", 5), ("all", "1000", 13)])
-def test_calls_in_turn_reuse_their_requests(build_dir, engine, coll, sizes, instances):
-    """Ten rounds of calls of several instances in turn (5 alltoalls, or
-    the 13 of every collective with its roots at P = 2): a finished
-    request is kept for its instance, executor memory and scratch set up,
-    so only each instance's first call sets one up.  (Until 2026-12-01 a
-    call that found no spare of its own at 4 spares took the one just
-    recycled: in turn, each took the other's, and Bruck's alltoall
-    allocated its 4 MiB of scratch at every call: 16 and 100 set-ups.)"""
-    r = run(build_dir, 2, "rt_check", "--coll", coll, "--sizes", sizes, "--iters", 10,
-            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
+@pytest.mark.parametrize("base,fresh", [(100000, 16), (2000000, 48)])
+def test_spare_requests_hold_at_most_64_mib(build_dir, base, fresh):
+    """16 allreduces in turn (recursive doubling: scratch of n int32),
+    three rounds: at 100 000 elements (400 KB of scratch each) every
+    instance keeps its spare, only the first calls set up; at 2 000 000
+    (8 MB each) the spares would hold 128 MB, more than cadrt keeps
+    (kSpareBytes, 64 MiB), so the oldest go and every call sets up."""
+    sizes = ",".join(str(base + i) for i in range(16))
+    r = run(build_dir, 2, "rt_check", "--coll", "allreduce", "--sizes", sizes, "--iters", 3,
+            env={"CADRT_ENGINE": "poll", "CADRT_VERBOSE": "1",
+                 "CADRT_ALGORITHM_ALLREDUCE": "allreduce_recursive_doubling"}, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     counts = re.findall(r"(\d+) requests bound to buffers, (\d+) of them set up afresh", r.stderr)
-    assert counts == [(str(10 * instances), str(instances))] * 2, r.stderr
+    assert counts == [("48", str(fresh))] * 2, r.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("ranks,coll,sizes,instances", [(2, "alltoall", "0,1,7,1000,100000", 5), (2, "all", "1000", 13),
+                                                          (3, "all", "8,1000,100000", 49)])
+def test_calls_in_turn_reuse_their_requests(build_dir, engine, ranks, coll, sizes, instances):
+    """Ten rounds of calls of several instances in turn (5 alltoalls; the
+    13 of every collective with its roots at P = 2; the 49 of every
+    collective with its roots at three sizes at P = 3): a finished request
+    is kept for its instance, executor memory and scratch set up, so only
+    each instance's first call sets one up.  (Until 2026-12-01 a call that
+    found no spare of its own at 4 spares took the one just recycled: in
+    turn, each took the other's, and Bruck's alltoall allocated its 4 MiB
+    of scratch at every call: 16 and 100 set-ups.  Until 2026-12-02 at
+    most 16 spares were kept: 17 instances in turn at P = 3 set up all 170
+    calls afresh.)"""
+    r = run(build_dir, ranks, "rt_check", "--coll", coll, "--sizes", sizes, "--iters", 10,
+            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    counts = re.findall(r"(\d+) requests bound to buffers, (\d+) of them set up afresh", r.stderr)
+    assert counts == [(str(10 * instances), str(instances))] * ranks, r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
