@@ -31,8 +31,11 @@ class Simulator {
     cost_.assign(N, 0);
     for (uint32_t r = 0; r < progs_.size(); r++)
       for (uint32_t e : progs_[r].edges) remaining_[match_.base[r] + e]++;
-    for (uint64_t g = 0; g < N; g++)  // an eager receive waits for its send
-      if (op(g).kind == CAD_NODE_RECV && eager(g)) remaining_[g]++;
+    eager_.assign(N, 0);
+    for (uint64_t g = 0; g < N; g++) {
+      eager_[g] = partner(g) != kNoOp && eager_message(op(g).len, model_);
+      if (eager_[g] && op(g).kind == CAD_NODE_RECV) remaining_[g]++;  // it waits for its send
+    }
     const size_t cpus = model_.cpus ? std::min<size_t>(model_.cpus, progs_.size()) : progs_.size();
     cpu_queue_.resize(cpus);
     cpu_busy_.assign(cpus, false);
@@ -84,7 +87,7 @@ class Simulator {
     const uint64_t p = match_.partner[g];
     return p == Matching::kUnmatched ? kNoOp : p;
   }
-  bool eager(uint64_t g) const { return partner(g) != kNoOp && eager_message(op(g).len, model_); }
+  bool eager(uint64_t g) const { return eager_[g] != 0; }
   // The other side of a rendezvous (one unit with g), else none.
   uint64_t joint(uint64_t g) const { return eager(g) ? kNoOp : partner(g); }
   // A unit's id: its lower global id.
@@ -178,6 +181,7 @@ class Simulator {
   const CostModel &model_;
   Simulation sim_;
   std::vector<uint32_t> remaining_;  // predecessors not done, by global id
+  std::vector<uint8_t> eager_;       // a side of an eager message, by global id
   std::vector<double> cost_;         // CPU time of a unit, by its id
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>>> cpu_queue_;
