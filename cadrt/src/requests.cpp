@@ -285,12 +285,16 @@ void Runtime::forget_comm(const cadrt_comm_s *comm) {
     if (spare_[i]->inst && spare_[i]->inst->topo == comm->topo) drop_spare(i);
 }
 
-void Runtime::drop_spare(size_t k) {
-  spare_bytes_ -= spare_[k]->held;
-  delete spare_[k];
+cadrt_request_s *Runtime::take_spare(size_t k) {
+  cadrt_request_s *r = spare_[k];
+  spare_bytes_ -= r->held;
+  r->held = 0;
   spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(k));
   spare_inst_.erase(spare_inst_.begin() + static_cast<std::ptrdiff_t>(k));
+  return r;
 }
+
+void Runtime::drop_spare(size_t k) { delete take_spare(k); }
 
 cadrt_request_s *Runtime::new_request(const Instance *inst) {
   // One that last ran inst, if any: its executor memory and scratch are
@@ -312,12 +316,7 @@ cadrt_request_s *Runtime::new_request(const Instance *inst) {
     if (spare_.size() < kSpares && spare_bytes_ < kSpareBytes) return new cadrt_request_s();
     k = 1;
   }
-  cadrt_request_s *r = spare_[k - 1];
-  spare_bytes_ -= r->held;
-  r->held = 0;
-  spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(k - 1));
-  spare_inst_.erase(spare_inst_.begin() + static_cast<std::ptrdiff_t>(k - 1));
-  return r;
+  return take_spare(k - 1);
 }
 
 void Runtime::recycle(cadrt_request_s *r) {

@@ -486,7 +486,8 @@ class Runtime {
   std::vector<cadrt_request_s *> spare_;
   std::vector<const Instance *> spare_inst_;
   size_t spare_bytes_ = 0;
-  void drop_spare(size_t k);  // deletes spare_[k]
+  cadrt_request_s *take_spare(size_t k);  // spare_[k], out of the pool
+  void drop_spare(size_t k);               // deletes spare_[k]
   std::thread helper_;
   std::atomic<bool> stop_{false};
   // Signal engine: the thread its signals go to, the one that last made an
