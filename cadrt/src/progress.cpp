@@ -31,6 +31,7 @@ thread_local bool t_in_handler = false;
 
 #ifdef CADRT_FAULT_INJECTION
 int g_fault_tell = 0;
+long g_fault_split_us = 0, g_fault_split_in_us = 0;
 #endif
 
 namespace {
@@ -46,6 +47,20 @@ bool fault_no_room() {
   return t_in_handler && g_fault_tell > 0 && g_fault_tell-- > 0;
 #else
   return false;
+#endif
+}
+
+// In the test build only (CADRT_FAULT_SPLIT_US, CADRT_FAULT_SPLIT_IN_US):
+// the sender (the receiver) of a split copy stops that long after each
+// chunk it claimed, before it copies it -- a side that lost its CPU
+// there, which a loaded machine does now and then and no test can bring
+// about on purpose.
+void fault_split_pause(bool receiver) {
+#ifdef CADRT_FAULT_INJECTION
+  const long us = receiver ? g_fault_split_in_us : g_fault_split_us;
+  if (us > 0) usleep(static_cast<useconds_t>(us));
+#else
+  (void)receiver;
 #endif
 }
 
@@ -869,18 +884,25 @@ uint64_t split_chunks(uint64_t len) { return (len + kSplitChunk - 1) / kSplitChu
 // A message of len bytes may be split (both sides agree on it).
 bool splittable(uint64_t len) { return split_chunks(len) >= 2 && split_chunks(len) < (1u << 31); }
 
-// Claims from s's transfer of generation gen and n chunks the next chunk,
-// or with rest every chunk left (the receiver, closing it): the chunks
-// claimed before, which is the chunk taken; n when none was left (or s is
-// another transfer's now).
-uint64_t claim_chunk(Split &s, uint64_t gen, uint64_t n, bool rest = false) {
+// Claims from s's transfer of generation gen and n chunks the next chunk:
+// the chunks claimed before, which is the chunk taken; n when none was
+// left, the receiver closed the claims, or s is another transfer's now.
+constexpr uint64_t kClaimsClosed = 1ull << 31;  // in claim (chunks < 2^31, splittable)
+constexpr uint64_t kSplitDone = 1ull << 63;     // in sent: one side finished the transfer
+uint64_t claim_chunk(Split &s, uint64_t gen, uint64_t n) {
   uint64_t c = s.claim.load(std::memory_order_acquire);
   for (;;) {
-    if (c >> 32 != gen || (c & 0xffffffffu) >= n) return n;
-    if (s.claim.compare_exchange_weak(c, rest ? gen << 32 | n : c + 1, std::memory_order_acq_rel,
-                                      std::memory_order_acquire))
+    if (c >> 32 != gen || (c & 0xffffffffu) >= n) return n;  // (closed: at least 2^31)
+    if (s.claim.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire))
       return c & 0xffffffffu;
   }
+}
+
+// The receiver, its own chunks read: no more claims.  The chunks claimed
+// before (the receiver owns s: the generation is its own).
+uint64_t close_claims(Split &s, uint64_t n) {
+  const uint64_t c = s.claim.fetch_or(kClaimsClosed, std::memory_order_seq_cst);
+  return std::min<uint64_t>(c & (kClaimsClosed - 1), n);
 }
 
 }  // namespace
@@ -922,18 +944,19 @@ bool Runtime::split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const Msg
   uint64_t own = 0;
   int err = 0;
   for (uint64_t k; (k = claim_chunk(s, gen, chunks)) < chunks;) {
+    fault_split_pause(true);
     own++;
     const uint64_t off = k * chunk;
     if (!cma_copy(true, ep, dst + off, h.addr + off, std::min<uint64_t>(chunk, n.len - off), &err)) break;
   }
-  x.done = claim_chunk(s, gen, chunks, true) - own;  // the sender's chunks
+  x.done = close_claims(s, chunks) - own;  // the sender's chunks
   // The sender is writing its last chunks now: they are waited for here,
-  // for a while (a chunk takes some 10 us; the sender may have lost its
-  // CPU, then the next pass looks again), so that the FIN goes out from
-  // this call: this rank may go back to its work after it, and the sender
-  // would wait for its next call.
+  // for a while (a chunk takes some 10 us), so that this receive completes
+  // in this call.  A sender that lost its CPU meanwhile finishes the
+  // transfer itself when it has written them (split_out): this rank may
+  // be back at its work by then, and the FIN would wait for its next call.
   for (const int64_t until = now_ns() + 200000;
-       !err && s.sent.load(std::memory_order_acquire) < x.done && now_ns() < until;)
+       !err && (s.sent.load(std::memory_order_seq_cst) & ~kSplitDone) < x.done && now_ns() < until;)
     cpu_relax();
   if (err) {
     give_up(r, ep, h, -EPIPE,
@@ -946,17 +969,34 @@ bool Runtime::split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const Msg
 }
 
 // The receiver's side, after its own chunks: done once the sender has
-// written the chunks it claimed.
+// written the chunks it claimed.  Who finishes the transfer -- completes
+// the sender's send -- is whoever sees both halves done, the receiver its
+// claims closed and sent at their count, the sender sent at its count and
+// the claims closed (split_out); kSplitDone in sent goes to one of them.
+// (Each side stores, then loads what the other stores, all sequentially
+// consistent: at least one of them sees the other's store.)  The receiver
+// tells the sender with a FIN; the sender needs none.
 bool Runtime::split_wait(cadrt_request_s *r, uint32_t node) {
   const uint32_t ep = r->comm->ep[r->inst->prog.nodes[node].peer];
-  const uint64_t sent = split_of(r, node).sent.load(std::memory_order_acquire);
+  Split &s = split_of(r, node);
+  uint64_t sent = s.sent.load(std::memory_order_seq_cst);
   const uint64_t want = r->xfer[node].done;
-  if (sent > want) {
-    lane_corrupt(ep, sent - want);
+  if (!(sent & kSplitDone)) {
+    if (sent > want) {
+      lane_corrupt(ep, sent - want);
+      return false;
+    }
+    if (sent < want || !room()) return false;
+    if (s.sent.compare_exchange_strong(sent, want | kSplitDone, std::memory_order_seq_cst)) {
+      push(ep, header(r, node, kFinSend), nullptr, 0, r);
+      out_done(r, node);
+      return true;
+    }
+  }
+  if (sent != (want | kSplitDone)) {  // (the sender's mark comes with its count)
+    lane_corrupt(ep, sent & ~kSplitDone);
     return false;
   }
-  if (sent < want || !room()) return false;
-  push(ep, header(r, node, kFinSend), nullptr, 0, r);
   out_done(r, node);
   return true;
 }
@@ -980,20 +1020,34 @@ void Runtime::split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const Ms
   uint64_t wrote = 0;
   int err = 0;
   for (uint64_t k; (k = claim_chunk(s, h.off >> 8, chunks)) < chunks;) {
+    fault_split_pause(false);
     const uint64_t off = k * chunk;
     const bool ok = cma_copy(false, ep, const_cast<unsigned char *>(src) + off, h.addr + off,
                              std::min<uint64_t>(chunk, n.len - off), &err);
-    s.sent.fetch_add(1, std::memory_order_release);
+    s.sent.fetch_add(1, std::memory_order_seq_cst);
     wrote++;
     if (!ok) break;
   }
   if (!wrote) return;
   n_split_chunks.fetch_add(wrote, std::memory_order_relaxed);
-  ring(ep, true);  // the receiver may wait for the last chunk
-  if (err)
+  if (err) {
+    ring(ep, true);  // the receiver may wait for the last chunk
     give_up(r, ep, h, -EPIPE,
             Why() << "writing " << n.len << " bytes to rank " << r->comm->rank_of_ep[ep]
                   << " failed: " << cma_why(err));
+    return;
+  }
+  // The receiver closed its claims: it has read its chunks, and ours are
+  // written -- unless it saw that first (split_wait), the send is done
+  // now, without its FIN.
+  const uint64_t c = s.claim.load(std::memory_order_seq_cst);
+  uint64_t mine = wrote;
+  if (c >> 32 == h.off >> 8 && (c & kClaimsClosed) &&
+      s.sent.compare_exchange_strong(mine, wrote | kSplitDone, std::memory_order_seq_cst)) {
+    n_split_last.fetch_add(1, std::memory_order_relaxed);
+    complete(r, node);
+  }
+  ring(ep, true);  // the receiver may wait for the last chunk
 }
 
 void Runtime::lane_corrupt(uint32_t ep, uint64_t what) {

@@ -975,6 +975,8 @@ int Runtime::choose_engine(bool *asked) {
 #ifdef CADRT_FAULT_INJECTION
   long tells = 0;
   g_fault_tell = env_long("CADRT_FAULT_TELL", &tells) ? static_cast<int>(tells) : 0;
+  g_fault_split_us = env_long("CADRT_FAULT_SPLIT_US", &tells) ? tells : 0;
+  g_fault_split_in_us = env_long("CADRT_FAULT_SPLIT_IN_US", &tells) ? tells : 0;
 #endif
   // (Published before agree_engine's barrier, which orders it before any
   // peer's first kick.)
@@ -1411,9 +1413,11 @@ int Runtime::finalize() {
   if (verbose && engine != Engine::Kernel && nlocal > 1)
     fprintf(stderr,
             "cadrt: rank %u: large receives: %llu through lanes, %llu by a single copy (CMA), %llu of them split "
-            "with the sender; %llu chunks written for receivers; %llu in fragments through the ring\n",
+            "with the sender; %llu chunks written for receivers (%llu splits finished here, written last); %llu in "
+            "fragments through the ring\n",
             me, static_cast<unsigned long long>(n_lane.load()), static_cast<unsigned long long>(n_cma.load()),
             static_cast<unsigned long long>(n_split.load()), static_cast<unsigned long long>(n_split_chunks.load()),
+            static_cast<unsigned long long>(n_split_last.load()),
             static_cast<unsigned long long>(n_frag.load()));
   if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
     fprintf(stderr,

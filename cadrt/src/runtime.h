@@ -387,9 +387,10 @@ class Runtime {
   uint64_t n_binds = 0, n_fresh_binds = 0;
   // Large local receives: through a lane, by a single copy (CMA).
   std::atomic<uint64_t> n_lane{0}, n_cma{0}, n_frag{0};
-  // Single copies split with the sender (receiver's count), and the
-  // chunks written for receivers that split (sender's count).
-  std::atomic<uint64_t> n_split{0}, n_split_chunks{0};
+  // Single copies split with the sender (receiver's count), the chunks
+  // written for receivers that split, and the splits this sender finished
+  // itself, its chunks written last (sender's counts).
+  std::atomic<uint64_t> n_split{0}, n_split_chunks{0}, n_split_last{0};
 
  private:
   bool initialised_ = false;
@@ -678,7 +679,8 @@ inline Runtime &rt() {
 // The signal engine's handler is running progress() on this thread.
 extern thread_local bool t_in_handler;
 #ifdef CADRT_FAULT_INJECTION
-extern int g_fault_tell;  // progress.cpp, fault_no_room()
+extern int g_fault_tell;        // progress.cpp, fault_no_room()
+extern long g_fault_split_us, g_fault_split_in_us;  // progress.cpp, fault_split_pause()
 #endif
 
 // A spin-wait's pause.

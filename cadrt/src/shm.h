@@ -215,8 +215,8 @@ constexpr uint32_t lane_chunks(uint32_t n) { return n <= 8 ? 32 : 16; }
 // generation, so that a claim of a finished transfer can never take a
 // chunk of the next.
 struct alignas(64) Split {
-  std::atomic<uint64_t> claim;  // generation << 32 | chunks claimed (at most the transfer's)
-  std::atomic<uint64_t> sent;   // chunks the sender claimed and wrote (or failed to write)
+  std::atomic<uint64_t> claim;  // generation << 32 | closed << 31 | chunks claimed (at most the transfer's)
+  std::atomic<uint64_t> sent;   // done << 63 | chunks the sender claimed and wrote (or failed to write)
 };
 constexpr uint32_t kSplitSlots = 8;
 

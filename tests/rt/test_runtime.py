@@ -839,6 +839,48 @@ def test_one_way_copies_are_split_with_a_waiting_sender(build_dir, engine, p):
     assert counts("0") == (0, 0)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sender_that_writes_the_last_chunk_finishes_the_split_itself(build_dir, tmp_path, engine):
+    """The receiver of a split copy reads its chunk in its start and goes
+    back to its work while the sender, which lost its CPU after claiming a
+    chunk, is still writing it (rt_check_san, CADRT_FAULT_SPLIT_US and
+    _IN_US: the sender stops 20 ms after its claim, the receiver 5 ms after
+    its own, so that the sender has claimed the second of the two chunks).
+    The sender finishes the transfer itself when it has written it, with
+    no FIN from the computing receiver: the root completes while rank 0
+    computes under every engine.  (Before, it waited for rank 0's
+    next call: test_the_last_to_start_copies_in_its_start failed so on a
+    loaded CI machine, 2026-12-02.)  Sanitised: no leak, no memory error."""
+    env = san_env(build_dir, CADRT_ENGINE=engine, CADRT_FAULT_SPLIT_US="20000",
+                  CADRT_FAULT_SPLIT_IN_US="5000", CADRT_VERBOSE="1")
+    r = run(build_dir, 2, "rt_check_san", "--away", tmp_path, "--away-posts", "last", "--sizes", 1 << 16,
+            "--away-for", "20", env=env, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the peers completed while rank 0 computed" in r.stdout, r.stdout + r.stderr
+    assert re.search(r"rank 1: .* 1 chunks written for receivers \(1 splits finished here, written last\)", r.stderr), \
+        r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("pause", ["30", "300"])
+def test_split_copies_stay_right_whichever_side_finishes(build_dir, pause):
+    """Every collective, large sizes, lanes off so that the one-way and the
+    exchange copies split with waiting senders that pause after each claim
+    (CADRT_FAULT_SPLIT_US): which side writes the last chunk, and so
+    finishes the transfer, varies from copy to copy.  Every element is
+    checked, both ends are seen finishing, nothing leaks."""
+    env = san_env(build_dir, CADRT_ENGINE="poll", CADRT_FAULT_SPLIT_US=pause, CADRT_VERBOSE="1", CADRT_BULK="0")
+    r = run(build_dir, 3, "rt_check_san", "--coll", "all", "--sizes", "200000,700000", "--iters", "3", env=env,
+            timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    found = [tuple(map(int, m)) for m in re.findall(
+        r"(\d+) of them split with the sender; (\d+) chunks written for receivers \((\d+) splits finished here", r.stderr)]
+    assert len(found) == 3, r.stderr
+    splits, chunks, last = (sum(f[i] for f in found) for i in range(3))
+    assert splits > 0 and chunks > 0 and 0 < last < splits, found
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+
+
 def test_cma_forbidden_falls_back_with_a_notice(build_dir):
     """seccomp makes process_vm_readv/writev fail with EPERM, as in a
     locked-down container: the job still runs, copying through the
