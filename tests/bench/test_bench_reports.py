@@ -271,7 +271,10 @@ def test_kernel_vm_report_follows_the_schema(kernel_vm_run):
     for engine in ("poll", "thread", "signal"):
         assert f"{engine} overlap ibcast 1048576" in by_name
     for r in report["results"]:
-        assert r["min"] <= r["median"] <= r["max"] and len(r["repetitions"]) == 2, r
+        # (An "of cap" leaves out, and counts, a repetition whose cap was
+        # not positive: emulation's noise, seen in CI on 2026-12-02.)
+        assert r["min"] <= r["median"] <= r["max"], r
+        assert len(r["repetitions"]) + r["params"].get("without_cap", 0) == 2, r
         assert r["name"] in run.stdout
 
 
