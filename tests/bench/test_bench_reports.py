@@ -267,6 +267,11 @@ def test_kernel_vm_report_follows_the_schema(kernel_vm_run):
     jsonschema.validate(report, schema)
     by_name = {r["name"]: r for r in report["results"]}
     for name, target in KERNEL_TARGETS.items():
+        # (An "of cap" row is left out when no repetition had a positive
+        # cap; its raw overlap is there all the same.)
+        if name.endswith(" of cap") and name not in by_name:
+            assert name.removesuffix(" of cap") in by_name, name
+            continue
         assert by_name[name]["target"] == target, name
     for engine in ("poll", "thread", "signal"):
         assert f"{engine} overlap ibcast 1048576" in by_name
