@@ -11,7 +11,8 @@
  * what they chose).  Sizes are bytes
  * per MPI count: the broadcast's buffer (bytes), the reduction's vector
  * (doubles, summed: bytes / 8 of them), the block of each rank (allgather)
- * or of each pair (alltoall, bytes).  Default 8, 1024, 65536, 1048576.
+ * or of each pair (alltoall, bytes), at least two of them.  Default 8, 1024,
+ * 65536, 1048576.
  *
  * Selection is seg_bench's: each setting gets a copy of the world made
  * while CADRT_ALGORITHM_<COLL> holds it, and one untimed call of each size
@@ -39,6 +40,13 @@
  *                 that line said 5.8, and cadc simulate took the ring
  *                 allreduce's two rounds of 32 KiB for cheaper than
  *                 recursive doubling's one of 64 KiB.)
+ *   switch        with more ranks than CPUs (rank r on CPU r mod C, as
+ *                 cadrun --bind core places them): the one-way time of the
+ *                 same ping-pong between ranks 0 and C, which share a CPU,
+ *                 less that between ranks 0 and 1, over the sizes up to
+ *                 EAGER_BYTES -- what a CPU spends turning from one rank's
+ *                 work to another's (cadc simulate --switch); 0 with a CPU
+ *                 per rank
  *   gamma         ns per byte of a[i] += b[i] over 1 MiB of doubles on
  *                 rank 0 (the built-in sum's loop; bench/core_bench puts
  *                 the core's at 1.0x such a loop)
@@ -49,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_cadrt.h"
 
@@ -211,8 +220,8 @@ static int parse_sizes(const char *text, size_t *out)
 		out[k++] = (size_t)v;
 		p = *end ? end + 1 : end;
 	}
-	if (!k)
-		usage("--sizes takes at least one byte count");
+	if (k < 2)
+		usage("--sizes takes at least two byte counts (alpha and beta are fitted to them)");
 	return k;
 }
 
@@ -275,15 +284,32 @@ int main(int argc, char **argv)
 	const double t_start = bench_now();
 	struct spec pp = { .coll = BCAST, .setting = "bcast_linear", .name = "bcast_linear" };
 	pp.comm = comm_for(&pp, g_rank < 2 ? 0 : -1, sizes, nsizes, 2);
+	/* Ranks 0 and C share CPU 0 when there are more ranks than CPUs. */
+	const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const int shared = ncpu >= 1 && ncpu < g_size ? (int)ncpu : 0;
+	struct spec ps = pp;
+	ps.comm = NULL;
+	if (shared)
+		ps.comm = comm_for(&ps, g_rank == 0 || g_rank == shared ? 0 : -1, sizes, nsizes, 2);
 	for (int j = 0; j < nspecs; j++)
 		specs[j].comm = comm_for(&specs[j], 0, sizes, nsizes, 1);
 
-	struct bench_fig *f_time[MAX_SPECS][MAX_SIZES], *f_pp[MAX_SIZES], *f_alpha, *f_beta, *f_gamma, *f_eager;
+	struct bench_fig *f_time[MAX_SPECS][MAX_SIZES], *f_pp[MAX_SIZES], *f_ps[MAX_SIZES], *f_alpha, *f_beta, *f_gamma,
+		*f_eager, *f_switch;
 	char name[112], sz[32];
 	for (int k = 0; k < nsizes; k++) {
 		snprintf(name, sizeof name, "pingpong %s", bench_size(sizes[k], sz, sizeof sz));
 		f_pp[k] = bench_add(name, "us", NULL, "\"bytes\": %zu, \"ranks\": 2, \"engine\": \"%s\"", sizes[k], engine);
+		f_ps[k] = NULL;
+		if (shared && sizes[k] <= EAGER_BYTES) {
+			snprintf(name, sizeof name, "pingpong one CPU %s", bench_size(sizes[k], sz, sizeof sz));
+			f_ps[k] = bench_add(name, "us", NULL,
+					    "\"bytes\": %zu, \"ranks\": 2, \"pair\": [0, %d], \"engine\": \"%s\"",
+					    sizes[k], shared, engine);
+		}
 	}
+	f_switch = bench_add("switch", "us", NULL, "\"ranks\": %d, \"cpus\": %ld, \"engine\": \"%s\"", g_size, ncpu,
+			     engine);
 	f_alpha = bench_add("alpha", "us", NULL, "\"ranks\": 2, \"engine\": \"%s\"", engine);
 	f_beta = bench_add("beta", "ns/B", NULL, "\"ranks\": 2, \"engine\": \"%s\"", engine);
 	f_eager = bench_add("alpha eager", "us", NULL, "\"ranks\": 2, \"engine\": \"%s\", \"eager_bytes\": %d", engine,
@@ -301,15 +327,22 @@ int main(int argc, char **argv)
 		}
 
 	for (int rep = 0; rep < reps; rep++) {
-		double m[MAX_SIZES], t[MAX_SIZES], mr[MAX_SIZES], tr[MAX_SIZES], alpha, beta, eager = 0;
-		int nr = 0, ne = 0;
+		double m[MAX_SIZES], t[MAX_SIZES], mr[MAX_SIZES], tr[MAX_SIZES], alpha, beta, eager = 0, turn = 0;
+		int nr = 0, ne = 0, ns = 0;
 
 		bench_barrier();
 		for (int k = 0; k < nsizes; k++) {
 			m[k] = (double)sizes[k];
 			t[k] = pingpong(&pp, sizes[k], sizes[k] >= (1u << 20) ? (quick ? 5 : 20) : (quick ? 20 : 100));
 			bench_push(f_pp[k], t[k] * 1e6);
+			if (f_ps[k]) {
+				const double ts = pingpong(&ps, sizes[k], quick ? 20 : 100);
+				bench_push(f_ps[k], ts * 1e6);
+				turn += ts - t[k];
+				ns++;
+			}
 		}
+		bench_push(f_switch, ns ? turn / ns * 1e6 : 0);
 		for (int k = 0; k < nsizes; k++)
 			if (sizes[k] > EAGER_BYTES) {
 				mr[nr] = m[k];
@@ -348,7 +381,9 @@ int main(int argc, char **argv)
 					     "after an untimed world barrier, the slowest rank's median over the "
 					     "iterations; alpha, beta fitted (least squares, relative error) to a 2-rank "
 					     "one-message broadcast ping-pong at the same sizes above 1984 B, alpha eager "
-					     "its mean time less 2 beta per byte at those up to 1984 B; gamma: a[i] += b[i] "
+					     "its mean time less 2 beta per byte at those up to 1984 B; switch: with more "
+					     "ranks than CPUs, the same ping-pong's one-way time between ranks 0 and C "
+					     "(one CPU) less that between 0 and 1 at those sizes; gamma: a[i] += b[i] "
 					     "over 1 MiB of doubles"))
 			return 1;
 	}
@@ -356,6 +391,8 @@ int main(int argc, char **argv)
 		cadrt_comm_free(&specs[j].comm);
 	if (pp.comm)
 		cadrt_comm_free(&pp.comm);
+	if (ps.comm)
+		cadrt_comm_free(&ps.comm);
 	cadrt_finalize();
 	free(g_send);
 	free(g_recv);

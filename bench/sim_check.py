@@ -21,7 +21,7 @@ Figures (params collective, algorithm, bytes, ranks; every repetition):
                                              rules (what cadrt runs without a
                                              setting; params: what they chose)
   alpha P=<p>, beta P=<p>, gamma P=<p>,      the costs of each run
-  alpha eager P=<p>
+  alpha eager P=<p>, switch P=<p>
 BENCH_QUICK=1 in the environment: alg_bench's quick mode.
 
 The hierarchical broadcast is left out: its instance depends on the
@@ -78,7 +78,8 @@ def simulate(build, coll, setting, nbytes, ranks, cpus, model=None):
         cmd += ["--param", p]
     if model:
         cmd += ["--alpha", f"{model['alpha'] * 1e3:.6g}", "--beta", f"{model['beta']:.6g}",
-                "--gamma", f"{model['gamma']:.6g}", "--alpha-eager", f"{model['alpha eager'] * 1e3:.6g}"]
+                "--gamma", f"{model['gamma']:.6g}", "--alpha-eager", f"{model['alpha eager'] * 1e3:.6g}",
+                "--switch", f"{model['switch'] * 1e3:.6g}"]
     run = subprocess.run(cmd, capture_output=True, text=True)
     doc = json.loads(run.stdout) if run.stdout.startswith("{") else {}
     if run.returncode or "time_ns" not in doc:
@@ -122,10 +123,10 @@ def main():
         by = {r["name"]: r for r in doc["results"]}
         reps = len(figs["alpha"])
         # (A fit of few points can put alpha or beta below 0: priced at 0.)
-        costs = ("alpha", "beta", "gamma", "alpha eager")
+        costs = ("alpha", "beta", "gamma", "alpha eager", "switch")
         models = [{k: max(0.0, figs[k][i]) for k in costs} for i in range(reps)]
         for k in costs:
-            unit = "us" if k.startswith("alpha") else "ns/B"
+            unit = "us" if k.startswith("alpha") or k == "switch" else "ns/B"
             results.append(result(f"{k} P={P}", unit, figs[k], {"ranks": P, "engine": engine}))
         measured, simulated = {}, {}
         for coll, setting in settings:
@@ -170,7 +171,9 @@ def main():
                    "broadcast), call + wait, the slowest rank's median; beside it cadc simulate of the same "
                    f"instance (u8 elements, or f64 sums for reductions) with --cpus {cpus} and alg_bench's alpha, "
                    "beta and alpha eager (a one-message ping-pong: a line through the sizes above 1984 B, the "
-                   "mean of those up to it) and gamma (a sum loop) of the same repetition"),
+                   "mean of those up to it), switch (with more ranks than CPUs: the same ping-pong between two "
+                   "ranks on one CPU, less that between two, up to 1984 B) and gamma (a sum loop) of the same "
+                   "repetition"),
         "results": results,
     }
     # One figure per line, as the C programs write them (bench_out.h).

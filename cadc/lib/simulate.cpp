@@ -38,6 +38,8 @@ class Simulator {
     }
     const size_t cpus = model_.cpus ? std::min<size_t>(model_.cpus, progs_.size()) : progs_.size();
     cpu_queue_.resize(cpus);
+    rank_queue_.resize(model_.switch_ns > 0 ? progs_.size() : 0);
+    taken_.assign(model_.switch_ns > 0 ? N : 0, 0);
     cpu_busy_.assign(cpus, false);
     cpu_last_.assign(cpus, kNoOp);
     for (uint64_t g = 0; g < N; g++)  // (a rendezvous whose sides both start ready: once)
@@ -53,7 +55,7 @@ class Simulator {
       // The CPUs this moment freed or gave work to (not all P of them:
       // an alltoall of 1024 ranks has a million moments).
       for (const uint32_t c : touched_)
-        if (!cpu_busy_[c] && !cpu_queue_[c].empty()) start(c, now);
+        if (!cpu_busy_[c] && has_work(c)) start(c, now);
       touched_.clear();
     }
     uint64_t last = kNoOp;
@@ -132,22 +134,48 @@ class Simulator {
     s.cpu = cpu;
     cost_[u] = cost;
     cpu_queue_[cpu].emplace(t, u);
+    if (!rank_queue_.empty()) rank_queue_[static_cast<size_t>(by)].emplace(t, u);
     touched_.push_back(static_cast<uint32_t>(cpu));
   }
 
   void start(uint32_t c, double now) {
-    const auto [since, u] = cpu_queue_[c].top();
-    cpu_queue_[c].pop();
+    const uint64_t last = cpu_last_[c];
+    // With a price on turns, the rank the CPU ran last keeps it while it
+    // has work, as a scheduler leaves a process that does not block on
+    // its CPU; else the work that came first.
+    Waiting w = cpu_queue_[c].top();
+    if (!rank_queue_.empty() && last != kNoOp) {
+      auto &mine = rank_queue_[static_cast<size_t>(sim_.ops[last].by)];
+      drop_taken(mine);
+      if (!mine.empty()) w = mine.top();
+    }
+    const auto [since, u] = w;
+    if (taken_.empty()) cpu_queue_[c].pop();
+    else taken_[u] = 1;
     SimOp &s = sim_.ops[u];
-    if (now > since) s.after = cpu_last_[c];  // it waited for the CPU
+    // (A rank's turn on a CPU it shares: the previous job was another's.)
+    s.switched = last != kNoOp && sim_.ops[last].by != s.by ? model_.switch_ns : 0;
+    if (now > since) s.after = last;  // it waited for the CPU
+    sim_.switches += last != kNoOp && sim_.ops[last].by != s.by;
     const double cost = cost_[u];
-    s.start = now;
-    s.end = now + cost;
+    s.start = now + s.switched;
+    s.end = s.start + cost;
     cpu_busy_[c] = true;
     cpu_last_[c] = u;
     sim_.ranks[s.by].busy += cost;
     if (partner(u) != kNoOp) sim_.ranks[s.by].copied += op(u).len;  // (a rendezvous: once)
     events_.emplace(s.end, kDone, u);
+  }
+
+  // (Work is in two queues when turns have a price: taken from one, it
+  // is dropped from the other when it comes to the top.)
+  template <class Queue>
+  void drop_taken(Queue &q) {
+    while (!taken_.empty() && !q.empty() && taken_[q.top().second]) q.pop();
+  }
+  bool has_work(uint32_t c) {
+    drop_taken(cpu_queue_[c]);
+    return !cpu_queue_[c].empty();
   }
 
   void done(uint64_t u, double t) {
@@ -185,6 +213,8 @@ class Simulator {
   std::vector<double> cost_;         // CPU time of a unit, by its id
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>>> cpu_queue_;
+  std::vector<std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>>> rank_queue_;  // switch_ns > 0
+  std::vector<uint8_t> taken_;  // a unit started, by its id (switch_ns > 0)
   std::vector<bool> cpu_busy_;
   std::vector<uint64_t> cpu_last_;  // the unit the CPU ran last
   std::vector<uint32_t> touched_;   // CPUs to look at after this moment (maybe twice)

@@ -23,6 +23,16 @@
 //     (RTS, the copy, FIN) costs several times an eager message here
 //     (bench/sim_check.py fits both).  eager_bytes 0: every message is a
 //     rendezvous (cad.ko's kernel engine copies every message once).
+//   - Ranks that share a CPU take turns on it: a CPU that turns from one
+//     rank's work to another's spends switch_ns first (the scheduler
+//     giving the core to the other process, which a spinning or sleeping
+//     waiter makes cost far more than a context switch alone; alg_bench
+//     measures it as the one-way time of an eager message between two
+//     ranks on one core less that between two cores).  None with a CPU
+//     per rank.  While the rank it ran last has work ready, the CPU goes
+//     on with that rank's work, as a scheduler leaves a process that does
+//     not block (without it, 4 ranks on 2 CPUs turned at nearly every
+//     operation and the model priced them 1.3x the measured time).
 // This is the model bench/seg_bench.c fits (a pipelined chain costs
 // (P - 2 + segments) (alpha + beta seg)), with the per-CPU contention a
 // formula leaves out: a rank's CPU is the bottleneck where many copies
@@ -49,6 +59,10 @@ struct CostModel {
   // way, on the 2-core VM: 0.8 us on 2026-12-02).
   uint64_t eager_bytes = 1984;
   double alpha_eager_ns = 800;
+  // A CPU's turn from one rank's work to another's (above): medians of
+  // 5.8-7.7 us in three runs of bench/sim_check.py at 3 and 4 ranks on the
+  // 2-core VM, 2026-12-02.
+  double switch_ns = 6000;
 };
 
 struct SimOp {
@@ -57,6 +71,7 @@ struct SimOp {
   int32_t by = -1;         // the rank whose work it was (a message: its copier; eager: its side's), -1 none
   int32_t cpu = -1;        // the CPU that did it (by mod cpus; by with one CPU per rank), -1 none
   uint64_t after = kNone;  // what it waited for last: a predecessor or the CPU's previous job
+  double switched = 0;     // the CPU's turn to this rank's work just before start (switch_ns), or 0
   static constexpr uint64_t kNone = ~uint64_t{0};
 };
 
@@ -71,6 +86,7 @@ struct Simulation {
   std::vector<SimOp> ops;         // by global id (Matching::base); a rendezvous's two sides alike
   std::vector<SimRank> ranks;
   std::vector<uint64_t> critical; // global ids, first to last: the chain that set the time
+  uint64_t switches = 0;          // turns of a CPU from one rank's work to another's
 };
 
 // Whether a matched message of len bytes is eager under the model.

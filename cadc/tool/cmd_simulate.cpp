@@ -74,6 +74,9 @@ void add_simulate(CLI::App &app, Runner *run) {
   cmd->add_option("--eager-bytes", opt->model.eager_bytes,
                   "Messages up to this many bytes are eager (cadrt's ring slot: 1984); 0: none (cad.ko)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40))->capture_default_str();
+  cmd->add_option("--switch", opt->model.switch_ns,
+                  "ns a CPU the ranks share spends turning from one rank's work to another's (with --cpus)")
+      ->check(non_negative)->capture_default_str();
   cmd->add_option("--cpus", opt->model.cpus,
                   "CPUs the ranks share, rank r on CPU r mod C (as cadrun --bind core places them); 0: one per rank")
       ->check(CLI::Range(0u, 1u << 24))->capture_default_str();
@@ -104,12 +107,13 @@ void add_simulate(CLI::App &app, Runner *run) {
       };
       // The critical path's time by what it went on (its links: a
       // predecessor, or the operation before on the same CPU).
-      double on_alpha = 0, on_copies = 0, on_reductions = 0;
+      double on_alpha = 0, on_copies = 0, on_reductions = 0, on_switches = 0;
       uint64_t messages = 0, cpu_links = 0;
       for (uint64_t g : sim.critical) {
         const SimOp &o = sim.ops[g];
         const double work = o.end - o.start;
         cpu_links += o.start > o.ready;
+        on_switches += o.switched;
         if (is_message(g)) {
           // (An eager message's two sides each count as one.)
           messages++;
@@ -131,7 +135,8 @@ void add_simulate(CLI::App &app, Runner *run) {
           return nlohmann::json{{"rank", rank_of(g)}, {"op", op_text(progs[rank_of(g)], op_of(g))}, {"at", where(g)},
                                 {"ready_ns", o.ready}, {"start_ns", o.start}, {"end_ns", o.end},
                                 {"by_rank", o.by < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.by)},
-                                {"cpu", o.cpu < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.cpu)}};
+                                {"cpu", o.cpu < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.cpu)},
+                                {"switch_ns", o.switched}};
         };
         for (uint64_t g : sim.critical) critical.push_back(op_json(g));
         if (opt->timeline)
@@ -141,9 +146,11 @@ void add_simulate(CLI::App &app, Runner *run) {
                                            {"gamma_ns_per_byte", opt->model.gamma_ns},
                                            {"alpha_eager_ns", opt->model.alpha_eager_ns},
                                            {"eager_bytes", opt->model.eager_bytes},
+                                           {"switch_ns", opt->model.switch_ns},
                                            {"cpus", opt->model.cpus ? std::min<size_t>(opt->model.cpus, progs.size())
                                                                     : progs.size()}}},
-                                {"time_ns", sim.time}, {"ranks", ranks}, {"critical_path", critical}};
+                                {"time_ns", sim.time}, {"switches", sim.switches}, {"ranks", ranks},
+                                {"critical_path", critical}};
         if (opt->timeline) extra["timeline"] = timeline;
         return report(s, extra);
       }
@@ -161,7 +168,13 @@ void add_simulate(CLI::App &app, Runner *run) {
                  static_cast<unsigned long long>(opt->model.eager_bytes), opt->model.alpha_eager_ns);
       else
         snprintf(line, sizeof line, "  no eager messages\n");
-      std::cout << line << "  rank  done        CPU busy    copied (messages)\n";
+      std::cout << line;
+      if (opt->model.cpus && opt->model.cpus < progs.size()) {
+        snprintf(line, sizeof line, "  a CPU's turn from one rank to another: %g ns (%llu turn%s)\n",
+                 opt->model.switch_ns, static_cast<unsigned long long>(sim.switches), sim.switches == 1 ? "" : "s");
+        std::cout << line;
+      }
+      std::cout << "  rank  done        CPU busy    copied (messages)\n";
       auto print_rank = [&](size_t r) {
         snprintf(line, sizeof line, "  %4zu  %-10s  %-10s  %llu B\n", r, duration(sim.ranks[r].done).c_str(),
                  duration(sim.ranks[r].busy).c_str(), static_cast<unsigned long long>(sim.ranks[r].copied));
@@ -181,7 +194,8 @@ void add_simulate(CLI::App &app, Runner *run) {
       auto count = [](uint64_t k, const char *what) { return std::to_string(k) + " " + what + (k == 1 ? "" : "s"); };
       std::cout << "  critical path: " << count(sim.critical.size(), "operation") << ", " << count(messages, "message")
                 << ": " << duration(on_copies) << " copying, " << duration(on_reductions) << " reducing, "
-                << duration(on_alpha) << " in handshakes; " << count(cpu_links, "link")
+                << duration(on_alpha) << " in handshakes, " << duration(on_switches) << " in turns between ranks; "
+                << count(cpu_links, "link")
                 << " to the operation before on the same CPU\n";
       auto print_op = [&](uint64_t g) {
         const SimOp &o = sim.ops[g];

@@ -214,12 +214,47 @@ def test_sim_check_sets_cadc_simulate_beside_measurement(build_dir, tmp_path):
     assert r["repetitions"] == pytest.approx([s / m for s, m in zip(sim["repetitions"], meas["repetitions"])])
 
 
+def test_alg_bench_measures_a_turn_between_ranks_that_share_a_cpu(build_dir, tmp_path):
+    """With more ranks than CPUs (3 on this machine's 2, or more ranks than
+    any machine has), alg_bench also times the eager ping-pong between
+    ranks 0 and C, which share CPU 0, and its "switch" is that one-way time
+    less the one between ranks 0 and 1, averaged over the sizes up to
+    1984 B (cadc simulate --switch); with a CPU per rank it is 0."""
+    cpus = os.cpu_count() or 1
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
+    env["BENCH_QUICK"] = "1"
+    out = tmp_path / "algorithms.json"
+    p = cpus + 1
+    run = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", str(p), "--bind", "core",
+                          str(build_dir / "bin" / "alg_bench"), "--json", str(out), "--sizes", "8,1024,65536",
+                          "bcast=bcast_linear"], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    _, by_name = validated(out)
+    assert "pingpong one CPU 64KiB" not in by_name
+    shared = [by_name[f"pingpong one CPU {s}"] for s in ("8B", "1KiB")]
+    cross = [by_name[f"pingpong {s}"] for s in ("8B", "1KiB")]
+    assert shared[0]["params"]["pair"] == [0, cpus]
+    turn = by_name["switch"]
+    assert turn["params"]["cpus"] == cpus and turn["params"]["ranks"] == p
+    want = [sum(s["repetitions"][i] - c["repetitions"][i] for s, c in zip(shared, cross)) / 2
+            for i in range(len(turn["repetitions"]))]
+    assert turn["repetitions"] == pytest.approx(want, rel=1e-3, abs=1e-3)
+    if cpus > 1:
+        run = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "2", "--bind", "core",
+                              str(build_dir / "bin" / "alg_bench"), "--json", str(out), "--sizes", "8,1024",
+                              "bcast=bcast_linear"], capture_output=True, text=True, timeout=300, env=env)
+        assert run.returncode == 0, run.stdout + run.stderr
+        _, by_name = validated(out)
+        assert by_name["switch"]["repetitions"] == [0] * 3 and "pingpong one CPU 8B" not in by_name
+
+
 @pytest.mark.parametrize("args,message", [
     ([], "name at least one setting"),
     (["gather=gather_linear"], "COLL one of bcast, reduce, allreduce, allgather, alltoall"),
     (["bcast"], "a setting is COLL=NAME"),
     (["--sizes", "8,x", "bcast=bcast_linear"], "--sizes takes"),
     (["--sizes", "0", "bcast=bcast_linear"], "--sizes takes"),
+    (["--sizes", "8", "bcast=bcast_linear"], "--sizes takes at least two byte counts"),
     (["--frobnicate"], "unknown option"),
 ])
 def test_alg_bench_rejects_bad_arguments(build_dir, args, message):

@@ -22,7 +22,7 @@ constexpr double kAlpha = 1000, kBeta = 2, kGamma = 3, kAlphaEager = 100;
 
 cad::Simulation run(const std::string &text, int64_t P, int64_t n, int64_t root = 0,
                     std::vector<std::pair<std::string, int64_t>> params = {}, uint32_t cpus = 0,
-                    uint64_t eager_bytes = 0) {
+                    uint64_t eager_bytes = 0, double switch_ns = 0) {
   Compiled c(text);
   EXPECT_TRUE(c.ok()) << c.errors();
   cad::InstanceSpec s = spec(P, n, root);
@@ -38,15 +38,17 @@ cad::Simulation run(const std::string &text, int64_t P, int64_t n, int64_t root 
   model.cpus = cpus;
   model.eager_bytes = eager_bytes;
   model.alpha_eager_ns = kAlphaEager;
+  model.switch_ns = switch_ns;
   cad::Simulation sim = cad::simulate(progs, m, model);
   // The critical path ends at the time, and each link starts where the
-  // one before ended.
+  // one before ended (after its CPU's turn to its rank, if it took one).
   EXPECT_FALSE(sim.critical.empty());
   if (!sim.critical.empty()) {
     EXPECT_DOUBLE_EQ(sim.ops[sim.critical.back()].end, sim.time);
   }
   for (size_t i = 1; i < sim.critical.size(); i++)
-    EXPECT_DOUBLE_EQ(sim.ops[sim.critical[i]].start, sim.ops[sim.critical[i - 1]].end);
+    EXPECT_DOUBLE_EQ(sim.ops[sim.critical[i]].start - sim.ops[sim.critical[i]].switched,
+                     sim.ops[sim.critical[i - 1]].end);
   return sim;
 }
 
@@ -187,6 +189,32 @@ TEST(Simulate, RanksThatShareACpuTakeTurns) {
   EXPECT_DOUBLE_EQ(run(kLinear, 4, 100, 0, {}, 1).time, 3 * (kAlpha + kBeta * 400));
   // More CPUs than ranks: one per rank, as with 0.
   EXPECT_DOUBLE_EQ(run(kLinear, 4, 100, 0, {}, 64).time, kAlpha + kBeta * 400);
+}
+
+TEST(Simulate, ACpuThatTurnsToAnotherRankPaysTheSwitch) {
+  constexpr double kSwitch = 700, kCopy = kAlpha + kBeta * 400;
+  // CPU 1 runs rank 1's copy, then turns to rank 3's: one switch, on the
+  // critical path before rank 3's copy.
+  const cad::Simulation two = run(kLinear, 4, 100, 0, {}, 2, 0, kSwitch);
+  EXPECT_DOUBLE_EQ(two.time, 2 * kCopy + kSwitch);
+  EXPECT_EQ(two.switches, 1u);
+  ASSERT_EQ(two.critical.size(), 2u);
+  EXPECT_DOUBLE_EQ(two.ops[two.critical[0]].switched, 0);
+  EXPECT_DOUBLE_EQ(two.ops[two.critical[1]].switched, kSwitch);
+  EXPECT_DOUBLE_EQ(two.ranks[3].busy, kCopy);  // (the turn is not the rank's work)
+  // One CPU: ranks 1, 2, 3 in turn, two switches.
+  const cad::Simulation one = run(kLinear, 4, 100, 0, {}, 1, 0, kSwitch);
+  EXPECT_DOUBLE_EQ(one.time, 3 * kCopy + 2 * kSwitch);
+  EXPECT_EQ(one.switches, 2u);
+  // A CPU per rank never turns.
+  const cad::Simulation own = run(kLinear, 4, 100, 0, {}, 0, 0, kSwitch);
+  EXPECT_DOUBLE_EQ(own.time, kCopy);
+  EXPECT_EQ(own.switches, 0u);
+  // An eager message between two ranks on one CPU: its send, a turn, its
+  // receive.
+  const cad::Simulation eager = run(kLinear, 2, 8, 0, {}, 1, 1984, kSwitch);
+  EXPECT_DOUBLE_EQ(eager.time, kAlphaEager + 2 * kBeta * 32 + kSwitch);  // (8 elements of 4 bytes)
+  EXPECT_EQ(eager.switches, 1u);
 }
 
 TEST(Simulate, AModelOfNaNsEndsToo) {

@@ -136,12 +136,16 @@ def test_simulate_prices_an_instance(build_dir):
 def test_simulate_on_cpus_the_ranks_share(build_dir):
     alg = ROOT / "algorithms" / "bcast_linear.cad"
     args = ["simulate", alg, "--ranks", 4, "--size", 1000, "--alpha", 1000, "--beta", 1]
-    # Ranks 1 and 3 share CPU 1 (r mod 2): rank 3's copy waits for rank 1's.
-    out = cadc(build_dir, *args, "--cpus", 2, "--timeline", check=0).stdout
+    # Ranks 1 and 3 share CPU 1 (r mod 2): rank 3's copy waits for rank 1's
+    # (a turn between them free here; its default is 6 us).
+    out = cadc(build_dir, *args, "--cpus", 2, "--switch", 0, "--timeline", check=0).stdout
     assert out.startswith("bcast_linear P=4 n=1000 root=0: 10 us\n"), out
     assert "model: 2 CPUs shared, rank r on r mod 2;" in out
     assert "5 us       10 us      rank 0    cpu 1 (rank 3)  send buf[0:1000] → 3" in out, out
-    doc = json.loads(cadc(build_dir, *args, "--cpus", 2, "--json", check=0).stdout)
+    default = cadc(build_dir, *args, "--cpus", 2, check=0).stdout
+    assert default.startswith("bcast_linear P=4 n=1000 root=0: 16 us\n"), default
+    assert "a CPU's turn from one rank to another: 6000 ns (1 turn)" in default, default
+    doc = json.loads(cadc(build_dir, *args, "--cpus", 2, "--switch", 0, "--json", check=0).stdout)
     assert doc["model"]["cpus"] == 2 and [r["busy_ns"] for r in doc["ranks"]] == [0, 5000, 5000, 5000]
     assert [(o["cpu"], o["by_rank"]) for o in doc["critical_path"]] == [(1, 1), (1, 3)]
     # 0 or more CPUs than ranks: one per rank.
@@ -150,6 +154,20 @@ def test_simulate_on_cpus_the_ranks_share(build_dir):
     for bad in ("-1", "two", "1.5", str(1 << 30)):
         run = cadc(build_dir, *args, "--cpus", bad, check=2)
         assert "--cpus" in run.stderr and run.stdout == "", bad
+    # A CPU's turn from rank 1's work to rank 3's costs --switch, on the
+    # critical path; with a CPU per rank there is none.
+    out = cadc(build_dir, *args, "--cpus", 2, "--switch", 700, check=0).stdout
+    assert out.startswith("bcast_linear P=4 n=1000 root=0: 10.7 us\n"), out
+    assert "a CPU's turn from one rank to another: 700 ns (1 turn)" in out, out
+    assert "700 ns in turns between ranks" in out, out
+    doc = json.loads(cadc(build_dir, *args, "--cpus", 2, "--switch", 700, "--json", check=0).stdout)
+    assert doc["switches"] == 1 and doc["model"]["switch_ns"] == 700, doc
+    assert [o["switch_ns"] for o in doc["critical_path"]] == [0, 700]
+    doc = json.loads(cadc(build_dir, *args, "--switch", 700, "--json", check=0).stdout)
+    assert doc["switches"] == 0 and doc["time_ns"] == 5000
+    for bad in ("-1", "nan", "fast"):
+        run = cadc(build_dir, *args, "--cpus", 2, "--switch", bad, check=2)
+        assert "--switch" in run.stderr and run.stdout == "", bad
 
 
 def test_simulate_prices_eager_messages_on_each_side(build_dir):

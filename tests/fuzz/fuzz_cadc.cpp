@@ -158,13 +158,20 @@ void operators(const std::string &text) {
 const cad::Limits kLimits = {1u << 16, 1u << 12, 1u << 14};
 
 // cadc simulate's model on what verified: every operation ends, by the
-// time, which the critical path reaches.
+// time, which the critical path reaches -- with a CPU per rank, and with
+// two CPUs the ranks share (turns between ranks priced).
 void simulate_verified(const std::vector<cad::RankProgram> &progs) {
-  const cad::Simulation sim = cad::simulate(progs, cad::match_messages(progs), cad::CostModel());
-  if (!(sim.time >= 0) || (sim.ops.empty() != sim.critical.empty())) abort();
-  for (const cad::SimOp &o : sim.ops)
-    if (!(o.end >= o.start && o.start >= o.ready && o.end <= sim.time)) abort();
-  if (!sim.critical.empty() && sim.ops[sim.critical.back()].end != sim.time) abort();
+  const cad::Matching match = cad::match_messages(progs);
+  for (uint32_t cpus : {0u, 2u}) {
+    cad::CostModel model;
+    model.cpus = cpus;
+    const cad::Simulation sim = cad::simulate(progs, match, model);
+    if (!(sim.time >= 0) || (sim.ops.empty() != sim.critical.empty())) abort();
+    for (const cad::SimOp &o : sim.ops)
+      if (!(o.end >= o.start && o.start >= o.ready && o.end <= sim.time)) abort();
+    if (!sim.critical.empty() && sim.ops[sim.critical.back()].end != sim.time) abort();
+    if (cpus == 0 && sim.switches != 0) abort();
+  }
 }
 
 void verify_small(const cad::Algorithm &a, const cad::SourceManager &sm) {
