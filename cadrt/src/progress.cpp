@@ -31,7 +31,7 @@ thread_local bool t_in_handler = false;
 
 #ifdef CADRT_FAULT_INJECTION
 int g_fault_tell = 0;
-long g_fault_split_us = 0, g_fault_split_in_us = 0;
+long g_fault_split_us = 0, g_fault_split_in_us = 0, g_fault_split_read = 0;
 #endif
 
 namespace {
@@ -55,12 +55,24 @@ bool fault_no_room() {
 // chunk it claimed, before it copies it -- a side that lost its CPU
 // there, which a loaded machine does now and then and no test can bring
 // about on purpose.
-void fault_split_pause(bool receiver) {
+void fault_split_pause(bool receiver, long times = 1) {
 #ifdef CADRT_FAULT_INJECTION
-  const long us = receiver ? g_fault_split_in_us : g_fault_split_us;
+  const long us = (receiver ? g_fault_split_in_us : g_fault_split_us) * times;
   if (us > 0) usleep(static_cast<useconds_t>(us));
 #else
   (void)receiver;
+  (void)times;
+#endif
+}
+
+// In the test build only (CADRT_FAULT_SPLIT_READ=N): the first N chunks
+// the receiver of a split copy claims fail to read (EFAULT), as when the
+// sender's memory is gone.
+bool fault_split_read() {
+#ifdef CADRT_FAULT_INJECTION
+  return g_fault_split_read > 0 && g_fault_split_read-- > 0;
+#else
+  return false;
 #endif
 }
 
@@ -947,9 +959,17 @@ bool Runtime::split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const Msg
     fault_split_pause(true);
     own++;
     const uint64_t off = k * chunk;
+    if (fault_split_read()) {
+      err = -EFAULT;
+      break;
+    }
     if (!cma_copy(true, ep, dst + off, h.addr + off, std::min<uint64_t>(chunk, n.len - off), &err)) break;
   }
+  // (A read that failed: the mark first, so that a sender that sees the
+  // claims closed does not finish the transfer; it learns of the failure.)
+  if (err) s.sent.fetch_or(kSplitDone, std::memory_order_seq_cst);
   x.done = close_claims(s, chunks) - own;  // the sender's chunks
+  if (err) fault_split_pause(true, 4);  // (the ABORT late: after a pausing sender's last chunk)
   // The sender is writing its last chunks now: they are waited for here,
   // for a while (a chunk takes some 10 us), so that this receive completes
   // in this call.  A sender that lost its CPU meanwhile finishes the

@@ -977,6 +977,7 @@ int Runtime::choose_engine(bool *asked) {
   g_fault_tell = env_long("CADRT_FAULT_TELL", &tells) ? static_cast<int>(tells) : 0;
   g_fault_split_us = env_long("CADRT_FAULT_SPLIT_US", &tells) ? tells : 0;
   g_fault_split_in_us = env_long("CADRT_FAULT_SPLIT_IN_US", &tells) ? tells : 0;
+  g_fault_split_read = env_long("CADRT_FAULT_SPLIT_READ", &tells) ? tells : 0;
 #endif
   // (Published before agree_engine's barrier, which orders it before any
   // peer's first kick.)

@@ -681,6 +681,7 @@ extern thread_local bool t_in_handler;
 #ifdef CADRT_FAULT_INJECTION
 extern int g_fault_tell;        // progress.cpp, fault_no_room()
 extern long g_fault_split_us, g_fault_split_in_us;  // progress.cpp, fault_split_pause()
+extern long g_fault_split_read;                     // progress.cpp, fault_split_read()
 #endif
 
 // A spin-wait's pause.

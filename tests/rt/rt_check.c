@@ -102,6 +102,9 @@
  *                broadcast (under every engine, poll included) -- with P <=
  *                3, where rank 0 is a leaf of the broadcast
  * --away-for S   see --away
+ * --away-fails   in --away, every rank's collective must fail (each prints
+ *                "error as expected" and its error; one that completes is
+ *                a failure): with a fault of rt_check_san's cadrt
  * --away-rank R  the rank that computes in --away instead of rank 0 (with
  *                --away-posts first and allreduce_linear at P = 2, rank 1
  *                posts first and computes, and rank 0, which makes every
@@ -157,6 +160,7 @@
 #include "cadrt/cadrt.h"
 
 static int g_rank, g_size, g_failures, g_checks;
+static int g_away_fails;
 static int g_persistent, g_outstanding = 1, g_roots, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
 static int g_wait_late_ms;
 static int g_jitter;
@@ -756,8 +760,12 @@ static int away(const char *dir, size_t n, double seconds, int posts_last, int m
 		       peers_done ? "completed while rank" : "had not completed when rank", me_away,
 		       peers_done ? "computed" : "came back");
 	}
-	if ((err = cadrt_wait(&req)))
+	if ((err = cadrt_wait(&req)) && g_away_fails)
+		printf("rt_check: rank %d: error as expected: %s\n", g_rank, cadrt_error_message());
+	else if (err)
 		FAIL("cadrt_wait: %s", cadrt_error_message());
+	else if (g_away_fails)
+		FAIL("away: the collective completed without an error");
 	for (size_t i = 0; !err && i < n; i++) {
 		int32_t want = 0;
 
@@ -1144,6 +1152,8 @@ static int body(int argc, char **argv)
 		else if (!strcmp(argv[i], "--away-posts") && i + 1 < argc &&
 			 (!strcmp(argv[i + 1], "first") || !strcmp(argv[i + 1], "last")))
 			away_last = !strcmp(argv[++i], "last");
+		else if (!strcmp(argv[i], "--away-fails"))
+			g_away_fails = 1;
 		else if (!strcmp(argv[i], "--busy-peer") && i + 1 < argc)
 			busy_dir = argv[++i];
 		else if (!strcmp(argv[i], "--away-rank") && i + 1 < argc) {

@@ -839,6 +839,24 @@ def test_one_way_copies_are_split_with_a_waiting_sender(build_dir, engine, p):
     assert counts("0") == (0, 0)
 
 
+def split_away(build_dir, tmp_path, env, *extra, wrote=False):
+    """rt_check_san --away --away-posts last with a 256 KiB broadcast (two
+    chunks of 128 KiB), run until rank 0 split its copy with rank 1 (and,
+    with wrote, rank 1 wrote a chunk): that needs rank 1 to be in its wait
+    when rank 0 starts, and to claim a chunk in time, which a loaded
+    machine does not always give.  Up to 10 runs; the last one."""
+    for attempt in range(10):
+        d = tmp_path / str(attempt)
+        d.mkdir()
+        r = run(build_dir, 2, "rt_check_san", "--away", d, "--away-posts", "last", "--sizes", 1 << 16,
+                "--away-for", "20", *extra, env=dict(env, CADRT_VERBOSE="1"), timeout=90)
+        split = re.search(r"rank 0: large receives: .*?(\d+) of them split with the sender", r.stderr)
+        chunks = re.search(r"rank 1: large receives: .*?(\d+) chunks written for receivers", r.stderr)
+        if split and int(split.group(1)) > 0 and (not wrote or (chunks and int(chunks.group(1)) > 0)):
+            return r
+    pytest.fail(f"no split{' with a chunk written by rank 1' if wrote else ''} in 10 runs:\n{r.stdout}{r.stderr}")
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_sender_that_writes_the_last_chunk_finishes_the_split_itself(build_dir, tmp_path, engine):
     """The receiver of a split copy reads its chunk in its start and goes
@@ -848,17 +866,35 @@ def test_a_sender_that_writes_the_last_chunk_finishes_the_split_itself(build_dir
     its own, so that the sender has claimed the second of the two chunks).
     The sender finishes the transfer itself when it has written it, with
     no FIN from the computing receiver: the root completes while rank 0
-    computes under every engine.  (Before, it waited for rank 0's
-    next call: test_the_last_to_start_copies_in_its_start failed so on a
-    loaded CI machine, 2026-12-02.)  Sanitised: no leak, no memory error."""
-    env = san_env(build_dir, CADRT_ENGINE=engine, CADRT_FAULT_SPLIT_US="20000",
-                  CADRT_FAULT_SPLIT_IN_US="5000", CADRT_VERBOSE="1")
-    r = run(build_dir, 2, "rt_check_san", "--away", tmp_path, "--away-posts", "last", "--sizes", 1 << 16,
-            "--away-for", "20", env=env, timeout=90)
+    computes under every engine.  (Before, it waited for rank 0's next
+    call: test_the_last_to_start_copies_in_its_start failed so on a loaded
+    CI machine, 2026-12-02.)  Sanitised: no leak, no memory error."""
+    env = san_env(build_dir, CADRT_ENGINE=engine, CADRT_FAULT_SPLIT_US="20000", CADRT_FAULT_SPLIT_IN_US="5000")
+    r = split_away(build_dir, tmp_path, env, wrote=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "the peers completed while rank 0 computed" in r.stdout, r.stdout + r.stderr
     assert re.search(r"rank 1: .* 1 chunks written for receivers \(1 splits finished here, written last\)", r.stderr), \
         r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_split_whose_read_failed_fails_its_sender_too(build_dir, tmp_path, engine):
+    """The receiver's read of its chunk fails (CADRT_FAULT_SPLIT_READ=1 in
+    rt_check_san: EFAULT, as when the sender's memory is gone) while the
+    sender writes the other chunk: the receiver marks the split before it
+    closes the claims, so that the sender, which sees them closed after
+    its chunk, does not finish the transfer as if it had been read, and
+    fails with the receiver's ABORT instead -- both ranks' collectives end
+    with an error, no hang, nothing leaked.  (The receiver's ABORT goes
+    20 ms after its failure, after the sender's chunk: without the mark the
+    sender completed first, without an error.)"""
+    env = san_env(build_dir, CADRT_ENGINE=engine, CADRT_FAULT_SPLIT_US="20000", CADRT_FAULT_SPLIT_IN_US="5000",
+                  CADRT_FAULT_SPLIT_READ="1")
+    r = split_away(build_dir, tmp_path, env, "--away-fails")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 0: error as expected: reading 262144 bytes from rank 1 failed" in r.stdout, r.stdout + r.stderr
+    assert "rank 1: error as expected: " in r.stdout, r.stdout + r.stderr
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
 
 
