@@ -154,9 +154,10 @@ class Simulator {
     else taken_[u] = 1;
     SimOp &s = sim_.ops[u];
     // (A rank's turn on a CPU it shares: the previous job was another's.)
-    s.switched = last != kNoOp && sim_.ops[last].by != s.by ? model_.switch_ns : 0;
+    const bool turn = last != kNoOp && sim_.ops[last].by != s.by;
+    s.switched = turn ? model_.switch_ns : 0;
+    sim_.switches += turn;
     if (now > since) s.after = last;  // it waited for the CPU
-    sim_.switches += last != kNoOp && sim_.ops[last].by != s.by;
     const double cost = cost_[u];
     s.start = now + s.switched;
     s.end = s.start + cost;
