@@ -1300,8 +1300,10 @@ bool Runtime::exposed(const cadrt_request_s *r) const {
     const uint8_t st = r->xfer[i].state;
     if (st == kNetSend || st == kNetWait) return true;
     if (st != kWaitFin && st != kSplitIn) continue;
-    // (A split: while the sender may still write a chunk it claimed.)
-    if (st == kSplitIn && split_of(r, i).sent.load(std::memory_order_acquire) >= r->xfer[i].done) continue;
+    // (A split: while the sender may still write a chunk it claimed -- a
+    // failed read's mark in sent does not mean it has written them.)
+    if (st == kSplitIn && (split_of(r, i).sent.load(std::memory_order_acquire) & ~kSplitDone) >= r->xfer[i].done)
+      continue;
     const uint32_t ep = r->comm->ep[p.nodes[i].peer];
     if (seg.rank(ep).state.load(std::memory_order_acquire) < kExited &&
         std::find(r->aborted.begin(), r->aborted.end(), ep) == r->aborted.end())
