@@ -224,12 +224,16 @@ def test_alg_bench_measures_a_turn_between_ranks_that_share_a_cpu(build_dir, tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
     env["BENCH_QUICK"] = "1"
     out = tmp_path / "algorithms.json"
+
+    def figures(ranks, sizes):
+        run = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", str(ranks), "--bind", "core",
+                              str(build_dir / "bin" / "alg_bench"), "--json", str(out), "--sizes", sizes,
+                              "bcast=bcast_linear"], capture_output=True, text=True, timeout=300, env=env)
+        assert run.returncode == 0, run.stdout + run.stderr
+        return validated(out)[1]
+
     p = cpus + 1
-    run = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", str(p), "--bind", "core",
-                          str(build_dir / "bin" / "alg_bench"), "--json", str(out), "--sizes", "8,1024,65536",
-                          "bcast=bcast_linear"], capture_output=True, text=True, timeout=300, env=env)
-    assert run.returncode == 0, run.stdout + run.stderr
-    _, by_name = validated(out)
+    by_name = figures(p, "8,1024,65536")
     assert "pingpong one CPU 64KiB" not in by_name
     shared = [by_name[f"pingpong one CPU {s}"] for s in ("8B", "1KiB")]
     cross = [by_name[f"pingpong {s}"] for s in ("8B", "1KiB")]
@@ -240,11 +244,7 @@ def test_alg_bench_measures_a_turn_between_ranks_that_share_a_cpu(build_dir, tmp
             for i in range(len(turn["repetitions"]))]
     assert turn["repetitions"] == pytest.approx(want, rel=1e-3, abs=1e-3)
     if cpus > 1:
-        run = subprocess.run([str(build_dir / "bin" / "cadrun"), "-n", "2", "--bind", "core",
-                              str(build_dir / "bin" / "alg_bench"), "--json", str(out), "--sizes", "8,1024",
-                              "bcast=bcast_linear"], capture_output=True, text=True, timeout=300, env=env)
-        assert run.returncode == 0, run.stdout + run.stderr
-        _, by_name = validated(out)
+        by_name = figures(2, "8,1024")
         assert by_name["switch"]["repetitions"] == [0] * 3 and "pingpong one CPU 8B" not in by_name
 
 
