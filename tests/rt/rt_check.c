@@ -88,7 +88,8 @@
  *                cadrt until every other rank has completed a collective
  *                (each makes the file DIR/done.R) or --away-for seconds
  *                (default 30) have passed; then it waits.  Exit 3 (results
- *                right) if the others had not completed by then.  The
+ *                right) if the others had not completed by then (not with
+ *                --away-fails).  The
  *                ranks post in an order fixed by files (DIR/posted.R):
  * --away-posts first  (the default) rank 0 starts an allreduce of the
  *                first --sizes elements (int32, sum) and leaves the call
@@ -104,7 +105,9 @@
  * --away-for S   see --away
  * --away-fails   in --away, every rank's collective must fail (each prints
  *                "error as expected" and its error; one that completes is
- *                a failure): with a fault of rt_check_san's cadrt
+ *                a failure): with a fault of rt_check_san's cadrt.  Its
+ *                output buffer must then stay as the rank leaves it for
+ *                100 ms (a peer that still writes into it is a failure)
  * --away-rank R  the rank that computes in --away instead of rank 0 (with
  *                --away-posts first and allreduce_linear at P = 2, rank 1
  *                posts first and computes, and rank 0, which makes every
@@ -760,9 +763,21 @@ static int away(const char *dir, size_t n, double seconds, int posts_last, int m
 		       peers_done ? "completed while rank" : "had not completed when rank", me_away,
 		       peers_done ? "computed" : "came back");
 	}
-	if ((err = cadrt_wait(&req)) && g_away_fails)
+	if ((err = cadrt_wait(&req)) && g_away_fails) {
 		printf("rt_check: rank %d: error as expected: %s\n", g_rank, cadrt_error_message());
-	else if (err)
+		/* A failed collective has returned: no peer writes into its
+		 * buffer any more (a peer still copying makes the request
+		 * drain until it is done).  A mark in every element, kept
+		 * through 100 ms in which a late copy would overwrite it. */
+		for (size_t i = 0; i < n; i++)
+			out[i] = -5;
+		usleep(100000);
+		for (size_t i = 0; i < n; i++)
+			if (out[i] != -5) {
+				FAIL("away: element %zu was written after the collective failed", i);
+				break;
+			}
+	} else if (err)
 		FAIL("cadrt_wait: %s", cadrt_error_message());
 	else if (g_away_fails)
 		FAIL("away: the collective completed without an error");
@@ -785,7 +800,7 @@ static int away(const char *dir, size_t n, double seconds, int posts_last, int m
 	/* No rank leaves while a peer may still read its memory. */
 	if ((err = cadrt_ibarrier(cadrt_comm_world(), &req)) || (err = cadrt_wait(&req)))
 		FAIL("the barrier after the collective: %s", cadrt_error_message());
-	return g_failures ? 1 : g_rank == me_away && !peers_done ? 3 : 0;
+	return g_failures ? 1 : g_rank == me_away && !peers_done && !g_away_fails ? 3 : 0;
 }
 
 /* --many N: N allreduces of 4 int32 at once (non-blocking), checked.

@@ -898,6 +898,27 @@ def test_a_split_whose_read_failed_fails_its_sender_too(build_dir, tmp_path, eng
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_split_returns_only_when_the_sender_has_written_its_chunk(build_dir, tmp_path, engine):
+    """As above, but the sender, after claiming the second chunk, stops
+    longer (60 ms) than the receiver takes to fail (its read fails, its
+    ABORT goes 20 ms later): the receiver's failed request drains until the
+    sender has written the chunk it claimed, and returns only then, so that
+    nothing writes into the buffer after cadrt_wait returned (rank 0 waits
+    at once, --away-for 0; rt_check's --away-fails marks every element and
+    looks again 100 ms later).  Until
+    9baa27c the failed read's mark in the sender's count made the request
+    finish at once, and the sender's chunk came 40 ms after the return."""
+    env = san_env(build_dir, CADRT_ENGINE=engine, CADRT_FAULT_SPLIT_US="60000", CADRT_FAULT_SPLIT_IN_US="5000",
+                  CADRT_FAULT_SPLIT_READ="1")
+    r = split_away(build_dir, tmp_path, env, "--away-fails", "--away-for", "0", wrote=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 0: error as expected: reading 262144 bytes from rank 1 failed" in r.stdout, r.stdout + r.stderr
+    assert "rank 1: error as expected: " in r.stdout, r.stdout + r.stderr
+    assert "written after the collective failed" not in r.stdout + r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("pause", ["30", "300"])
 def test_split_copies_stay_right_whichever_side_finishes(build_dir, pause):
     """Every collective, large sizes, lanes off so that the one-way and the
