@@ -464,6 +464,7 @@ int cadrt_test(cadrt_request *req, int *flag) {
   // atomics: under the thread engine the progress thread writes them.  A
   // stale "not done" only sends a later test the whole way.)
   if (rt().forked()) return rt().forked_error("cadrt_test");
+  if (req && *req && (*req)->started_ns) rt().first_look(*req);
   if (req && flag && *req && __atomic_load_n(&(*req)->active, __ATOMIC_RELAXED) &&
       !__atomic_load_n(&(*req)->done, __ATOMIC_RELAXED)) {
     cadrt::Runtime &r = rt();

@@ -850,8 +850,30 @@ bool Runtime::bulk_in(cadrt_request_s *r, uint32_t node) {
 bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
   const cad_node &n = r->inst->prog.nodes[node];
   if (!push_lanes || n.len < bulk_min || remote(ep) || lane_out_[ep] != kLaneFree) return false;
+  if (cma && !push_with_cma(r, node)) return false;
   const Lane &l = seg.lane(me, ep);
   return l.head.load(std::memory_order_acquire) == l.tail.load(std::memory_order_relaxed);
+}
+
+// With CMA, a send is pushed (CADRT_PUSH, default auto) unless its
+// program asks the sender to write (the receiver sends a CTS for it), it
+// is CADRT_PUSH_MAX bytes or more, or it is half a lane or more and part
+// of an exchange (both ranks push, and each must wait for the other to
+// take chunks out: an ialltoall of 4 MiB, 2 MiB each way, ran at
+// 1.08-1.15x Open MPI pushed against 1.03-1.04x read, 2026-12-02; a
+// one-way 4 MiB ibcast at 0.56x against 0.99-1.10x).  Under auto, only for
+// an instance whose caller waited at once the last time (first_look): a
+// caller that computes between its start and its wait keeps the
+// receiver's single copy, which leaves the sender's CPU to its work --
+// measured (rt_bench, 2 ranks, 2026-12-02) the same overall time in the
+// OSU overlap run, where pushes cost about as much but are made by both.
+bool Runtime::push_with_cma(const cadrt_request_s *r, uint32_t node) const {
+  const cad_node &n = r->inst->prog.nodes[node];
+  if ((n.flags & CAD_XFER_SENDER_WRITES) || n.len >= push_max) return false;
+  if (push_mode == 2 && !r->inst->waits_at_once.load(std::memory_order_relaxed)) return false;
+  const std::vector<uint8_t> &from = r->inst->recvs_from;
+  const bool exchange = n.peer < from.size() && from[n.peer];
+  return !exchange || n.len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
 }
 
 // The receiver's side of a PUSH: the lane must be empty, its data

@@ -36,6 +36,7 @@ void Instance::index() {
   occ.assign(prog.n_nodes, 0);
   keys.clear();
   sends_to.clear();
+  recvs_from.clear();
   large = false;
   size = 0;
   for (uint32_t b = 0; b < prog.n_buffers; b++) size = std::max<uint64_t>(size, prog.buffers[b].size);
@@ -48,6 +49,9 @@ void Instance::index() {
     if (n.kind == CAD_NODE_SEND) {
       if (sends_to.size() <= n.peer) sends_to.resize(n.peer + 1, 0);
       sends_to[n.peer] = 1;
+    } else {
+      if (recvs_from.size() <= n.peer) recvs_from.resize(n.peer + 1, 0);
+      recvs_from[n.peer] = 1;
     }
     keys.push_back({n.kind, n.peer, n.tag, occ[i], i});
   }
@@ -438,6 +442,7 @@ int Runtime::start(cadrt_request_s *r) {
     if (incoming()) progress();
     rendezvous(r);
   }
+  r->started_ns = now_ns();
   return 0;
 }
 
@@ -517,6 +522,19 @@ bool Runtime::comm_busy(const cadrt_comm_s *comm) const {
   return false;
 }
 
+// The first test or wait of a request since its start says whether its
+// caller waits at once (a blocking collective, or a wait right after the
+// call: nothing to overlap, so its sends are best pushed through the
+// lanes, both CPUs copying) or goes to other work first (then the
+// receiver's single copy leaves this rank's CPU to that work).  Kept per
+// instance for its next start: the sender decides at its post.
+void Runtime::first_look(cadrt_request_s *r) {
+  constexpr int64_t kAtOnceNs = 1500;
+  if (!r->started_ns) return;
+  r->inst->waits_at_once.store(now_ns() - r->started_ns < kAtOnceNs, std::memory_order_relaxed);
+  r->started_ns = 0;
+}
+
 bool Runtime::test(cadrt_request_s *r) {
   if (engine == Engine::Kernel) return kernel_test(r);
   // (A peer's death matters only to what progress leaves unfinished.)
@@ -537,6 +555,7 @@ int Runtime::wait(cadrt_request_s *r) {
     kernel_wait(r);
     return r->result;
   }
+  first_look(r);
   commit(1);
   struct Uncommit {
     Runtime *rt;

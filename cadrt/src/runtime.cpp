@@ -1235,6 +1235,21 @@ int Runtime::init_joined() {
   const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
   bulk = lanes_here && want_bulk != "0";
   push_lanes = !cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
+  // CADRT_PUSH (with CMA; without it every large local message is pushed
+  // when its lane is free): which sends go through the lanes instead of
+  // the receiver's single copy.  The node agrees below.
+  const std::string want_push = env("CADRT_PUSH") ? env("CADRT_PUSH") : "auto";
+  push_mode = want_push == "0" ? 0 : want_push == "1" ? 1 : 2;
+  if (want_push != "0" && want_push != "1" && want_push != "auto" && bad.empty()) {
+    bad = "CADRT_PUSH=" + want_push + ": not 0, 1 or auto";
+    want_bulk = "0";
+  }
+  if (want_bulk == "0") push_mode = 0;
+  if (const std::string why = env_bytes("CADRT_PUSH_MAX", &push_max); !why.empty() && bad.empty()) {
+    bad = why;
+    want_bulk = "0";
+    push_mode = 0;
+  }
   // The kernel engine (choose_engine() decides it below, by the same
   // tests) copies in cad.ko and uses no lane: nothing to measure.  (Should
   // /dev/cad then fail to open under auto, the user-space engine goes
@@ -1243,6 +1258,18 @@ int Runtime::init_joined() {
   if (want_engine && strcmp(want_engine, "kernel") == 0) bulk = false;
   if ((!want_engine || strcmp(want_engine, "auto") == 0) && auto_tries_kernel()) bulk = false;
   if (lanes_here) {
+    // Pushes need every local rank to take them the same way (a lane is
+    // either granted by its receiver or pushed into by its sender): the
+    // node pushes only if all its ranks ask for the same CADRT_PUSH and
+    // CADRT_BULK (then every rank decides from the same measurement,
+    // below).
+    const uint32_t asks = 1 + static_cast<uint32_t>(push_mode) + (want_bulk == "1" ? 4 : 0);
+    seg.rank(me).push.store(asks, std::memory_order_relaxed);
+    if (int err = meet()) return err;
+    bool same = true;
+    for (uint32_t ep = 0; ep < nep; ep++)
+      if (!remote(ep)) same &= seg.rank(ep).push.load(std::memory_order_relaxed) == asks;
+    if (!same) push_mode = 0;
     // Every local rank meets here (CADRT_BULK may differ between ranks);
     // after the second barrier nobody touches the measuring lanes.  A lane
     // left half-full -- by a partner that gave up measuring, or by this
@@ -1293,6 +1320,20 @@ int Runtime::init_joined() {
         else if (bulk_max == UINT64_MAX) fprintf(stderr, "cadrt: rank %u: bulk lanes on\n", me);
         else fprintf(stderr, "cadrt: rank %u: bulk lanes on below %llu bytes\n", me, static_cast<unsigned long long>(bulk_max));
       }
+    }
+    // Pushes where the lanes pay at all: the pair measurement found them
+    // faster at 16 KiB at least (or CADRT_BULK=1).  (It times exchanges,
+    // not one-way pushes, and a process_vm_readv of the rank's own memory:
+    // on the VM of 2026-12-02 it put the lanes' limit at 64 KiB, where
+    // pushes of up to 4 MiB measured faster than the single copy.)  Then
+    // no grants: a lane is pushed into by its sender only.
+    if (push_mode && bulk) {
+      push_lanes = true;
+      bulk = false;
+      if (verbose) fprintf(stderr, "cadrt: rank %u: large sends pushed through the lanes (CADRT_PUSH=%s)\n", me,
+                           push_mode == 1 ? "1" : "auto");
+    } else {
+      push_mode = 0;
     }
     for (uint32_t ep = 0; ep < nep; ep++)
       if (ep != me && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=

@@ -91,11 +91,16 @@ struct Instance {
   std::vector<Key> keys;                // SEND and RECV nodes, sorted
   bool large = false;                   // a SEND or RECV too long for a slot
   std::vector<uint8_t> sends_to;        // per peer rank: a SEND to it (an exchange if it sends too)
+  std::vector<uint8_t> recvs_from;      // per peer rank: a RECV from it
   uint64_t size = 0;                    // its largest buffer, bytes
   // Learned, not part of what the instance is (see Runtime::rendezvous()):
   // how late, in ns, the announcement a start of it waited for came
   // after that start, smoothed.
   mutable std::atomic<int64_t> late_ns{0};
+  // Whether the last wait for a start of it came at once (within
+  // kAtOnceNs of the start's return): its sends are then pushed through
+  // the lanes under CADRT_PUSH=auto (progress.cpp, push_fits).
+  mutable std::atomic<bool> waits_at_once{true};
   // The node of kind with (peer, tag, occ), or -1.
   int64_t find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t occ) const;
   void index();                         // fills occ and keys from prog
@@ -181,6 +186,7 @@ struct cadrt_request_s {
   // for or would have (-1: none), and when that began (now_ns).
   int64_t rdv_node = -1;
   int64_t rdv_since = 0;
+  int64_t started_ns = 0;  // when its start returned (now_ns)
   // Failed, but a peer may still read or write its buffers (an RTS or CTS
   // of it is unanswered): it completes once each is answered (FIN or
   // RELEASE) or its peer has exited, so that the application cannot free
@@ -261,6 +267,8 @@ class Runtime {
   int start(cadrt_request_s *r);
   // Runs progress until r is done (or just once, for test).
   int wait(cadrt_request_s *r);
+  void first_look(cadrt_request_s *r);  // the first test or wait since its start (requests.cpp)
+  bool push_with_cma(const cadrt_request_s *r, uint32_t node) const;
   bool test(cadrt_request_s *r);
   // The kernel engine: r, started, is still running (one look at the
   // status page; no system call, no runtime state touched).
@@ -350,6 +358,8 @@ class Runtime {
   // fragments through the ring.  The segment has lanes and CADRT_BULK is
   // not 0 (nothing to measure: both ways are two copies).
   bool push_lanes = false;
+  int push_mode = 0;  // CADRT_PUSH with CMA: 0 never, 1 always, 2 auto (when the instance waits at once)
+  uint64_t push_max = UINT64_MAX;
   // A large one-way receive read by a single copy is split with its
   // sender when the sender waits (progress.cpp, split_in): the segment
   // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is

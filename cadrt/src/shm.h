@@ -172,6 +172,9 @@ struct alignas(64) RankInfo {
   std::atomic<uint64_t> lanes_upto;           // at init: 0 not measured, else what Runtime::lanes_upto()
                                               // measured, + 1 unless UINT64_MAX
   std::atomic<uint32_t> engine;               // at init: an EngineKind (Runtime::agree_engine())
+  std::atomic<uint32_t> push;                 // at init, with CMA: 1 + the CADRT_PUSH it asks for (0 under
+                                              // CADRT_BULK=0), + 4 under CADRT_BULK=1; the node pushes if every
+                                              // rank asks the same
 };
 // Whether process pid is gone (a pid of 0 or less: never published).
 bool pid_gone(int32_t pid);
@@ -256,7 +259,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 8;
+constexpr uint32_t kVersion = 9;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);

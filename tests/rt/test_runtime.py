@@ -388,7 +388,10 @@ def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     push: with CMA off, the sender's PUSH names a lane position its data
     does not start at.
     offer: a receiver offers a split that does not exist."""
-    r = run(build_dir, 2, "rt_peer", *how.split(), timeout=60)
+    # (CADRT_PUSH=0: the lane and split cases need grants and single
+    # copies, which pushes replace for a rank that waits at once; a push's
+    # checks are the push case's, the same code with CMA or without.)
+    r = run(build_dir, 2, "rt_peer", *how.split(), env={"CADRT_PUSH": "0"}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     code = 32 if how.split()[0] in ("ring", "lane", "split") else 71
     assert f"rank 0: error -{code}: {message}" in r.stdout, r.stdout + r.stderr
@@ -417,9 +420,9 @@ NO_MALLOC_CASES = {
     "split": (3, "rt_check", ["--coll", "all", "--sizes", "0,300000,1500000", "--outstanding", "3"], {}),
     "away-nocma": (3, "rt_check", ["--away", "{tmp}", "--sizes", "262144"], {"CADRT_CMA": "0"}),
     "hand-built": (5, "rt_cad", [], {}),
-    "peer-frag": (2, "rt_peer", ["frag", "signal"], {}),
-    "peer-eager": (2, "rt_peer", ["eager", "signal"], {}),
-    "peer-ring": (2, "rt_peer", ["ring", "signal"], {}),
+    "peer-frag": (2, "rt_peer", ["frag", "signal"], {"CADRT_PUSH": "0"}),
+    "peer-eager": (2, "rt_peer", ["eager", "signal"], {"CADRT_PUSH": "0"}),
+    "peer-ring": (2, "rt_peer", ["ring", "signal"], {"CADRT_PUSH": "0"}),
 }
 
 
@@ -433,7 +436,8 @@ def test_signal_handler_does_not_allocate(build_dir, tmp_path, case):
     handler aborts the process with a backtrace.  Every transfer may
     interrupt (CADRT_KICK_MIN=0); the peer-* cases (rt_peer ... signal)
     make rank 0 find a broken peer's message in its handler, while it is
-    out of the library.  The handlers must have run."""
+    out of the library (CADRT_PUSH=0: the peer answers the broadcast's
+    RTS, which a push would replace).  The handlers must have run."""
     p, program, args, env = NO_MALLOC_CASES[case]
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     r = run(build_dir, p, program, *args, timeout=90,
@@ -718,10 +722,11 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     every element), and with CADRT_BULK=0 nothing goes through a lane, nor
     with CADRT_BULK_MAX below the smallest large receive.  (CADRT_BULK=1:
     lanes whether or not they measure faster here; the default, auto, says
-    what it measured.)"""
+    what it measured.)  CADRT_PUSH=0 throughout: with pushes (the default)
+    nothing is granted."""
     def counts(env):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,700000",
-                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", **env}, timeout=90)
+                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_PUSH": "0", **env}, timeout=90)
         assert r.returncode == 0, r.stdout + r.stderr
         found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
         assert len(found) == p, r.stderr
@@ -734,7 +739,7 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     lanes, single = counts({"CADRT_BULK": "1", "CADRT_BULK_MAX": "65536"})
     assert lanes == 0 and single > 0, (lanes, single)
     r = run(build_dir, p, "rt_check", "--coll", "alltoall", "--sizes", "100000",
-            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
+            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_PUSH": "0"}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     # Each pair of ranks measured exchanges of three sizes through its
     # lanes (the last of an odd number does not), and the node decided as
@@ -813,6 +818,49 @@ def test_without_cma_a_push_right_after_init_finds_the_lane_free(build_dir):
         assert r.returncode == 0, f"job {i}: " + r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_with_cma_a_rank_that_waits_at_once_pushes_through_the_lanes(build_dir, engine):
+    """CADRT_PUSH=auto (the default): a broadcast whose root waits right
+    after its start (its first test or wait within 1.5 us) pushes each
+    large message through the lane, both CPUs copying, instead of the
+    receiver's single copy; one whose root computes first (--test
+    --jitter: up to 40 us of work before each test) keeps the single copy.
+    CADRT_PUSH=0 never pushes, 1 always, CADRT_PUSH_MAX bounds it, and a
+    node whose ranks ask for different settings does not push (a lane is
+    either pushed into or granted).  Results stay right throughout.
+    (CADRT_BULK=1: lanes without the measurement at init, which turns
+    pushes off where it finds the lanes slower even at 16 KiB.)"""
+    def counts(*extra, env=None, script=None):
+        args = ["--coll", "bcast", "--sizes", "100000", "--iters", "20", *extra]
+        e = {"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "1", **(env or {})}
+        if script:
+            r = run_per_rank(build_dir, 2, script + " " + str(build_dir / "bin" / "rt_check") + " " + " ".join(args),
+                             env=e)
+        else:
+            r = run(build_dir, 2, "rt_check", *args, env=e, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
+        assert len(found) == 2, r.stderr
+        return sum(int(a) for a, _ in found), sum(int(b) for _, b in found)
+    # (A lane carries one message at a time: a send that finds it still
+    # full, its last message not taken out yet, goes by the single copy.)
+    lanes, single = counts()
+    assert lanes > 4 * single, (lanes, single)
+    lanes, single = counts("--test", "--jitter")
+    assert single > lanes, (lanes, single)
+    lanes, single = counts("--test", "--jitter", env={"CADRT_PUSH": "1"})
+    assert lanes > 4 * single, (lanes, single)
+    lanes, single = counts(env={"CADRT_PUSH": "0"})
+    assert lanes == 0 and single > 0, (lanes, single)
+    lanes, single = counts(env={"CADRT_PUSH_MAX": "65536"})
+    assert lanes == 0 and single > 0, (lanes, single)
+    lanes, single = counts(script='if [ "$CADRT_RANK" = 1 ]; then export CADRT_PUSH=0; fi; exec')
+    assert lanes == 0 and single > 0, (lanes, single)
+    r = run(build_dir, 2, "rt_check", "--sizes", "10", env={"CADRT_ENGINE": engine, "CADRT_PUSH": "yes"}, timeout=60)
+    assert r.returncode == 1 and r.stdout.count("CADRT_PUSH=yes: not 0, 1 or auto") + \
+        r.stderr.count("CADRT_PUSH=yes: not 0, 1 or auto") >= 1, r.stdout + r.stderr
+
+
 SPLIT_COUNTS = r"by a single copy \(CMA\), (\d+) of them split with the sender; (\d+) chunks written for receivers"
 
 
@@ -844,12 +892,13 @@ def split_away(build_dir, tmp_path, env, *extra, wrote=False):
     chunks of 128 KiB), run until rank 0 split its copy with rank 1 (and,
     with wrote, rank 1 wrote a chunk): that needs rank 1 to be in its wait
     when rank 0 starts, and to claim a chunk in time, which a loaded
-    machine does not always give.  Up to 10 runs; the last one."""
+    machine does not always give.  Up to 10 runs; the last one.
+    (CADRT_PUSH=0: rank 0 waits at once, and would push instead.)"""
     for attempt in range(10):
         d = tmp_path / str(attempt)
         d.mkdir()
         r = run(build_dir, 2, "rt_check_san", "--away", d, "--away-posts", "last", "--sizes", 1 << 16,
-                "--away-for", "20", *extra, env=dict(env, CADRT_VERBOSE="1"), timeout=90)
+                "--away-for", "20", *extra, env=dict(env, CADRT_VERBOSE="1", CADRT_PUSH="0"), timeout=90)
         split = re.search(r"rank 0: large receives: .*?(\d+) of them split with the sender", r.stderr)
         chunks = re.search(r"rank 1: large receives: .*?(\d+) chunks written for receivers", r.stderr)
         if split and int(split.group(1)) > 0 and (not wrote or (chunks and int(chunks.group(1)) > 0)):
