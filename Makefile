@@ -121,7 +121,9 @@ bench: build
 	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
 	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_codelets --json bench/results/codelets-$$e.json || exit 1; \
 	done
-	$(MPIRUN_BENCH) -x CADRT_ENGINE=thread -x CADRT_SPLIT=0 -x BENCH_LABEL=thread-nosplit \
+	$(MPIRUN_BENCH) -x CADRT_ENGINE=thread -x CADRT_PUSH=0 -x BENCH_LABEL=thread-nopush \
+	  $(BUILD)/bin/rt_bench --json bench/results/rt-thread-nopush.json
+	$(MPIRUN_BENCH) -x CADRT_ENGINE=thread -x CADRT_PUSH=0 -x CADRT_SPLIT=0 -x BENCH_LABEL=thread-nosplit \
 	  $(BUILD)/bin/rt_bench --json bench/results/rt-thread-nosplit.json
 	$(MPIRUN_BENCH) --mca btl_vader_single_copy_mechanism none -x CADRT_ENGINE=poll -x CADRT_CMA=0 \
 	  -x BENCH_LABEL=poll-nocma $(BUILD)/bin/rt_bench --json bench/results/rt-poll-nocma.json

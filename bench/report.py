@@ -83,7 +83,7 @@ def cap_for(caps, r):
     return caps.get((p.get("collective"), p.get("bytes"))) if r["name"].startswith("overlap ") else None
 
 
-COLORS = {"poll-nocma": "tab:olive", "kernel-nosplit": "tab:pink", "kernel-defer0": "tab:brown", "kernel-defer1": "tab:purple", "kernel": "tab:red", "poll": "tab:blue", "thread": "tab:green", "signal": "tab:orange",
+COLORS = {"poll-nocma": "tab:olive", "thread-nopush": "tab:cyan", "kernel-nosplit": "tab:pink", "kernel-defer0": "tab:brown", "kernel-defer1": "tab:purple", "kernel": "tab:red", "poll": "tab:blue", "thread": "tab:green", "signal": "tab:orange",
           "Open MPI": "black"}
 
 
@@ -168,8 +168,8 @@ def bars(name, title, ylabel, groups, out_dir, hline=None, logy=False):
     return save(fig, ax, name, title, ylabel, out_dir, grid_axis="y")
 
 
-ENGINES = ("kernel", "kernel-nosplit", "kernel-defer0", "kernel-defer1", "poll", "thread", "signal", "thread-nosplit",
-           "poll-nocma")
+ENGINES = ("kernel", "kernel-nosplit", "kernel-defer0", "kernel-defer1", "poll", "thread", "signal", "thread-nopush",
+           "thread-nosplit", "poll-nocma")
 RT_COLLS = ("ibcast", "ireduce", "iallreduce", "igather", "iscatter", "iallgather", "ialltoall",
             "ireduce_scatter_block", "ibarrier")
 
@@ -551,7 +551,9 @@ def targets_table(runs, prefix):
         return "target" in r or (r["params"].get("of") == "cap" and r["params"]["bytes"] >= 65536 and
                                  r["params"]["collective"] in ("ibcast", "iallreduce", "ialltoall"))
     rt = pivot(runs, "rt", rt_keep, prefix, label=lambda n: n.replace(" cadrt", ""))
-    return "\n".join(lines) + ("\n\nThe runtime against Open MPI (`rt_bench`), per engine (`thread-nosplit`: `CADRT_SPLIT=0`; "
+    return "\n".join(lines) + ("\n\nThe runtime against Open MPI (`rt_bench`), per engine (`thread-nopush`: `CADRT_PUSH=0`, "
+                                     "every large message by the receiver's single copy or a grant; `thread-nosplit`: "
+                                     "that and `CADRT_SPLIT=0`; "
                                      "`poll-nocma`: neither uses single copy, cadrt with `CADRT_CMA=0` and Open MPI "
                                      "with `--mca btl_vader_single_copy_mechanism none`, as where CMA is not "
                                      "permitted):\n\n") + rt
