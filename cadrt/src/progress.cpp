@@ -870,7 +870,7 @@ bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 bool Runtime::push_with_cma(const cadrt_request_s *r, uint32_t node) const {
   const cad_node &n = r->inst->prog.nodes[node];
   if ((n.flags & CAD_XFER_SENDER_WRITES) || n.len >= push_max) return false;
-  if (push_mode == 2 && !r->inst->waits_at_once.load(std::memory_order_relaxed)) return false;
+  if (push_mode == Push::AtOnce && !r->inst->waits_at_once.load(std::memory_order_relaxed)) return false;
   const std::vector<uint8_t> &from = r->inst->recvs_from;
   const bool exchange = n.peer < from.size() && from[n.peer];
   return !exchange || n.len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;

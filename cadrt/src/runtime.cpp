@@ -1225,31 +1225,26 @@ int Runtime::init_joined() {
     want_bulk = "0";
   }
   uint64_t want_max = UINT64_MAX;
-  for (auto [name, out] : {std::pair{"CADRT_BULK_MIN", &bulk_min}, std::pair{"CADRT_BULK_MAX", &want_max}})
+  for (auto [name, out] : {std::pair{"CADRT_BULK_MIN", &bulk_min}, std::pair{"CADRT_BULK_MAX", &want_max},
+                           std::pair{"CADRT_PUSH_MAX", &push_max}})
     if (std::string why = env_bytes(name, out); !why.empty() && bad.empty()) {
       bad = why;
       want_bulk = "0";
     }
   bulk_max = want_max;
-  // Lanes (and Splits, in their headers) serve local peers CMA can reach.
-  const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
-  bulk = lanes_here && want_bulk != "0";
-  push_lanes = !cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
   // CADRT_PUSH (with CMA; without it every large local message is pushed
   // when its lane is free): which sends go through the lanes instead of
   // the receiver's single copy.  The node agrees below.
   const std::string want_push = env("CADRT_PUSH") ? env("CADRT_PUSH") : "auto";
-  push_mode = want_push == "0" ? 0 : want_push == "1" ? 1 : 2;
   if (want_push != "0" && want_push != "1" && want_push != "auto" && bad.empty()) {
     bad = "CADRT_PUSH=" + want_push + ": not 0, 1 or auto";
     want_bulk = "0";
   }
-  if (want_bulk == "0") push_mode = 0;
-  if (const std::string why = env_bytes("CADRT_PUSH_MAX", &push_max); !why.empty() && bad.empty()) {
-    bad = why;
-    want_bulk = "0";
-    push_mode = 0;
-  }
+  push_mode = want_bulk == "0" || want_push == "0" ? Push::Never : want_push == "1" ? Push::Always : Push::AtOnce;
+  // Lanes (and Splits, in their headers) serve local peers CMA can reach.
+  const bool lanes_here = cma && seg.has_lanes() && nlocal > 1;
+  bulk = lanes_here && want_bulk != "0";
+  push_lanes = !cma && seg.has_lanes() && nlocal > 1 && want_bulk != "0";
   // The kernel engine (choose_engine() decides it below, by the same
   // tests) copies in cad.ko and uses no lane: nothing to measure.  (Should
   // /dev/cad then fail to open under auto, the user-space engine goes
@@ -1262,14 +1257,9 @@ int Runtime::init_joined() {
     // either granted by its receiver or pushed into by its sender): the
     // node pushes only if all its ranks ask for the same CADRT_PUSH and
     // CADRT_BULK (then every rank decides from the same measurement,
-    // below).
+    // below).  Published here, read after the first barrier below.
     const uint32_t asks = 1 + static_cast<uint32_t>(push_mode) + (want_bulk == "1" ? 4 : 0);
     seg.rank(me).push.store(asks, std::memory_order_relaxed);
-    if (int err = meet()) return err;
-    bool same = true;
-    for (uint32_t ep = 0; ep < nep; ep++)
-      if (!remote(ep)) same &= seg.rank(ep).push.load(std::memory_order_relaxed) == asks;
-    if (!same) push_mode = 0;
     // Every local rank meets here (CADRT_BULK may differ between ranks);
     // after the second barrier nobody touches the measuring lanes.  A lane
     // left half-full -- by a partner that gave up measuring, or by this
@@ -1294,6 +1284,8 @@ int Runtime::init_joined() {
     // this rank's word, and then it stays non-zero.)
     seg.rank(me).lanes_upto.store(measure ? UINT64_MAX : 0, std::memory_order_relaxed);
     if (int err = meet()) return err;
+    for (uint32_t ep : local)
+      if (seg.rank(ep).push.load(std::memory_order_relaxed) != asks) push_mode = Push::Never;
     if (measure && partner < nep && seg.rank(partner).lanes_upto.load() != 0) {
       const uint64_t upto = lanes_upto(partner);
       seg.rank(me).lanes_upto.store(upto == UINT64_MAX ? upto : upto + 1);
@@ -1327,13 +1319,13 @@ int Runtime::init_joined() {
     // on the VM of 2026-12-02 it put the lanes' limit at 64 KiB, where
     // pushes of up to 4 MiB measured faster than the single copy.)  Then
     // no grants: a lane is pushed into by its sender only.
-    if (push_mode && bulk) {
+    if (push_mode != Push::Never && bulk) {
       push_lanes = true;
       bulk = false;
       if (verbose) fprintf(stderr, "cadrt: rank %u: large sends pushed through the lanes (CADRT_PUSH=%s)\n", me,
-                           push_mode == 1 ? "1" : "auto");
+                           push_mode == Push::Always ? "1" : "auto");
     } else {
-      push_mode = 0;
+      push_mode = Push::Never;
     }
     for (uint32_t ep = 0; ep < nep; ep++)
       if (ep != me && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=

@@ -99,7 +99,7 @@ struct Instance {
   mutable std::atomic<int64_t> late_ns{0};
   // Whether the last wait for a start of it came at once (within
   // kAtOnceNs of the start's return): its sends are then pushed through
-  // the lanes under CADRT_PUSH=auto (progress.cpp, push_fits).
+  // the lanes under CADRT_PUSH=auto (progress.cpp, push_with_cma).
   mutable std::atomic<bool> waits_at_once{true};
   // The node of kind with (peer, tag, occ), or -1.
   int64_t find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t occ) const;
@@ -268,7 +268,6 @@ class Runtime {
   // Runs progress until r is done (or just once, for test).
   int wait(cadrt_request_s *r);
   void first_look(cadrt_request_s *r);  // the first test or wait since its start (requests.cpp)
-  bool push_with_cma(const cadrt_request_s *r, uint32_t node) const;
   bool test(cadrt_request_s *r);
   // The kernel engine: r, started, is still running (one look at the
   // status page; no system call, no runtime state touched).
@@ -358,7 +357,10 @@ class Runtime {
   // fragments through the ring.  The segment has lanes and CADRT_BULK is
   // not 0 (nothing to measure: both ways are two copies).
   bool push_lanes = false;
-  int push_mode = 0;  // CADRT_PUSH with CMA: 0 never, 1 always, 2 auto (when the instance waits at once)
+  // CADRT_PUSH with CMA (0, 1, auto): which sends are pushed through the
+  // lanes (push_with_cma), up to below push_max (CADRT_PUSH_MAX) bytes.
+  enum class Push : uint8_t { Never, Always, AtOnce };
+  Push push_mode = Push::Never;
   uint64_t push_max = UINT64_MAX;
   // A large one-way receive read by a single copy is split with its
   // sender when the sender waits (progress.cpp, split_in): the segment
@@ -564,6 +566,7 @@ class Runtime {
   // (and says kGrant) rather than reading with CMA.
   bool grant(cadrt_request_s *r, uint32_t node, uint32_t ep);
   bool push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
+  bool push_with_cma(const cadrt_request_s *r, uint32_t node) const;
   void push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
   void lane_in(cadrt_request_s *r, uint32_t node, uint32_t ep, uint64_t first);
   void lane_out(cadrt_request_s *r, uint32_t node, uint64_t first);
