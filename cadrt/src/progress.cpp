@@ -867,13 +867,21 @@ bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 // receiver's single copy, which leaves the sender's CPU to its work --
 // measured (rt_bench, 2 ranks, 2026-12-02) the same overall time in the
 // OSU overlap run, where pushes cost about as much but are made by both.
+// And under auto a one-way send only in a size class where the node's
+// pairs measured one-way pushes faster (push_classes, Runtime::push_upto):
+// an exchange keeps its rule, as the pairs do not time exchanges -- taking
+// their classes made iallreduce of 256 KiB and 1 MiB and ialltoall of
+// 1 MiB 5-30 % slower (interleaved rt_bench runs, 2026-12-03), while an
+// ibcast of 256 KiB gained 5-8 %.
 bool Runtime::push_with_cma(const cadrt_request_s *r, uint32_t node) const {
   const cad_node &n = r->inst->prog.nodes[node];
   if ((n.flags & CAD_XFER_SENDER_WRITES) || n.len >= push_max) return false;
   if (push_mode == Push::AtOnce && !r->inst->waits_at_once.load(std::memory_order_relaxed)) return false;
   const std::vector<uint8_t> &from = r->inst->recvs_from;
   const bool exchange = n.peer < from.size() && from[n.peer];
-  return !exchange || n.len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
+  if (exchange) return n.len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
+  const int c = push_class(n.len);
+  return push_mode != Push::AtOnce || c < 0 || (push_classes >> c & 1);
 }
 
 // The receiver's side of a PUSH: the lane must be empty, its data
@@ -907,16 +915,7 @@ void Runtime::push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgH
 // sender claimed, which it is writing at that moment.
 namespace {
 
-// 128 KiB at every size: until 2026-12-01 chunks below 1 MiB were 64 KiB,
-// and a split broadcast of 256-768 KiB ran at 1.0-1.4x Open MPI, slower
-// than unsplit; with 128 KiB ones at 0.6-0.9x from 512 KiB and 0.77-1.13x
-// at 256 KiB (two processes, interleaved A/B runs of rt_bench on the poll,
-// thread and signal engines; 1 MiB unchanged, 0.6-0.8x).
-// Each chunk costs a claim and a process_vm_readv/writev of its own.
-constexpr uint64_t kSplitChunk = 131072;
-uint64_t split_chunks(uint64_t len) { return (len + kSplitChunk - 1) / kSplitChunk; }
-// A message of len bytes may be split (both sides agree on it).
-bool splittable(uint64_t len) { return split_chunks(len) >= 2 && split_chunks(len) < (1u << 31); }
+// (kSplitChunk, split_chunks() and splittable(): shm.h.)
 
 // Claims from s's transfer of generation gen and n chunks the next chunk:
 // the chunks claimed before, which is the chunk taken; n when none was

@@ -779,6 +779,168 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
   return upto;
 }
 
+// Where a push (CADRT_PUSH=auto) beats the single copy it replaces, as a
+// verdict per size class: bit i of the result set if pushes win from
+// kPushProbe[i] up to the next (the last class has no end; sizes below
+// the first are pushed as lanes_upto() decided), 0x100 set once measured;
+// 0 on the pair's sender.  Pushed only for a caller that waits at once, a
+// message would otherwise be read by its receiver and, from two split
+// chunks on (256 KiB), split with its waiting sender (progress.cpp,
+// split_in).  So each pair of ranks (2k and 2k+1 of the node, rank 2k
+// sending) times both at 64 KiB, 256 KiB, 1 MiB and 2 MiB, as rt_bench
+// and a caller see them, the mean of the two ranks' completions: a push's
+// sender is done once its last chunk is in the lane, its receiver once it
+// copied the last one out; a read's (and a split's) both when the
+// receiver has the last byte (the sender waits for its FIN).  The read
+// is the receiver's process_vm_readv of the sender's buffer, from 256 KiB
+// with the sender writing every other 128 KiB chunk by process_vm_writev
+// meanwhile, as a split does.  The best of 3 of each; about 1 ms here.
+// Why classes, not one limit: on this machine (2 ranks, 2026-12-03) the
+// split read beats pushes at 256 KiB while pushes win at 64 KiB and from
+// 1 MiB (an ibcast of 256 KiB at 0.81-0.82x Open MPI read, 0.87-0.91x
+// pushed); and where a CPU reads another process's pages about as fast as
+// it copies its own (large messages past the caches, where a push moves
+// every byte twice through memory) the single copy can win from some
+// size on.  Until 2026-12-03 pushes went up to any size once the
+// exchange of lanes_upto() won at 16 KiB.  Called between two barriers of
+// the node's ranks, after lanes_upto() (init_joined); a partner that
+// does not keep step within 50 ms ends it, the classes not measured taken
+// for losses.
+uint64_t Runtime::push_upto(uint32_t partner) {
+  constexpr int kTrials = 5;
+  constexpr uint64_t kAbort = UINT64_MAX, kDone = UINT64_MAX - 1;  // (steps)
+  const bool sender = me < partner;
+  RankInfo &mine = seg.rank(me), &theirs = seg.rank(partner);
+  // Its pages at once (MAP_POPULATE): a fault per page cost ~3 ms per MiB
+  // in the sandbox of 2026-12-03, twice what the mapping costs populated.
+  const size_t size = kPushProbe[kPushClasses - 1];
+  void *map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (map == MAP_FAILED) {
+    seg.rank(me).probe_step.store(kAbort, std::memory_order_release);
+    return sender ? 0 : 0x100;
+  }
+  struct Unmap {
+    void *p;
+    size_t n;
+    ~Unmap() { munmap(p, n); }
+  } unmap{map, size};
+  unsigned char *const buf = static_cast<unsigned char *>(map);
+  memset(buf, sender ? 1 : 2, size);
+  Lane &lane = sender ? seg.lane(me, partner) : seg.lane(partner, me);
+  const uint32_t n = seg.nranks(), room = seg.lane_chunks();
+  const int64_t give_up = now_ns() + 50000000;
+  bool ok = true;
+  // Spins until f() (a partner descheduled -- more ranks than CPUs --
+  // gets the CPU back by a yield).
+  auto until = [&](auto f) {
+    for (int spins = 0; ok; spins++) {
+      if (theirs.probe_step.load(std::memory_order_acquire) == kAbort || now_ns() > give_up) ok = false;
+      else if (f()) break;
+      else if (spins > 2000) sched_yield();
+      else cpu_relax();
+    }
+    return ok;
+  };
+  auto step_of = [&] { return theirs.probe_step.load(std::memory_order_acquire); };
+  mine.probe_buf.store(reinterpret_cast<uint64_t>(buf), std::memory_order_relaxed);
+  // A lane left half-full (lanes_upto() gave up) is not measured through.
+  if (sender && lane.head.load(std::memory_order_acquire) != lane.tail.load(std::memory_order_relaxed)) {
+    mine.probe_step.store(kAbort, std::memory_order_release);
+    return 0;
+  }
+  // The lane's pages mapped at once too, on either side (Linux 5.14 on;
+  // where it fails, by the faults of the first trials).
+  madvise(lane.chunk(0, n), static_cast<size_t>(room) * kLaneChunk, sender ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+  mine.probe_step.store(1, std::memory_order_release);
+  const int32_t pid = theirs.pid.load(std::memory_order_relaxed);
+  int64_t push[kPushClasses], read[kPushClasses];
+  uint64_t k = 1;  // the step: both at 1 (buffers published), then one a trial
+  for (int i = 0; i < kPushClasses; i++) {
+    const size_t len = kPushProbe[i];
+    const uint64_t chunks = (len + kLaneChunk - 1) / kLaneChunk, splits = split_chunks(len);
+    const bool split_read = splittable(len);
+    auto part = [&](uint64_t c) { return std::min<uint64_t>(kLaneChunk, len - c * kLaneChunk); };
+    push[i] = read[i] = INT64_MAX;
+    for (int how = 0; how < 2; how++)  // 0: pushed, 1: read (split from two chunks)
+      for (int t = 0; t < kTrials; t++) {
+        k++;
+        if (sender) {  // the receiver's go, then its part, when it finished, done
+          if (!until([&] { return step_of() >= k; })) break;
+          if (how == 0) {
+            const uint64_t t0 = lane.tail.load(std::memory_order_relaxed);
+            for (uint64_t c = 0; c < chunks && ok; c++) {
+              if (!until([&] { return t0 + c - lane.head.load(std::memory_order_acquire) < room; })) break;
+              memcpy(lane.chunk(c, n), buf + c * kLaneChunk, part(c));
+              lane.tail.store(t0 + c + 1, std::memory_order_release);
+            }
+          } else if (split_read) {
+            const uint64_t dst = theirs.probe_buf.load(std::memory_order_relaxed);
+            for (uint64_t c = 1; c < splits && ok; c += 2) {
+              struct iovec l = {buf + c * kSplitChunk, kSplitChunk},
+                           r = {reinterpret_cast<void *>(dst + c * kSplitChunk), kSplitChunk};
+              ok = process_vm_writev(pid, &l, 1, &r, 1, 0) == static_cast<ssize_t>(kSplitChunk);
+            }
+          }
+          if (!ok) break;
+          mine.probe_time.store(static_cast<uint64_t>(now_ns()), std::memory_order_relaxed);
+          mine.probe_step.store(k, std::memory_order_release);
+          continue;
+        }
+        // The receiver: the sender done with the last trial, go, its part,
+        // the sender's part.
+        if (!until([&] { return step_of() >= k - 1; })) break;
+        const int64_t t0 = now_ns();
+        mine.probe_step.store(k, std::memory_order_release);
+        if (how == 0) {
+          const uint64_t h0 = lane.head.load(std::memory_order_relaxed);
+          for (uint64_t c = 0; c < chunks && ok; c++) {
+            if (!until([&] { return lane.tail.load(std::memory_order_acquire) > h0 + c; })) break;
+            memcpy(buf + c * kLaneChunk, lane.chunk(c, n), part(c));
+            lane.head.store(h0 + c + 1, std::memory_order_release);
+          }
+        } else {
+          const uint64_t src = theirs.probe_buf.load(std::memory_order_relaxed);
+          const uint64_t step = split_read ? 2 * kSplitChunk : len, each = split_read ? kSplitChunk : len;
+          for (uint64_t off = 0; off < len && ok; off += step) {
+            struct iovec l = {buf + off, each}, r = {reinterpret_cast<void *>(src + off), each};
+            ok = process_vm_readv(pid, &l, 1, &r, 1, 0) == static_cast<ssize_t>(each);
+          }
+        }
+        const int64_t done = now_ns();
+        if (!ok || !until([&] { return step_of() >= k; })) break;
+        const int64_t sent = static_cast<int64_t>(theirs.probe_time.load(std::memory_order_relaxed));
+        if (how == 0) push[i] = std::min(push[i], (std::max(sent, t0) - t0 + done - t0) / 2);
+        else read[i] = std::min(read[i], std::max(sent, done) - t0);
+      }
+  }
+  // Either side that fails tells the other at once; the sender leaves
+  // when the receiver is done: its buffer is read no more.
+  if (!ok) mine.probe_step.store(kAbort, std::memory_order_release);
+  if (sender) {
+    until([&] { return step_of() == kDone; });
+    return 0;
+  }
+  if (ok) mine.probe_step.store(kDone, std::memory_order_release);
+  // A push wins unless the read is more than 10 % faster: these reads
+  // leave out what a split costs beside the copies (its RTS, a claim per
+  // chunk, the FIN), more than a push's protocol costs it.  Measured
+  // 2026-12-03 (2 ranks): at 1 MiB read here 31-35 us, pushed 31; the
+  // same in rt_bench's ibcast 40-47 us read, 34.6 pushed; at 256 KiB read
+  // 7.2 here, 10 there, pushed 9.3 and 10.9.
+  uint64_t mask = 0x100;
+  for (int i = 0; i < kPushClasses; i++)
+    if (push[i] != INT64_MAX && read[i] != INT64_MAX && push[i] * 10 < read[i] * 11) mask |= 1u << i;
+  if (verbose) {
+    auto ns = [](int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long long>(t); };
+    fprintf(stderr,
+            "cadrt: rank %u: pushes from rank %u measured: 64 KiB, 256 KiB, 1 and 2 MiB pushed %lld, %lld, %lld, "
+            "%lld ns; read (split from 256 KiB) %lld, %lld, %lld, %lld ns\n",
+            me, partner, ns(push[0]), ns(push[1]), ns(push[2]), ns(push[3]), ns(read[0]), ns(read[1]), ns(read[2]),
+            ns(read[3]));
+  }
+  return mask;
+}
+
 // ---------------------------------------------------------------- engines
 
 void Runtime::thread_main() {
@@ -1283,12 +1445,16 @@ int Runtime::init_joined() {
     // lanes for slower.  (Pairs are mutual: a partner that measures reads
     // this rank's word, and then it stays non-zero.)
     seg.rank(me).lanes_upto.store(measure ? UINT64_MAX : 0, std::memory_order_relaxed);
+    seg.rank(me).push_upto.store(0, std::memory_order_relaxed);
+    seg.rank(me).probe_step.store(0, std::memory_order_relaxed);
     if (int err = meet()) return err;
     for (uint32_t ep : local)
       if (seg.rank(ep).push.load(std::memory_order_relaxed) != asks) push_mode = Push::Never;
     if (measure && partner < nep && seg.rank(partner).lanes_upto.load() != 0) {
       const uint64_t upto = lanes_upto(partner);
       seg.rank(me).lanes_upto.store(upto == UINT64_MAX ? upto : upto + 1);
+      // (push_mode is the node's: both partners measure, or neither.)
+      if (push_mode == Push::AtOnce) seg.rank(me).push_upto.store(push_upto(partner));
     } else {
       seg.rank(me).lanes_upto.store(0, std::memory_order_relaxed);
     }
@@ -1317,13 +1483,32 @@ int Runtime::init_joined() {
     // faster at 16 KiB at least (or CADRT_BULK=1).  (It times exchanges,
     // not one-way pushes, and a process_vm_readv of the rank's own memory:
     // on the VM of 2026-12-02 it put the lanes' limit at 64 KiB, where
-    // pushes of up to 4 MiB measured faster than the single copy.)  Then
+    // pushes of up to 4 MiB measured faster than the single copy.)  How
+    // far pushes go is push_upto()'s (CADRT_PUSH=auto and CADRT_BULK=auto;
+    // under CADRT_PUSH=1 or CADRT_BULK=1 up to CADRT_PUSH_MAX only).  Then
     // no grants: a lane is pushed into by its sender only.
     if (push_mode != Push::Never && bulk) {
       push_lanes = true;
       bulk = false;
-      if (verbose) fprintf(stderr, "cadrt: rank %u: large sends pushed through the lanes (CADRT_PUSH=%s)\n", me,
-                           push_mode == Push::Always ? "1" : "auto");
+      // Under auto, in the size classes every pair measured faster
+      // (push_upto()); all where none measured (CADRT_BULK=1).
+      if (push_mode == Push::AtOnce)
+        for (uint32_t ep : local)
+          if (const uint64_t v = seg.rank(ep).push_upto.load()) push_classes &= static_cast<uint32_t>(v);
+      if (verbose) {
+        char which[96] = "";
+        if (push_classes != (1u << kPushClasses) - 1) {
+          int at = snprintf(which, sizeof which, " but for");
+          for (int i = 0; i < kPushClasses; i++)
+            if (!(push_classes >> i & 1)) {
+              auto kib = [](uint64_t b) { return static_cast<unsigned long long>(b >> 10); };
+              at += snprintf(which + at, sizeof which - at, i + 1 < kPushClasses ? " %llu-%llu KiB" : " %llu KiB up",
+                             kib(kPushProbe[i]), i + 1 < kPushClasses ? kib(kPushProbe[i + 1]) : 0);
+            }
+        }
+        fprintf(stderr, "cadrt: rank %u: large sends pushed through the lanes%s (CADRT_PUSH=%s)\n", me, which,
+                push_mode == Push::Always ? "1" : "auto");
+      }
     } else {
       push_mode = Push::Never;
     }

@@ -362,6 +362,18 @@ class Runtime {
   enum class Push : uint8_t { Never, Always, AtOnce };
   Push push_mode = Push::Never;
   uint64_t push_max = UINT64_MAX;
+  // Under CADRT_PUSH=auto with CADRT_BULK=auto, the size classes in
+  // which pushes measured faster for every pair of the node (bit i: from
+  // kPushProbe[i] below the next; push_upto()); below the first, all.
+  static constexpr int kPushClasses = 4;
+  static constexpr uint64_t kPushProbe[kPushClasses] = {64 << 10, 256 << 10, 1 << 20, 2 << 20};
+  uint32_t push_classes = (1u << kPushClasses) - 1;
+  // The class of a message of len bytes, -1 below the first.
+  static int push_class(uint64_t len) {
+    int c = -1;
+    while (c + 1 < kPushClasses && len >= kPushProbe[c + 1]) c++;
+    return c;
+  }
   // A large one-way receive read by a single copy is split with its
   // sender when the sender waits (progress.cpp, split_in): the segment
   // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is
@@ -673,6 +685,7 @@ class Runtime {
   int meet();
   int probe_cma();
   uint64_t lanes_upto(uint32_t partner);  // partner: nep if none
+  uint64_t push_upto(uint32_t partner);   // 0 on the pair's sender, else 0x100 | classes won
   int choose_engine(bool *asked);
   int agree_engine(int err, bool asked);
   Engine user_engine() const;

@@ -175,6 +175,11 @@ struct alignas(64) RankInfo {
   std::atomic<uint32_t> push;                 // at init, with CMA: 1 + the CADRT_PUSH it asks for (0 under
                                               // CADRT_BULK=0), + 4 under CADRT_BULK=1; the node pushes if every
                                               // rank asks the same
+  std::atomic<uint64_t> push_upto;            // at init, CADRT_PUSH=auto: 0 not measured, else what
+                                              // Runtime::push_upto() measured (0x100 | classes won)
+  std::atomic<uint64_t> probe_buf;            // at init: the buffer of push_upto()'s single copies
+  std::atomic<uint64_t> probe_step;           // at init: the last step of push_upto() this rank made
+  std::atomic<uint64_t> probe_time;           // at init: when the sender finished that step (now_ns())
 };
 // Whether process pid is gone (a pid of 0 or less: never published).
 bool pid_gone(int32_t pid);
@@ -222,6 +227,17 @@ struct alignas(64) Split {
   std::atomic<uint64_t> sent;   // done << 63 | chunks the sender claimed and wrote (or failed to write)
 };
 constexpr uint32_t kSplitSlots = 8;
+// A split's chunk, 128 KiB at every size: until 2026-12-01 chunks below
+// 1 MiB were 64 KiB, and a split broadcast of 256-768 KiB ran at
+// 1.0-1.4x Open MPI, slower than unsplit; with 128 KiB ones at 0.6-0.9x
+// from 512 KiB and 0.77-1.13x at 256 KiB (two processes, interleaved A/B
+// runs of rt_bench on the poll, thread and signal engines; 1 MiB
+// unchanged, 0.6-0.8x).  Each chunk costs a claim and a
+// process_vm_readv/writev of its own.
+constexpr uint64_t kSplitChunk = 131072;
+inline uint64_t split_chunks(uint64_t len) { return (len + kSplitChunk - 1) / kSplitChunk; }
+// A message of len bytes may be split (both sides agree on it).
+inline bool splittable(uint64_t len) { return split_chunks(len) >= 2 && split_chunks(len) < (1u << 31); }
 
 struct alignas(4096) Lane {
   alignas(64) std::atomic<uint64_t> tail;         // chunks written, by the sender
@@ -259,7 +275,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 9;
+constexpr uint32_t kVersion = 10;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);

@@ -861,6 +861,80 @@ def test_with_cma_a_rank_that_waits_at_once_pushes_through_the_lanes(build_dir, 
         r.stderr.count("CADRT_PUSH=yes: not 0, 1 or auto") >= 1, r.stdout + r.stderr
 
 
+PUSH_CLASSES = [(64 << 10, 256 << 10), (256 << 10, 1 << 20), (1 << 20, 2 << 20), (2 << 20, None)]
+PUSHES_MEASURED = (r"rank (\d+): pushes from rank (\d+) measured: 64 KiB, 256 KiB, 1 and 2 MiB pushed (-?\d+), (-?\d+), "
+                   r"(-?\d+), (-?\d+) ns; read \(split from 256 KiB\) (-?\d+), (-?\d+), (-?\d+), (-?\d+) ns")
+
+
+def pushes_said(p, stderr):
+    """The size classes each pair measured pushes faster in (a set per
+    pair), and what every rank said it pushes; checks the node took the
+    classes all pairs won, and each rank said so."""
+    measured = re.findall(PUSHES_MEASURED, stderr)
+    assert len(measured) == p // 2, stderr
+    won = []
+    for recv, send, *ns in measured:
+        assert int(recv) == int(send) + 1 and int(send) % 2 == 0, (recv, send)
+        push, read = [int(x) for x in ns[:4]], [int(x) for x in ns[4:]]
+        # (A push wins unless the read is more than 10 % faster.)
+        won.append({i for i in range(4) if push[i] >= 0 and read[i] >= 0 and push[i] * 10 < read[i] * 11})
+    node = set.intersection(*won) if won else set(range(4))
+    lost = [i for i in range(4) if i not in node]
+    text = "" if not lost else " but for" + "".join(
+        f" {PUSH_CLASSES[i][0] >> 10}-{PUSH_CLASSES[i][1] >> 10} KiB" if PUSH_CLASSES[i][1] else
+        f" {PUSH_CLASSES[i][0] >> 10} KiB up" for i in lost)
+    said = re.findall(r"rank \d+: large sends pushed through the lanes(.*) \(CADRT_PUSH=auto\)\n", stderr)
+    # (No pushes at all where the lanes measured slower at 16 KiB.)
+    lanes = re.findall(r"rank \d+: bulk lanes (on|off)", stderr)
+    assert len(lanes) == p and len(set(lanes)) == 1, stderr
+    assert said == ([text] * p if lanes[0] == "on" else []), (said, text, stderr)
+    return node
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_with_cma_pushes_go_where_they_measured_faster(build_dir, engine):
+    """CADRT_PUSH=auto with CADRT_BULK=auto (the defaults): at init each
+    pair of ranks times a push through the lane against the single copy
+    (split from 256 KiB) it replaces at 64 KiB, 256 KiB, 1 and 2 MiB, and
+    the node pushes in the size classes where every pair found pushes
+    faster (below 64 KiB as lanes_upto decided).  A broadcast of one size
+    in each class, both roots, 10 times: the receives of the classes lost
+    go by the single copy, every one; those of the classes won through
+    the lanes but when a lane is still full (its last message not taken
+    out yet).  Results right throughout."""
+    sizes = [20000, 100000, 400000, 800000]  # int32: 80 KB, 400 KB, 1.6 MB, 3.2 MB, one in each class
+    for i, n in enumerate(sizes):
+        lo, hi = PUSH_CLASSES[i]
+        assert lo <= 4 * n and (hi is None or 4 * n < hi)
+    iters = 10
+    r = run(build_dir, 2, "rt_check", "--coll", "bcast", "--sizes", ",".join(map(str, sizes)), "--iters", str(iters),
+            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_ALGORITHM_BCAST": "bcast_binomial"}, timeout=90)
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+    won = pushes_said(2, r.stderr)
+    found = re.findall(r"rank (\d+): large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
+    assert len(found) == 2, r.stderr
+    for rank, lanes, single in found:  # each rank the receiver of iters broadcasts of each size
+        lanes, single = int(lanes), int(single)
+        assert lanes + single == iters * len(sizes), (rank, lanes, single)
+        assert single >= iters * (len(sizes) - len(won)), (rank, lanes, single, won)
+        assert lanes >= iters * len(won) // 2, (rank, lanes, single, won)
+
+
+@pytest.mark.parametrize("p", [3, 4, 8])
+def test_with_cma_each_pair_measures_pushes_and_the_node_agrees(build_dir, p):
+    """The pairs (0, 1), (2, 3), ... measure at once, the last rank of an
+    odd number not; the node pushes in the classes every pair won, each
+    rank says the same.  Eight ranks on two cores: a partner descheduled
+    for 50 ms ends its pair's measurement (the classes not measured count
+    as lost, -1 ns), and init goes on -- no hang, the lanes left fit for
+    use, results right.  (What eight ranks on two cores measure says
+    little; that they agree and go on is what is tested.)"""
+    r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,400000", "--iters", "2",
+            env={"CADRT_VERBOSE": "1"}, timeout=120)
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+    pushes_said(p, r.stderr)
+
+
 SPLIT_COUNTS = r"by a single copy \(CMA\), (\d+) of them split with the sender; (\d+) chunks written for receivers"
 
 
