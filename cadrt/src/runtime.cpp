@@ -671,6 +671,9 @@ int Runtime::probe_cma() {
   return 0;
 }
 
+// A time measured for CADRT_VERBOSE: -1 for one not measured (INT64_MAX).
+static long long ns(int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long long>(t); }
+
 // Up to which transfer the lanes beat the single copy here
 // (CADRT_BULK=auto, the default): UINT64_MAX if they win at 256 KiB, else
 // the smallest size measured from which on they lose (0: even at 16 KiB).
@@ -769,7 +772,6 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
     if (upto == 0) snprintf(lim, sizeof lim, "slower");
     else if (upto == UINT64_MAX) snprintf(lim, sizeof lim, "faster");
     else snprintf(lim, sizeof lim, "faster below %llu bytes", static_cast<unsigned long long>(upto));
-    auto ns = [](int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long long>(t); };
     fprintf(stderr,
             "cadrt: rank %u: lanes measured %s: 16, 64 and 256 KiB %s%s %lld, %lld, %lld ns; by process_vm_readv "
             "%lld, %lld, %lld ns\n",
@@ -794,7 +796,9 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
 // receiver has the last byte (the sender waits for its FIN).  The read
 // is the receiver's process_vm_readv of the sender's buffer, from 256 KiB
 // with the sender writing every other 128 KiB chunk by process_vm_writev
-// meanwhile, as a split does.  The best of 3 of each; about 1 ms here.
+// meanwhile, as a split does.  The best of 5 of each: about 1 ms of
+// copies, and ~10 ms here in all with the pages of the buffers and the
+// lane (a page costs 6-12 us to map in this sandbox).
 // Why classes, not one limit: on this machine (2 ranks, 2026-12-03) the
 // split read beats pushes at 256 KiB while pushes win at 64 KiB and from
 // 1 MiB (an ibcast of 256 KiB at 0.81-0.82x Open MPI read, 0.87-0.91x
@@ -811,12 +815,13 @@ uint64_t Runtime::push_upto(uint32_t partner) {
   constexpr uint64_t kAbort = UINT64_MAX, kDone = UINT64_MAX - 1;  // (steps)
   const bool sender = me < partner;
   RankInfo &mine = seg.rank(me), &theirs = seg.rank(partner);
-  // Its pages at once (MAP_POPULATE): a fault per page cost ~3 ms per MiB
-  // in the sandbox of 2026-12-03, twice what the mapping costs populated.
+  // Its pages at once (MAP_POPULATE, written: what they hold does not
+  // matter): a fault per page cost ~3 ms per MiB in the sandbox of
+  // 2026-12-03, twice what the mapping costs populated.
   const size_t size = kPushProbe[kPushClasses - 1];
   void *map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (map == MAP_FAILED) {
-    seg.rank(me).probe_step.store(kAbort, std::memory_order_release);
+    mine.probe_step.store(kAbort, std::memory_order_release);
     return sender ? 0 : 0x100;
   }
   struct Unmap {
@@ -825,7 +830,6 @@ uint64_t Runtime::push_upto(uint32_t partner) {
     ~Unmap() { munmap(p, n); }
   } unmap{map, size};
   unsigned char *const buf = static_cast<unsigned char *>(map);
-  memset(buf, sender ? 1 : 2, size);
   Lane &lane = sender ? seg.lane(me, partner) : seg.lane(partner, me);
   const uint32_t n = seg.nranks(), room = seg.lane_chunks();
   const int64_t give_up = now_ns() + 50000000;
@@ -931,7 +935,6 @@ uint64_t Runtime::push_upto(uint32_t partner) {
   for (int i = 0; i < kPushClasses; i++)
     if (push[i] != INT64_MAX && read[i] != INT64_MAX && push[i] * 10 < read[i] * 11) mask |= 1u << i;
   if (verbose) {
-    auto ns = [](int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long long>(t); };
     fprintf(stderr,
             "cadrt: rank %u: pushes from rank %u measured: 64 KiB, 256 KiB, 1 and 2 MiB pushed %lld, %lld, %lld, "
             "%lld ns; read (split from 256 KiB) %lld, %lld, %lld, %lld ns\n",
@@ -1483,8 +1486,8 @@ int Runtime::init_joined() {
     // faster at 16 KiB at least (or CADRT_BULK=1).  (It times exchanges,
     // not one-way pushes, and a process_vm_readv of the rank's own memory:
     // on the VM of 2026-12-02 it put the lanes' limit at 64 KiB, where
-    // pushes of up to 4 MiB measured faster than the single copy.)  How
-    // far pushes go is push_upto()'s (CADRT_PUSH=auto and CADRT_BULK=auto;
+    // pushes of up to 4 MiB measured faster than the single copy.)  Where
+    // one-way pushes go is push_upto()'s (CADRT_PUSH=auto and CADRT_BULK=auto;
     // under CADRT_PUSH=1 or CADRT_BULK=1 up to CADRT_PUSH_MAX only).  Then
     // no grants: a lane is pushed into by its sender only.
     if (push_mode != Push::Never && bulk) {
