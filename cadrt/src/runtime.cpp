@@ -815,9 +815,10 @@ uint64_t Runtime::push_upto(uint32_t partner) {
   constexpr uint64_t kAbort = UINT64_MAX, kDone = UINT64_MAX - 1;  // (steps)
   const bool sender = me < partner;
   RankInfo &mine = seg.rank(me), &theirs = seg.rank(partner);
-  // Its pages at once (MAP_POPULATE, written: what they hold does not
-  // matter): a fault per page cost ~3 ms per MiB in the sandbox of
-  // 2026-12-03, twice what the mapping costs populated.
+  // Its pages at once (MAP_POPULATE): a fault per page cost ~3 ms per MiB
+  // in the sandbox of 2026-12-03, twice what the mapping costs populated.
+  // Then written once, as before this was mapped populated (whether that
+  // still matters was not measured apart from the machine's noise).
   const size_t size = kPushProbe[kPushClasses - 1];
   void *map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (map == MAP_FAILED) {
@@ -830,6 +831,7 @@ uint64_t Runtime::push_upto(uint32_t partner) {
     ~Unmap() { munmap(p, n); }
   } unmap{map, size};
   unsigned char *const buf = static_cast<unsigned char *>(map);
+  memset(buf, sender ? 1 : 2, size);
   Lane &lane = sender ? seg.lane(me, partner) : seg.lane(partner, me);
   const uint32_t n = seg.nranks(), room = seg.lane_chunks();
   const int64_t give_up = now_ns() + 50000000;
