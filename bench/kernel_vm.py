@@ -39,7 +39,7 @@ PARAMS = {"kernel-nosplit": {"split_min": 0}, "kernel-defer0": {"defer": 0}, "ke
 METHOD = ("bench/kbench.c under cadrun -n 2 --bind core in qemu (TCG, 2 vCPUs), engines interleaved per "
           "repetition; kernel is the kernel engine with cad.ko's default defer=2, kernel-nosplit with split_min=0, "
           "kernel-deferN with defer=N. Overlap: OSU, no test calls, "
-          "compute = pure latency; cap = 100 - 100 x (memcpy of the bytes each CPU must copy) / pure; CPU loss: "
+          "compute for the pure latency (the time it took subtracted, as OSU); cap = 100 - 100 x (memcpy of the bytes each CPU must copy) / pure; CPU loss: "
           "KACC codelet (ibcast overlapped with m x m products, test after each), 1 - done / possible, possible "
           "= the rate of a loop without communication run for the same time after each iteration; in start = "
           "the share of the codelet's time spent in the call that posts the broadcast, bare ioctl = the share one "

@@ -35,7 +35,14 @@
  *                                 latency of the same implementation
  *                                 between the call and the wait, no test
  *                                 calls; 100 - 100 (overall - compute) /
- *                                 pure, clamped to 0..100
+ *                                 pure, clamped to 0..100, compute the
+ *                                 time the computation took, without the
+ *                                 test calls (as OSU's tcomp - test_time;
+ *                                 until 2026-12-03 the time asked for,
+ *                                 which the loop, reading the clock every
+ *                                 100 steps, overshoots by about 0.3 us a
+ *                                 piece: 3-8 points at 64 KiB, more with
+ *                                 8 tests)
  *   overlap ... <of> 8 tests      the same with the computation cut in 8
  *                                 pieces and a test call after each (OSU's
  *                                 -t), which lets a progress-in-calls
@@ -190,21 +197,25 @@ static void finish(enum impl im, MPI_Request *r)
  * and an implementation that progresses in its tests (Open MPI: 64 KiB
  * ialltoall, 70 % "with 8 tests" against 0 % now) measured overlap it did
  * not have. */
-static void compute(double seconds, int tests, enum impl im, MPI_Request *r)
+static double compute(double seconds, int tests, enum impl im, MPI_Request *r)
 {
 	const int pieces = tests ? tests : 1;
 	volatile double x = 1;
+	double computed = 0;
 
 	for (int k = 0; k < pieces; k++) {
-		const double end = MPI_Wtime() + seconds / pieces;
+		const double start = MPI_Wtime(), end = start + seconds / pieces;
+		double now;
 		int flag;
 
-		while (MPI_Wtime() < end)
+		while ((now = MPI_Wtime()) < end)
 			for (int i = 0; i < 100; i++)
 				x = x * 1.0000001 + 1e-9;
+		computed += now - start;
 		if (tests && *r != MPI_REQUEST_NULL)
 			(ours(im) ? MPI_Test : PMPI_Test)(r, &flag, MPI_STATUS_IGNORE);
 	}
+	return computed;
 }
 
 static double mean_over_ranks(double t)
@@ -216,12 +227,14 @@ static double mean_over_ranks(double t)
 }
 
 /* Mean seconds per collective over ranks, with compute_s of work (and
- * tests test calls) between call and wait when compute_s > 0. */
-static double measure(enum coll c, size_t bytes, enum impl im, int iters, double compute_s, int tests)
+ * tests test calls) between call and wait when compute_s > 0; *computed
+ * (if not NULL): the mean seconds of it that were computation. */
+static double measure(enum coll c, size_t bytes, enum impl im, int iters, double compute_s, int tests,
+		      double *computed)
 {
 	const int persistent = im == CADRT_PERSISTENT || im == OMPI_PERSISTENT;
 	MPI_Request r;
-	double t = 0;
+	double t = 0, comp = 0;
 
 	if (persistent) /* made once, not timed: what persistence is for */
 		post(c, bytes, im, &r);
@@ -242,14 +255,18 @@ static double measure(enum coll c, size_t bytes, enum impl im, int iters, double
 			(ours(im) ? MPI_Start : PMPI_Start)(&r);
 		else
 			post(c, bytes, im, &r);
-		if (compute_s > 0)
-			compute(compute_s, tests, im, &r);
+		const double spent = compute_s > 0 ? compute(compute_s, tests, im, &r) : 0;
+
 		finish(im, &r);
-		if (i >= 0)
+		if (i >= 0) {
 			t += MPI_Wtime() - t0;
+			comp += spent;
+		}
 	}
 	if (persistent)
 		(ours(im) ? MPI_Request_free : PMPI_Request_free)(&r);
+	if (computed)
+		*computed = mean_over_ranks(comp / iters);
 	return mean_over_ranks(t / iters);
 }
 
@@ -257,7 +274,7 @@ static double measure(enum coll c, size_t bytes, enum impl im, int iters, double
  * same count on every rank. */
 static int calibrate(enum coll c, size_t bytes, double budget)
 {
-	double t = measure(c, bytes, CADRT, 3, 0, 0), u = measure(c, bytes, OMPI, 3, 0, 0), m;
+	double t = measure(c, bytes, CADRT, 3, 0, 0, NULL), u = measure(c, bytes, OMPI, 3, 0, 0, NULL), m;
 
 	t = t > u ? t : u;
 	PMPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -436,9 +453,9 @@ static double floor_time(enum coll c, size_t bytes)
 	}
 }
 
-static double overlap(double overall, double pure)
+static double overlap(double overall, double computed, double pure)
 {
-	const double o = 100 - 100 * (overall - pure) / pure;
+	const double o = 100 - 100 * (overall - computed) / pure;
 	return o < 0 ? 0 : o > 100 ? 100 : o;
 }
 
@@ -593,7 +610,7 @@ int main(int argc, char **argv)
 						e->floor = floor_time((enum coll)c, b);
 				}
 				for (int im = 0; im < NIMPL; im++) {
-					pure[im] = measure((enum coll)c, b, (enum impl)im, e->iters, 0, 0);
+					pure[im] = measure((enum coll)c, b, (enum impl)im, e->iters, 0, 0, NULL);
 					bench_push(e->lat[im], pure[im] * 1e6);
 				}
 				bench_push(e->ratio, pure[CADRT] / pure[OMPI]);
@@ -607,9 +624,10 @@ int main(int argc, char **argv)
 				for (int im = 0; im < 2; im++)
 					for (int t = 0; t < 2; t++)
 						if (e->ov[im][t]) {
+							double comp;
 							const double all = measure((enum coll)c, b, (enum impl)im, oi,
-										   pure[im], t ? 8 : 0);
-							bench_push(e->ov[im][t], overlap(all, pure[im]));
+										   pure[im], t ? 8 : 0, &comp);
+							bench_push(e->ov[im][t], overlap(all, comp, pure[im]));
 						}
 				for (int im = 0; im < 2; im++)
 					for (int k = 0; k < 2; k++)
@@ -617,9 +635,10 @@ int main(int argc, char **argv)
 							const double keep = g_skew;
 
 							g_skew = 1e-9 * late_ns[k];
-							const double all = measure((enum coll)c, b, (enum impl)im, oi, pure[im], 0);
+							double comp;
+							const double all = measure((enum coll)c, b, (enum impl)im, oi, pure[im], 0, &comp);
 							g_skew = keep;
-							bench_push(e->late[im][k], overlap(all, pure[im]));
+							bench_push(e->late[im][k], overlap(all, comp, pure[im]));
 						}
 			}
 
@@ -630,14 +649,15 @@ int main(int argc, char **argv)
 			 "rt_bench: %d ranks, engine %s, cadrt (libcadmpi) against Open MPI in the same processes", g_size,
 			 engine);
 		bench_print(title);
-		char method[1024];
+		char method[1536];
 		snprintf(method, sizeof method,
 			 "%d ranks under mpirun; cadrt through libcadmpi (MPI_I*) against Open MPI's MPI_I* (PMPI_I*) "
 			 "and blocking collectives (PMPI_*), interleaved in the same processes; bytes = the largest "
 			 "buffer argument of a rank (alltoall, gather, scatter, allgather: bytes/P per peer); each "
 			 "iteration after an untimed barrier, about 10 ms of iterations per measurement; latency: the "
 			 "mean over ranks of the mean call+wait; overlap (OSU): compute for the pure latency between "
-			 "call and wait, with no test calls or 8 spread over it, 100-100*(overall-compute)/pure; "
+			 "call and wait, with no test calls or 8 spread over it, 100-100*(overall-compute)/pure, compute the "
+			 "time the computation took without the test calls (OSU's tcomp - test_time); "
 			 "its cap: 100-100*floor/pure, floor = the CPU time per rank of the collective's transfers "
 			 "(each the cheaper of a process_vm_readv and two copies through shared memory by the two "
 			 "ranks, timed), own-block copy "
