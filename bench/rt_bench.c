@@ -96,6 +96,9 @@
  * with other settings (the Makefile's thread-nosplit: CADRT_SPLIT=0).
  * BENCH_ONLY=ibcast:65536 measures one collective (and, after the colon,
  * one size) alone, for studying it; the JSON then holds only that.
+ * BENCH_PHASES=1, for studying too: each rank prints to stderr, for each
+ * overlap measurement, its mean time in the start, the computation and
+ * the wait (the clock read around each, which the figures then include).
  * BENCH_SKEW_NS=N, for studying too: rank 0 leaves each barrier N ns after
  * the others (it spins, untimed), as a root late by that much would.
  */
@@ -122,6 +125,7 @@ enum impl { CADRT, OMPI, OMPI_BLOCKING, CADRT_PERSISTENT, OMPI_PERSISTENT, NIMPL
 static const char *iname[] = { "cadrt", "openmpi", "openmpi-blocking", "cadrt-persistent", "openmpi-persistent" };
 static int g_rank, g_size;
 static double g_skew; /* seconds, BENCH_SKEW_NS */
+static int g_phases; /* BENCH_PHASES */
 static const int late_ns[2] = { 300, 3000 };
 static char *g_send, *g_recv;
 #define MAXB (4u << 20)
@@ -234,7 +238,7 @@ static double measure(enum coll c, size_t bytes, enum impl im, int iters, double
 {
 	const int persistent = im == CADRT_PERSISTENT || im == OMPI_PERSISTENT;
 	MPI_Request r;
-	double t = 0, comp = 0;
+	double t = 0, comp = 0, start_s = 0, wait_s = 0;
 
 	if (persistent) /* made once, not timed: what persistence is for */
 		post(c, bytes, im, &r);
@@ -251,18 +255,29 @@ static double measure(enum coll c, size_t bytes, enum impl im, int iters, double
 					;
 			}
 		}
+		const double tp = g_phases ? MPI_Wtime() : 0;
 		if (persistent)
 			(ours(im) ? MPI_Start : PMPI_Start)(&r);
 		else
 			post(c, bytes, im, &r);
+		const double tc = g_phases ? MPI_Wtime() : 0;
 		const double spent = compute_s > 0 ? compute(compute_s, tests, im, &r) : 0;
 
+		const double tw = g_phases ? MPI_Wtime() : 0;
 		finish(im, &r);
 		if (i >= 0) {
 			t += MPI_Wtime() - t0;
 			comp += spent;
+			if (g_phases) {
+				start_s += tc - tp;
+				wait_s += MPI_Wtime() - tw;
+			}
 		}
 	}
+	if (g_phases && compute_s > 0)
+		fprintf(stderr, "rt_bench: %s %zu %s, %d tests, rank %d: start %.2f us, compute %.2f, wait %.2f, overall %.2f\n",
+			cname[c], bytes, iname[im], tests, g_rank, start_s / iters * 1e6, comp / iters * 1e6,
+			wait_s / iters * 1e6, t / iters * 1e6);
 	if (persistent)
 		(ours(im) ? MPI_Request_free : PMPI_Request_free)(&r);
 	if (computed)
@@ -478,6 +493,7 @@ int main(int argc, char **argv)
 	const char *engine = getenv("BENCH_LABEL") ? getenv("BENCH_LABEL") : engine_fn();
 	if (getenv("BENCH_SKEW_NS"))
 		g_skew = 1e-9 * atof(getenv("BENCH_SKEW_NS"));
+	g_phases = getenv("BENCH_PHASES") && strcmp(getenv("BENCH_PHASES"), "0");
 	const int quick = getenv("BENCH_QUICK") && strcmp(getenv("BENCH_QUICK"), "0");
 	const int reps = quick ? 3 : 7;
 	const size_t all_sizes[] = { 1, 8, 64, 1024, 16384, 65536, 262144, 1 << 20, 4 << 20 };

@@ -861,12 +861,20 @@ bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 // of an exchange (both ranks push, and each must wait for the other to
 // take chunks out: an ialltoall of 4 MiB, 2 MiB each way, ran at
 // 1.08-1.15x Open MPI pushed against 1.03-1.04x read, 2026-12-02; a
-// one-way 4 MiB ibcast at 0.56x against 0.99-1.10x).  Under auto, only for
-// an instance whose caller waited at once the last time (first_look): a
-// caller that computes between its start and its wait keeps the
-// receiver's single copy, which leaves the sender's CPU to its work --
-// measured (rt_bench, 2 ranks, 2026-12-02) the same overall time in the
-// OSU overlap run, where pushes cost about as much but are made by both.
+// one-way 4 MiB ibcast at 0.56x against 0.99-1.10x).  Under auto, for
+// an instance whose caller waited at once the last time (first_look).  A
+// caller that computes between its start and its wait pushes one-way
+// sends below kComputingPushMax only: there the two memcpys cost the two
+// CPUs less than the receiver's process_vm_readv costs it alone, and a
+// pushing root's send completes when its chunks are in, not when a late
+// receiver has read them (64 KiB, 2 ranks, the thread engine: read, the
+// receiver's start 6.0-6.4 us and the root's wait up to 1.9; pushed, the
+// root's start 2.5-2.6 us, the receiver's start and wait 3.4-3.8) -- the OSU overlap of
+// ibcast 64 KiB without test calls 17-24 % against 0-14 % on the poll,
+// thread and signal engines (interleaved rt_bench runs, 2026-12-03).
+// From 256 KiB such a caller keeps the receiver's single copy, which
+// leaves the sender's CPU to its work (256 KiB: 14-17 % pushed against
+// 22-36 % read); and so do its exchanges, whose two sides both compute.
 // And under auto a one-way send only in a size class where the node's
 // pairs measured one-way pushes faster (push_classes, Runtime::push_upto):
 // an exchange keeps its rule, as the pairs do not time exchanges -- taking
@@ -876,9 +884,11 @@ bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 bool Runtime::push_with_cma(const cadrt_request_s *r, uint32_t node) const {
   const cad_node &n = r->inst->prog.nodes[node];
   if ((n.flags & CAD_XFER_SENDER_WRITES) || n.len >= push_max) return false;
-  if (push_mode == Push::AtOnce && !r->inst->waits_at_once.load(std::memory_order_relaxed)) return false;
+  constexpr uint64_t kComputingPushMax = kPushProbe[1];
+  const bool computes = push_mode == Push::AtOnce && !r->inst->waits_at_once.load(std::memory_order_relaxed);
   const std::vector<uint8_t> &from = r->inst->recvs_from;
   const bool exchange = n.peer < from.size() && from[n.peer];
+  if (computes && (exchange || n.len >= kComputingPushMax)) return false;
   if (exchange) return n.len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
   const int c = push_class(n.len);
   return push_mode != Push::AtOnce || c < 0 || (push_classes >> c & 1);

@@ -824,14 +824,15 @@ def test_with_cma_a_rank_that_waits_at_once_pushes_through_the_lanes(build_dir, 
     after its start (its first test or wait within 1.5 us) pushes each
     large message through the lane, both CPUs copying, instead of the
     receiver's single copy; one whose root computes first (--test
-    --jitter: up to 40 us of work before each test) keeps the single copy.
+    --jitter: up to 40 us of work before each test) keeps the single copy
+    from 256 KiB and pushes below (120 KB).
     CADRT_PUSH=0 never pushes, 1 always, CADRT_PUSH_MAX bounds it, and a
     node whose ranks ask for different settings does not push (a lane is
     either pushed into or granted).  Results stay right throughout.
     (CADRT_BULK=1: lanes without the measurement at init, which turns
     pushes off where it finds the lanes slower even at 16 KiB.)"""
-    def counts(*extra, env=None, script=None):
-        args = ["--coll", "bcast", "--sizes", "100000", "--iters", "20", *extra]
+    def counts(*extra, env=None, script=None, size=100000):
+        args = ["--coll", "bcast", "--sizes", str(size), "--iters", "20", *extra]
         e = {"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "1", **(env or {})}
         if script:
             r = run_per_rank(build_dir, 2, script + " " + str(build_dir / "bin" / "rt_check") + " " + " ".join(args),
@@ -848,6 +849,10 @@ def test_with_cma_a_rank_that_waits_at_once_pushes_through_the_lanes(build_dir, 
     assert lanes > 4 * single, (lanes, single)
     lanes, single = counts("--test", "--jitter")
     assert single > lanes, (lanes, single)
+    # (Below 256 KiB a computing root pushes too: two memcpys cost the
+    # CPUs less than the receiver's single copy.)
+    lanes, single = counts("--test", "--jitter", size=30000)
+    assert lanes > 4 * single, (lanes, single)
     lanes, single = counts("--test", "--jitter", env={"CADRT_PUSH": "1"})
     assert lanes > 4 * single, (lanes, single)
     lanes, single = counts(env={"CADRT_PUSH": "0"})
