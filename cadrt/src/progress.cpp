@@ -884,12 +884,25 @@ bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 bool Runtime::push_with_cma(const cadrt_request_s *r, uint32_t node) const {
   const cad_node &n = r->inst->prog.nodes[node];
   if ((n.flags & CAD_XFER_SENDER_WRITES) || n.len >= push_max) return false;
-  constexpr uint64_t kComputingPushMax = kPushProbe[1];
   const bool computes = push_mode == Push::AtOnce && !r->inst->waits_at_once.load(std::memory_order_relaxed);
   const std::vector<uint8_t> &from = r->inst->recvs_from;
   const bool exchange = n.peer < from.size() && from[n.peer];
   if (computes && (exchange || n.len >= kComputingPushMax)) return false;
   if (exchange) return n.len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
+  const int c = push_class(n.len);
+  return push_mode != Push::AtOnce || c < 0 || (push_classes >> c & 1);
+}
+
+// A receive whose sender pushes it whatever its caller does, as far as
+// the receiver can tell (push_with_cma's rule seen from this side: with
+// CMA, one-way, below kComputingPushMax, in a class the node pushes, the
+// lane from that rank empty).
+bool Runtime::comes_pushed(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
+  const cad_node &n = r->inst->prog.nodes[node];
+  const std::vector<uint8_t> &to = r->inst->sends_to;
+  if (!cma || !push_lanes || push_mode == Push::Never || n.len < bulk_min || n.len >= push_max ||
+      n.len >= kComputingPushMax || (n.peer < to.size() && to[n.peer]) || lane_in_[ep] != kLaneFree)
+    return false;
   const int c = push_class(n.len);
   return push_mode != Push::AtOnce || c < 0 || (push_classes >> c & 1);
 }

@@ -487,6 +487,11 @@ void Runtime::rendezvous(cadrt_request_s *r) {
       const uint32_t ep = r->comm->ep[n.peer];
       if (remote(ep)) continue;
       if (n.kind == CAD_NODE_RECV && lane_fits(r, i, ep)) continue;  // its RTS waits for the wait (hold_rts)
+      // A push's announcement comes before its data, which the wait copies
+      // out anyway: waiting for it here only delays the caller's work
+      // (ibcast 64 KiB, 2 ranks, OSU overlap without test calls 16-21 %
+      // against 11-18 %, the root 300 ns late 17-21 % against 4-6 %).
+      if (n.kind == CAD_NODE_RECV && comes_pushed(r, i, ep)) continue;
       if (first < 0) first = i;
       bytes = std::max<uint64_t>(bytes, n.len);
       inside |= seg.rank(ep).polling.load(std::memory_order_relaxed) == kRankPolling;

@@ -368,6 +368,9 @@ class Runtime {
   static constexpr int kPushClasses = 4;
   static constexpr uint64_t kPushProbe[kPushClasses] = {64 << 10, 256 << 10, 1 << 20, 2 << 20};
   uint32_t push_classes = (1u << kPushClasses) - 1;
+  // One-way sends below this are pushed for a caller that computes too
+  // (push_with_cma).
+  static constexpr uint64_t kComputingPushMax = kPushProbe[1];
   // The class of a message of len bytes, -1 below the first.
   static int push_class(uint64_t len) {
     int c = -1;
@@ -579,6 +582,7 @@ class Runtime {
   bool grant(cadrt_request_s *r, uint32_t node, uint32_t ep);
   bool push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
   bool push_with_cma(const cadrt_request_s *r, uint32_t node) const;
+  bool comes_pushed(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
   void push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
   void lane_in(cadrt_request_s *r, uint32_t node, uint32_t ep, uint64_t first);
   void lane_out(cadrt_request_s *r, uint32_t node, uint64_t first);
