@@ -466,6 +466,8 @@ def blocks(runs, prefix):
             return p["collective"] in ("ibcast", "iallreduce", "ialltoall") or p["bytes"] in (8, 1 << 20, 0)
         if r["name"].startswith("overlap ") and p["of"] in ("cadrt", "cap"):
             return p["bytes"] >= 65536
+        if r["name"].startswith("beyond "):
+            return p["bytes"] >= 65536 and p["collective"] in ("ibcast", "iallreduce", "ialltoall")
         return False
 
     def persistent_keep(r):  # what a persistent request saves: small messages
@@ -547,9 +549,11 @@ def targets_table(runs, prefix):
             if "target" in r:
                 t = r["target"].replace("<=", "≤").replace(">=", "≥")
                 lines.append(f"| [{path.stem}]({prefix}{path.name}) | {r['name']} | {t} | {fmt(r)} | {met(r)} |")
-    def rt_keep(r):  # the targets, and the physical cap beside each overlap target
-        return "target" in r or (r["params"].get("of") == "cap" and r["params"]["bytes"] >= 65536 and
-                                 r["params"]["collective"] in ("ibcast", "iallreduce", "ialltoall"))
+    def rt_keep(r):  # the targets, and beside each overlap target its physical cap and the time beyond
+        p = r["params"]
+        beside = p.get("of") == "cap" or r["name"].startswith("beyond ")
+        return "target" in r or (beside and p["bytes"] >= 65536 and
+                                 p["collective"] in ("ibcast", "iallreduce", "ialltoall"))
     rt = pivot(runs, "rt", rt_keep, prefix, label=lambda n: n.replace(" cadrt", ""))
     return "\n".join(lines) + ("\n\nThe runtime against Open MPI (`rt_bench`), per engine (`thread-nopush`: `CADRT_PUSH=0`, "
                                      "every large message by the receiver's single copy or a grant; `thread-nosplit`: "

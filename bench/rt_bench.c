@@ -43,6 +43,12 @@
  *                                 100 steps, overshoots by about 0.3 us a
  *                                 piece: 3-8 points at 64 KiB, more with
  *                                 8 tests)
+ *   beyond <coll> <size> <of>     from 16 KiB: that run's overall -
+ *                                 compute, us, unclamped: the time the
+ *                                 caller loses to the collective beside
+ *                                 its computation, which the percentage
+ *                                 divides by a pure latency that differs
+ *                                 between implementations and settings
  *   overlap ... <of> 8 tests      the same with the computation cut in 8
  *                                 pieces and a test call after each (OSU's
  *                                 -t), which lets a progress-in-calls
@@ -552,7 +558,8 @@ int main(int argc, char **argv)
 	}
 
 	struct cell {
-		struct bench_fig *lat[NIMPL], *ratio, *ratio_blk, *ratio_pers, *ratio_start, *ov[2][2], *cap, *late[2][2];
+		struct bench_fig *lat[NIMPL], *ratio, *ratio_blk, *ratio_pers, *ratio_start, *ov[2][2], *cap, *late[2][2],
+			*beyond[2];
 		/* ov: [impl][tests?]; late: [impl][which of late_ns] */
 		int iters;
 		double floor;
@@ -589,6 +596,13 @@ int main(int argc, char **argv)
 							   "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, "
 							   "\"of\": \"cap\"",
 							   cname[c], b, g_size);
+				for (int im = 0; im < 2 && b >= 16384; im++) {
+					snprintf(name, sizeof name, "beyond %s %s %s", cname[c], sz, iname[im]);
+					e->beyond[im] = bench_add(name, "us", NULL,
+								  "\"collective\": \"%s\", \"bytes\": %zu, \"ranks\": %d, "
+								  "\"of\": \"%s\", \"tests\": 0",
+								  cname[c], b, g_size, iname[im]);
+				}
 				for (int im = 0; im < 2; im++)
 					for (int t = 0; t < 2; t++) {
 						snprintf(name, sizeof name, "overlap %s %s %s%s", cname[c], sz, iname[im],
@@ -648,6 +662,8 @@ int main(int argc, char **argv)
 							const double all = measure((enum coll)c, b, (enum impl)im, oi,
 										   pure[im], t ? 8 : 0, &comp);
 							bench_push(e->ov[im][t], overlap(all, comp, pure[im]));
+							if (!t && e->beyond[im])
+								bench_push(e->beyond[im], (all - comp) * 1e6);
 						}
 				for (int im = 0; im < 2; im++)
 					for (int k = 0; k < 2; k++)

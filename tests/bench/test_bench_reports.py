@@ -129,6 +129,9 @@ def test_rt_bench_report_follows_the_schema(build_dir, tmp_path):
         for of in ("cadrt", "openmpi"):
             assert by_name[f"overlap {coll} 64KiB {of} 8 tests"]["params"]["tests"] == 8
             assert by_name[f"overlap {coll} 64KiB {of}"]["params"]["tests"] == 0
+        for of in ("cadrt", "openmpi"):  # the time beyond the computation, in us, unclamped
+            beyond = by_name[f"beyond {coll} 64KiB {of}"]
+            assert beyond["unit"] == "us" and beyond["params"]["tests"] == 0, beyond
         cap = by_name[f"overlap cap {coll} 64KiB"]  # the physical cap beside it
         assert cap["unit"] == "%" and cap["params"]["of"] == "cap" and cap["median"] <= 100, cap
     for r in report["results"]:
