@@ -889,8 +889,7 @@ bool Runtime::push_with_cma(const cadrt_request_s *r, uint32_t node) const {
   const bool exchange = n.peer < from.size() && from[n.peer];
   if (computes && (exchange || n.len >= kComputingPushMax)) return false;
   if (exchange) return n.len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
-  const int c = push_class(n.len);
-  return push_mode != Push::AtOnce || c < 0 || (push_classes >> c & 1);
+  return class_pushed(n.len);
 }
 
 // A receive whose sender pushes it whatever its caller does, as far as
@@ -903,8 +902,7 @@ bool Runtime::comes_pushed(const cadrt_request_s *r, uint32_t node, uint32_t ep)
   if (!cma || !push_lanes || push_mode == Push::Never || n.len < bulk_min || n.len >= push_max ||
       n.len >= kComputingPushMax || (n.peer < to.size() && to[n.peer]) || lane_in_[ep] != kLaneFree)
     return false;
-  const int c = push_class(n.len);
-  return push_mode != Push::AtOnce || c < 0 || (push_classes >> c & 1);
+  return class_pushed(n.len);
 }
 
 // The receiver's side of a PUSH: the lane must be empty, its data

@@ -377,6 +377,12 @@ class Runtime {
     while (c + 1 < kPushClasses && len >= kPushProbe[c + 1]) c++;
     return c;
   }
+  // A one-way message of len bytes is in a size class the node pushes
+  // (all under CADRT_PUSH=1; under auto the classes measured faster).
+  bool class_pushed(uint64_t len) const {
+    const int c = push_class(len);
+    return push_mode != Push::AtOnce || c < 0 || (push_classes >> c & 1);
+  }
   // A large one-way receive read by a single copy is split with its
   // sender when the sender waits (progress.cpp, split_in): the segment
   // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is
