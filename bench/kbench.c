@@ -36,7 +36,10 @@
  *   ioctl                    seconds of that bare ioctl (CAD_IOC_VERSION:
  *                            a copy in and a copy out), both ranks at once
  * Iterations start after an untimed barrier.  BENCH_QUICK=1: fewer
- * iterations.  KBENCH_LABEL names the run in place of CADRT_ENGINE (the
+ * iterations.  For studies of one figure: KBENCH_ONLY=cpuloss runs only
+ * the codelet (KBENCH_ONLY="cpuloss 12500 4" one size and product), and
+ * KBENCH_ITERS=N gives it N iterations in place of 10 (the share of
+ * the noise under emulation falls as iterations grow).  KBENCH_LABEL names the run in place of CADRT_ENGINE (the
  * kernel engine under each setting of cad.ko's defer parameter).
  */
 #define _GNU_SOURCE
@@ -195,12 +198,18 @@ static double g_a[40 * 40], g_b[40 * 40], g_c[40 * 40];
  * products without communication (reading the clock only every
  * bench_ref_stride products) for the same elapsed time, and the
  * products possible are counted at that loop's rate (as in rt_codelets.c:
- * a rate timed once beforehand does not see the same machine). */
+ * a rate timed once beforehand does not see the same machine).  Both
+ * loops are timed in ticks (bench_ticks), not with bench_now: under
+ * emulation its 1.3-2 us a read, three per iteration around the start
+ * and the loop, were 5-15 points of the loss with 4x4 products at
+ * 12.5 kB (an iteration there takes 15-60 us), loss the KACC codelet,
+ * which reads no clock while it computes, does not have. */
 static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor, double *in_start,
 		     double *in_sys)
 {
 	double e_sum = 0, done_sum = 0, reference = 0, start_sum = 0;
-	const int stride = bench_ref_stride(m, g_a, g_b, g_c);
+	const int stride = bench_ref_stride_of(bench_ticks, m, g_a, g_b, g_c);
+	const double rate = bench_tick_rate();
 	cadrt_request r;
 
 	start(IBCAST, bytes, &r);
@@ -211,19 +220,19 @@ static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor
 		long done = 0, ref = 0;
 
 		barrier();
-		double t0 = bench_now();
+		double t0 = bench_ticks();
 		start(IBCAST, bytes, &r);
-		const double started = bench_now() - t0;
+		const double started = bench_ticks() - t0;
 		while (!flag) {
 			bench_matmul(m, g_a, g_b, g_c);
 			done++;
 			if (cadrt_test(&r, &flag))
 				die("test");
 		}
-		const double elapsed = bench_now() - t0;
+		const double elapsed = bench_ticks() - t0;
 
 		barrier();
-		t0 = bench_now();
+		t0 = bench_ticks();
 		/* Written out here, not in a helper: the reference must compile
 		 * to the same products as the loop above (through a helper
 		 * taking pointers, which may alias, it ran 1.7x slower). */
@@ -231,18 +240,18 @@ static void cpu_loss(size_t bytes, int m, int iters, double *loss, double *floor
 			for (int j = 0; j < stride; j++)
 				bench_matmul(m, g_a, g_b, g_c);
 			ref += stride;
-		} while (bench_now() - t0 < elapsed);
+		} while (bench_ticks() - t0 < elapsed);
 		if (i < 0)
 			continue; /* a warm-up: both loops run once before they count */
-		reference += (double)ref * elapsed / (bench_now() - t0);
+		reference += (double)ref * elapsed / (bench_ticks() - t0);
 		e_sum += elapsed;
 		start_sum += started;
 		done_sum += (double)done;
 	}
 	*loss = mean(100.0 * (1.0 - done_sum / reference));
-	*floor = mean(100.0 * copy_time(bytes * (size_t)(g_size - 1) / (size_t)g_size) / (e_sum / iters));
+	*floor = mean(100.0 * copy_time(bytes * (size_t)(g_size - 1) / (size_t)g_size) / (e_sum / rate / iters));
 	*in_start = mean(100.0 * start_sum / e_sum);
-	*in_sys = mean(100.0 * g_ioctl * iters / e_sum);
+	*in_sys = mean(100.0 * g_ioctl * iters / (e_sum / rate));
 }
 
 static char g_json[16384];
@@ -275,7 +284,10 @@ int main(void)
 		g_a[i] = 1.0 + i % 7, g_b[i] = 2.0 - i % 5;
 	g_len = (size_t)snprintf(g_json, sizeof g_json, "{");
 
-	for (int c = IBCAST; c <= IALLTOALL; c++) {
+	const char *only = getenv("KBENCH_ONLY");
+	const int loss_iters = getenv("KBENCH_ITERS") ? atoi(getenv("KBENCH_ITERS")) : g_quick ? 3 : 10;
+
+	for (int c = IBCAST; c <= IALLTOALL && !only; c++) {
 		for (size_t i = 0; i < sizeof lat_sizes / sizeof lat_sizes[0]; i++) {
 			const size_t b = lat_sizes[i];
 			int iters = b <= 8 ? 200 : b <= 65536 ? 40 : 10;
@@ -300,6 +312,10 @@ int main(void)
 			}
 		}
 	}
+	if (loss_iters < 1) {
+		fprintf(stderr, "kbench: KBENCH_ITERS must be at least 1\n");
+		return 2;
+	}
 	g_ioctl = ioctl_time();
 	fig("ioctl", g_ioctl);
 	for (size_t i = 0; i < sizeof loss_sizes / sizeof loss_sizes[0]; i++) {
@@ -308,8 +324,10 @@ int main(void)
 		for (int k = 0; k < 2; k++) {
 			double loss, floor, in_start, in_sys;
 
-			cpu_loss(loss_sizes[i], ms[k], g_quick ? 3 : 10, &loss, &floor, &in_start, &in_sys);
 			snprintf(name, sizeof name, "cpuloss %zu %d", loss_sizes[i], ms[k]);
+			if (only && strncmp(name, only, strlen(only)))
+				continue;
+			cpu_loss(loss_sizes[i], ms[k], loss_iters, &loss, &floor, &in_start, &in_sys);
 			fig(name, loss);
 			snprintf(name, sizeof name, "cpufloor %zu %d", loss_sizes[i], ms[k]);
 			fig(name, floor);
