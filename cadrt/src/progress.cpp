@@ -881,28 +881,35 @@ bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 // their classes made iallreduce of 256 KiB and 1 MiB and ialltoall of
 // 1 MiB 5-30 % slower (interleaved rt_bench runs, 2026-12-03), while an
 // ibcast of 256 KiB gained 5-8 %.
+bool Runtime::pushes(uint64_t len, bool exchange, bool computes) const {
+  if (len >= push_max) return false;
+  if (computes && (exchange || len >= kComputingPushMax)) return false;
+  if (exchange) return len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
+  return class_pushed(len);
+}
+
 bool Runtime::push_with_cma(const cadrt_request_s *r, uint32_t node) const {
   const cad_node &n = r->inst->prog.nodes[node];
-  if ((n.flags & CAD_XFER_SENDER_WRITES) || n.len >= push_max) return false;
+  if (n.flags & CAD_XFER_SENDER_WRITES) return false;
   const bool computes = push_mode == Push::AtOnce && !r->inst->waits_at_once.load(std::memory_order_relaxed);
   const std::vector<uint8_t> &from = r->inst->recvs_from;
-  const bool exchange = n.peer < from.size() && from[n.peer];
-  if (computes && (exchange || n.len >= kComputingPushMax)) return false;
-  if (exchange) return n.len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
-  return class_pushed(n.len);
+  return pushes(n.len, n.peer < from.size() && from[n.peer], computes);
 }
 
 // A receive whose sender pushes it whatever its caller does, as far as
-// the receiver can tell (push_with_cma's rule seen from this side: with
-// CMA, one-way, below kComputingPushMax, in a class the node pushes, the
-// lane from that rank empty).
+// the receiver can tell: with CMA, one-way (this rank sends that one
+// nothing), not hinted for the sender to write, the lane from that rank
+// empty, and a size the sender pushes even when its caller computes (the
+// stricter case of pushes()).  The sender's bulk_min and push_max are its
+// own settings: a receiver whose environment differs mispredicts, which
+// only keeps or skips a rendezvous wait in its start.
 bool Runtime::comes_pushed(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
   const cad_node &n = r->inst->prog.nodes[node];
   const std::vector<uint8_t> &to = r->inst->sends_to;
-  if (!cma || !push_lanes || push_mode == Push::Never || n.len < bulk_min || n.len >= push_max ||
-      n.len >= kComputingPushMax || (n.peer < to.size() && to[n.peer]) || lane_in_[ep] != kLaneFree)
+  if (!cma || !push_lanes || push_mode == Push::Never || n.len < bulk_min || (n.flags & CAD_XFER_SENDER_WRITES) ||
+      (n.peer < to.size() && to[n.peer]) || lane_in_[ep] != kLaneFree)
     return false;
-  return class_pushed(n.len);
+  return pushes(n.len, false, true);
 }
 
 // The receiver's side of a PUSH: the lane must be empty, its data

@@ -383,6 +383,11 @@ class Runtime {
     const int c = push_class(len);
     return push_mode != Push::AtOnce || c < 0 || (push_classes >> c & 1);
   }
+  // push_with_cma's rule of sizes, which comes_pushed applies from the
+  // receiving side: whether a sender with CMA pushes len bytes, given that
+  // the message is part of an exchange (the two ranks send each other) and
+  // that its caller computes between its start and its wait.
+  bool pushes(uint64_t len, bool exchange, bool computes) const;
   // A large one-way receive read by a single copy is split with its
   // sender when the sender waits (progress.cpp, split_in): the segment
   // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is
