@@ -36,10 +36,11 @@
  *   ioctl                    seconds of that bare ioctl (CAD_IOC_VERSION:
  *                            a copy in and a copy out), both ranks at once
  * Iterations start after an untimed barrier.  BENCH_QUICK=1: fewer
- * iterations.  For studies of one figure: KBENCH_ONLY=cpuloss runs only
- * the codelet (KBENCH_ONLY="cpuloss 12500 4" one size and product), and
- * KBENCH_ITERS=N gives it N iterations in place of 10 (the share of
- * the noise under emulation falls as iterations grow).  KBENCH_LABEL names the run in place of CADRT_ENGINE (the
+ * iterations.  For studies of one figure: KBENCH_ONLY=<prefix> runs only
+ * the figures whose names start with it ("cpuloss 12500 4": one size and
+ * product of the codelet; "overlap ibcast 65536": that overlap, with the
+ * latency it needs), and KBENCH_ITERS=N gives each N iterations (the
+ * share of the noise under emulation falls as iterations grow).  KBENCH_LABEL names the run in place of CADRT_ENGINE (the
  * kernel engine under each setting of cad.ko's defer parameter).
  */
 #define _GNU_SOURCE
@@ -285,15 +286,30 @@ int main(void)
 	g_len = (size_t)snprintf(g_json, sizeof g_json, "{");
 
 	const char *only = getenv("KBENCH_ONLY");
-	const int loss_iters = getenv("KBENCH_ITERS") ? atoi(getenv("KBENCH_ITERS")) : g_quick ? 3 : 10;
+	const int n_iters = getenv("KBENCH_ITERS") ? atoi(getenv("KBENCH_ITERS")) : 0;
+	const int loss_iters = n_iters ? n_iters : g_quick ? 3 : 10;
 
-	for (int c = IBCAST; c <= IALLTOALL && !only; c++) {
+	if (getenv("KBENCH_ITERS") && n_iters < 1) {
+		fprintf(stderr, "kbench: KBENCH_ITERS must be at least 1\n");
+		return 2;
+	}
+	for (int c = IBCAST; c <= IALLTOALL; c++) {
 		for (size_t i = 0; i < sizeof lat_sizes / sizeof lat_sizes[0]; i++) {
 			const size_t b = lat_sizes[i];
 			int iters = b <= 8 ? 200 : b <= 65536 ? 40 : 10;
 
+			if (only) {
+				char lat[64], ov[64];
+
+				snprintf(lat, sizeof lat, "lat %s %zu", cname[c], b);
+				snprintf(ov, sizeof ov, "overlap %s %zu", cname[c], b);
+				if (strncmp(lat, only, strlen(only)) && strncmp(ov, only, strlen(only)))
+					continue;
+			}
 			if (g_quick)
 				iters = iters / 4 > 3 ? iters / 4 : 3;
+			if (n_iters)
+				iters = n_iters;
 			const double pure = measure(c, b, iters, 0, NULL);
 
 			snprintf(name, sizeof name, "lat %s %zu", cname[c], b);
@@ -311,10 +327,6 @@ int main(void)
 				fig(name, mean(100.0 - 100.0 * copy / pure));
 			}
 		}
-	}
-	if (loss_iters < 1) {
-		fprintf(stderr, "kbench: KBENCH_ITERS must be at least 1\n");
-		return 2;
 	}
 	g_ioctl = ioctl_time();
 	fig("ioctl", g_ioctl);
