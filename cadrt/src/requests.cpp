@@ -396,6 +396,9 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   if (s_len && r_len && s_lo < r_lo + r_len && r_lo < s_lo + s_len)
     return set_error(-EINVAL, "the send and receive buffers overlap: use CADRT_IN_PLACE");
   n_binds++;
+  // The kernel engine runs the program in the module: no executor, no
+  // transfer states or queues here (the job is on one node).
+  if (engine == Engine::Kernel) return 0;
   if (!r->exec_ready) {
     n_fresh_binds++;
     r->exec_mem.assign((cad_exec_mem_size(&p) + 3) / 4, 0);
@@ -416,16 +419,18 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
 
 int Runtime::start(cadrt_request_s *r) {
   if (r->active) return set_error(-EBUSY, "the request is already active");
-  for (Xfer &x : r->xfer) x = Xfer();
-  r->outgoing.clear();
-  r->netwait.clear();
-  r->redrain = false;
-  r->draining = false;
-  r->tell_next = INT32_MAX;
-  r->unsent = 0;
-  r->rdv_node = -1;
   r->seq = r->comm->next_seq++;
-  cad_exec_start(&r->ex);
+  if (engine != Engine::Kernel) {  // (the module keeps the kernel engine's state)
+    for (Xfer &x : r->xfer) x = Xfer();
+    r->outgoing.clear();
+    r->netwait.clear();
+    r->redrain = false;
+    r->draining = false;
+    r->tell_next = INT32_MAX;
+    r->unsent = 0;
+    r->rdv_node = -1;
+    cad_exec_start(&r->ex);
+  }
   starting_ = r;
   struct Started {
     Runtime *rt;
