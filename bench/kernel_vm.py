@@ -150,17 +150,19 @@ TRACE = "/sys/kernel/tracing"
 def wakeup_script():
     """The VM's lines that trace cad.ko's work items through one quick
     kbench run of the kernel engine (defer=2): the workqueue tracepoints
-    on, then the trace's lines of cad's work item printed.  cad.ko is
-    loaded."""
+    on, and the reschedule interrupt's and the scheduler's switches, then
+    the trace's lines of cad's work item, of those interrupts and of the
+    switches to a worker printed.  cad.ko is loaded."""
     t = TRACE
+    events = ["workqueue/workqueue_queue_work", "workqueue/workqueue_execute_start", "workqueue/workqueue_execute_end",
+              "irq_vectors/reschedule_entry", "sched/sched_switch"]
     return [
         f"mount -t tracefs nodev {t}",
         f"echo 20000 > {t}/buffer_size_kb",
-        *(f"echo 1 > {t}/events/workqueue/{e}/enable"
-          for e in ("workqueue_queue_work", "workqueue_execute_start", "workqueue_execute_end")),
+        *(f"echo 1 > {t}/events/{e}/enable" for e in events),
         "BENCH_QUICK=1 CADRT_ENGINE=kernel cadrun -n 2 --bind core --timeout 600 kbench > /dev/null",
         f"echo 0 > {t}/tracing_on",
-        f"grep defer_worker {t}/trace",
+        f"grep -E 'defer_worker|reschedule_entry|sched_switch:.*next_comm=kworker' {t}/trace",
     ]
 
 
@@ -170,15 +172,29 @@ def print_wakeup(output: str):
     work item paired with the next start on that CPU.  Under TCG this wait
     is the IPI that makes the other vCPU leave the code it runs, and it is
     what every deferred copy pays before it begins."""
-    queued, started, waits, runs = {}, {}, [], []
+    queued, started, waits, runs, ipis, switches = {}, {}, [], [], [], []
+    seen = {}  # per CPU with a queued item: (interrupt seen, switch seen)
     for line in output.splitlines():
         m = re.search(r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): "
-                      r"workqueue_(queue_work|execute_start|execute_end):.*?(?:cpu=(\d+))?$", line)
+                      r"(?:workqueue_(queue_work|execute_start|execute_end)|(reschedule_entry)|(sched_switch)):"
+                      r".*?(?:cpu=(\d+))?$", line)
         if not m:
             continue
-        cpu, ts, ev = int(m.group(1)), float(m.group(2)) * 1e6, m.group(3)
+        cpu, ts = int(m.group(1)), float(m.group(2)) * 1e6
+        ev = m.group(3) or m.group(4) or m.group(5)
         if ev == "queue_work":  # the CPU it was queued on, not the one that queued it
-            queued.setdefault(int(m.group(4)), ts)
+            target = int(m.group(6))
+            if target not in queued:
+                queued[target] = ts
+                seen[target] = [False, False]
+        elif ev == "reschedule_entry":
+            if cpu in queued and not seen[cpu][0]:
+                seen[cpu][0] = True
+                ipis.append(ts - queued[cpu])
+        elif ev == "sched_switch":  # (only switches to a worker are printed)
+            if cpu in queued and not seen[cpu][1]:
+                seen[cpu][1] = True
+                switches.append(ts - queued[cpu])
         elif ev == "execute_start":
             started[cpu] = ts
             if cpu in queued:
@@ -193,6 +209,13 @@ def print_wakeup(output: str):
         print(f"{what}: {len(v)}, median {statistics.median(v):.0f} us, "
               f"10th-90th percentile {v[len(v) // 10]:.0f}-{v[len(v) * 9 // 10]:.0f} us, max {v[-1]:.0f} us")
     line("work item queued -> started on the other vCPU", waits)
+    # Where that wait goes: the reschedule interrupt reaching the other
+    # vCPU, then the scheduler switching to the worker (an idle vCPU that
+    # polls for work needs no interrupt, so there may be fewer of these).
+    if ipis:
+        line("  of it, queued -> reschedule interrupt on that vCPU", ipis)
+    if switches:
+        line("  of it, queued -> switched to a worker on that vCPU", switches)
     line("work item running (copies included)", runs)
 
 
