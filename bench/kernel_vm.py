@@ -172,8 +172,8 @@ def print_wakeup(output: str):
     work item paired with the next start on that CPU.  Under TCG this wait
     is the IPI that makes the other vCPU leave the code it runs, and it is
     what every deferred copy pays before it begins."""
+    # queued: per CPU with an item queued on it, [when, interrupt seen, switch seen]
     queued, started, waits, runs, ipis, switches = {}, {}, [], [], [], []
-    seen = {}  # per CPU with a queued item: (interrupt seen, switch seen)
     for line in output.splitlines():
         m = re.search(r"\[(\d+)\]\s+\S+\s+(\d+\.\d+): "
                       r"(?:workqueue_(queue_work|execute_start|execute_end)|(reschedule_entry)|(sched_switch)):"
@@ -183,22 +183,16 @@ def print_wakeup(output: str):
         cpu, ts = int(m.group(1)), float(m.group(2)) * 1e6
         ev = m.group(3) or m.group(4) or m.group(5)
         if ev == "queue_work":  # the CPU it was queued on, not the one that queued it
-            target = int(m.group(6))
-            if target not in queued:
-                queued[target] = ts
-                seen[target] = [False, False]
-        elif ev == "reschedule_entry":
-            if cpu in queued and not seen[cpu][0]:
-                seen[cpu][0] = True
-                ipis.append(ts - queued[cpu])
-        elif ev == "sched_switch":  # (only switches to a worker are printed)
-            if cpu in queued and not seen[cpu][1]:
-                seen[cpu][1] = True
-                switches.append(ts - queued[cpu])
+            queued.setdefault(int(m.group(6)), [ts, False, False])
+        elif ev in ("reschedule_entry", "sched_switch"):  # (only switches to a worker are printed)
+            k, into = (1, ipis) if ev == "reschedule_entry" else (2, switches)
+            if cpu in queued and not queued[cpu][k]:
+                queued[cpu][k] = True
+                into.append(ts - queued[cpu][0])
         elif ev == "execute_start":
             started[cpu] = ts
             if cpu in queued:
-                waits.append(ts - queued.pop(cpu))
+                waits.append(ts - queued.pop(cpu)[0])
         elif cpu in started:
             runs.append(ts - started.pop(cpu))
     if not waits:
