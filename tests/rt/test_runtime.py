@@ -872,9 +872,10 @@ PUSHES_MEASURED = (r"rank (\d+): pushes from rank (\d+) measured: 64 KiB, 256 Ki
 
 
 def pushes_said(p, stderr):
-    """The size classes each pair measured pushes faster in (a set per
-    pair), and what every rank said it pushes; checks the node took the
-    classes all pairs won, and each rank said so."""
+    """The size classes the node pushes in: those every pair measured
+    pushes faster in, none where the lanes measured slower at 16 KiB (bulk
+    lanes off; this sandbox, 2026-12-04, in most runs).  Checks the node
+    took them and each rank said so."""
     measured = re.findall(PUSHES_MEASURED, stderr)
     assert len(measured) == p // 2, stderr
     won = []
@@ -893,7 +894,7 @@ def pushes_said(p, stderr):
     lanes = re.findall(r"rank \d+: bulk lanes (on|off)", stderr)
     assert len(lanes) == p and len(set(lanes)) == 1, stderr
     assert said == ([text] * p if lanes[0] == "on" else []), (said, text, stderr)
-    return node
+    return node if lanes[0] == "on" else set()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
