@@ -930,7 +930,6 @@ def test_with_cma_pushes_go_where_they_measured_faster(build_dir, engine, verdic
     assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
     won = pushes_said(2, r.stderr, verdict)
-    assert verdict != "slower" or won == set()
     found = re.findall(r"rank (\d+): large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
     assert len(found) == 2, r.stderr
     for rank, lanes, single in found:  # each rank the receiver of iters broadcasts of each size
