@@ -28,6 +28,7 @@
 namespace cadrt {
 
 thread_local bool t_in_handler = false;
+thread_local bool t_progress_thread = false;
 
 #ifdef CADRT_FAULT_INJECTION
 int g_fault_tell = 0;
@@ -1443,11 +1444,15 @@ void Runtime::finish(cadrt_request_s *r) {
   }
   if (output) waiting_output.fetch_sub(output, std::memory_order_relaxed);
   r->outgoing.clear();
-  if (engine == Engine::Thread) {
+  if (engine == Engine::Thread && t_progress_thread) {
     // The main thread may sleep in wait() for it while the progress thread
     // worked (sleep_until_message looks at done after reading the bell).
     // Only then a system call: the progress thread also waits on the bell
     // while the main thread polls, and waking it would only take the CPU.
+    // (Not when the main thread finishes it: it does not sleep then, and
+    // the fence would wait for the stores of its pass -- a message just
+    // written into a peer's ring -- to reach the other CPU, 100-250 ticks
+    // of a 1-byte ibcast's root on the 2-core VM.)
     RankInfo &mine = seg.rank(me);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (mine.asleep.load(std::memory_order_relaxed)) {
@@ -1455,6 +1460,7 @@ void Runtime::finish(cadrt_request_s *r) {
       futex_wake(&mine.bell);
     }
   }
+  __atomic_store_n(&r->finished, true, __ATOMIC_RELEASE);
 }
 
 bool Runtime::complete_now(const cadrt_request_s *r) const {
@@ -1465,6 +1471,7 @@ bool Runtime::complete_now(const cadrt_request_s *r) const {
 void Runtime::activate(cadrt_request_s *r) {
   r->active = true;
   r->done = false;
+  r->finished = false;
   r->result = 0;
   r->error.clear();
   r->aborted.clear();

@@ -962,6 +962,7 @@ uint64_t Runtime::push_upto(uint32_t partner) {
 // ---------------------------------------------------------------- engines
 
 void Runtime::thread_main() {
+  t_progress_thread = true;
   long cpu;
   if (env_long("CADRT_THREAD_CPU", &cpu) && cpu >= 0 && cpu < CPU_SETSIZE) {
     cpu_set_t set;

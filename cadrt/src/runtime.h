@@ -167,6 +167,10 @@ struct cadrt_request_s {
   bool persistent = false;
   bool active = false;
   bool done = false;
+  // Set (release) as the last write of Runtime::finish(): from then on no
+  // pass touches the request, so cadrt_test concludes it without entering
+  // the library.  (done is set first, before the rest of finish's work.)
+  bool finished = false;
   int result = 0;
   std::string error;
   uint64_t seq = 0;
@@ -719,6 +723,8 @@ inline Runtime &rt() {
 }
 // The signal engine's handler is running progress() on this thread.
 extern thread_local bool t_in_handler;
+// This thread is the thread engine's progress thread.
+extern thread_local bool t_progress_thread;
 #ifdef CADRT_FAULT_INJECTION
 extern int g_fault_tell;        // progress.cpp, fault_no_room()
 extern long g_fault_split_us, g_fault_split_in_us;  // progress.cpp, fault_split_pause()
