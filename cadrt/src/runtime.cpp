@@ -1379,6 +1379,13 @@ int Runtime::agree_engine(int err, bool asked) {
   return 0;
 }
 
+// A lane's receiver throws away what it holds (init_joined: nobody
+// writes it then).
+static void empty_lane(Lane &l) {
+  const uint64_t tail = l.tail.load(std::memory_order_acquire);
+  if (tail != l.head.load(std::memory_order_relaxed)) l.head.store(tail, std::memory_order_release);
+}
+
 int Runtime::init_joined() {
   if (verbose) {
     const int32_t *p = seg.rank(me).place;
@@ -1531,22 +1538,30 @@ int Runtime::init_joined() {
     } else {
       push_mode = Push::Never;
     }
+    // A lane to this rank left half-full -- by a measurement above that
+    // gave up (a partner descheduled for 50 ms: the sender had written
+    // chunks the receiver no longer took), or by an earlier cadrt_init
+    // of this job -- is emptied here, by its receiver, which owns its
+    // head: every local rank is past its measurements (the meet above)
+    // and none pushes for an earlier init any more, so nobody writes it;
+    // and no rank pushes before agree_engine()'s barrier, which every
+    // local rank meets after this.  (Until 2026-12-05 such a lane was retired: under
+    // load one direction of a pair then never pushed, 0 of 10 one-way
+    // sends of a class the node pushes, while the other pushed 10.)
     for (uint32_t ep = 0; ep < nep; ep++)
-      if (ep != me && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
-                          seg.lane(ep, me).head.load(std::memory_order_relaxed))
-        lane_in_[ep] = kLaneRetired;
+      if (ep != me && !remote(ep)) empty_lane(seg.lane(ep, me));
   }
   if (!cma && seg.has_lanes() && nlocal > 1) {
     // Without CMA: a lane left half-full by an earlier cadrt_init of this
-    // job is not used (probe_cma's last barrier is behind us: every rank
-    // is in this init, and none pushes for an earlier one any more).  The
-    // barrier after the look keeps a peer from pushing before it, which
-    // would look like a lane left half-full.  (Every local rank meets
-    // there: CADRT_BULK may differ between ranks.)
+    // job is emptied by its receiver (probe_cma's last barrier is behind
+    // us: every rank is in this init, and none pushes for an earlier one
+    // any more; until 2026-12-05 it was retired, and that pair's large
+    // messages went in fragments through the ring for the whole init).
+    // The barrier after the look keeps a peer from pushing before it,
+    // whose chunks it would throw away.  (Every local rank meets there:
+    // CADRT_BULK may differ between ranks.)
     for (uint32_t ep = 0; ep < nep; ep++)
-      if (ep != me && !remote(ep) && seg.lane(ep, me).tail.load(std::memory_order_acquire) !=
-                                         seg.lane(ep, me).head.load(std::memory_order_relaxed))
-        lane_in_[ep] = kLaneRetired;
+      if (ep != me && !remote(ep)) empty_lane(seg.lane(ep, me));
     if (int err = meet()) return err;
   }
   int err = bad.empty() ? 0 : set_error(-EINVAL, bad);

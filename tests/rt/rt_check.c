@@ -1202,6 +1202,30 @@ static int body(int argc, char **argv)
 			fprintf(stderr, "rt_check: cadrt_comm_split: %s\n", cadrt_error_message());
 			return 1;
 		}
+		/* Rank R leaves only when the others' split has ended: a split
+		 * (an allgather) that ended on R may still wait for R's part on a
+		 * peer, and fails there when R leaves (CI, 2026-12-05).  Each of
+		 * the others makes a file when its split has returned; R waits
+		 * for them all (30 s at most) and removes them. */
+		if (leave) {
+			char split_done[80];
+
+			for (int q = 0; q < g_size; q++) {
+				if (q == die || (g_rank != die && q != g_rank))
+					continue;
+				snprintf(split_done, sizeof split_done, "/tmp/rt_check.split.%d.%d", (int)getppid(), q);
+				if (g_rank != die) {
+					FILE *f = fopen(split_done, "w");
+
+					if (f)
+						fclose(f);
+					continue;
+				}
+				for (int i = 0; access(split_done, F_OK) && i < 30000; i++)
+					usleep(1000);
+				unlink(split_done);
+			}
+		}
 		/* The shell waits for a file rank 0 makes when the others are done. */
 		snprintf(leave_done, sizeof leave_done, "/tmp/rt_check.leave.%d", (int)getppid());
 		if (g_rank == die && leave == 3) {

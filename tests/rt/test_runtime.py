@@ -531,7 +531,8 @@ def test_rank_that_exits_without_finalize_fails_its_peers(build_dir, engine, how
     with -EPIPE (naming why, or the read from its process that failed, or
     the peer that gave up first) unless it got all it needed from rank 2
     before it left; then their allreduce on a communicator without rank 2
-    (split off before) completes, right, and the job ends with 0 (the
+    (split off before; rank 2 leaves when the others' split has returned, as a
+    split that ended on rank 2 may still need its part elsewhere) completes, right, and the job ends with 0 (the
     program rank 2 runs waits until then).  (Before 2026-11-27 cadrun took
     the exit for a rank that was done, and the peers could wait for ever;
     and any rank's death failed every collective of its peers, on any
@@ -936,7 +937,16 @@ def test_with_cma_pushes_go_where_they_measured_faster(build_dir, engine, verdic
         lanes, single = int(lanes), int(single)
         assert lanes + single == iters * len(sizes), (rank, lanes, single)
         assert single >= iters * (len(sizes) - len(won)), (rank, lanes, single, won)
-        assert lanes >= iters * len(won) // 2, (rank, lanes, single, won)
+        # Below 256 KiB the sender pushes whatever its caller does: all but
+        # when the lane is still full.  From 256 KiB only for a caller that
+        # waited at once the last time, which a rank descheduled on a loaded
+        # machine often did not (CI, 2026-12-05, the signal engine: 3 of 10
+        # at 3.2 MB), so no bound there.  (Until 2026-12-05 a push
+        # measurement that gave up left its lane half-full, and that lane
+        # was never pushed into: under load one rank of the pair received
+        # 0 of 10 at 80 KB while the other received 10.)
+        always = [c for c in won if PUSH_CLASSES[c][1] and PUSH_CLASSES[c][1] <= 256 << 10]
+        assert lanes >= iters * len(always) // 2, (rank, lanes, single, won)
 
 
 @pytest.mark.parametrize("p", [3, 4, 8])
