@@ -1538,31 +1538,24 @@ int Runtime::init_joined() {
     } else {
       push_mode = Push::Never;
     }
-    // A lane to this rank left half-full -- by a measurement above that
-    // gave up (a partner descheduled for 50 ms: the sender had written
-    // chunks the receiver no longer took), or by an earlier cadrt_init
-    // of this job -- is emptied here, by its receiver, which owns its
-    // head: every local rank is past its measurements (the meet above)
-    // and none pushes for an earlier init any more, so nobody writes it;
-    // and no rank pushes before agree_engine()'s barrier, which every
-    // local rank meets after this.  (Until 2026-12-05 such a lane was retired: under
-    // load one direction of a pair then never pushed, 0 of 10 one-way
-    // sends of a class the node pushes, while the other pushed 10.)
-    for (uint32_t ep = 0; ep < nep; ep++)
-      if (ep != me && !remote(ep)) empty_lane(seg.lane(ep, me));
   }
-  if (!cma && seg.has_lanes() && nlocal > 1) {
-    // Without CMA: a lane left half-full by an earlier cadrt_init of this
-    // job is emptied by its receiver (probe_cma's last barrier is behind
-    // us: every rank is in this init, and none pushes for an earlier one
-    // any more; until 2026-12-05 it was retired, and that pair's large
-    // messages went in fragments through the ring for the whole init).
-    // The barrier after the look keeps a peer from pushing before it,
-    // whose chunks it would throw away.  (Every local rank meets there:
-    // CADRT_BULK may differ between ranks.)
+  if (seg.has_lanes() && nlocal > 1) {
+    // A lane to this rank left half-full -- by a push measurement above
+    // that gave up (a partner descheduled for 50 ms: the sender had
+    // written chunks the receiver no longer took), or by an earlier
+    // cadrt_init of this job -- is emptied here by its receiver, which
+    // owns its head.  Nobody writes it now: every local rank is past the
+    // measurements (the meet after them, with CMA) and, past probe_cma's
+    // last barrier, in this init, so none pushes for an earlier one; and
+    // none pushes for this one before agree_engine()'s barrier, which
+    // every local rank meets after this (until 2026-12-05 the no-CMA path
+    // met once more here for that).  Until 2026-12-05 such a lane was retired instead:
+    // under load one direction of a pair then never pushed (0 of 10
+    // one-way sends of a class the node pushes, the other direction 10),
+    // and without CMA that pair's large messages went in fragments through
+    // the ring.
     for (uint32_t ep = 0; ep < nep; ep++)
       if (ep != me && !remote(ep)) empty_lane(seg.lane(ep, me));
-    if (int err = meet()) return err;
   }
   int err = bad.empty() ? 0 : set_error(-EINVAL, bad);
   const std::string want_split = env("CADRT_SPLIT") ? env("CADRT_SPLIT") : "1";

@@ -1212,18 +1212,18 @@ static int body(int argc, char **argv)
 
 			for (int q = 0; q < g_size; q++) {
 				if (q == die || (g_rank != die && q != g_rank))
-					continue;
+					continue;  /* (R: every other rank; the others: their own) */
 				snprintf(split_done, sizeof split_done, "/tmp/rt_check.split.%d.%d", (int)getppid(), q);
-				if (g_rank != die) {
+				if (g_rank == die) {
+					for (int i = 0; access(split_done, F_OK) && i < 30000; i++)
+						usleep(1000);
+					unlink(split_done);
+				} else {
 					FILE *f = fopen(split_done, "w");
 
 					if (f)
 						fclose(f);
-					continue;
 				}
-				for (int i = 0; access(split_done, F_OK) && i < 30000; i++)
-					usleep(1000);
-				unlink(split_done);
 			}
 		}
 		/* The shell waits for a file rank 0 makes when the others are done. */

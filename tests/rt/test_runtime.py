@@ -531,9 +531,10 @@ def test_rank_that_exits_without_finalize_fails_its_peers(build_dir, engine, how
     with -EPIPE (naming why, or the read from its process that failed, or
     the peer that gave up first) unless it got all it needed from rank 2
     before it left; then their allreduce on a communicator without rank 2
-    (split off before; rank 2 leaves when the others' split has returned, as a
-    split that ended on rank 2 may still need its part elsewhere) completes, right, and the job ends with 0 (the
-    program rank 2 runs waits until then).  (Before 2026-11-27 cadrun took
+    (split off before; rank 2 leaves when the others' split has returned,
+    as a split that ended on rank 2 may still need its part elsewhere)
+    completes, right, and the job ends with 0 (the program rank 2 runs
+    waits until then).  (Before 2026-11-27 cadrun took
     the exit for a rank that was done, and the peers could wait for ever;
     and any rank's death failed every collective of its peers, on any
     communicator.  Until later that day the peers of a rank that ran another
