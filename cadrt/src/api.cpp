@@ -31,7 +31,7 @@ struct Call {
 };
 
 // Checks a collective call, builds its request; runs it unless persistent.
-int collective(const Call &c, cadrt_request *req) {
+CADRT_HOT int collective(const Call &c, cadrt_request *req) {
   Entered entered;
   cadrt::clear_error();
   const char *const fn = c.fn;  // (a std::string only for a message)
@@ -242,7 +242,7 @@ int cadrt_finalize(void) {
 
 const char *cadrt_engine(void) { return rt().engine_name(); }
 
-cadrt_comm cadrt_comm_world(void) { return rt().initialised() ? rt().world.get() : nullptr; }
+CADRT_HOT cadrt_comm cadrt_comm_world(void) { return rt().initialised() ? rt().world.get() : nullptr; }
 
 int cadrt_comm_rank(cadrt_comm comm, int *rank) {
   if (!comm || !rank) return set_error(-EINVAL, "cadrt_comm_rank: NULL argument");
@@ -360,36 +360,36 @@ int cadrt_comm_free(cadrt_comm *comm) {
 #define CALL(fn, coll, s, r, count, dt, op, root, comm, persistent) \
   collective({fn, cad::Collective::coll, s, r, count, dt, op, root, comm, persistent}, req)
 
-int cadrt_ibcast(void *buf, size_t count, cadrt_datatype dt, int root, cadrt_comm comm, cadrt_request *req) {
+CADRT_HOT int cadrt_ibcast(void *buf, size_t count, cadrt_datatype dt, int root, cadrt_comm comm, cadrt_request *req) {
   return CALL("cadrt_ibcast", Bcast, nullptr, buf, count, dt, 0, root, comm, false);
 }
-int cadrt_ireduce(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op, int root, cadrt_comm comm,
+CADRT_HOT int cadrt_ireduce(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op, int root, cadrt_comm comm,
                   cadrt_request *req) {
   return CALL("cadrt_ireduce", Reduce, s, r, count, dt, op, root, comm, false);
 }
-int cadrt_iallreduce(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op, cadrt_comm comm,
+CADRT_HOT int cadrt_iallreduce(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op, cadrt_comm comm,
                      cadrt_request *req) {
   return CALL("cadrt_iallreduce", Allreduce, s, r, count, dt, op, 0, comm, false);
 }
-int cadrt_igather(const void *s, void *r, size_t count, cadrt_datatype dt, int root, cadrt_comm comm,
+CADRT_HOT int cadrt_igather(const void *s, void *r, size_t count, cadrt_datatype dt, int root, cadrt_comm comm,
                   cadrt_request *req) {
   return CALL("cadrt_igather", Gather, s, r, count, dt, 0, root, comm, false);
 }
-int cadrt_iscatter(const void *s, void *r, size_t count, cadrt_datatype dt, int root, cadrt_comm comm,
+CADRT_HOT int cadrt_iscatter(const void *s, void *r, size_t count, cadrt_datatype dt, int root, cadrt_comm comm,
                    cadrt_request *req) {
   return CALL("cadrt_iscatter", Scatter, s, r, count, dt, 0, root, comm, false);
 }
-int cadrt_iallgather(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_comm comm, cadrt_request *req) {
+CADRT_HOT int cadrt_iallgather(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_comm comm, cadrt_request *req) {
   return CALL("cadrt_iallgather", Allgather, s, r, count, dt, 0, 0, comm, false);
 }
-int cadrt_ialltoall(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_comm comm, cadrt_request *req) {
+CADRT_HOT int cadrt_ialltoall(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_comm comm, cadrt_request *req) {
   return CALL("cadrt_ialltoall", Alltoall, s, r, count, dt, 0, 0, comm, false);
 }
-int cadrt_ireduce_scatter_block(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op,
+CADRT_HOT int cadrt_ireduce_scatter_block(const void *s, void *r, size_t count, cadrt_datatype dt, cadrt_op op,
                                 cadrt_comm comm, cadrt_request *req) {
   return CALL("cadrt_ireduce_scatter_block", ReduceScatterBlock, s, r, count, dt, op, 0, comm, false);
 }
-int cadrt_ibarrier(cadrt_comm comm, cadrt_request *req) {
+CADRT_HOT int cadrt_ibarrier(cadrt_comm comm, cadrt_request *req) {
   return CALL("cadrt_ibarrier", Barrier, nullptr, nullptr, 0, CADRT_BYTE, 0, 0, comm, false);
 }
 
@@ -428,7 +428,7 @@ int cadrt_barrier_init(cadrt_comm comm, cadrt_request *req) {
   return CALL("cadrt_barrier_init", Barrier, nullptr, nullptr, 0, CADRT_BYTE, 0, 0, comm, true);
 }
 
-int cadrt_start(cadrt_request *req) {
+CADRT_HOT int cadrt_start(cadrt_request *req) {
   Entered entered;
   cadrt::clear_error();
   if (rt().forked()) return rt().forked_error("cadrt_start");
@@ -451,7 +451,7 @@ int cadrt_request_get_status(cadrt_request req, int *flag) {
   return 0;
 }
 
-int cadrt_test(cadrt_request *req, int *flag) {
+CADRT_HOT int cadrt_test(cadrt_request *req, int *flag) {
   // The kernel engine's test of a running collective is one look at the
   // status page: no library state to guard, nothing to progress (the
   // module does that), so none of the entry and exit below.  A program
@@ -512,7 +512,7 @@ int cadrt_test(cadrt_request *req, int *flag) {
   return result;
 }
 
-int cadrt_wait(cadrt_request *req) {
+CADRT_HOT int cadrt_wait(cadrt_request *req) {
   Entered entered;
   cadrt::clear_error();
   if (rt().forked()) return rt().forked_error("cadrt_wait");
@@ -526,7 +526,7 @@ int cadrt_wait(cadrt_request *req) {
   return result;
 }
 
-int cadrt_waitall(int n, cadrt_request reqs[]) {
+CADRT_HOT int cadrt_waitall(int n, cadrt_request reqs[]) {
   int first = 0;
   std::string why;
   for (int i = 0; i < n; i++) {

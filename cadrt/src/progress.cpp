@@ -216,7 +216,7 @@ Entry *Queue::pop() {
 // collective waits for the peer's next call, which is sooner and cheaper, or
 // for its helper's next look (every 100 ms).  A main thread asleep in the
 // library waiting is woken for every message.
-void Runtime::ring(uint32_t ep, bool urgent) {
+CADRT_HOT void Runtime::ring(uint32_t ep, bool urgent) {
   RankInfo &ri = seg.rank(ep);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // (Not a rank that left: its pid may run another program now, which
@@ -265,7 +265,7 @@ bool Runtime::room() {
 // the poll engine, or when the program goes off into other work, nobody
 // would send it, and a peer would wait for ever.  So a request completes
 // only once everything it sends is in the peers' rings.
-void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, uint32_t n, cadrt_request_s *owner) {
+CADRT_HOT void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, uint32_t n, cadrt_request_s *owner) {
   MsgHeader inl;
   const MsgHeader *hp = &header;
   if (header.kind == kEager && n > 0 && n <= kInline) {  // in the header (shm.h)
@@ -310,7 +310,7 @@ void Runtime::push(uint32_t ep, const MsgHeader &header, const void *payload, ui
   if (!still_full(q.want_space, q.head, q.tail.load(std::memory_order_relaxed), kSlots, &head)) flush_pending();
 }
 
-bool Runtime::flush_pending() {
+CADRT_HOT bool Runtime::flush_pending() {
   bool moved = false;
   for (uint32_t ep = 0; ep < nep; ep++) {
     Queue &pq = pending_[ep];
@@ -361,7 +361,7 @@ bool Runtime::incoming() const {
   return false;
 }
 
-bool Runtime::poll_incoming() {
+CADRT_HOT bool Runtime::poll_incoming() {
   bool moved = false;
   for (uint32_t ep = 0; ep < nep; ep++) {
     // A peer just found corrupt: nothing more from it until check_corrupt()
@@ -465,7 +465,7 @@ static bool is_answer(uint32_t kind) {
   return kind == kFinSend || kind == kFinRecv || kind == kRelSend || kind == kRelRecv || kind == kGrant;
 }
 
-void Runtime::dispatch(uint32_t ep, const Slot &s) {
+CADRT_HOT void Runtime::dispatch(uint32_t ep, const Slot &s) {
   const MsgHeader h = s.h;  // a copy: the slot is the peer's to rewrite
   cadrt_request_s *r = find_active(h.ctx, h.seq);
   if (r && r->draining) {
@@ -1176,7 +1176,7 @@ bool Runtime::frag_out(cadrt_request_s *r, uint32_t node) {
 }
 
 // A SEND or RECV node became ready.
-void Runtime::post(cadrt_request_s *r, uint32_t node) {
+CADRT_HOT void Runtime::post(cadrt_request_s *r, uint32_t node) {
   const cad_node &n = r->inst->prog.nodes[node];
   const uint32_t ep = r->comm->ep[n.peer];
   Xfer &x = r->xfer[node];
@@ -1233,7 +1233,7 @@ void Runtime::post(cadrt_request_s *r, uint32_t node) {
 // Issues what is ready; true if a node was issued.  The executor hands
 // out ready transfers before ready local work (cad_core.h), so a peer can
 // start reading or writing this rank's buffers while it copies.
-bool Runtime::issue(cadrt_request_s *r) {
+CADRT_HOT bool Runtime::issue(cadrt_request_s *r) {
   bool moved = false;
   uint32_t i;
   while (!r->done && !r->draining && room() && cad_exec_next(&r->ex, &i)) {
@@ -1394,7 +1394,7 @@ void Runtime::answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
   if (!exposed(r)) finish(r);
 }
 
-void Runtime::unlink_active(cadrt_request_s *r) {
+CADRT_HOT void Runtime::unlink_active(cadrt_request_s *r) {
   r->done = true;
   r->active = false;
   if (r->prev) r->prev->next = r->next;
@@ -1415,7 +1415,7 @@ void Runtime::count_active(int by) {
 }
 
 // r is done (or failed): off the active list; wake whoever waits for it.
-void Runtime::finish(cadrt_request_s *r) {
+CADRT_HOT void Runtime::finish(cadrt_request_s *r) {
   if (r->done) return;
   if (r->unsent) {
     // Failed with output still queued: it goes out (or not) without r.
@@ -1511,7 +1511,7 @@ bool Runtime::check_corrupt() {
   return check_peers();
 }
 
-bool Runtime::progress() {
+CADRT_HOT bool Runtime::progress() {
   const bool net = net_here();
   bool moved = check_corrupt();
   moved |= flush_pending();

@@ -140,7 +140,7 @@ bool parse_settings(const cad::Algorithm &a, const std::string &text, std::vecto
 
 }  // namespace
 
-const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad::Collective c,
+CADRT_HOT const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad::Collective c,
                                                          const cad::InstanceSpec &given, int *err) {
   uint16_t op_id = static_cast<uint16_t>(given.op);
   if (given.user_op)
@@ -149,6 +149,12 @@ const std::shared_ptr<const Instance> *Runtime::instance(cadrt_comm_s *comm, cad
   const FastKey fk = {comm, given.n, static_cast<int32_t>(given.root), static_cast<uint8_t>(c), static_cast<uint8_t>(given.dtype),
                       static_cast<uint8_t>(given.inplace), op_id};
   if (auto it = fast_.find(fk); it != fast_.end()) return &it->second;
+  return make_instance(comm, c, given, fk, err);
+}
+
+const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm, cad::Collective c,
+                                                              const cad::InstanceSpec &given, const FastKey &fk,
+                                                              int *err) {
   if (fast_.size() >= 4096) fast_.clear();  // a bound; the string-keyed cache stays
   cad::InstanceSpec spec = given;
   const char *coll = cad::collective_info(c).name;
@@ -289,7 +295,7 @@ void Runtime::forget_comm(const cadrt_comm_s *comm) {
     if (spare_[i]->inst && spare_[i]->inst->topo == comm->topo) drop_spare(i);
 }
 
-cadrt_request_s *Runtime::take_spare(size_t k) {
+CADRT_HOT cadrt_request_s *Runtime::take_spare(size_t k) {
   cadrt_request_s *r = spare_[k];
   spare_bytes_ -= r->held;
   r->held = 0;
@@ -300,7 +306,7 @@ cadrt_request_s *Runtime::take_spare(size_t k) {
 
 void Runtime::drop_spare(size_t k) { delete take_spare(k); }
 
-cadrt_request_s *Runtime::new_request(const Instance *inst) {
+CADRT_HOT cadrt_request_s *Runtime::new_request(const Instance *inst) {
   // One that last ran inst, if any: its executor memory and scratch are
   // ready.  Else a new one while the spares are fewer than kSpares and
   // hold less than kSpareBytes, so that a loop of collectives in turn (a
@@ -323,7 +329,7 @@ cadrt_request_s *Runtime::new_request(const Instance *inst) {
   return take_spare(k - 1);
 }
 
-void Runtime::recycle(cadrt_request_s *r) {
+CADRT_HOT void Runtime::recycle(cadrt_request_s *r) {
   if (!r) return;
   if (r->kh >= 0) kernel_free(r);
   if (!initialised_) {
@@ -362,7 +368,7 @@ void Runtime::recycle(cadrt_request_s *r) {
 // nobody wrote; a hand-built CAD has only the caller's own buffers).  Send
 // and receive buffers may not overlap (CADRT_IN_PLACE is the way to share
 // one).
-int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
+CADRT_HOT int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   const cad_prog &p = r->inst->prog;
   r->bufs.assign(p.n_buffers, nullptr);
   size_t k = 0;  // scratch buffers bound
@@ -417,7 +423,7 @@ int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvbuf) {
   return 0;
 }
 
-int Runtime::start(cadrt_request_s *r) {
+CADRT_HOT int Runtime::start(cadrt_request_s *r) {
   if (r->active) return set_error(-EBUSY, "the request is already active");
   r->seq = r->comm->next_seq++;
   if (engine != Engine::Kernel) {  // (the module keeps the kernel engine's state)
@@ -550,7 +556,7 @@ void Runtime::first_look(cadrt_request_s *r) {
   r->started_ns = 0;
 }
 
-bool Runtime::test(cadrt_request_s *r) {
+CADRT_HOT bool Runtime::test(cadrt_request_s *r) {
   if (engine == Engine::Kernel) return kernel_test(r);
   // (A peer's death matters only to what progress leaves unfinished.)
   if (!r->done) {
@@ -563,7 +569,7 @@ bool Runtime::test(cadrt_request_s *r) {
 // Spins (yielding now and then) for up to kSpinNs of idleness before
 // sleeping on the bell: a futex wake-up costs tens of microseconds on a
 // busy machine, more than most small collectives take.
-int Runtime::wait(cadrt_request_s *r) {
+CADRT_HOT int Runtime::wait(cadrt_request_s *r) {
   constexpr int64_t kSpinNs = 200000;
   int64_t idle_since = -1;
   if (engine == Engine::Kernel) {

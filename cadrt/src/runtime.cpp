@@ -229,7 +229,7 @@ void Runtime::arm() {
 // root holds every rank's block).  Output waiting for room is armed for.
 // So is a collective only while a message could bring it work for this
 // rank's CPU (needs_cpu()).
-bool Runtime::kickable() const {
+CADRT_HOT bool Runtime::kickable() const {
   if (waiting_output.load(std::memory_order_relaxed) > 0) return true;
   for (const cadrt_request_s *r = active_; r; r = r->next)
     if (r->inst->size * static_cast<uint64_t>(r->comm->size) >= kick_min && needs_cpu(r)) return true;
@@ -272,7 +272,7 @@ int set_error(int err, const std::string &message) {
   return err;
 }
 
-void clear_error() {
+CADRT_HOT void clear_error() {
   if (g_error_set.load(std::memory_order_relaxed)) t_error.clear();
 }
 
@@ -320,7 +320,7 @@ void Runtime::retarget(int32_t tid) {
   in_library.store(1, std::memory_order_relaxed);
 }
 
-void Runtime::enter() {
+CADRT_HOT void Runtime::enter() {
   // The kernel engine needs no flags: nobody signals or wakes a rank for
   // it.  Under the poll engine, polling only tells peers starting a
   // collective that this rank is in the library (rendezvous).
@@ -340,14 +340,14 @@ void Runtime::enter() {
 
 // (Calls come one at a time; the count is atomic for the thread engine's
 // progress thread, which reads it.)
-void Runtime::commit(int by) {
+CADRT_HOT void Runtime::commit(int by) {
   if (!initialised_ || engine == Engine::Kernel) return;
   const int now = std::max(0, committed_.load(std::memory_order_relaxed) + by);
   committed_.store(now, std::memory_order_relaxed);
   seg.rank(me).committed.store(now > 0, std::memory_order_relaxed);
 }
 
-void Runtime::leave() {
+CADRT_HOT void Runtime::leave() {
   if (engine == Engine::Kernel) {
     bump_in_library(-1);
     return;
@@ -420,9 +420,9 @@ void Runtime::leave() {
   }
 }
 
-Entered::Entered() { rt().enter(); }
+CADRT_HOT Entered::Entered() { rt().enter(); }
 
-Entered::~Entered() { rt().leave(); }
+CADRT_HOT Entered::~Entered() { rt().leave(); }
 
 // The thread engine's exclusion of its progress thread, in the way of
 // biased locks: the main thread, which makes nearly every pass, pays one
@@ -447,7 +447,7 @@ void Runtime::own() {
   owned_ = true;
 }
 
-std::unique_lock<std::mutex> Runtime::guard() {
+CADRT_HOT std::unique_lock<std::mutex> Runtime::guard() {
   return engine == Engine::Thread && !owned_ ? std::unique_lock<std::mutex>(lock) : std::unique_lock<std::mutex>();
 }
 

@@ -242,9 +242,9 @@ class Runtime {
   // A process forked from a rank while cadrt was initialised (see
   // forked_child in runtime.cpp): every call fails in it.
   bool forked() const { return forked_; }
-  int forked_error(const char *fn) const;
+  __attribute__((cold)) int forked_error(const char *fn) const;
   // fn's error when cadrt is not initialised (in a forked child, that).
-  int not_initialised(const char *fn) const;
+  __attribute__((cold)) int not_initialised(const char *fn) const;
 
   cad::Library lib;
   // User-defined operators looked up so far: cadrt_op 256 + index.
@@ -520,6 +520,10 @@ class Runtime {
     }
   };
   std::unordered_map<FastKey, std::shared_ptr<const Instance>, FastHash> fast_;
+  // instance() past fast_: selection, instantiation, verification, once
+  // per key (out of line: 18 KB of code a call in a loop never runs).
+  __attribute__((cold, noinline)) const std::shared_ptr<const Instance> *make_instance(
+      cadrt_comm_s *comm, cad::Collective c, const cad::InstanceSpec &given, const FastKey &fk, int *err);
   // Finished requests kept, each with its instance's executor memory and
   // scratch (new_request), least recently recycled first; at most kSpares
   // of them, holding at most kSpareBytes.  spare_inst_[i] is spare_[i]'s
@@ -713,6 +717,14 @@ class Runtime {
   void stop_helper();
 };
 
+// The small-message path (a collective's start, a pass, a test, the
+// ring): its functions sit together in .text.hot, the executor's too
+// (kmod/core, CAD_HOT).  Scattered over libcadrt, they shared a few
+// instruction-cache sets with each other and with libc, and a 1-byte
+// broadcast's root missed the L1 instruction cache about 30 times a call
+// (callgrind; Open MPI's blocking broadcast: none).
+#define CADRT_HOT __attribute__((hot))
+
 // The runtime: built at the first call.  (Inline, and a plain load after
 // that first call: a small collective calls it a score of times.)
 extern std::atomic<Runtime *> g_rt;
@@ -746,7 +758,8 @@ inline int64_t now_ns() {
 }
 
 // The calling thread's error, set by the API functions.
-int set_error(int err, const std::string &message);
+// (Cold: the paths that call it leave the small-message path's lines.)
+__attribute__((cold)) int set_error(int err, const std::string &message);
 void clear_error();
 const char *error_message();
 

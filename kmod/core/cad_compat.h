@@ -44,6 +44,7 @@ static inline void cad_free(void *p)
 #define cad_yield()     cond_resched()
 
 #define CAD_PRINTF(a, b) __printf(a, b)
+#define CAD_HOT /* the module's own layout is the kernel's business */
 
 #else /* user space, -ffreestanding */
 
@@ -80,6 +81,9 @@ static inline void cad_free(void *p)
 #define cad_yield()     do { } while (0)
 
 #define CAD_PRINTF(a, b) __attribute__((format(printf, a, b)))
+/* The executor's per-call functions, laid out with cadrt's small-message
+ * path in .text.hot (cadrt/src/runtime.h, CADRT_HOT). */
+#define CAD_HOT __attribute__((hot))
 
 #ifndef EINVAL
 #define EIO          5

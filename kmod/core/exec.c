@@ -36,14 +36,14 @@ void cad_exec_init(struct cad_exec *ex, const struct cad_prog *prog, void *mem)
 		indegree[prog->edges[e].to]++;
 }
 
-static bool is_local(const struct cad_exec *ex, __u32 node)
+CAD_HOT static bool is_local(const struct cad_exec *ex, __u32 node)
 {
 	const __u8 kind = ex->prog->nodes[node].kind;
 
 	return kind == CAD_NODE_COPY || kind == CAD_NODE_REDUCE;
 }
 
-static void make_ready(struct cad_exec *ex, __u32 node)
+CAD_HOT static void make_ready(struct cad_exec *ex, __u32 node)
 {
 	ex->state[node] = CAD_NS_READY;
 	if (is_local(ex, node))
@@ -52,24 +52,27 @@ static void make_ready(struct cad_exec *ex, __u32 node)
 		ex->ready[ex->tail++] = node;
 }
 
-void cad_exec_start(struct cad_exec *ex)
+CAD_HOT void cad_exec_start(struct cad_exec *ex)
 {
 	const __u32 n = ex->prog->n_nodes;
 	__u32 i;
 
-	if (n) {
-		cad_memcpy(ex->pending, ex->indegree, (size_t)n * sizeof(__u32));
-		cad_memset(ex->state, CAD_NS_WAITING, n);
-	}
+	/* One pass, no memcpy or memset: most programs have a few nodes, and
+	 * a small collective's start paid two calls into libc for them. */
 	ex->head = ex->tail = ex->lhead = ex->ltail = 0;
 	ex->n_done = ex->n_issued = 0;
 	ex->error = 0;
-	for (i = 0; i < n; i++)
-		if (!ex->pending[i])
+	for (i = 0; i < n; i++) {
+		const __u32 d = ex->indegree[i];
+
+		ex->pending[i] = d;
+		ex->state[i] = CAD_NS_WAITING;
+		if (!d)
 			make_ready(ex, i);
+	}
 }
 
-static void finish(struct cad_exec *ex, __u32 node)
+CAD_HOT static void finish(struct cad_exec *ex, __u32 node)
 {
 	const struct cad_node *nd = &ex->prog->nodes[node];
 	const __u32 first = nd->edge_first, end = first + nd->edge_count;
@@ -85,7 +88,7 @@ static void finish(struct cad_exec *ex, __u32 node)
 	}
 }
 
-bool cad_exec_next(struct cad_exec *ex, __u32 *node)
+CAD_HOT bool cad_exec_next(struct cad_exec *ex, __u32 *node)
 {
 	while (!ex->error && (ex->head != ex->tail || ex->lhead != ex->ltail)) {
 		__u32 i;
@@ -107,7 +110,7 @@ bool cad_exec_next(struct cad_exec *ex, __u32 *node)
 	return false;
 }
 
-int cad_exec_complete(struct cad_exec *ex, __u32 node)
+CAD_HOT int cad_exec_complete(struct cad_exec *ex, __u32 node)
 {
 	if (node >= ex->prog->n_nodes || ex->state[node] != CAD_NS_ISSUED)
 		return -EFAULT;
@@ -132,7 +135,7 @@ void cad_exec_abort(struct cad_exec *ex, int err)
 		ex->error = err < 0 ? err : -ECANCELED;
 }
 
-int cad_exec_status(const struct cad_exec *ex)
+CAD_HOT int cad_exec_status(const struct cad_exec *ex)
 {
 	if (ex->error)
 		return ex->n_issued ? -EINPROGRESS : ex->error;

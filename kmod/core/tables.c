@@ -34,7 +34,7 @@ const char *cad_dtype_name(unsigned int v)
 	return lookup(names, CAD_ARRAY_SIZE(names), v);
 }
 
-__u32 cad_dtype_size(unsigned int v)
+CAD_HOT __u32 cad_dtype_size(unsigned int v)
 {
 #define DT_SIZE(name, value, size, str) [value] = size,
 	static const __u8 sizes[] = { CAD_DATATYPES(DT_SIZE) };
