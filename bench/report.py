@@ -264,8 +264,12 @@ def rt_figures(runs, out_dir):
                     label = f"cadrt {doc['engine']}, persistent"
                     lat[label].append((p["bytes"], *triple(r)))
                     lstyles[label] = {"linestyle": "--"}
-                elif p["of"].endswith("-persistent"):
-                    continue  # the bandwidth plot: the non-blocking and blocking forms
+                elif r["name"].startswith("latency ratio ") and p["of"] == "cadrt-blocking/openmpi-blocking":
+                    label = f"cadrt {doc['engine']}, blocking"
+                    lat[label].append((p["bytes"], *triple(r)))
+                    lstyles[label] = {"linestyle": ":"}
+                elif p["of"].endswith("-persistent") or p["of"] == "cadrt-blocking":
+                    continue  # the bandwidth plot: the non-blocking forms and Open MPI's blocking one
                 elif r["name"].startswith("latency ") and r["unit"] == "us" and p["bytes"] > 0:
                     if p["of"] != "cadrt" and doc is not ref:
                         continue
@@ -279,7 +283,8 @@ def rt_figures(runs, out_dir):
         ratio.append((coll, {k: sorted(v) for k, v in lat.items()}, lstyles))
         bw.append((coll, {k: sorted(v) for k, v in bwl.items()}, styles))
     made.append(grid("latency-ratio", "latency (call + wait), cadrt / Open MPI's MPI_I* (lower is better; "
-                     "dashed: persistent, start + wait, against Open MPI's)", ratio,
+                     "dashed: persistent, start + wait, against Open MPI's; dotted: blocking against "
+                     "Open MPI's blocking)", ratio,
                      out_dir, "ratio", hline=1.0))
     made.append(grid("bandwidth", "bandwidth: bytes / latency, MB/s (higher is better)", bw, out_dir, "MB/s",
                      logy=True))
@@ -481,9 +486,9 @@ def blocks(runs, prefix):
             return rt_overlapped(p)
         return False
 
-    def persistent_keep(r):  # what a persistent request saves: small messages
+    def persistent_keep(r):  # the other forms: what a persistent request saves, the blocking ones
         p = r["params"]
-        return r["name"].startswith("latency ratio persistent") and (
+        return r["name"].startswith(("latency ratio persistent", "latency ratio blocking")) and (
             p["bytes"] in (0, 8) or (p["bytes"] == 1 << 20 and p["collective"] in RT_TARGETED))
 
     def ompi_col(doc, r):

@@ -17,10 +17,15 @@
  *   latency <coll> <size> <of>    microseconds per call + wait (OSU: the
  *                                 mean over ranks of the mean over
  *                                 iterations), of = cadrt (MPI_I*),
- *                                 openmpi (PMPI_I*) and openmpi-blocking
- *                                 (PMPI_Bcast, ...)
+ *                                 openmpi (PMPI_I*), cadrt-blocking
+ *                                 (MPI_Bcast, ...: what an unmodified
+ *                                 program mostly calls) and
+ *                                 openmpi-blocking (PMPI_Bcast, ...)
  *   latency ratio <coll> <size>   cadrt / openmpi, the same repetition
- *   latency ratio blocking ...    cadrt / openmpi-blocking
+ *   latency ratio blocking ...    cadrt-blocking / openmpi-blocking
+ *                                 (until 2026-12-06 cadrt / openmpi-
+ *                                 blocking: the non-blocking form against
+ *                                 Open MPI's blocking one)
  *   latency <coll> <size> cadrt-persistent, openmpi-persistent
  *                                 the persistent forms (MPIX_*_init, made
  *                                 once outside the timing): MPI_Start +
@@ -128,8 +133,9 @@
 enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, BARRIER, NCOLL };
 static const char *cname[] = { "ibcast",    "ireduce",   "iallreduce", "igather", "iscatter",
 			       "iallgather", "ialltoall", "ireduce_scatter_block", "ibarrier" };
-enum impl { CADRT, OMPI, OMPI_BLOCKING, CADRT_PERSISTENT, OMPI_PERSISTENT, NIMPL };
-static const char *iname[] = { "cadrt", "openmpi", "openmpi-blocking", "cadrt-persistent", "openmpi-persistent" };
+enum impl { CADRT, OMPI, OMPI_BLOCKING, CADRT_PERSISTENT, OMPI_PERSISTENT, CADRT_BLOCKING, NIMPL };
+static const char *iname[] = { "cadrt",		"openmpi",	      "openmpi-blocking",
+				"cadrt-persistent", "openmpi-persistent", "cadrt-blocking" };
 static int g_rank, g_size;
 static double g_skew; /* seconds, BENCH_SKEW_NS */
 static int g_phases; /* BENCH_PHASES */
@@ -148,6 +154,7 @@ static int cnt(size_t bytes, size_t elem, int split)
  * measure() starts. */
 #define POST(Name, name, ...)                                                                      \
 	(im == OMPI_BLOCKING	  ? PMPI_##Name(__VA_ARGS__)                                        \
+	 : im == CADRT_BLOCKING	  ? MPI_##Name(__VA_ARGS__)                                         \
 	 : im == CADRT		  ? MPI_I##name(__VA_ARGS__, r)                                     \
 	 : im == OMPI		  ? PMPI_I##name(__VA_ARGS__, r)                                    \
 	 : im == CADRT_PERSISTENT ? MPIX_##Name##_init(__VA_ARGS__, MPI_INFO_NULL, r)               \
@@ -191,12 +198,12 @@ static void post(enum coll c, size_t bytes, enum impl im, MPI_Request *r)
 
 static int ours(enum impl im)
 {
-	return im == CADRT || im == CADRT_PERSISTENT;
+	return im == CADRT || im == CADRT_PERSISTENT || im == CADRT_BLOCKING;
 }
 
 static void finish(enum impl im, MPI_Request *r)
 {
-	if (im != OMPI_BLOCKING)
+	if (im != OMPI_BLOCKING && im != CADRT_BLOCKING)
 		(ours(im) ? MPI_Wait : PMPI_Wait)(r, MPI_STATUS_IGNORE);
 }
 
@@ -585,7 +592,7 @@ int main(int argc, char **argv)
 			}
 			e->ratio = ratio_fig("", c, b, sz, "cadrt/openmpi",
 					     !targeted ? NULL : b <= 1024 ? "<= 1.5" : b >= 262144 ? "<= 1.0" : NULL);
-			e->ratio_blk = ratio_fig("blocking ", c, b, sz, "cadrt/openmpi-blocking", NULL);
+			e->ratio_blk = ratio_fig("blocking ", c, b, sz, "cadrt-blocking/openmpi-blocking", NULL);
 			e->ratio_pers = ratio_fig("persistent ", c, b, sz, "cadrt-persistent/openmpi-persistent", NULL);
 			e->ratio_start = ratio_fig("persistent/nonblocking ", c, b, sz, "cadrt-persistent/cadrt", NULL);
 			if (c == BCAST || c == ALLREDUCE || c == ALLTOALL || c == GATHER) {
@@ -650,7 +657,7 @@ int main(int argc, char **argv)
 				bench_push(e->ratio, pure[CADRT] / pure[OMPI]);
 				if (e->cap)
 					bench_push(e->cap, 100 - 100 * e->floor / pure[CADRT]);
-				bench_push(e->ratio_blk, pure[CADRT] / pure[OMPI_BLOCKING]);
+				bench_push(e->ratio_blk, pure[CADRT_BLOCKING] / pure[OMPI_BLOCKING]);
 				bench_push(e->ratio_pers, pure[CADRT_PERSISTENT] / pure[OMPI_PERSISTENT]);
 				bench_push(e->ratio_start, pure[CADRT_PERSISTENT] / pure[CADRT]);
 				const int oi = e->iters / 2 > 3 ? e->iters / 2 : 3; /* overlap iterations */

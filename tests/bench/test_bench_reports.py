@@ -118,9 +118,11 @@ def test_rt_bench_report_follows_the_schema(build_dir, tmp_path):
     assert "overlap ibcast 1MiB openmpi" in by_name
     for coll in ("ibcast", "ireduce", "iallreduce", "igather", "iscatter", "iallgather", "ialltoall",
                  "ireduce_scatter_block"):
-        for of in ("cadrt", "openmpi", "openmpi-blocking", "cadrt-persistent", "openmpi-persistent"):
+        for of in ("cadrt", "openmpi", "openmpi-blocking", "cadrt-persistent", "openmpi-persistent",
+                   "cadrt-blocking"):
             assert f"latency {coll} 8B {of}" in by_name, (coll, of)
-        assert f"latency ratio blocking {coll} 1MiB" in by_name, coll
+        blk = by_name[f"latency ratio blocking {coll} 1MiB"]
+        assert blk["params"]["of"] == "cadrt-blocking/openmpi-blocking" and blk["median"] > 0, blk
         pers = by_name[f"latency ratio persistent {coll} 8B"]
         assert pers["params"]["of"] == "cadrt-persistent/openmpi-persistent" and pers["median"] > 0, pers
         assert by_name[f"latency ratio persistent/nonblocking {coll} 8B"]["params"]["of"] == "cadrt-persistent/cadrt"
