@@ -71,6 +71,30 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
     return set_error(-EINVAL, std::string(fn) + ": CADRT_IN_PLACE is not allowed there");
   if (inplace && info.rooted && comm.rank != c.root)
     return set_error(-EINVAL, std::string(fn) + ": only the root may pass CADRT_IN_PLACE");
+  cadrt_bound call;
+  call.coll = static_cast<uint8_t>(c.coll);
+  call.sendbuf = c.sendbuf;
+  call.recvbuf = c.recvbuf;
+  call.count = c.count;
+  call.dt = c.dt;
+  call.op = c.op;
+  call.root = c.root;
+  call.comm = c.comm;
+  call.ctx = comm.ctx;
+  if (!c.persistent) {
+    // The call before, again: its request, bound as it was, if it is the
+    // most recent spare (checked above like any call; what selection and
+    // binding would give is what they gave then).  A 1-byte blocking
+    // broadcast's root: about 300 instructions of 1700 fewer.
+    auto g = rt().guard();
+    if (cadrt_request_s *r = rt().reuse(call)) {
+      r->comm = c.comm;
+      r->persistent = false;
+      rt().start(r);
+      *req = r;
+      return 0;
+    }
+  }
 
   cad::InstanceSpec spec;
   spec.P = comm.size;
@@ -111,6 +135,7 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
     rt().recycle(r);
     return err;
   }
+  r->bound = call;
   if (c.persistent)
     c.comm->persistent_requests++;
   else

@@ -326,7 +326,15 @@ CADRT_HOT cadrt_request_s *Runtime::new_request(const Instance *inst) {
     if (spare_.size() < kSpares && spare_bytes_ < kSpareBytes) return new cadrt_request_s();
     k = 1;
   }
-  return take_spare(k - 1);
+  cadrt_request_s *r = take_spare(k - 1);
+  r->bound = cadrt_bound();  // (bound again by the caller)
+  return r;
+}
+
+CADRT_HOT cadrt_request_s *Runtime::reuse(const cadrt_bound &call) {
+  if (spare_.empty() || !(spare_.back()->bound == call)) return nullptr;
+  n_reused++;
+  return take_spare(spare_.size() - 1);
 }
 
 CADRT_HOT void Runtime::recycle(cadrt_request_s *r) {

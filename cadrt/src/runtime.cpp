@@ -1674,8 +1674,11 @@ int Runtime::finalize() {
             static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()),
             static_cast<unsigned long long>(n_waiter_wakes.load()));
   if (verbose)
-    fprintf(stderr, "cadrt: rank %u: %llu requests bound to buffers, %llu of them set up afresh (no spare had run the instance)\n",
-            me, static_cast<unsigned long long>(n_binds), static_cast<unsigned long long>(n_fresh_binds));
+    fprintf(stderr,
+            "cadrt: rank %u: %llu requests bound to buffers, %llu of them set up afresh (no spare had run the "
+            "instance); %llu calls started the request of the same call before as it was\n",
+            me, static_cast<unsigned long long>(n_binds), static_cast<unsigned long long>(n_fresh_binds),
+            static_cast<unsigned long long>(n_reused));
   if (verbose && n_owed_aborts.load())
     fprintf(stderr, "cadrt: rank %u: %llu failed collectives told their peers in a later pass (no room when they failed)\n",
             me, static_cast<unsigned long long>(n_owed_aborts.load()));

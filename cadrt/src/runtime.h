@@ -161,8 +161,27 @@ struct cadrt_comm_s {
   bool freed = false;
 };
 
+// The arguments of the collective call a request was last bound for (by
+// api.cpp's collective()): the same call again, on finding that request
+// the most recent spare, starts it as it is (Runtime::reuse).  coll 0xff:
+// none (a hand-built CAD's request, or one bound since for another call).
+struct cadrt_bound {
+  uint8_t coll = 0xff;
+  const void *sendbuf = nullptr;
+  void *recvbuf = nullptr;
+  size_t count = 0;
+  int dt = 0, op = 0, root = 0;
+  const cadrt_comm_s *comm = nullptr;
+  uint64_t ctx = 0;  // the communicator's, against a new one at the same address
+  bool operator==(const cadrt_bound &o) const {
+    return coll == o.coll && sendbuf == o.sendbuf && recvbuf == o.recvbuf && count == o.count && dt == o.dt &&
+           op == o.op && root == o.root && comm == o.comm && ctx == o.ctx;
+  }
+};
+
 struct cadrt_request_s {
   cadrt_comm_s *comm = nullptr;
+  cadrt_bound bound;
   std::shared_ptr<const cadrt::Instance> inst;
   bool persistent = false;
   bool active = false;
@@ -262,6 +281,12 @@ class Runtime {
   // does not allocate.
   cadrt_request_s *new_request(const Instance *inst);
   void recycle(cadrt_request_s *r);
+  // The most recent spare if it was bound for exactly this call (its
+  // instance, executor and buffers as they are: no selection, no binding),
+  // out of the pool; else nullptr.  A collective called again and again
+  // with the same arguments (a blocking MPI_Allreduce of one value in a
+  // loop) takes this way.  Under the guard.
+  cadrt_request_s *reuse(const cadrt_bound &call);
   // A communicator is going away: forget the instances cached for it.
   void forget_comm(const cadrt_comm_s *comm);
   // Binds the caller's buffers (and fresh scratch) to r's program.
@@ -427,6 +452,7 @@ class Runtime {
   // Requests bound to buffers (calls and persistent inits), and those of
   // them that set up their executor afresh (no spare had run the instance).
   uint64_t n_binds = 0, n_fresh_binds = 0;
+  uint64_t n_reused = 0;  // calls that took reuse()'s way instead
   // Large local receives: through a lane, by a single copy (CMA).
   std::atomic<uint64_t> n_lane{0}, n_cma{0}, n_frag{0};
   // Single copies split with the sender (receiver's count), the chunks

@@ -27,6 +27,11 @@ MODES = {
     # of a running request from the status page, without entering cadrt.
     "test": "--test --outstanding 3",
     "test-persistent": "--test --persistent --iters 3 --outstanding 2",
+    # Each call three times in a row with the same buffers, fresh contents:
+    # cadrt starts the request of the call before as it was (no selection,
+    # no binding), and the module's loaded program for those addresses.
+    "repeat": "--repeat 3",
+    "repeat-inplace": "--repeat 3 --inplace",
 }
 MISMATCH = ["bcast", "allreduce", "gather", "alltoall"]
 # The modes and the settings of defer run on 2 and 5 ranks: a pair, and

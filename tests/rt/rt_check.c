@@ -5,11 +5,15 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--roots N] [--inplace] [--mismatch
- *          [--late R] [--mismatch-op] [--start-late R] [--wait-late MS]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--churn N] [--test
+ *          [--late R] [--mismatch-op] [--start-late R] [--wait-late MS]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--repeat N] [--churn N] [--test
  *          [--jitter]] [--other-thread] [--algorithms COLL=NAME,...]
  *
  * --persistent   the _init forms, started --iters times
  * --iters N      (without --persistent) the whole run N times over
+ * --repeat N     (without --persistent) each call N times in a row with
+ *                the same buffers, fresh contents before each: the same
+ *                call again, which cadrt starts from the request of the
+ *                call before as it was bound (Runtime::reuse)
  * --outstanding  K collectives in flight at once, then waitall
  * --test         complete every request by calling cadrt_test until it
  *                says done (the kernel engine answers most of these calls
@@ -164,6 +168,7 @@
 
 static int g_rank, g_size, g_failures, g_checks;
 static int g_away_fails;
+static int g_repeat = 1;
 static int g_persistent, g_outstanding = 1, g_roots, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
 static int g_wait_late_ms;
 static int g_jitter;
@@ -506,9 +511,9 @@ static int run(enum coll c, size_t n, int root, cadrt_datatype dt, cadrt_op op, 
 			return 0;
 		}
 	}
-	for (int it = 0; it < (g_persistent ? g_iters : 1); it++) {
-		if (g_persistent) {
-			/* The same buffers, fresh contents, started again. */
+	for (int it = 0; it < (g_persistent ? g_iters : g_repeat); it++) {
+		if (g_persistent || it > 0) {
+			/* The same buffers, fresh contents, started (again). */
 			for (int j = 0; j < K && it > 0; j++) {
 				struct call fresh = k[j];
 				const size_t es = cadrt_datatype_size(dt);
@@ -520,13 +525,13 @@ static int run(enum coll c, size_t n, int root, cadrt_datatype dt, cadrt_op op, 
 				free(fresh.recv);
 			}
 			for (int j = 0; j < K; j++)
-				if (cadrt_start(&req[j]))
-					FAIL("cadrt_start: %s", cadrt_error_message());
+				if (g_persistent ? cadrt_start(&req[j]) : start(&k[j], comm, &req[j]))
+					FAIL("%s: %s", g_persistent ? "cadrt_start" : names[c], cadrt_error_message());
 		}
 		if ((err = complete(K, req)))
 			FAIL("%s n=%zu root=%d: %s", names[c], n, root, cadrt_error_message());
 		for (int j = 0; j < K; j++)
-			check(&k[j], g_persistent ? j + it : j);
+			check(&k[j], j + it);
 	}
 	for (int j = 0; j < K; j++) {
 		if (g_persistent)
@@ -1125,6 +1130,8 @@ static int body(int argc, char **argv)
 			g_outstanding = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
 			g_iters = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+			g_repeat = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--roots") && i + 1 < argc)
 			g_roots = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--inplace"))
@@ -1186,8 +1193,8 @@ static int body(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (g_outstanding < 1 || g_outstanding > 16 || g_iters < 1) {
-		fprintf(stderr, "rt_check: --outstanding takes 1..16, --iters at least 1\n");
+	if (g_outstanding < 1 || g_outstanding > 16 || g_iters < 1 || g_repeat < 1) {
+		fprintf(stderr, "rt_check: --outstanding takes 1..16, --iters and --repeat at least 1\n");
 		return 2;
 	}
 	cadrt_comm_rank(cadrt_comm_world(), &g_rank);

@@ -592,6 +592,25 @@ def test_calls_in_turn_reuse_their_requests(build_dir, engine, ranks, coll, size
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("ranks,extra", [(2, []), (3, ["--inplace"])])
+def test_the_same_call_again_starts_the_request_it_had(build_dir, engine, ranks, extra):
+    """Every collective at two sizes and every root, each call five times
+    in a row with the same buffers and fresh contents: the first binds a
+    request, the other four start that request as it was (no selection,
+    no binding: Runtime::reuse), and every result is right.  Calls of
+    another instance in between are the other tests' (calls in turn): they
+    bind every time."""
+    r = run(build_dir, ranks, "rt_check", "--coll", "all", "--sizes", "8,100000", "--repeat", 5, *extra,
+            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=120)
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout + r.stderr, r.stdout + r.stderr
+    counts = re.findall(r"(\d+) requests bound to buffers, (\d+) of them set up afresh \(no spare had run the "
+                        r"instance\); (\d+) calls started the request of the same call before as it was", r.stderr)
+    assert len(counts) == ranks, r.stderr
+    for bound, fresh, reused in counts:
+        assert int(bound) > 0 and int(reused) == 4 * int(bound), r.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("how,n", [("--many", 3000), ("--many-persistent", 700)])
 def test_many_collectives_at_once(build_dir, engine, how, n):
     """3000 non-blocking allreduces outstanding at once, or 700 persistent
