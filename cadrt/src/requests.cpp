@@ -327,7 +327,7 @@ CADRT_HOT cadrt_request_s *Runtime::new_request(const Instance *inst) {
     k = 1;
   }
   cadrt_request_s *r = take_spare(k - 1);
-  r->bound = cadrt_bound();  // (bound again by the caller)
+  r->bound = cadrt_bound();  // (the caller binds it anew: one whose bind fails is bound to no call)
   return r;
 }
 
