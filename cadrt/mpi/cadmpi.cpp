@@ -16,11 +16,13 @@
 // MPI requires the ranks to agree on, so every rank of a correct program
 // makes the same one.
 //
-// Requests: a cadrt collective is handed to the program as an MPI
-// generalized request.  The MPI_Wait/Test families are interposed: they
-// progress cadrt, complete the generalized requests whose collectives
-// finished, and then let MPI do the waiting or testing over the whole
-// array, so cadrt and point-to-point requests mix freely.
+// Requests: a non-blocking cadrt collective is handed to the program as
+// an MPI generalized request.  The MPI_Wait/Test families are interposed:
+// they progress cadrt, complete the generalized requests whose
+// collectives finished, and then let MPI do the waiting or testing over
+// the whole array, so cadrt and point-to-point requests mix freely.  A
+// persistent one's handle is a persistent request MPI never starts: the
+// Wait/Test families complete it themselves (see Persistent).
 //
 // CADMPI=0 disables it; CADMPI_STATS=1 prints, at MPI_Finalize on rank 0,
 // how many calls went through cadrt and how many fell through.
@@ -124,28 +126,55 @@ struct Ours {
   const char *fn = "";
 };
 // A persistent collective (MPIX_Bcast_init...) through cadrt.  The
-// program's handle is a persistent receive of one int from ourselves on
-// g_self (a dup of MPI_COMM_SELF), under a tag of its own: MPI_Start
-// starts it with the cadrt collective, and when the collective completes,
-// progress() sends it the result.  MPI's own Wait/Test family then
-// completes the handle, leaves it inactive for the next start and frees
-// it, mixed with any other request; a generalized request could not be
-// restarted.  A failure is reported by the call that completes the handle
+// program's handle is a persistent receive from MPI_PROC_NULL that MPI
+// never starts (a generalized request could not be restarted): to MPI it
+// is an inactive persistent request, which its Wait/Test family passes
+// over with an empty status and MPI_Request_free frees.  MPI_Start starts
+// the cadrt collective and marks the handle active; the Wait/Test family
+// completes an active one itself when its collective has finished,
+// merging it into what MPI reports for the rest of an array.  (Until
+// 2026-12-06 the handle was a receive MPI_Start started and a send to
+// ourselves completed: the send, MPI's matching and the start of the
+// receive were 980 of a small persistent broadcast's 2255 instructions a
+// call.)  A failure is reported by the call that completes the handle
 // (report_failures()), as MPI_ERR_OTHER on the collective's communicator.
 struct Persistent {
   cadrt_request req = nullptr;  // cadrt's persistent request
   Staging *st = nullptr;        // packed at each start, unpacked at each end
   MPI_Comm comm = MPI_COMM_NULL;
   const char *fn = "";
-  int tag = 0;
-  int got = 0;          // the receive's buffer: the collective's result
-  bool active = false;  // started, the result not sent yet
+  bool active = false;  // started, and not completed by a call of the Wait/Test family yet
+  bool done = false;    // (active) its collective has finished
   bool failed = false;  // completed with an error that no call has reported yet
 };
 std::unordered_map<MPI_Request, Persistent *> g_persistent;  // by the program's handle
-MPI_Comm g_self = MPI_COMM_NULL;
-int g_next_tag = 0, g_tag_ub = 32767;
+long g_active = 0;      // how many are active
 long g_unreported = 0;  // how many have failed && !reported
+MPI_Status g_empty;     // MPI's empty status (source and tag any, no error, no data)
+
+Persistent *persistent(MPI_Request req);
+
+// req, if it is a persistent collective of ours that is active.
+Persistent *active_ours(MPI_Request req) {
+  if (g_active == 0) return nullptr;
+  Persistent *p = persistent(req);
+  return p && p->active ? p : nullptr;
+}
+
+// Whether reqs[0..n) has an active persistent collective of ours.
+bool has_active_ours(int n, const MPI_Request reqs[]) {
+  for (int i = 0; g_active && i < n; i++)
+    if (active_ours(reqs[i])) return true;
+  return false;
+}
+
+// An active one whose collective finished, completed by a call of the
+// Wait/Test family: inactive again, its status empty.
+void complete_ours(Persistent *p, MPI_Status *status) {
+  p->active = false;
+  g_active--;
+  if (status != MPI_STATUS_IGNORE) *status = g_empty;
+}
 
 Persistent *persistent(MPI_Request req) {
   if (g_persistent.empty()) return nullptr;
@@ -195,17 +224,16 @@ int free_fn(void *extra) {
 
 int cancel_fn(void *, int) { return MPI_SUCCESS; }  // a collective is not cancelled
 
-// A persistent collective's end: its result to the program's handle (a
-// send to ourselves that the posted receive matches at once).
+// A persistent collective's end: the next call of the Wait/Test family
+// that looks at its handle completes it.
 void finish(Persistent *p, int err) {
-  p->active = false;
+  p->done = true;
   if (!err && p->st) p->st->unpack();
   if (err) fprintf(stderr, "cadmpi: %s failed: %s\n", p->fn, cadrt_error_message());
   if (err && !p->failed) {
     p->failed = true;
     g_unreported++;
   }
-  PMPI_Send(&err, 1, MPI_INT, 0, p->tag, g_self);
 }
 
 // Tests a live collective once; when it has completed, completes its
@@ -311,6 +339,78 @@ void progress_until(Done done) {
   }
 }
 
+int report_failures(int rc, int count, const MPI_Request reqs[], const int *indices, MPI_Status *statuses,
+                    bool array);
+
+// Whether every active persistent collective of ours in reqs[0..n) has
+// finished.
+bool ours_done(int n, const MPI_Request reqs[]) {
+  for (int i = 0; i < n; i++) {
+    const Persistent *p = active_ours(reqs[i]);
+    if (p && !p->done) return false;
+  }
+  return true;
+}
+
+// Completes the active persistent collectives of ours in reqs[0..n) (all
+// finished); their statuses are the empty ones MPI gave them as inactive
+// requests.
+void complete_all_ours(int n, const MPI_Request reqs[]) {
+  for (int i = 0; i < n; i++)
+    if (Persistent *p = active_ours(reqs[i])) complete_ours(p, MPI_STATUS_IGNORE);
+}
+
+// The first active persistent collective of ours in reqs[0..n) that has
+// finished, completed, as a completion of MPI_Waitany or MPI_Testany: its
+// index, or -1.
+int complete_any_ours(int n, const MPI_Request reqs[], MPI_Status *status) {
+  for (int i = 0; g_active && i < n; i++) {
+    Persistent *p = active_ours(reqs[i]);
+    if (p && p->done) {
+      complete_ours(p, status);
+      return i;
+    }
+  }
+  return -1;
+}
+
+// MPI_Testsome over reqs[0..n) with active persistent collectives of ours
+// among them: MPI's completions, then ours that have finished, each
+// completed; MPI_UNDEFINED only if nothing in the array is active.
+int testsome_with_ours(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+  const int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return rc;
+  int k = *outcount == MPI_UNDEFINED ? 0 : *outcount;
+  bool running = false;
+  for (int i = 0; g_active && i < n; i++) {
+    Persistent *p = active_ours(reqs[i]);
+    if (!p) continue;
+    if (!p->done) {
+      running = true;
+      continue;
+    }
+    indices[k] = i;
+    complete_ours(p, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[k]);
+    k++;
+  }
+  if (k > 0 || running) *outcount = k;
+  return rc;
+}
+
+// MPI_Wait of an active persistent collective of ours: cadrt alone for
+// the first turns, as finish_now.
+int wait_ours(Persistent *p, MPI_Request *req, MPI_Status *status) {
+  if (!p->done) {
+    Polling polling;
+    for (int spins = 0; !p->done; idle(&spins)) {
+      if (spins >= kCadrtOnlySpins) mpi_progress();
+      progress();
+    }
+  }
+  complete_ours(p, status);
+  return report_failures(MPI_SUCCESS, 1, req, nullptr, status, false);
+}
+
 // After a call of the Wait/Test family completed the handles reqs[k] (or
 // reqs[indices[k]]) for k < count: a persistent collective among them
 // that failed is MPI_ERR_OTHER on its communicator, raised there (its
@@ -391,9 +491,8 @@ int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request 
   p->st = g_staging.release();
   p->comm = comm;
   p->fn = fn;
-  p->tag = g_next_tag;
-  g_next_tag = g_next_tag >= g_tag_ub ? 0 : g_next_tag + 1;  // wraps after g_tag_ub live ones at most
-  const int rc = PMPI_Recv_init(&p->got, 1, MPI_INT, 0, p->tag, g_self, req);
+  // (From MPI_PROC_NULL: were it ever started, it would complete at once.)
+  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, req);
   if (rc != MPI_SUCCESS) {
     cadrt_req_free(&p->req);
     delete p->st;
@@ -410,7 +509,8 @@ int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request 
 bool free_persistent(MPI_Request req) {
   Persistent *p = persistent(req);
   if (!p) return false;
-  progress_until([p] { return !p->active; });
+  progress_until([p] { return !p->active || p->done; });
+  if (p->active) complete_ours(p, MPI_STATUS_IGNORE);
   forget_failure(p);
   cadrt_req_free(&p->req);
   g_persistent.erase(req);
@@ -760,10 +860,12 @@ void start() {
   g_on = err == 0;
   if (g_on) {
     PMPI_Comm_dup(MPI_COMM_SELF, &g_probe);
-    PMPI_Comm_dup(MPI_COMM_SELF, &g_self);
-    int *ub = nullptr, found = 0;
-    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
-    if (found && ub) g_tag_ub = *ub;
+    memset(&g_empty, 0, sizeof g_empty);
+    g_empty.MPI_SOURCE = MPI_ANY_SOURCE;
+    g_empty.MPI_TAG = MPI_ANY_TAG;
+    g_empty.MPI_ERROR = MPI_SUCCESS;
+    PMPI_Status_set_elements(&g_empty, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(&g_empty, 0);
   }
   const char *v = getenv("CADRT_VERBOSE");
   g_verbose = v && strcmp(v, "0") != 0;
@@ -818,8 +920,8 @@ int MPI_Finalize(void) {
       delete kv.second;
     }
     g_persistent.clear();
+    g_active = 0;
     PMPI_Comm_free(&g_probe);
-    PMPI_Comm_free(&g_self);
     cadrt_finalize();
     g_on = false;
     const char *stats = getenv("CADMPI_STATS");
@@ -835,6 +937,7 @@ int MPI_Finalize(void) {
 // ---------------------------------------------------------------- completion
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
+  if (Persistent *p = active_ours(*req)) return wait_ours(p, req, status);
   if (g_live.empty()) return report_failures(PMPI_Wait(req, status), 1, req, nullptr, status, false);
   Polling polling;
 
@@ -849,57 +952,100 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
   progress();
+  if (Persistent *p = active_ours(*req)) {
+    *flag = p->done;
+    if (!p->done) {
+      mpi_progress();
+      return MPI_SUCCESS;
+    }
+    complete_ours(p, status);
+    return report_failures(MPI_SUCCESS, 1, req, nullptr, status, false);
+  }
   const int rc = PMPI_Test(req, flag, status);
   return report_failures(rc, *flag ? 1 : 0, req, nullptr, status, false);
 }
 
+// The array forms with an active persistent collective of ours among the
+// requests: MPI tests the array only once ours have finished (MPI's
+// Testall that succeeds completes its requests, and a second one would
+// give them empty statuses), or tests it (the any and some forms) and
+// ours are merged into what it found.
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
-  if (g_live.empty()) return report_failures(PMPI_Waitall(n, reqs, statuses), n, reqs, nullptr, statuses, true);
+  const bool ours = has_active_ours(n, reqs);
+  if (!ours && g_live.empty())
+    return report_failures(PMPI_Waitall(n, reqs, statuses), n, reqs, nullptr, statuses, true);
   Polling polling;
 
   for (int spins = 0;; idle(&spins)) {
     progress();
+    if (ours && !ours_done(n, reqs)) {
+      if (spins >= kCadrtOnlySpins) mpi_progress();
+      continue;
+    }
     int flag = 0;
     const int rc = PMPI_Testall(n, reqs, &flag, statuses);
-    if (rc != MPI_SUCCESS || flag) return report_failures(rc, n, reqs, nullptr, statuses, true);
+    if (rc != MPI_SUCCESS || flag) {
+      if (ours) complete_all_ours(n, reqs);
+      return report_failures(rc, n, reqs, nullptr, statuses, true);
+    }
   }
 }
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
   progress();
+  const bool ours = has_active_ours(n, reqs);
+  if (ours && !ours_done(n, reqs)) {
+    *flag = 0;
+    mpi_progress();
+    return MPI_SUCCESS;
+  }
   const int rc = PMPI_Testall(n, reqs, flag, statuses);
+  if (ours && (*flag || rc != MPI_SUCCESS)) complete_all_ours(n, reqs);
   return report_failures(rc, *flag ? n : 0, reqs, nullptr, statuses, true);
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
-  if (g_live.empty()) {
+  const bool ours = has_active_ours(n, reqs);
+  if (!ours && g_live.empty()) {
     const int rc = PMPI_Waitany(n, reqs, index, status);
     return report_failures(rc, *index >= 0 ? 1 : 0, reqs, index, status, false);
   }
   Polling polling;
   for (int spins = 0;; idle(&spins)) {
     progress();
+    if (ours && (*index = complete_any_ours(n, reqs, status)) >= 0)
+      return report_failures(MPI_SUCCESS, 1, reqs, index, status, false);
     int flag = 0;
     const int rc = PMPI_Testany(n, reqs, index, &flag, status);
-    if (rc != MPI_SUCCESS || flag) return report_failures(rc, *index >= 0 ? 1 : 0, reqs, index, status, false);
+    // (Nothing active to MPI while ours run: not done.)
+    if (rc != MPI_SUCCESS || (flag && (*index != MPI_UNDEFINED || !ours)))
+      return report_failures(rc, *index >= 0 ? 1 : 0, reqs, index, status, false);
   }
 }
 
 int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
   progress();
+  const bool ours = has_active_ours(n, reqs);
+  if (ours && (*index = complete_any_ours(n, reqs, status)) >= 0) {
+    *flag = 1;
+    return report_failures(MPI_SUCCESS, 1, reqs, index, status, false);
+  }
   const int rc = PMPI_Testany(n, reqs, index, flag, status);
+  if (ours && *flag && *index == MPI_UNDEFINED) *flag = 0;  // ours still run
   return report_failures(rc, *flag && *index >= 0 ? 1 : 0, reqs, index, status, false);
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
-  if (g_live.empty()) {
+  const bool ours = has_active_ours(n, reqs);
+  if (!ours && g_live.empty()) {
     const int rc = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
     return report_failures(rc, *outcount, reqs, indices, statuses, true);
   }
   Polling polling;
   for (int spins = 0;; idle(&spins)) {
     progress();
-    const int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    const int rc = ours ? testsome_with_ours(n, reqs, outcount, indices, statuses)
+                        : PMPI_Testsome(n, reqs, outcount, indices, statuses);
     if (rc != MPI_SUCCESS || *outcount != 0)  // some, or MPI_UNDEFINED: none active
       return report_failures(rc, *outcount, reqs, indices, statuses, true);
   }
@@ -907,7 +1053,8 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
   progress();
-  const int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  const int rc = has_active_ours(n, reqs) ? testsome_with_ours(n, reqs, outcount, indices, statuses)
+                                          : PMPI_Testsome(n, reqs, outcount, indices, statuses);
   return report_failures(rc, *outcount, reqs, indices, statuses, true);
 }
 
@@ -915,6 +1062,12 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 // would never see a cadrt collective complete.
 int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
   progress();
+  if (const Persistent *p = active_ours(req)) {
+    *flag = p->done;
+    if (!p->done) mpi_progress();
+    else if (status != MPI_STATUS_IGNORE) *status = g_empty;
+    return MPI_SUCCESS;
+  }
   return PMPI_Request_get_status(req, flag, status);
 }
 
@@ -927,8 +1080,6 @@ int MPI_Request_free(MPI_Request *req) {
 
 // Cancelling a collective is erroneous in MPI (Open MPI's own MPI_Cancel
 // aborts on one); ours are left alone, they complete as they would have.
-// Cancelling our persistent handle's receive would leave the running
-// collective's result message to complete the next start.
 int MPI_Cancel(MPI_Request *req) {
   if (req && persistent(*req)) return MPI_SUCCESS;
   return PMPI_Cancel(req);
@@ -944,9 +1095,10 @@ int MPI_Comm_free(MPI_Comm *comm) {
   return PMPI_Comm_free(comm);
 }
 
-// A persistent collective: one of ours starts its receive and then its
-// cadrt collective; the others are MPI's.  Starting an active one is
-// erroneous: MPI_ERR_REQUEST, as MPI_Start says of any active request.
+// A persistent collective: one of ours starts its cadrt collective (its
+// handle stays inactive to MPI); the others are MPI's.  Starting an
+// active one is erroneous: MPI_ERR_REQUEST, as MPI_Start says of any
+// active request.
 int MPI_Start(MPI_Request *req) {
   Persistent *p = req ? persistent(*req) : nullptr;
   if (!p) return PMPI_Start(req);
@@ -955,10 +1107,10 @@ int MPI_Start(MPI_Request *req) {
     return MPI_ERR_REQUEST;
   }
   forget_failure(p);
-  const int rc = PMPI_Start(req);
-  if (rc != MPI_SUCCESS) return rc;
   g_through++;
   p->active = true;
+  p->done = false;
+  g_active++;
   if (p->st) p->st->pack();
   const int err = cadrt_start(&p->req);
   if (err)

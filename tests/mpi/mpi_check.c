@@ -362,6 +362,94 @@ static void persistent_mix(void)
 	MPI_Comm_free(&other);
 }
 
+/* The completion calls on a persistent broadcast whose handle is the only
+ * active request of its array (the others MPI_REQUEST_NULL), five starts:
+ * MPI_Testany and MPI_Testsome must not report "nothing active" while it
+ * runs, and each call gives its index; once completed the handle is
+ * inactive, as any persistent request: a second Wait, Test, Waitany or
+ * Testsome returns at once (index MPI_UNDEFINED, outcount MPI_UNDEFINED)
+ * and MPI_Request_get_status says complete.  Run with Open MPI alone too
+ * (test_mpi.py), which keeps these expectations MPI's. */
+static void persistent_completion(void)
+{
+	int rank;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	enum { N = 1000 };
+	static int v[N];
+	MPI_Request r[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+	MPI_Status st[2];
+	MPIX_Bcast_init(v, N, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &r[1]);
+	for (int it = 0; it < 5; it++) {
+		for (int i = 0; i < N; i++)
+			v[i] = rank == 0 ? it * 10000 + i : -1;
+		int rc = MPI_Start(&r[1]), flag = 0, idx = -5, out = -5, indices[2] = { -5, -5 };
+		switch (it) {
+		case 0: /* Testany, then again: all inactive */
+			while (rc == MPI_SUCCESS && !flag) {
+				rc = MPI_Testany(2, r, &idx, &flag, &st[0]);
+				if (flag && idx != 1)
+					FAIL("persistent bcast: MPI_Testany completed index %d, not 1", idx);
+			}
+			rc |= MPI_Testany(2, r, &idx, &flag, &st[0]);
+			if (!flag || idx != MPI_UNDEFINED)
+				FAIL("persistent bcast: MPI_Testany after completion: flag %d index %d", flag, idx);
+			break;
+		case 1: /* Testsome, then again: MPI_UNDEFINED */
+			while (rc == MPI_SUCCESS && out <= 0) {
+				rc = MPI_Testsome(2, r, &out, indices, st);
+				if (out == MPI_UNDEFINED)
+					FAIL("persistent bcast: MPI_Testsome found nothing active while it ran");
+			}
+			if (out != 1 || indices[0] != 1)
+				FAIL("persistent bcast: MPI_Testsome completed %d, index %d", out, indices[0]);
+			rc |= MPI_Testsome(2, r, &out, indices, st);
+			if (out != MPI_UNDEFINED)
+				FAIL("persistent bcast: MPI_Testsome after completion: outcount %d", out);
+			break;
+		case 2: /* Waitsome, then Waitany: MPI_UNDEFINED */
+			rc = MPI_Waitsome(2, r, &out, indices, st);
+			if (out != 1 || indices[0] != 1)
+				FAIL("persistent bcast: MPI_Waitsome completed %d, index %d", out, indices[0]);
+			rc |= MPI_Waitany(2, r, &idx, &st[0]);
+			if (idx != MPI_UNDEFINED)
+				FAIL("persistent bcast: MPI_Waitany after completion: index %d", idx);
+			break;
+		case 3: /* Request_get_status until complete, Wait, Wait again */
+			while (rc == MPI_SUCCESS && !flag)
+				rc = MPI_Request_get_status(r[1], &flag, &st[0]);
+			rc |= MPI_Wait(&r[1], &st[0]);
+			rc |= MPI_Wait(&r[1], &st[0]);
+			break;
+		default: /* Waitany, then Test: complete at once */
+			rc = MPI_Waitany(2, r, &idx, &st[0]);
+			if (idx != 1)
+				FAIL("persistent bcast: MPI_Waitany completed index %d, not 1", idx);
+			flag = 0;
+			rc |= MPI_Test(&r[1], &flag, &st[0]);
+			if (!flag)
+				FAIL("persistent bcast: MPI_Test of the completed handle: not complete");
+			break;
+		}
+		flag = 0;
+		rc |= MPI_Request_get_status(r[1], &flag, MPI_STATUS_IGNORE);
+		if (!flag)
+			FAIL("persistent bcast: MPI_Request_get_status of the completed handle: not complete");
+		g_checks++;
+		if (rc != MPI_SUCCESS)
+			FAIL("persistent bcast, start %d: MPI error %d", it, rc);
+		if (r[1] == MPI_REQUEST_NULL) {
+			FAIL("persistent bcast, start %d: the handle was freed", it);
+			return;
+		}
+		for (int i = 0; i < N; i++)
+			if (v[i] != it * 10000 + i) {
+				FAIL("persistent bcast, start %d: v[%d] = %d", it, i, v[i]);
+				break;
+			}
+	}
+	MPI_Request_free(&r[1]);
+}
+
 /* --mismatch: rank 1 gives a persistent broadcast another count (erroneous
  * in MPI, so only run through libcadmpi), started twice, completed by
  * MPI_Wait and then by MPI_Waitall, errors returned: rank 1 must get
@@ -870,6 +958,7 @@ int main(int argc, char **argv)
 
 #ifdef HAVE_PERSISTENT
 	persistent_mix();
+	persistent_completion();
 #endif
 	MPI_Comm_free(&dup);
 	MPI_Comm_free(&half);
