@@ -16,13 +16,11 @@
 // MPI requires the ranks to agree on, so every rank of a correct program
 // makes the same one.
 //
-// Requests: a non-blocking cadrt collective is handed to the program as
-// an MPI generalized request.  The MPI_Wait/Test families are interposed:
-// they progress cadrt, complete the generalized requests whose
-// collectives finished, and then let MPI do the waiting or testing over
-// the whole array, so cadrt and point-to-point requests mix freely.  A
-// persistent one's handle is a persistent request MPI never starts: the
-// Wait/Test families complete it themselves (see Persistent).
+// Requests: a cadrt collective's handle is a persistent request MPI never
+// starts (see Ours).  The MPI_Wait/Test families are interposed: they
+// progress cadrt, complete the handles of ours whose collectives
+// finished, and let MPI wait for or test the rest of the array, so cadrt
+// and point-to-point requests mix freely.
 //
 // CADMPI=0 disables it; CADMPI_STATS=1 prints, at MPI_Finalize on rank 0,
 // how many calls went through cadrt and how many fell through.
@@ -117,152 +115,138 @@ struct Staging {
 // the call's request, or dropped when the call falls through to MPI.
 std::unique_ptr<Staging> g_staging;
 
-// A cadrt collective behind an MPI generalized request.
+// A cadrt collective behind a program's handle.  The handle is a
+// persistent receive from MPI_PROC_NULL that MPI never starts: to MPI an
+// inactive persistent request, which its Wait/Test family passes over
+// (an empty status, the handle left as it is) and MPI_Request_free frees.
+// libcadmpi's Wait/Test family completes an active one itself when its
+// collective has finished, merged with what MPI reports for the rest of
+// an array; a non-blocking one's handle is then MPI_REQUEST_NULL to the
+// program and kept, with its Ours, for the next call (a small collective
+// in a loop allocates nothing).  A persistent one stays until the program
+// frees it; MPI_Start starts its collective again.  (Until 2026-12-06 a
+// non-blocking collective was an MPI generalized request, which MPI
+// completed: MPI_Grequest_start, MPI_Grequest_complete and MPI's wait on
+// it, with its query and free callbacks, were about 640 of the 2219
+// instructions a 1-byte MPI_Ibcast + MPI_Wait took at the root; and a
+// persistent one a receive MPI_Start started and a message to ourselves
+// completed, about 980 of 2255.)  A failure is raised by the call that
+// completes the handle (raise_failure()): MPI_ERR_OTHER on the
+// collective's communicator, or MPI_ERR_IN_STATUS with MPI_ERR_OTHER in
+// its status from the array forms.
 struct Ours {
+  MPI_Request handle = MPI_REQUEST_NULL;
   cadrt_request req = nullptr;
-  Staging *st = nullptr;  // what to unpack when it completes
-  int result = 0;
-  std::string why;
+  Staging *st = nullptr;  // what to unpack when it completes (a persistent one's: packed at each start)
+  MPI_Comm comm = MPI_COMM_NULL;  // where a failure is raised
   const char *fn = "";
-};
-// A persistent collective (MPIX_Bcast_init...) through cadrt.  The
-// program's handle is a persistent receive from MPI_PROC_NULL that MPI
-// never starts (a generalized request could not be restarted): to MPI it
-// is an inactive persistent request, which its Wait/Test family passes
-// over with an empty status and MPI_Request_free frees.  MPI_Start starts
-// the cadrt collective and marks the handle active; the Wait/Test family
-// completes an active one itself when its collective has finished,
-// merging it into what MPI reports for the rest of an array.  (Until
-// 2026-12-06 the handle was a receive MPI_Start started and a send to
-// ourselves completed: the send, MPI's matching and the start of the
-// receive were 980 of a small persistent broadcast's 2255 instructions a
-// call.)  A failure is reported by the call that completes the handle
-// (report_failures()), as MPI_ERR_OTHER on the collective's communicator.
-struct Persistent {
-  cadrt_request req = nullptr;  // cadrt's persistent request
-  Staging *st = nullptr;        // packed at each start, unpacked at each end
-  MPI_Comm comm = MPI_COMM_NULL;
-  const char *fn = "";
+  bool persistent = false;
   bool active = false;  // started, and not completed by a call of the Wait/Test family yet
   bool done = false;    // (active) its collective has finished
-  bool failed = false;  // completed with an error that no call has reported yet
+  bool failed = false;  // (done) it failed
 };
-std::unordered_map<MPI_Request, Persistent *> g_persistent;  // by the program's handle
-long g_active = 0;      // how many are active
-long g_unreported = 0;  // how many have failed && !reported
-MPI_Status g_empty;     // MPI's empty status (source and tag any, no error, no data)
+std::unordered_map<MPI_Request, Ours *> g_ours;  // by handle: spares too
+std::vector<Ours *> g_spare;                     // non-blocking ones completed, for the next calls
+constexpr size_t kMaxSpares = 64;
+Ours *g_recent = nullptr;  // the last started (the one a Wait most often asks for)
+long g_active = 0;         // how many are active
+MPI_Status g_empty;        // MPI's empty status (source and tag any, no error, no data)
 
-Persistent *persistent(MPI_Request req);
+// Active ones whose collective has not finished.  (A vector: there are
+// few at a time, and progress() visits them all anyway.)
+std::vector<Ours *> g_live;
 
-// req, if it is a persistent collective of ours that is active.
-Persistent *active_ours(MPI_Request req) {
-  if (g_active == 0) return nullptr;
-  Persistent *p = persistent(req);
-  return p && p->active ? p : nullptr;
+// The collective behind req, if it is one of ours.
+Ours *ours(MPI_Request req) {
+  if (g_recent && g_recent->handle == req) return g_recent;
+  if (g_ours.empty()) return nullptr;
+  const auto it = g_ours.find(req);
+  return it == g_ours.end() ? nullptr : it->second;
 }
 
-// Whether reqs[0..n) has an active persistent collective of ours.
+// req, if it is one of ours that is active.
+Ours *active_ours(MPI_Request req) {
+  if (g_active == 0) return nullptr;
+  Ours *o = ours(req);
+  return o && o->active ? o : nullptr;
+}
+
+// Whether reqs[0..n) has an active one of ours.
 bool has_active_ours(int n, const MPI_Request reqs[]) {
   for (int i = 0; g_active && i < n; i++)
     if (active_ours(reqs[i])) return true;
   return false;
 }
 
+// The communicator a failure of the call under way is raised on, from
+// the first failed one it completed (MPI_COMM_NULL: none).
+MPI_Comm g_raise = MPI_COMM_NULL;
+
 // An active one whose collective finished, completed by a call of the
-// Wait/Test family: inactive again, its status empty.
-void complete_ours(Persistent *p, MPI_Status *status) {
-  p->active = false;
+// Wait/Test family: inactive again, its status empty (MPI_ERR_OTHER in
+// it if it failed); a non-blocking one's handle (*slot) becomes
+// MPI_REQUEST_NULL and it goes to the spares.
+void complete_ours(Ours *o, MPI_Status *status, MPI_Request *slot) {
+  o->active = false;
   g_active--;
   if (status != MPI_STATUS_IGNORE) *status = g_empty;
-}
-
-Persistent *persistent(MPI_Request req) {
-  if (g_persistent.empty()) return nullptr;
-  const auto it = g_persistent.find(req);
-  return it == g_persistent.end() ? nullptr : it->second;
-}
-
-// Not completed yet: the generalized request and its collective, or a
-// started persistent one.  (A vector: there are few at a time, and
-// progress() visits them all anyway.)
-struct Live {
-  MPI_Request req;
-  Ours *o;
-  Persistent *p = nullptr;
-};
-std::vector<Live> g_live;
-// Ours freed by MPI, for the next calls (a small collective in a loop
-// allocates nothing of ours).
-std::vector<Ours *> g_spare;
-
-bool live(MPI_Request req) {
-  for (const Live &l : g_live)
-    if (l.req == req) return true;
-  return false;
-}
-
-int query_fn(void *extra, MPI_Status *status) {
-  const Ours *o = static_cast<const Ours *>(extra);
-  PMPI_Status_set_elements(status, MPI_BYTE, 0);
-  PMPI_Status_set_cancelled(status, 0);
-  status->MPI_SOURCE = MPI_UNDEFINED;
-  status->MPI_TAG = MPI_UNDEFINED;
-  status->MPI_ERROR = o->result ? MPI_ERR_OTHER : MPI_SUCCESS;
-  return status->MPI_ERROR;
-}
-
-int free_fn(void *extra) {
-  Ours *o = static_cast<Ours *>(extra);
-  if (g_spare.size() >= 16) {
-    delete o;
-  } else {
-    *o = Ours();
+  if (o->failed) {
+    o->failed = false;
+    if (g_raise == MPI_COMM_NULL) g_raise = o->comm;
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = MPI_ERR_OTHER;
+  }
+  if (o->persistent) return;
+  *slot = MPI_REQUEST_NULL;
+  if (g_spare.size() < kMaxSpares) {
     g_spare.push_back(o);
+    return;
   }
-  return MPI_SUCCESS;
+  if (g_recent == o) g_recent = nullptr;
+  g_ours.erase(o->handle);
+  PMPI_Request_free(&o->handle);
+  delete o;
 }
 
-int cancel_fn(void *, int) { return MPI_SUCCESS; }  // a collective is not cancelled
-
-// A persistent collective's end: the next call of the Wait/Test family
-// that looks at its handle completes it.
-void finish(Persistent *p, int err) {
-  p->done = true;
-  if (!err && p->st) p->st->unpack();
-  if (err) fprintf(stderr, "cadmpi: %s failed: %s\n", p->fn, cadrt_error_message());
-  if (err && !p->failed) {
-    p->failed = true;
-    g_unreported++;
-  }
+// The end of a call of the Wait/Test family: rc, or the failure of one of
+// ours it completed, raised on that one's communicator (its error handler
+// decides, as for any MPI error); array forms: MPI_ERR_IN_STATUS, the
+// statuses saying which.
+int raise_failure(int rc, bool array) {
+  if (g_raise == MPI_COMM_NULL) return rc;
+  const MPI_Comm comm = g_raise;
+  g_raise = MPI_COMM_NULL;
+  if (rc != MPI_SUCCESS) return rc;
+  const int err = array ? MPI_ERR_IN_STATUS : MPI_ERR_OTHER;
+  PMPI_Comm_call_errhandler(comm, err);
+  return err;
 }
 
-// Tests a live collective once; when it has completed, completes its
-// handle and says so.
-bool settle(const Live &l) {
-  Ours *o = l.o;
-  Persistent *p = l.p;
-  int flag = 0;
-  const int err = cadrt_test(p ? &p->req : &o->req, &flag);
-  if (!flag && !err) return false;
-  if (p) {
-    finish(p, err);
-    return true;
-  }
-  o->result = err;
+// A collective's end: the next call of the Wait/Test family that looks
+// at its handle completes it.
+void finish(Ours *o, int err) {
+  o->done = true;
   if (err) {
-    o->why = cadrt_error_message();
-    fprintf(stderr, "cadmpi: %s failed: %s\n", o->fn, o->why.c_str());
+    o->failed = true;
+    fprintf(stderr, "cadmpi: %s failed: %s\n", o->fn, cadrt_error_message());
   } else if (o->st) {
     o->st->unpack();
   }
-  delete o->st;
-  o->st = nullptr;
-  PMPI_Grequest_complete(l.req);
+  if (!o->persistent) {
+    delete o->st;
+    o->st = nullptr;
+  }
+}
+
+// Tests a live collective once; true when it has finished.
+bool settle(Ours *o) {
+  int flag = 0;
+  const int err = cadrt_test(&o->req, &flag);
+  if (!flag && !err) return false;
+  finish(o, err);
   return true;
 }
 
-// Progress cadrt; complete the handles of finished collectives (true if
-// one was).
+// Progress cadrt; finish the collectives that completed (true if one did).
 bool progress() {
   bool settled = false;
   for (size_t i = 0; i < g_live.size();) {
@@ -288,15 +272,22 @@ bool progress() {
 // finish_now).
 constexpr int kCadrtOnlySpins = 16;
 
-// A collective that completed in its start (a small broadcast's root,
-// whose eager sends are in the peers' rings) has its handle completed at
-// once, and the program's MPI_Wait is then MPI's own, with no loop of ours
-// around it.  (Asked without progress: a test of one still running would
+// A started collective: active, and live unless it completed in its
+// start (a small broadcast's root, whose eager sends are in the peers'
+// rings).  (Asked without progress: a test of one still running would
 // cost a receiver a pass, and under the signal engine an arming.)
-void go_live(const Live &l) {
+void activate(Ours *o) {
+  o->active = true;
+  o->done = o->failed = false;
+  g_active++;
+  g_recent = o;
+}
+
+void go_live(Ours *o) {
+  activate(o);
   int flag = 0;
-  cadrt_request_get_status(l.p ? l.p->req : l.o->req, &flag);
-  if (!flag || !settle(l)) g_live.push_back(l);
+  cadrt_request_get_status(o->req, &flag);
+  if (!flag || !settle(o)) g_live.push_back(o);
 }
 
 void idle(int *spins) {
@@ -339,124 +330,98 @@ void progress_until(Done done) {
   }
 }
 
-int report_failures(int rc, int count, const MPI_Request reqs[], const int *indices, MPI_Status *statuses,
-                    bool array);
-
-// Whether every active persistent collective of ours in reqs[0..n) has
-// finished.
+// Whether every active one of ours in reqs[0..n) has finished.
 bool ours_done(int n, const MPI_Request reqs[]) {
   for (int i = 0; i < n; i++) {
-    const Persistent *p = active_ours(reqs[i]);
-    if (p && !p->done) return false;
+    const Ours *o = active_ours(reqs[i]);
+    if (o && !o->done) return false;
   }
   return true;
 }
 
-// Completes the active persistent collectives of ours in reqs[0..n) (all
-// finished); their statuses are the empty ones MPI gave them as inactive
-// requests.
-void complete_all_ours(int n, const MPI_Request reqs[]) {
+// Completes the active ones of ours in reqs[0..n) (all finished); their
+// statuses are the empty ones MPI gave them as inactive requests, but for
+// a failure.
+void complete_all_ours(int n, MPI_Request reqs[], MPI_Status statuses[]) {
   for (int i = 0; i < n; i++)
-    if (Persistent *p = active_ours(reqs[i])) complete_ours(p, MPI_STATUS_IGNORE);
+    if (Ours *o = active_ours(reqs[i]))
+      complete_ours(o, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i], &reqs[i]);
 }
 
-// The first active persistent collective of ours in reqs[0..n) that has
-// finished, completed, as a completion of MPI_Waitany or MPI_Testany: its
-// index, or -1.
-int complete_any_ours(int n, const MPI_Request reqs[], MPI_Status *status) {
+// The first active one of ours in reqs[0..n) that has finished, completed
+// as a completion of MPI_Waitany or MPI_Testany: its index, or -1.
+int complete_any_ours(int n, MPI_Request reqs[], MPI_Status *status) {
   for (int i = 0; g_active && i < n; i++) {
-    Persistent *p = active_ours(reqs[i]);
-    if (p && p->done) {
-      complete_ours(p, status);
+    Ours *o = active_ours(reqs[i]);
+    if (o && o->done) {
+      complete_ours(o, status, &reqs[i]);
       return i;
     }
   }
   return -1;
 }
 
-// MPI_Testsome over reqs[0..n) with active persistent collectives of ours
-// among them: MPI's completions, then ours that have finished, each
-// completed; MPI_UNDEFINED only if nothing in the array is active.
+// MPI_Testsome over reqs[0..n) with active ones of ours among them: MPI's
+// completions, then ours that have finished, each completed;
+// MPI_UNDEFINED only if nothing in the array is active.
 int testsome_with_ours(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
   const int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
   if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return rc;
   int k = *outcount == MPI_UNDEFINED ? 0 : *outcount;
   bool running = false;
   for (int i = 0; g_active && i < n; i++) {
-    Persistent *p = active_ours(reqs[i]);
-    if (!p) continue;
-    if (!p->done) {
+    Ours *o = active_ours(reqs[i]);
+    if (!o) continue;
+    if (!o->done) {
       running = true;
       continue;
     }
     indices[k] = i;
-    complete_ours(p, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[k]);
+    complete_ours(o, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[k], &reqs[i]);
     k++;
   }
   if (k > 0 || running) *outcount = k;
   return rc;
 }
 
-// MPI_Wait of an active persistent collective of ours: cadrt alone for
-// the first turns, as finish_now.
-int wait_ours(Persistent *p, MPI_Request *req, MPI_Status *status) {
-  if (!p->done) {
+// MPI_Wait of an active one of ours: cadrt alone for the first turns, as
+// finish_now.
+int wait_ours(Ours *o, MPI_Request *req, MPI_Status *status) {
+  if (!o->done) {
     Polling polling;
-    for (int spins = 0; !p->done; idle(&spins)) {
+    for (int spins = 0; !o->done; idle(&spins)) {
       if (spins >= kCadrtOnlySpins) mpi_progress();
       progress();
     }
   }
-  complete_ours(p, status);
-  return report_failures(MPI_SUCCESS, 1, req, nullptr, status, false);
+  complete_ours(o, status, req);
+  return raise_failure(MPI_SUCCESS, false);
 }
 
-// After a call of the Wait/Test family completed the handles reqs[k] (or
-// reqs[indices[k]]) for k < count: a persistent collective among them
-// that failed is MPI_ERR_OTHER on its communicator, raised there (its
-// error handler decides, as for any MPI error), for the array forms
-// through MPI_ERR_IN_STATUS and the statuses.  rc: the call's own.
-int report_failures(int rc, int count, const MPI_Request reqs[], const int *indices, MPI_Status *statuses,
-                    bool array) {
-  if (g_unreported == 0 || rc != MPI_SUCCESS) return rc;
-  Persistent *first = nullptr;
-  for (int k = 0; k < count; k++) {
-    Persistent *p = persistent(reqs[indices ? indices[k] : k]);
-    const bool failed = p && p->failed;
-    if (failed) {
-      p->failed = false;
-      g_unreported--;
-      if (!first) first = p;
-    }
-    if (array && statuses != MPI_STATUSES_IGNORE) statuses[k].MPI_ERROR = failed ? MPI_ERR_OTHER : MPI_SUCCESS;
-  }
-  if (!first) return rc;
-  const int err = array ? MPI_ERR_IN_STATUS : MPI_ERR_OTHER;
-  PMPI_Comm_call_errhandler(first->comm, err);
-  return err;
-}
-
-// Forgets a failure nobody will report (the handle restarted or freed).
-void forget_failure(Persistent *p) {
-  if (!p->failed) return;
-  p->failed = false;
-  g_unreported--;
-}
-
-int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
+// A handle for a started non-blocking collective: a spare's, or a new one.
+Ours *new_ours(cadrt_request r, const char *fn, MPI_Comm comm) {
   Ours *o;
-  if (g_spare.empty()) {
-    o = new Ours;
-  } else {
+  if (!g_spare.empty()) {
     o = g_spare.back();
     g_spare.pop_back();
+  } else {
+    o = new Ours;
+    // (From MPI_PROC_NULL: were it ever started, it would complete at once.)
+    PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle);
+    g_ours[o->handle] = o;
   }
   o->req = r;
   o->fn = fn;
+  o->comm = comm;
   o->st = g_staging.release();
-  PMPI_Grequest_start(query_fn, free_fn, cancel_fn, o, req);
+  return o;
+}
+
+int wrap(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request *req) {
+  Ours *o = new_ours(r, fn, comm);
+  *req = o->handle;
   g_through++;
-  go_live({*req, o});
+  go_live(o);
   return MPI_SUCCESS;
 }
 
@@ -464,7 +429,8 @@ int wrap(cadrt_request r, const char *fn, MPI_Request *req) {
 // progress too while we wait (BLACS's tester deadlocked: a rank blocked in
 // MPI_Recv of a message a peer had MPI_Isend before that peer entered an
 // MPI_Allreduce through cadrt, where only MPI's progress would finish it).
-int finish_now(cadrt_request r, const char *fn) {
+// A failure is MPI_ERR_OTHER, raised on the communicator.
+int finish_now(cadrt_request r, const char *fn, MPI_Comm comm) {
   g_through++;
   const std::unique_ptr<Staging> st = std::move(g_staging);
   int flag = 0, err = cadrt_test(&r, &flag);
@@ -478,44 +444,50 @@ int finish_now(cadrt_request r, const char *fn) {
   }
   if (err) {
     fprintf(stderr, "cadmpi: %s failed: %s\n", fn, cadrt_error_message());
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
     return MPI_ERR_OTHER;
   }
   if (st) st->unpack();
   return MPI_SUCCESS;
 }
 
-// A persistent collective through cadrt: its handle (see Persistent).
+// A persistent collective through cadrt: its handle, made inactive.
 int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request *req) {
-  Persistent *p = new Persistent;
-  p->req = r;
-  p->st = g_staging.release();
-  p->comm = comm;
-  p->fn = fn;
-  // (From MPI_PROC_NULL: were it ever started, it would complete at once.)
-  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, req);
+  Ours *o = new Ours;
+  o->persistent = true;
+  o->req = r;
+  o->st = g_staging.release();
+  o->comm = comm;
+  o->fn = fn;
+  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle);
   if (rc != MPI_SUCCESS) {
-    cadrt_req_free(&p->req);
-    delete p->st;
-    delete p;
+    cadrt_req_free(&o->req);
+    delete o->st;
+    delete o;
     return rc;
   }
-  g_persistent[*req] = p;
+  *req = o->handle;
+  g_ours[o->handle] = o;
   return MPI_SUCCESS;
 }
 
-// MPI_Request_free of a persistent collective of ours: an active one
-// runs to its end first (the others wait for us), then cadrt's request
-// goes; false if the handle is not ours.
-bool free_persistent(MPI_Request req) {
-  Persistent *p = persistent(req);
-  if (!p) return false;
-  progress_until([p] { return !p->active || p->done; });
-  if (p->active) complete_ours(p, MPI_STATUS_IGNORE);
-  forget_failure(p);
-  cadrt_req_free(&p->req);
-  g_persistent.erase(req);
-  delete p->st;
-  delete p;
+// MPI_Request_free of one of ours: an active one runs to its end first
+// (the others wait for us; MPI lets a program free an active request),
+// then a persistent one's cadrt request goes, a non-blocking one's handle
+// to the spares; false if the handle is not ours.
+bool free_ours(MPI_Request *req) {
+  Ours *o = ours(*req);
+  if (!o || (!o->persistent && !o->active)) return false;  // (an inactive non-blocking one: a spare's, MPI's to refuse)
+  progress_until([o] { return !o->active || o->done; });
+  if (o->active) complete_ours(o, MPI_STATUS_IGNORE, req);
+  g_raise = MPI_COMM_NULL;  // (nobody is told of a failure of a freed one)
+  if (!o->persistent) return true;  // (*req is MPI_REQUEST_NULL)
+  cadrt_req_free(&o->req);
+  if (g_recent == o) g_recent = nullptr;
+  g_ours.erase(o->handle);
+  delete o->st;
+  delete o;
+  PMPI_Request_free(req);
   return true;
 }
 
@@ -914,12 +886,19 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 int MPI_Finalize(void) {
   if (g_on) {
     progress_until([] { return g_live.empty(); });
-    for (auto &kv : g_persistent) {  // the program's unfreed ones: cadrt's requests go with cadrt
-      cadrt_req_free(&kv.second->req);
-      delete kv.second->st;
-      delete kv.second;
+    for (auto &kv : g_ours) {  // the spares, and the program's unfreed persistent ones
+      Ours *o = kv.second;
+      if (o->persistent) {
+        cadrt_req_free(&o->req);  // (their handles are the program's)
+      } else {
+        PMPI_Request_free(&o->handle);
+      }
+      delete o->st;
+      delete o;
     }
-    g_persistent.clear();
+    g_ours.clear();
+    g_spare.clear();
+    g_recent = nullptr;
     g_active = 0;
     PMPI_Comm_free(&g_probe);
     cadrt_finalize();
@@ -935,119 +914,109 @@ int MPI_Finalize(void) {
 }
 
 // ---------------------------------------------------------------- completion
+//
+// Each call completes the active ones of ours it is given (see Ours) and
+// lets MPI complete the rest: the array forms with ours among the
+// requests have MPI test the array only once ours have finished (MPI's
+// Testall that succeeds completes its requests, and a second one would
+// give them empty statuses), or have it test the array (the any and some
+// forms) and merge ours into what it found.  While any of ours runs, a
+// wait for MPI's own requests progresses cadrt too.
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
-  if (Persistent *p = active_ours(*req)) return wait_ours(p, req, status);
-  if (g_live.empty()) return report_failures(PMPI_Wait(req, status), 1, req, nullptr, status, false);
+  if (Ours *o = active_ours(*req)) return wait_ours(o, req, status);
+  if (g_live.empty()) return PMPI_Wait(req, status);
   Polling polling;
-
   for (int spins = 0;; idle(&spins)) {
-    // (Its handle, while one of ours is still running, tested only then.)
-    if (!progress() && spins < kCadrtOnlySpins && live(*req)) continue;
+    progress();
     int flag = 0;
     const int rc = PMPI_Test(req, &flag, status);
-    if (rc != MPI_SUCCESS || flag) return report_failures(rc, 1, req, nullptr, status, false);
+    if (rc != MPI_SUCCESS || flag) return rc;
   }
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
   progress();
-  if (Persistent *p = active_ours(*req)) {
-    *flag = p->done;
-    if (!p->done) {
+  if (Ours *o = active_ours(*req)) {
+    *flag = o->done;
+    if (!o->done) {
       mpi_progress();
       return MPI_SUCCESS;
     }
-    complete_ours(p, status);
-    return report_failures(MPI_SUCCESS, 1, req, nullptr, status, false);
+    complete_ours(o, status, req);
+    return raise_failure(MPI_SUCCESS, false);
   }
-  const int rc = PMPI_Test(req, flag, status);
-  return report_failures(rc, *flag ? 1 : 0, req, nullptr, status, false);
+  return PMPI_Test(req, flag, status);
 }
 
-// The array forms with an active persistent collective of ours among the
-// requests: MPI tests the array only once ours have finished (MPI's
-// Testall that succeeds completes its requests, and a second one would
-// give them empty statuses), or tests it (the any and some forms) and
-// ours are merged into what it found.
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
-  const bool ours = has_active_ours(n, reqs);
-  if (!ours && g_live.empty())
-    return report_failures(PMPI_Waitall(n, reqs, statuses), n, reqs, nullptr, statuses, true);
+  const bool with_ours = has_active_ours(n, reqs);
+  if (!with_ours && g_live.empty()) return PMPI_Waitall(n, reqs, statuses);
   Polling polling;
-
   for (int spins = 0;; idle(&spins)) {
     progress();
-    if (ours && !ours_done(n, reqs)) {
+    if (with_ours && !ours_done(n, reqs)) {
       if (spins >= kCadrtOnlySpins) mpi_progress();
       continue;
     }
     int flag = 0;
     const int rc = PMPI_Testall(n, reqs, &flag, statuses);
     if (rc != MPI_SUCCESS || flag) {
-      if (ours) complete_all_ours(n, reqs);
-      return report_failures(rc, n, reqs, nullptr, statuses, true);
+      if (with_ours) complete_all_ours(n, reqs, statuses);
+      return raise_failure(rc, true);
     }
   }
 }
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
   progress();
-  const bool ours = has_active_ours(n, reqs);
-  if (ours && !ours_done(n, reqs)) {
+  const bool with_ours = has_active_ours(n, reqs);
+  if (with_ours && !ours_done(n, reqs)) {
     *flag = 0;
     mpi_progress();
     return MPI_SUCCESS;
   }
   const int rc = PMPI_Testall(n, reqs, flag, statuses);
-  if (ours && (*flag || rc != MPI_SUCCESS)) complete_all_ours(n, reqs);
-  return report_failures(rc, *flag ? n : 0, reqs, nullptr, statuses, true);
+  if (with_ours && (*flag || rc != MPI_SUCCESS)) complete_all_ours(n, reqs, statuses);
+  return raise_failure(rc, true);
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
-  const bool ours = has_active_ours(n, reqs);
-  if (!ours && g_live.empty()) {
-    const int rc = PMPI_Waitany(n, reqs, index, status);
-    return report_failures(rc, *index >= 0 ? 1 : 0, reqs, index, status, false);
-  }
+  const bool with_ours = has_active_ours(n, reqs);
+  if (!with_ours && g_live.empty()) return PMPI_Waitany(n, reqs, index, status);
   Polling polling;
   for (int spins = 0;; idle(&spins)) {
     progress();
-    if (ours && (*index = complete_any_ours(n, reqs, status)) >= 0)
-      return report_failures(MPI_SUCCESS, 1, reqs, index, status, false);
+    if (with_ours && (*index = complete_any_ours(n, reqs, status)) >= 0) return raise_failure(MPI_SUCCESS, false);
     int flag = 0;
     const int rc = PMPI_Testany(n, reqs, index, &flag, status);
     // (Nothing active to MPI while ours run: not done.)
-    if (rc != MPI_SUCCESS || (flag && (*index != MPI_UNDEFINED || !ours)))
-      return report_failures(rc, *index >= 0 ? 1 : 0, reqs, index, status, false);
+    if (rc != MPI_SUCCESS || (flag && (*index != MPI_UNDEFINED || !with_ours))) return rc;
   }
 }
 
 int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
   progress();
-  const bool ours = has_active_ours(n, reqs);
-  if (ours && (*index = complete_any_ours(n, reqs, status)) >= 0) {
+  const bool with_ours = has_active_ours(n, reqs);
+  if (with_ours && (*index = complete_any_ours(n, reqs, status)) >= 0) {
     *flag = 1;
-    return report_failures(MPI_SUCCESS, 1, reqs, index, status, false);
+    return raise_failure(MPI_SUCCESS, false);
   }
   const int rc = PMPI_Testany(n, reqs, index, flag, status);
-  if (ours && *flag && *index == MPI_UNDEFINED) *flag = 0;  // ours still run
-  return report_failures(rc, *flag && *index >= 0 ? 1 : 0, reqs, index, status, false);
+  if (with_ours && *flag && *index == MPI_UNDEFINED) *flag = 0;  // ours still run
+  return rc;
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
-  const bool ours = has_active_ours(n, reqs);
-  if (!ours && g_live.empty()) {
-    const int rc = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
-    return report_failures(rc, *outcount, reqs, indices, statuses, true);
-  }
+  const bool with_ours = has_active_ours(n, reqs);
+  if (!with_ours && g_live.empty()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
   Polling polling;
   for (int spins = 0;; idle(&spins)) {
     progress();
-    const int rc = ours ? testsome_with_ours(n, reqs, outcount, indices, statuses)
-                        : PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    const int rc = with_ours ? testsome_with_ours(n, reqs, outcount, indices, statuses)
+                             : PMPI_Testsome(n, reqs, outcount, indices, statuses);
     if (rc != MPI_SUCCESS || *outcount != 0)  // some, or MPI_UNDEFINED: none active
-      return report_failures(rc, *outcount, reqs, indices, statuses, true);
+      return raise_failure(rc, true);
   }
 }
 
@@ -1055,75 +1024,90 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
   progress();
   const int rc = has_active_ours(n, reqs) ? testsome_with_ours(n, reqs, outcount, indices, statuses)
                                           : PMPI_Testsome(n, reqs, outcount, indices, statuses);
-  return report_failures(rc, *outcount, reqs, indices, statuses, true);
+  return raise_failure(rc, true);
 }
 
 // Tests without freeing: progress too, or a program polling it alone
 // would never see a cadrt collective complete.
 int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
   progress();
-  if (const Persistent *p = active_ours(req)) {
-    *flag = p->done;
-    if (!p->done) mpi_progress();
-    else if (status != MPI_STATUS_IGNORE) *status = g_empty;
+  if (const Ours *o = active_ours(req)) {
+    *flag = o->done;
+    if (!o->done) {
+      mpi_progress();
+    } else if (status != MPI_STATUS_IGNORE) {
+      *status = g_empty;
+      if (o->failed) status->MPI_ERROR = MPI_ERR_OTHER;
+    }
     return MPI_SUCCESS;
   }
   return PMPI_Request_get_status(req, flag, status);
 }
 
+// A handle of ours MPI_Start or MPI_Request_free must not take: a
+// non-blocking one's (to MPI an inactive persistent request, which MPI
+// would start or free from under us) that the program kept after it
+// completed.  MPI_ERR_REQUEST, as MPI says of a request that is not
+// valid there.
+bool refused(MPI_Request req, int *rc) {
+  const Ours *o = ours(req);
+  if (!o || o->persistent || o->active) return false;
+  PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+  *rc = MPI_ERR_REQUEST;
+  return true;
+}
+
 int MPI_Request_free(MPI_Request *req) {
-  // A collective's request freed before completion: it must still run to
-  // the end (the others wait for us); wait for it here.
-  if (req && !free_persistent(*req)) progress_until([req] { return !live(*req); });
+  int rc = MPI_SUCCESS;
+  if (!req) return PMPI_Request_free(req);
+  if (refused(*req, &rc)) return rc;
+  if (free_ours(req)) return MPI_SUCCESS;
   return PMPI_Request_free(req);
 }
 
 // Cancelling a collective is erroneous in MPI (Open MPI's own MPI_Cancel
 // aborts on one); ours are left alone, they complete as they would have.
 int MPI_Cancel(MPI_Request *req) {
-  if (req && persistent(*req)) return MPI_SUCCESS;
+  if (req && ours(*req)) return MPI_SUCCESS;
   return PMPI_Cancel(req);
 }
 
-// A communicator freed under persistent collectives of ours (MPI lets
-// them go on; cadrt keeps its communicator until the last is freed):
-// their failures are raised on MPI_COMM_WORLD from then on.
+// A communicator freed under collectives of ours (MPI lets them go on;
+// cadrt keeps its communicator until the last is freed): their failures
+// are raised on MPI_COMM_WORLD from then on.
 int MPI_Comm_free(MPI_Comm *comm) {
   if (comm)
-    for (auto &kv : g_persistent)
+    for (auto &kv : g_ours)
       if (kv.second->comm == *comm) kv.second->comm = MPI_COMM_WORLD;
   return PMPI_Comm_free(comm);
 }
 
 // A persistent collective: one of ours starts its cadrt collective (its
 // handle stays inactive to MPI); the others are MPI's.  Starting an
-// active one is erroneous: MPI_ERR_REQUEST, as MPI_Start says of any
-// active request.
+// active one, or a non-blocking one's handle, is erroneous:
+// MPI_ERR_REQUEST, as MPI_Start says of any active request.
 int MPI_Start(MPI_Request *req) {
-  Persistent *p = req ? persistent(*req) : nullptr;
-  if (!p) return PMPI_Start(req);
-  if (p->active) {
-    PMPI_Comm_call_errhandler(p->comm, MPI_ERR_REQUEST);
+  Ours *o = req ? ours(*req) : nullptr;
+  if (!o) return PMPI_Start(req);
+  if (o->active || !o->persistent) {
+    PMPI_Comm_call_errhandler(o->persistent ? o->comm : MPI_COMM_WORLD, MPI_ERR_REQUEST);
     return MPI_ERR_REQUEST;
   }
-  forget_failure(p);
   g_through++;
-  p->active = true;
-  p->done = false;
-  g_active++;
-  if (p->st) p->st->pack();
-  const int err = cadrt_start(&p->req);
-  if (err)
-    finish(p, err);  // reported by the call that completes the handle
-  else
-    go_live({*req, nullptr, p});
+  if (o->st) o->st->pack();
+  if (const int err = cadrt_start(&o->req)) {
+    activate(o);
+    finish(o, err);  // raised by the call that completes the handle
+  } else {
+    go_live(o);
+  }
   return MPI_SUCCESS;
 }
 
 int MPI_Startall(int n, MPI_Request reqs[]) {
-  bool ours = false;
-  for (int i = 0; i < n && !ours; i++) ours = persistent(reqs[i]) != nullptr;
-  if (!ours) return PMPI_Startall(n, reqs);
+  bool with_ours = false;
+  for (int i = 0; i < n && !with_ours; i++) with_ours = ours(reqs[i]) != nullptr;
+  if (!with_ours) return PMPI_Startall(n, reqs);
   for (int i = 0; i < n; i++) {  // MPI_Startall is MPI_Start of each, in order
     const int rc = MPI_Start(&reqs[i]);
     if (rc != MPI_SUCCESS) return rc;
@@ -1297,14 +1281,14 @@ extern "C" {
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
   cadrt_request r;
-  if (start_bcast(buf, count, dt, root, comm, &r)) return wrap(r, "MPI_Ibcast", req);
+  if (start_bcast(buf, count, dt, root, comm, &r)) return wrap(r, "MPI_Ibcast", comm, req);
   fell("MPI_Ibcast");
   return PMPI_Ibcast(buf, count, dt, root, comm, req);
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
   cadrt_request r;
-  if (start_bcast(buf, count, dt, root, comm, &r)) return finish_now(r, "MPI_Bcast");
+  if (start_bcast(buf, count, dt, root, comm, &r)) return finish_now(r, "MPI_Bcast", comm);
   fell("MPI_Bcast");
   return PMPI_Bcast(buf, count, dt, root, comm);
 }
@@ -1312,14 +1296,14 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
 int MPI_Ireduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
                 MPI_Request *req) {
   cadrt_request r;
-  if (start_reduce(s, rb, count, dt, op, root, comm, &r)) return wrap(r, "MPI_Ireduce", req);
+  if (start_reduce(s, rb, count, dt, op, root, comm, &r)) return wrap(r, "MPI_Ireduce", comm, req);
   fell("MPI_Ireduce");
   return PMPI_Ireduce(s, rb, count, dt, op, root, comm, req);
 }
 
 int MPI_Reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
   cadrt_request r;
-  if (start_reduce(s, rb, count, dt, op, root, comm, &r)) return finish_now(r, "MPI_Reduce");
+  if (start_reduce(s, rb, count, dt, op, root, comm, &r)) return finish_now(r, "MPI_Reduce", comm);
   fell("MPI_Reduce");
   return PMPI_Reduce(s, rb, count, dt, op, root, comm);
 }
@@ -1327,14 +1311,14 @@ int MPI_Reduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, i
 int MPI_Iallreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                    MPI_Request *req) {
   cadrt_request r;
-  if (start_allreduce(s, rb, count, dt, op, comm, &r)) return wrap(r, "MPI_Iallreduce", req);
+  if (start_allreduce(s, rb, count, dt, op, comm, &r)) return wrap(r, "MPI_Iallreduce", comm, req);
   fell("MPI_Iallreduce");
   return PMPI_Iallreduce(s, rb, count, dt, op, comm, req);
 }
 
 int MPI_Allreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   cadrt_request r;
-  if (start_allreduce(s, rb, count, dt, op, comm, &r)) return finish_now(r, "MPI_Allreduce");
+  if (start_allreduce(s, rb, count, dt, op, comm, &r)) return finish_now(r, "MPI_Allreduce", comm);
   fell("MPI_Allreduce");
   return PMPI_Allreduce(s, rb, count, dt, op, comm);
 }
@@ -1342,14 +1326,14 @@ int MPI_Allreduce(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op
 int MPI_Ireduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                               MPI_Request *req) {
   cadrt_request r;
-  if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r)) return wrap(r, "MPI_Ireduce_scatter_block", req);
+  if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r)) return wrap(r, "MPI_Ireduce_scatter_block", comm, req);
   fell("MPI_Ireduce_scatter_block");
   return PMPI_Ireduce_scatter_block(s, rb, count, dt, op, comm, req);
 }
 
 int MPI_Reduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
   cadrt_request r;
-  if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r)) return finish_now(r, "MPI_Reduce_scatter_block");
+  if (start_reduce_scatter_block(s, rb, count, dt, op, comm, &r)) return finish_now(r, "MPI_Reduce_scatter_block", comm);
   fell("MPI_Reduce_scatter_block");
   return PMPI_Reduce_scatter_block(s, rb, count, dt, op, comm);
 }
@@ -1357,14 +1341,14 @@ int MPI_Reduce_scatter_block(const void *s, void *rb, int count, MPI_Datatype dt
 int MPI_Igather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
                 MPI_Request *req) {
   cadrt_request r;
-  if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r)) return wrap(r, "MPI_Igather", req);
+  if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r)) return wrap(r, "MPI_Igather", comm, req);
   fell("MPI_Igather");
   return PMPI_Igather(s, sc, st, rb, rc, rt, root, comm, req);
 }
 
 int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
   cadrt_request r;
-  if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r)) return finish_now(r, "MPI_Gather");
+  if (start_gather(s, sc, st, rb, rc, rt, root, comm, &r)) return finish_now(r, "MPI_Gather", comm);
   fell("MPI_Gather");
   return PMPI_Gather(s, sc, st, rb, rc, rt, root, comm);
 }
@@ -1372,7 +1356,7 @@ int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Dat
 int MPI_Iscatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
                  MPI_Request *req) {
   cadrt_request r;
-  if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r)) return wrap(r, "MPI_Iscatter", req);
+  if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r)) return wrap(r, "MPI_Iscatter", comm, req);
   fell("MPI_Iscatter");
   return PMPI_Iscatter(s, sc, st, rb, rc, rt, root, comm, req);
 }
@@ -1380,7 +1364,7 @@ int MPI_Iscatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
 int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
                 MPI_Comm comm) {
   cadrt_request r;
-  if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r)) return finish_now(r, "MPI_Scatter");
+  if (start_scatter(s, sc, st, rb, rc, rt, root, comm, &r)) return finish_now(r, "MPI_Scatter", comm);
   fell("MPI_Scatter");
   return PMPI_Scatter(s, sc, st, rb, rc, rt, root, comm);
 }
@@ -1388,14 +1372,14 @@ int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Da
 int MPI_Iallgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                    MPI_Request *req) {
   cadrt_request r;
-  if (start_allgather(s, sc, st, rb, rc, rt, comm, &r)) return wrap(r, "MPI_Iallgather", req);
+  if (start_allgather(s, sc, st, rb, rc, rt, comm, &r)) return wrap(r, "MPI_Iallgather", comm, req);
   fell("MPI_Iallgather");
   return PMPI_Iallgather(s, sc, st, rb, rc, rt, comm, req);
 }
 
 int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
   cadrt_request r;
-  if (start_allgather(s, sc, st, rb, rc, rt, comm, &r)) return finish_now(r, "MPI_Allgather");
+  if (start_allgather(s, sc, st, rb, rc, rt, comm, &r)) return finish_now(r, "MPI_Allgather", comm);
   fell("MPI_Allgather");
   return PMPI_Allgather(s, sc, st, rb, rc, rt, comm);
 }
@@ -1403,28 +1387,28 @@ int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_
 int MPI_Ialltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                   MPI_Request *req) {
   cadrt_request r;
-  if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r)) return wrap(r, "MPI_Ialltoall", req);
+  if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r)) return wrap(r, "MPI_Ialltoall", comm, req);
   fell("MPI_Ialltoall");
   return PMPI_Ialltoall(s, sc, st, rb, rc, rt, comm, req);
 }
 
 int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
   cadrt_request r;
-  if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r)) return finish_now(r, "MPI_Alltoall");
+  if (start_alltoall(s, sc, st, rb, rc, rt, comm, &r)) return finish_now(r, "MPI_Alltoall", comm);
   fell("MPI_Alltoall");
   return PMPI_Alltoall(s, sc, st, rb, rc, rt, comm);
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
   cadrt_request r;
-  if (start_barrier(comm, &r)) return wrap(r, "MPI_Ibarrier", req);
+  if (start_barrier(comm, &r)) return wrap(r, "MPI_Ibarrier", comm, req);
   fell("MPI_Ibarrier");
   return PMPI_Ibarrier(comm, req);
 }
 
 int MPI_Barrier(MPI_Comm comm) {
   cadrt_request r;
-  if (start_barrier(comm, &r)) return finish_now(r, "MPI_Barrier");
+  if (start_barrier(comm, &r)) return finish_now(r, "MPI_Barrier", comm);
   fell("MPI_Barrier");
   return PMPI_Barrier(comm);
 }

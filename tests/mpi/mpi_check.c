@@ -500,6 +500,44 @@ static int mismatch(void)
 		}
 	}
 	MPI_Request_free(&r);
+	/* The same mismatch in the non-blocking form, completed by MPI_Wait and
+	 * then by MPI_Waitall (the handle freed all the same), and in the
+	 * blocking one. */
+	static const char *fname[] = { "ibcast + wait", "ibcast + waitall", "bcast" };
+	for (int form = 0; form < 3 && rc == MPI_SUCCESS; form++) {
+		for (int i = 0; i < n; i++)
+			buf[i] = rank == 0 ? i + 10 + form : -1;
+		MPI_Request q = MPI_REQUEST_NULL;
+		MPI_Status st[1];
+		st[0].MPI_ERROR = -1;
+		int err, cls = MPI_SUCCESS;
+		if (form == 2) {
+			err = MPI_Bcast(buf, n, MPI_INT, 0, MPI_COMM_WORLD);
+		} else {
+			err = MPI_Ibcast(buf, n, MPI_INT, 0, MPI_COMM_WORLD, &q);
+			if (err == MPI_SUCCESS)
+				err = form == 0 ? MPI_Wait(&q, MPI_STATUS_IGNORE) : MPI_Waitall(1, &q, st);
+		}
+		MPI_Error_class(err, &cls);
+		if (rank == 1) {
+			const int want = form == 1 ? MPI_ERR_IN_STATUS : MPI_ERR_OTHER;
+			if (cls != want || (form == 1 && st[0].MPI_ERROR != MPI_ERR_OTHER) || q != MPI_REQUEST_NULL) {
+				fprintf(stderr, "mpi_check: rank 1, %s: error %d (status %d, handle %s), expected %d\n",
+					fname[form], cls, st[0].MPI_ERROR, q == MPI_REQUEST_NULL ? "freed" : "left", want);
+				bad = 1;
+			} else {
+				printf("mpi_check: rank 1: %s: error as expected\n", fname[form]);
+			}
+		} else if (err == MPI_SUCCESS) {
+			for (int i = 0; i < n; i++)
+				if (buf[i] != i + 10 + form) {
+					fprintf(stderr, "mpi_check: rank %d, %s: element %d is %d\n", rank, fname[form], i,
+						buf[i]);
+					bad = 1;
+					break;
+				}
+		}
+	}
 	double x = rank + 1, sum = 0;
 	rc = MPIX_Allreduce_init(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
 	if (rc == MPI_SUCCESS)

@@ -110,13 +110,17 @@ def test_ranks_that_describe_the_same_data_differently(build_dir, engine, n, k):
 def test_failed_persistent_collective(build_dir, engine):
     """A persistent broadcast whose count differs on rank 1, started twice:
     rank 1's MPI_Wait gives MPI_ERR_OTHER, its MPI_Waitall MPI_ERR_IN_STATUS
-    with MPI_ERR_OTHER in the status; the handle stays; nobody hangs; a
-    persistent allreduce works afterwards (mpi_check --mismatch)."""
+    with MPI_ERR_OTHER in the status; the handle stays; nobody hangs; then
+    the same as MPI_Ibcast (completed by MPI_Wait, by MPI_Waitall: the
+    handle freed) and MPI_Bcast; a persistent allreduce works afterwards
+    (mpi_check --mismatch)."""
     r = mpirun(build_dir, 3, "--mismatch", env={"CADRT_ENGINE": engine}, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "mpi_check: mismatch ok" in r.stdout, r.stdout + r.stderr
     for start in (0, 1):
         assert f"rank 1: start {start}: error as expected" in r.stdout, r.stdout + r.stderr
+    for form in ("ibcast + wait", "ibcast + waitall", "bcast"):
+        assert f"rank 1: {form}: error as expected" in r.stdout, r.stdout + r.stderr
     assert "cadmpi: MPIX_Bcast_init failed: ranks disagree" in r.stderr, r.stderr
 
 
