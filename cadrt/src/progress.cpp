@@ -448,14 +448,16 @@ int64_t Runtime::target(const MsgHeader &h, uint32_t ep, cadrt_request_s **out) 
   const uint8_t st = r->xfer[node].state;
   switch (h.kind) {
     case kRts:
+      if (st == kOffered) return node;  // (withdrawn in handle)
       if (st != kWaitData) return -1;
       if (hold_rts(r, static_cast<uint32_t>(node), ep)) {
         r->redrain = true;  // looked at again by the next pass
         return -1;
       }
       return node;
-    case kEager: case kFrag: case kPush: return st == kWaitData ? node : -1;
+    case kEager: case kFrag: case kPush: return st == kWaitData || st == kOffered ? node : -1;
     case kCts: return st == kWaitCts ? node : -1;
+    case kFinRecv: return st == kWaitFin || st == kOffered ? node : -1;
     default: return st == kWaitFin ? node : -1;
   }
 }
@@ -625,6 +627,27 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
             Why() << "rank " << peer << " sent " << bad << " to rank " << r->comm->rank << " (tag " << n.tag << ", "
                   << n.len << " bytes)");
     return;
+  }
+  if (r->xfer[node].state == kOffered) {
+    // The data itself, or an RTS: the sender did not take the offer (it
+    // posted before it could see it), so the offer is withdrawn and the
+    // receive goes on as any other.  A FIN: the sender took it, and wrote.
+    const bool written = h.kind == kFinRecv;
+    if (withdraw(r, node) == written) {
+      give_up(r, ep, h, -EPROTO,
+              Why() << "rank " << peer << " sent rank " << r->comm->rank << " a "
+                    << (written ? "FIN for a receive it did not take" : "message for a receive it had taken")
+                    << " (tag " << n.tag << ", " << n.len << " bytes)");
+      return;
+    }
+    if (written) {
+      offer_free(r, node);
+      n_cma.fetch_add(1, std::memory_order_relaxed);
+      n_offers_written.fetch_add(1, std::memory_order_relaxed);
+      complete(r, node);
+      return;
+    }
+    r->xfer[node].state = kWaitData;
   }
   int err = 0;
   switch (h.kind) {
@@ -1120,6 +1143,152 @@ void Runtime::split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const Ms
   ring(ep, true);  // the receiver may wait for the last chunk
 }
 
+// ---------------------------------------------------------------- offers
+//
+// A one-way single copy is read by its receiver when the sender's RTS
+// finds it in the library; a receiver that posts first and goes back to
+// its work would read it only at its next call (its wait, for a
+// non-blocking collective), after the computation, and its sender, which
+// waits for that read's FIN, finishes no sooner: neither overlaps the
+// copy with anything.  The progress thread or the signal handler would
+// read it during the computation, but being woken costs more than the
+// computation of a 64 KiB broadcast lasts on a busy machine (the 2-core
+// VM: the receiver's wait still read it, 5-6 us, with the root 3 us
+// late).  So the receiver that posts first offers the receive (shm.h,
+// Offer): a sender that posts later takes it and writes the data in its
+// own call, while the receiver computes -- whoever comes second copies,
+// as in KNEM's and KACC's kernel paths.  Not for exchanges (the lanes
+// serve those), messages that may be split (a split copies with both
+// CPUs when both wait, which a taken offer would forgo), or ranks on
+// other nodes.
+
+// Whether the receive node of r from ep may be offered (called with
+// none of its data or RTS here yet).
+bool Runtime::offerable(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
+  const cad_node &n = r->inst->prog.nodes[node];
+  return offers && cma && !remote(ep) && n.len > kPayload && !splittable(n.len) && offer_used_[ep] != 0xff &&
+         !lane_fits(r, node, ep) && !(n.flags & CAD_XFER_SENDER_WRITES);
+}
+
+Offer &Runtime::offer_of(const cadrt_request_s *r, uint32_t node) const {
+  const uint32_t ep = r->comm->ep[r->inst->prog.nodes[node].peer];
+  return seg.lane(ep, me).offer[r->xfer[node].token & 0xff];
+}
+
+void Runtime::offer(cadrt_request_s *r, uint32_t node, uint32_t ep) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  uint8_t &used = offer_used_[ep];
+  static_assert(kOfferSlots == 8, "a bit of offer_used_ per Offer");
+  const uint32_t i = static_cast<uint32_t>(__builtin_ctz(~used & 0xffu));
+  Offer &o = seg.lane(ep, me).offer[i];
+  const uint64_t gen = ((o.state.load(std::memory_order_relaxed) >> 2) + 1) & ((1ull << 48) - 1);
+  o.ctx.store(r->comm->ctx, std::memory_order_relaxed);
+  o.seq.store(r->seq, std::memory_order_relaxed);
+  o.len.store(n.len, std::memory_order_relaxed);
+  o.addr.store(reinterpret_cast<uint64_t>(at(r, n.dst_buf, n.dst_off)), std::memory_order_relaxed);
+  o.fp.store(r->inst->fp, std::memory_order_relaxed);
+  o.tag.store(n.tag, std::memory_order_relaxed);
+  o.occ.store(r->inst->occ[node], std::memory_order_relaxed);
+  o.state.store(gen << 2 | kOfferOpen, std::memory_order_release);
+  used |= static_cast<uint8_t>(1u << i);
+  Xfer &x = r->xfer[node];
+  x.state = kOffered;
+  x.token = gen << 8 | i;
+  x.offer = 1;
+  r->offers++;
+  n_offered.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The end of r's start: its receives that wait for an RTS are offered --
+// not before, since the start waits a while for the RTS of a peer that is
+// starting too (rendezvous()): a receiver that reads in its start copies
+// into its own cache, where the data is used next, and the sender is
+// back at its work at once.  (Offering at the post made the sender write
+// whenever the receiver had posted a moment before: at 64 KiB a copy into
+// lines the receiver owns was slower, and the OSU overlap of ibcast with
+// no late root fell from 43-55 % to 0-44 % on the 2-core VM.)
+void Runtime::offer_open(cadrt_request_s *r) {
+  const cad_prog &p = r->inst->prog;
+  for (uint32_t i = 0; i < p.n_nodes; i++) {
+    const cad_node &n = p.nodes[i];
+    const Xfer &x = r->xfer[i];
+    if (n.kind != CAD_NODE_RECV || x.state != kWaitData || x.token || x.done) continue;
+    const uint32_t ep = r->comm->ep[n.peer];
+    if (offerable(r, i, ep)) offer(r, i, ep);
+  }
+}
+
+// The receiver, on a message for an offered receive: withdraws the offer
+// (true), or finds it taken (false).
+bool Runtime::withdraw(cadrt_request_s *r, uint32_t node) {
+  const uint64_t gen = r->xfer[node].token >> 8;
+  uint64_t want = gen << 2 | kOfferOpen;
+  if (!offer_of(r, node).state.compare_exchange_strong(want, gen << 2 | kOfferFree, std::memory_order_acq_rel))
+    return false;
+  offer_free(r, node);
+  return true;
+}
+
+// The receiver is done with an offer (withdrawn, or written and its FIN
+// come, or its sender gone): the slot is free for its next offers.
+void Runtime::offer_free(cadrt_request_s *r, uint32_t node) {
+  Xfer &x = r->xfer[node];
+  if (!x.offer) return;
+  const uint32_t ep = r->comm->ep[r->inst->prog.nodes[node].peer];
+  offer_of(r, node).state.store((x.token >> 8) << 2 | kOfferFree, std::memory_order_release);
+  offer_used_[ep] &= static_cast<uint8_t>(~(1u << (x.token & 0xff)));
+  x.offer = 0;
+  r->offers--;
+}
+
+// r fails: its offers are withdrawn; one a sender took is written now,
+// and waited for like a CTS (its FIN, or the sender's RELEASE or ABORT).
+void Runtime::withdraw_offers(cadrt_request_s *r) {
+  for (uint32_t i = 0; i < r->inst->prog.n_nodes; i++) {
+    Xfer &x = r->xfer[i];
+    if (x.state != kOffered) continue;
+    x.state = withdraw(r, i) ? kIdle : kWaitFin;
+  }
+}
+
+// The sender: takes its receiver's offer of this send if there is one,
+// and writes the data (true: the send is done, or failed).
+bool Runtime::take_offer(cadrt_request_s *r, uint32_t node, uint32_t ep) {
+  const cad_node &n = r->inst->prog.nodes[node];
+  if (!offers || splittable(n.len) || lane_fits(r, node, ep)) return false;
+  Lane &l = seg.lane(me, ep);
+  const uint64_t ctx = r->comm->ctx;
+  const uint32_t occ = r->inst->occ[node];
+  for (uint32_t i = 0; i < kOfferSlots; i++) {
+    Offer &o = l.offer[i];
+    uint64_t s = o.state.load(std::memory_order_acquire);
+    if ((s & 3) != kOfferOpen || o.ctx.load(std::memory_order_relaxed) != ctx ||
+        o.seq.load(std::memory_order_relaxed) != r->seq || o.tag.load(std::memory_order_relaxed) != n.tag ||
+        o.occ.load(std::memory_order_relaxed) != occ)
+      continue;
+    // Another length or instance: the RTS, and the receiver says what is wrong.
+    if (o.len.load(std::memory_order_relaxed) != n.len || o.fp.load(std::memory_order_relaxed) != r->inst->fp)
+      return false;
+    const uint64_t addr = o.addr.load(std::memory_order_relaxed);
+    if (!o.state.compare_exchange_strong(s, (s & ~3ull) | kOfferTaken, std::memory_order_acq_rel)) return false;
+    int err = 0;
+    if (!cma_copy(false, ep, at(r, n.src_buf, n.src_off), addr, n.len, &err)) {
+      // (As a CTS's write that failed: the receiver is released.)
+      MsgHeader h = header(r, node, kCts);
+      h.addr = addr;
+      give_up(r, ep, h, -EPIPE,
+              Why() << "writing " << n.len << " bytes to rank " << r->comm->rank_of_ep[ep]
+                    << " failed: " << cma_why(err));
+      return true;
+    }
+    push(ep, header(r, node, kFinRecv), nullptr, 0, r);
+    n_wrote_offers.fetch_add(1, std::memory_order_relaxed);
+    complete(r, node);
+    return true;
+  }
+  return false;
+}
+
 void Runtime::lane_corrupt(uint32_t ep, uint64_t what) {
   if (corrupt_lane_[ep]) return;
   corrupt_lane_[ep] = what ? what : 1;
@@ -1204,7 +1373,7 @@ CADRT_HOT void Runtime::post(cadrt_request_s *r, uint32_t node) {
     } else if (n.flags & CAD_XFER_SENDER_WRITES) {
       x.state = kWaitCts;
       drain_unexpected(r, ep, node);
-    } else {
+    } else if (!take_offer(r, node, ep)) {
       MsgHeader h = header(r, node, kRts);
       h.addr = reinterpret_cast<uint64_t>(at(r, n.src_buf, n.src_off));
       h.off = static_cast<uint64_t>(now_ns());  // for the receiver's rendezvous
@@ -1228,6 +1397,10 @@ CADRT_HOT void Runtime::post(cadrt_request_s *r, uint32_t node) {
   }
   x.state = kWaitData;
   drain_unexpected(r, ep, node);
+  // (Posted while the caller computes: offered at once.  In the caller's
+  // start: at its end, offer_open(), if the RTS has not come by then.)
+  if ((t_progress_thread || t_in_handler) && x.state == kWaitData && !x.token && offerable(r, node, ep))
+    offer(r, node, ep);
 }
 
 // Issues what is ready; true if a node was issued.  The executor hands
@@ -1276,6 +1449,7 @@ void Runtime::fail(cadrt_request_s *r, int err, std::string_view why, bool tell_
   failed_[failed_next_++ % failed_.size()] = {r->comm->ctx, r->seq};
   r->result = err;
   if (!release_failed()) release_later_ = true;
+  if (r->offers) withdraw_offers(r);
   if (exposed(r)) {
     r->draining = true;
     return;
@@ -1386,7 +1560,10 @@ void Runtime::answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
   if (peer >= 0) {
     const uint8_t kind = h.kind == kFinSend || h.kind == kRelSend || h.kind == kGrant ? CAD_NODE_SEND : CAD_NODE_RECV;
     const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
-    if (node >= 0 && r->xfer[node].state == kWaitFin) r->xfer[node].state = kIdle;
+    if (node >= 0 && r->xfer[node].state == kWaitFin) {
+      r->xfer[node].state = kIdle;
+      if (r->xfer[node].offer) offer_free(r, static_cast<uint32_t>(node));
+    }
     // A receive from another node whose sender will not send: cancelled
     // (done when the transport says so).
     if (node >= 0 && r->xfer[node].state == kNetWait && h.kind == kRelRecv) net_.cancel(net_.ctx, r->xfer[node].net);
@@ -1428,6 +1605,11 @@ CADRT_HOT void Runtime::finish(cadrt_request_s *r) {
   }
   if (!r->result) r->result = cad_exec_status(&r->ex);
   r->draining = false;
+  if (r->offers) {
+    // Taken by a sender that aborted or died since: it writes no more.
+    for (uint32_t i = 0; i < r->inst->prog.n_nodes && r->offers; i++)
+      if (r->xfer[i].offer) offer_free(r, i);
+  }
   unlink_active(r);
   // A lane granted to a receive that did not complete holds what the
   // sender put in (or will): never granted again.  A push that stopped

@@ -442,6 +442,7 @@ CADRT_HOT int Runtime::start(cadrt_request_s *r) {
     r->draining = false;
     r->tell_next = INT32_MAX;
     r->unsent = 0;
+    r->offers = 0;  // (finish() gave back every offer)
     r->rdv_node = -1;
     cad_exec_start(&r->ex);
   }
@@ -460,6 +461,7 @@ CADRT_HOT int Runtime::start(cadrt_request_s *r) {
   if (engine != Engine::Kernel && !r->done) {
     if (incoming()) progress();
     rendezvous(r);
+    if (offers && r->inst->large && !r->done && !r->draining) offer_open(r);
   }
   // For first_look, whose verdict only the push decision for a large send
   // reads: none for the kernel engine (a clock read is a system call under

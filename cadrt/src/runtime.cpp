@@ -1401,6 +1401,7 @@ int Runtime::init_joined() {
   lane_in_.assign(nep, kLaneFree);
   lane_out_.assign(nep, kLaneFree);
   split_used_.assign(nep, 0);
+  offer_used_.assign(nep, 0);
   committed_.store(0);
   seg.rank(me).committed.store(0);
   // A bad setting fails this init only after the barriers below, which
@@ -1562,6 +1563,10 @@ int Runtime::init_joined() {
   if (!err && want_split != "0" && want_split != "1")
     err = set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");
   split = lanes_here && want_split == "1";
+  const std::string want_offer = env("CADRT_OFFER") ? env("CADRT_OFFER") : "1";
+  if (!err && want_offer != "0" && want_offer != "1")
+    err = set_error(-EINVAL, "CADRT_OFFER=" + want_offer + ": not 0 or 1");
+  offers = lanes_here && want_offer == "1";
   pool_.grow(256);
   vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
 
@@ -1660,11 +1665,14 @@ int Runtime::finalize() {
     fprintf(stderr,
             "cadrt: rank %u: large receives: %llu through lanes, %llu by a single copy (CMA), %llu of them split "
             "with the sender; %llu chunks written for receivers (%llu splits finished here, written last); %llu in "
-            "fragments through the ring\n",
+            "fragments through the ring; %llu offered to the sender, %llu of them written by it; %llu offers of "
+            "receivers written here\n",
             me, static_cast<unsigned long long>(n_lane.load()), static_cast<unsigned long long>(n_cma.load()),
             static_cast<unsigned long long>(n_split.load()), static_cast<unsigned long long>(n_split_chunks.load()),
             static_cast<unsigned long long>(n_split_last.load()),
-            static_cast<unsigned long long>(n_frag.load()));
+            static_cast<unsigned long long>(n_frag.load()), static_cast<unsigned long long>(n_offered.load()),
+            static_cast<unsigned long long>(n_offers_written.load()),
+            static_cast<unsigned long long>(n_wrote_offers.load()));
   if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
     fprintf(stderr,
             "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "

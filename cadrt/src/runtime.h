@@ -116,6 +116,7 @@ enum XferState : uint8_t {
   kBulkOut,     // granted: copying into the lane to the receiver as it has room
   kBulkIn,      // granted the lane: copying out what the sender has put in
   kSplitIn,     // a split single copy: read our chunks, waiting for the sender's (done: how many)
+  kOffered,     // a receive offered to the sender (offer): waiting for its RTS or, written, its FIN
   // With a rank on another node (the network transport):
   kNetRecv,     // a large receive to post, then say CTS with its tag
   kNetSend,     // the CTS came: send to its tag
@@ -127,8 +128,10 @@ struct Xfer {
   uint64_t done = 0;  // bytes
   uint64_t token = 0; // kNetSend, kNetWait: the tag's token; kWaitData: when an RTS was first held;
                       // kBulkOut, kBulkIn: the lane's first chunk of the transfer;
-                      // kSplitIn: generation << 8 | the Split's index
+                      // kSplitIn: generation << 8 | the Split's index;
+                      // an offer held (offer != 0): generation << 8 | the Offer's index
   void *net = nullptr;
+  uint8_t offer = 0;  // a receive: 1 while it holds an Offer of the lane from its sender
 };
 
 }  // namespace cadrt
@@ -203,6 +206,7 @@ struct cadrt_request_s {
   std::vector<std::vector<unsigned char>> scratch;
   std::vector<cadrt::Xfer> xfer;          // per node
   std::vector<uint32_t> outgoing;         // nodes in kFragOut, kBulkOut, kBulkIn, kSplitIn
+  uint32_t offers = 0;                    // receives holding an Offer (Xfer::offer)
   std::vector<uint32_t> netwait;          // nodes in kNetRecv, kNetSend, kNetWait (capacity: every node)
   bool redrain = false;                   // unexpected messages left for later
   // The transfer node whose announcement the start's rendezvous waited
@@ -422,6 +426,10 @@ class Runtime {
   // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is
   // not 0.
   bool split = false;
+  // A one-way single copy's receive that posts first is offered to its
+  // sender, which then writes it (progress.cpp, offer()): the segment has
+  // lanes (their headers hold the Offers), CMA works, CADRT_OFFER is not 0.
+  bool offers = false;
   // Waiting in cadrt_wait, or between cadrt_poll_begin and end: the caller
   // keeps progressing until its request completes (RankInfo::committed).
   void commit(int by);
@@ -459,6 +467,7 @@ class Runtime {
   // written for receivers that split, and the splits this sender finished
   // itself, its chunks written last (sender's counts).
   std::atomic<uint64_t> n_split{0}, n_split_chunks{0}, n_split_last{0};
+  std::atomic<uint64_t> n_offered{0}, n_offers_written{0}, n_wrote_offers{0};
 
  private:
   bool initialised_ = false;
@@ -514,6 +523,7 @@ class Runtime {
   // broken peer sends (an ABORT, say) can.
   bool corrupt_new_ = false;
   std::vector<uint8_t> split_used_;     // per endpoint: a bit per Split of its lane to us in use
+  std::vector<uint8_t> offer_used_;     // per endpoint: a bit per Offer of its lane to us held
   std::atomic<int> committed_{0};
   cadrt_request_s *active_ = nullptr;
   std::vector<unsigned char> vm_scratch_;
@@ -651,6 +661,14 @@ class Runtime {
   void split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
   Split &split_of(const cadrt_request_s *r, uint32_t node) const;
   void split_free(const cadrt_request_s *r, uint32_t node);
+  bool offerable(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
+  void offer(cadrt_request_s *r, uint32_t node, uint32_t ep);
+  bool take_offer(cadrt_request_s *r, uint32_t node, uint32_t ep);
+  Offer &offer_of(const cadrt_request_s *r, uint32_t node) const;
+  bool withdraw(cadrt_request_s *r, uint32_t node);
+  void offer_free(cadrt_request_s *r, uint32_t node);
+  void withdraw_offers(cadrt_request_s *r);
+  void offer_open(cadrt_request_s *r);
   // A peer wrote something no working peer writes into its lane.
   void lane_corrupt(uint32_t ep, uint64_t what);
   cadrt_request_s *find_active(uint64_t ctx, uint64_t seq);

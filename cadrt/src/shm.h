@@ -239,11 +239,32 @@ inline uint64_t split_chunks(uint64_t len) { return (len + kSplitChunk - 1) / kS
 // A message of len bytes may be split (both sides agree on it).
 inline bool splittable(uint64_t len) { return split_chunks(len) >= 2 && split_chunks(len) < (1u << 31); }
 
+// A receive offered to its sender (progress.cpp, offer()): a one-way
+// single copy's receiver that posts before the sender's RTS has come
+// publishes where the data goes, and a sender that posts later takes the
+// offer (claiming it from kOfferOpen to kOfferTaken) and writes the data in
+// its own call, instead of sending an RTS the receiver would read only at
+// its next call -- its wait, if it went back to its work.  Whoever comes
+// second copies.  A receiver that gets the RTS (the sender posted before
+// the offer was visible) withdraws it (to kOfferFree) and reads; the
+// claim decides between the two, so exactly one of them copies.  The
+// receiver owns the kOfferSlots offers of the lane to it; each use starts
+// a new generation, so that a claim can never take a later offer.
+constexpr uint64_t kOfferFree = 0, kOfferOpen = 1, kOfferTaken = 2;
+struct alignas(64) Offer {
+  std::atomic<uint64_t> state;  // generation << 2 | kOfferFree, kOfferOpen or kOfferTaken
+  // The receive (written before state is set kOfferOpen, read after it):
+  std::atomic<uint64_t> ctx, seq, len, addr, fp;
+  std::atomic<uint32_t> tag, occ;
+};
+constexpr uint32_t kOfferSlots = 8;
+
 struct alignas(4096) Lane {
   alignas(64) std::atomic<uint64_t> tail;         // chunks written, by the sender
   alignas(64) std::atomic<uint64_t> head;         // chunks copied out, by the receiver
   alignas(64) std::atomic<uint32_t> want_space;   // the sender waits for a chunk
   Split split[kSplitSlots];                       // (not part of the lane's ring)
+  Offer offer[kOfferSlots];                       // (nor these)
   // (lane_chunks(n) chunks of kLaneChunk bytes follow.)  Chunk i of a
   // transfer: each starts at the first (the lane is empty when granted),
   // so that a small one uses the pages, and the cache lines, the last did.
@@ -275,7 +296,7 @@ struct alignas(4096) Header {
 };
 
 constexpr uint64_t kMagic = 0x314d485354444143ull;  // "CADTSHM1"
-constexpr uint32_t kVersion = 10;
+constexpr uint32_t kVersion = 11;
 
 // Bytes of a segment for n ranks.
 uint64_t segment_size(uint32_t n);

@@ -5,7 +5,7 @@
  *
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--roots N] [--inplace] [--mismatch
- *          [--late R] [--mismatch-op] [--start-late R] [--wait-late MS]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--repeat N] [--churn N] [--test
+ *          [--late R] [--mismatch-op] [--start-late R] [--wait-late MS]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--repeat N] [--skew R] [--churn N] [--test
  *          [--jitter]] [--other-thread] [--algorithms COLL=NAME,...]
  *
  * --persistent   the _init forms, started --iters times
@@ -66,6 +66,8 @@
  *                MS ms between its start and its wait, so that under the
  *                signal engine the failure of the others reaches it in
  *                its signal handler
+ * --skew R       rank R starts every collective 2 ms after the others (its
+ *                peers' receives from it are posted first: offered to it)
  * --split        also run everything on the halves of the world
  * --churn N      then N times: split a copy of the world, run everything
  *                on it, free it, then start a persistent allreduce made
@@ -87,7 +89,9 @@
  *                512 programs per process: it makes room from those not
  *                running)
  * --die R        rank R starts an allreduce and kills itself: the others
- *                must not hang (cadrun ends the job)
+ *                must not hang (cadrun ends the job); with --skew R, the
+ *                others start a broadcast from R, which R, 2 ms late,
+ *                never starts
  * --away DIR     asynchronous progress: rank 0 computes without calling
  *                cadrt until every other rank has completed a collective
  *                (each makes the file DIR/done.R) or --away-for seconds
@@ -170,7 +174,7 @@ static int g_rank, g_size, g_failures, g_checks;
 static int g_away_fails;
 static int g_repeat = 1;
 static int g_persistent, g_outstanding = 1, g_roots, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
-static int g_wait_late_ms;
+static int g_wait_late_ms, g_skew = -1;
 static int g_jitter;
 
 static double now(void);
@@ -454,6 +458,14 @@ static void check(struct call *k, int salt)
 		}
 }
 
+/* --skew R: rank R starts every collective 2 ms after the others (it
+ * computes meanwhile): their receives from it are posted first. */
+static void skew(void)
+{
+	if (g_rank == g_skew)
+		compute_for(0.002);
+}
+
 static int start(struct call *k, cadrt_comm comm, cadrt_request *req)
 {
 	const void *s = k->inplace && k->c != SCATTER ? CADRT_IN_PLACE : k->send;
@@ -503,6 +515,8 @@ static int run(enum coll c, size_t n, int root, cadrt_datatype dt, cadrt_op op, 
 	for (int j = 0; j < K; j++) {
 		k[j] = (struct call){ .c = c, .n = n, .root = root, .dt = dt, .op = op, .inplace = inplace };
 		setup(&k[j], j);
+		if (!g_persistent)
+			skew();
 		err = start(&k[j], comm, &req[j]);
 		if (err) {
 			if (strstr(cadrt_error_message(), "does not apply"))
@@ -524,6 +538,7 @@ static int run(enum coll c, size_t n, int root, cadrt_datatype dt, cadrt_op op, 
 				free(fresh.send);
 				free(fresh.recv);
 			}
+			skew();
 			for (int j = 0; j < K; j++)
 				if (g_persistent ? cadrt_start(&req[j]) : start(&k[j], comm, &req[j]))
 					FAIL("%s: %s", g_persistent ? "cadrt_start" : names[c], cadrt_error_message());
@@ -1160,6 +1175,8 @@ static int body(int argc, char **argv)
 			g_start_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--wait-late") && i + 1 < argc)
 			g_wait_late_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--skew") && i + 1 < argc)
+			g_skew = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--die") && i + 1 < argc)
 			die = atoi(argv[++i]);
 		else if ((!strcmp(argv[i], "--leave") || !strcmp(argv[i], "--leave-hard") ||
@@ -1242,7 +1259,19 @@ static int body(int argc, char **argv)
 			perror("rt_check: exec sh");
 			_exit(1);
 		}
-		if (cadrt_iallreduce(in, out, 1 << 20, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req))
+		/* With --skew R (R the rank that dies): a broadcast of 80 kB from
+		 * R, which R never starts -- it is killed 2 ms late -- so that the
+		 * others' receives from it are offered to it when it dies. */
+		if (g_skew == die && g_rank == die) {
+			skew();
+			if (leave == 1)
+				exit(0);
+			if (leave == 2)
+				_exit(0);
+			raise(SIGKILL);
+		}
+		if (g_skew == die ? cadrt_ibcast(out, 20000, CADRT_INT32, die, cadrt_comm_world(), &req)
+				  : cadrt_iallreduce(in, out, 1 << 20, CADRT_INT32, CADRT_SUM, cadrt_comm_world(), &req))
 			return 1;
 		if (g_rank == die && leave == 1)
 			exit(0);

@@ -4,7 +4,7 @@
 // write, so whatever a process of the job writes there is untrusted input.
 //
 //   cadrun -n 2 rt_peer frag|eager|ring [signal]
-//   cadrun -n 2 rt_peer lane [busy]|split|offer|push
+//   cadrun -n 2 rt_peer lane [busy]|split|offer|push|fin
 //
 //   frag   the RTS of a 64 KiB broadcast becomes a fragment 1 TiB past
 //          the start of the message
@@ -46,6 +46,14 @@
 // must fail with "offered rank 0 a split that does not fit" rather than
 // write anywhere.  Rank 1 then exits (after a while), which ends rank 0's
 // wait for an answer to its RTS.
+//
+// fin: a 64 KiB broadcast from rank 1, which rank 0 starts first (its
+// receive is offered to rank 1 at the end of its start) and then stays out
+// of the library.  Rank 1 never starts it: it waits for the offer in the
+// header of its lane to rank 0 and, without taking it, puts in its ring a
+// FIN saying it wrote the receive; rank 0 must fail with "sent rank 0 a
+// FIN for a receive it did not take" rather than complete with data that
+// never came.
 //
 // signal: rank 0 runs the signal engine and can be interrupted for its
 // 64 KiB broadcast (CADRT_KICK_MIN=0; rank 1 keeps the default, so its
@@ -265,6 +273,49 @@ int offer(int rank, cadrt_comm world) {
   return 0;
 }
 
+// rt_peer fin (see the header).
+int fin(int rank, cadrt_comm world) {
+  static char buf[kBytes];
+  memset(buf, rank, sizeof buf);
+  if (rank == 0) {
+    cadrt_request r;
+    if (cadrt_ibcast(buf, kBytes, CADRT_BYTE, 1, world, &r)) die("ibcast");
+    timespec left = {0, 500000000};
+    while (nanosleep(&left, &left)) {
+    }
+    return finish(0, &r);
+  }
+  cadrt::Segment seg = map_segment();
+  cadrt::Offer *o = nullptr;
+  for (int i = 0; !o; i++) {
+    for (cadrt::Offer &x : seg.lane(1, 0).offer)
+      if ((x.state.load(std::memory_order_acquire) & 3) == cadrt::kOfferOpen) o = &x;
+    if (o) break;
+    if (i == 5000) {
+      fprintf(stderr, "rt_peer: no offer from rank 0\n");
+      exit(2);
+    }
+    usleep(1000);
+  }
+  cadrt::MsgHeader h{};
+  h.kind = cadrt::kFinRecv;
+  h.ctx = o->ctx.load();
+  h.seq = o->seq.load();
+  h.tag = o->tag.load();
+  h.occ = o->occ.load();
+  h.len = o->len.load();
+  h.fp = o->fp.load();
+  cadrt::Ring &out = seg.ring(1, 0);
+  const uint64_t tail = out.tail.load(std::memory_order_relaxed);
+  cadrt::publish(out.slots[tail % cadrt::kSlots], h, nullptr, 0, tail);
+  out.tail.store(tail + 1, std::memory_order_release);
+  seg.unmap();
+  usleep(800000);
+  printf("rank 1: said it wrote\n");
+  cadrt_finalize();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -273,9 +324,10 @@ int main(int argc, char **argv) {
   const bool splits = argc == 2 && !strcmp(argv[1], "split");
   const bool offers = argc == 2 && !strcmp(argv[1], "offer");
   const bool pushes = argc == 2 && !strcmp(argv[1], "push");
+  const bool fins = argc == 2 && !strcmp(argv[1], "fin");
   if ((argc != 2 && !sig && !lanes) || (strcmp(argv[1], "frag") && strcmp(argv[1], "eager") && strcmp(argv[1], "ring") &&
-                              !lanes && !splits && !offers && !pushes)) {
-    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane [busy] | split | offer | push\n");
+                              !lanes && !splits && !offers && !pushes && !fins)) {
+    fprintf(stderr, "usage: cadrun -n 2 rt_peer frag|eager|ring [signal] | lane [busy] | split | offer | push | fin\n");
     return 2;
   }
   const char *me = getenv("CADRT_RANK");
@@ -298,6 +350,7 @@ int main(int argc, char **argv) {
   if (lanes) return lane(rank, world, argc == 3);
   if (splits) return split(rank, world);
   if (offers) return offer(rank, world);
+  if (fins) return fin(rank, world);
   static char buf[kBytes];
   memset(buf, rank, sizeof buf);
   cadrt_request r;

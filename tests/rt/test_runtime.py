@@ -371,6 +371,7 @@ def test_mismatched_count_is_an_error(build_dir, engine, coll):
     ("split", "rank 1 of the job wrote a corrupt lane ("),
     ("offer", "rank 1 offered rank 0 a split that does not fit its message (tag 0, 262144 bytes)"),
     ("push", "rank 1 pushed a message into a lane to rank 0 that is not empty (tag 0)"),
+    ("fin", "rank 1 sent rank 0 a FIN for a receive it did not take (tag 0, 65536 bytes)"),
 ])
 def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     """A peer rewrites what it published in its ring (tests/rt/rt_peer.cpp):
@@ -387,11 +388,16 @@ def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     for ever when rank 1 has left the job meanwhile.
     push: with CMA off, the sender's PUSH names a lane position its data
     does not start at.
-    offer: a receiver offers a split that does not exist."""
+    offer: a receiver offers a split that does not exist.
+    fin: a sender says it wrote a receive offered to it that it did not
+    take (with offers on: rank 0 posts first)."""
     # (CADRT_PUSH=0: the lane and split cases need grants and single
     # copies, which pushes replace for a rank that waits at once; a push's
-    # checks are the push case's, the same code with CMA or without.)
-    r = run(build_dir, 2, "rt_peer", *how.split(), env={"CADRT_PUSH": "0"}, timeout=60)
+    # checks are the push case's, the same code with CMA or without.
+    # CADRT_OFFER=0: rank 0 posts its receive first, and rank 1 would take
+    # it -- write the data -- instead of publishing the RTS it rewrites.)
+    r = run(build_dir, 2, "rt_peer", *how.split(), env={"CADRT_PUSH": "0", "CADRT_OFFER": "1" if how == "fin" else "0"},
+            timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     code = 32 if how.split()[0] in ("ring", "lane", "split") else 71
     assert f"rank 0: error -{code}: {message}" in r.stdout, r.stdout + r.stderr
@@ -420,9 +426,9 @@ NO_MALLOC_CASES = {
     "split": (3, "rt_check", ["--coll", "all", "--sizes", "0,300000,1500000", "--outstanding", "3"], {}),
     "away-nocma": (3, "rt_check", ["--away", "{tmp}", "--sizes", "262144"], {"CADRT_CMA": "0"}),
     "hand-built": (5, "rt_cad", [], {}),
-    "peer-frag": (2, "rt_peer", ["frag", "signal"], {"CADRT_PUSH": "0"}),
-    "peer-eager": (2, "rt_peer", ["eager", "signal"], {"CADRT_PUSH": "0"}),
-    "peer-ring": (2, "rt_peer", ["ring", "signal"], {"CADRT_PUSH": "0"}),
+    "peer-frag": (2, "rt_peer", ["frag", "signal"], {"CADRT_PUSH": "0", "CADRT_OFFER": "0"}),
+    "peer-eager": (2, "rt_peer", ["eager", "signal"], {"CADRT_PUSH": "0", "CADRT_OFFER": "0"}),
+    "peer-ring": (2, "rt_peer", ["ring", "signal"], {"CADRT_PUSH": "0", "CADRT_OFFER": "0"}),
 }
 
 
@@ -1454,3 +1460,50 @@ def test_sanitised_runtime_bad_library_and_dead_peer(build_dir, tmp_path):
     r = run(build_dir, 3, "rt_check_san", "--die", "1", env=env, timeout=120)
     assert r.returncode == 128 + 9, r.stdout + r.stderr
     assert "Sanitizer" not in r.stderr, r.stderr
+
+
+OFFER_COUNTS = r"rank (\d+): large receives: .*; (\d+) offered to the sender, (\d+) of them written by it; (\d+) offers of receivers written here"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p,extra", [(2, []), (3, ["--persistent", "--iters", "3"]), (4, ["--outstanding", "3"]),
+                                     (5, ["--inplace", "--roots", "2"])],
+                         ids=["P2", "P3-persistent", "P4-outstanding", "P5-inplace"])
+def test_a_late_sender_writes_the_receives_offered_to_it(build_dir, engine, p, extra):
+    """Rank 1 starts every collective 2 ms after the others (rt_check
+    --skew 1): their one-way receives from it of 80 kB (single copies, too
+    small to split) are offered to it at the end of their starts, and rank
+    1 writes them in its own start.  Every result right; offers made and
+    taken, and each one taken written by its sender (the counts agree
+    across the ranks); none at all with CADRT_OFFER=0."""
+    def counts(offer):
+        r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "1000,20000", "--skew", "1", *extra,
+                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_OFFER": offer}, timeout=120)
+        assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+        found = re.findall(OFFER_COUNTS, r.stderr)
+        assert len(found) == p, r.stderr
+        return {int(rank): (int(a), int(b), int(c)) for rank, a, b, c in found}
+    c = counts("1")
+    taken = sum(b for _, b, _ in c.values())
+    assert c[1][2] > 0 and taken > 0, c  # rank 1, late, wrote offers
+    assert taken == sum(w for _, _, w in c.values()), c  # each taken one written once
+    assert all(b <= a for a, b, _ in c.values()), c
+    assert all(v == (0, 0, 0) for v in counts("0").values())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("how", ["--leave", "--leave-hard"])
+def test_a_late_sender_that_exits_fails_the_receives_offered_to_it(build_dir, engine, how):
+    """Rank 2, 2 ms late, exits without cadrt_finalize before it starts a
+    broadcast of 80 kB from it, which the others have started: their
+    receives, offered to it, fail naming why -- no hang -- and their
+    allreduce on a communicator without rank 2 then completes, right
+    (rt_check --leave 2 --skew 2; the offers' slots are free again)."""
+    r = run(build_dir, 4, "rt_check", how, "2", "--skew", "2", env={"CADRT_ENGINE": engine}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"cadrun: rank 2 \(pid \d+\) exited without cadrt_finalize", r.stderr), r.stderr
+    ended = dict(re.findall(r"rt_check: rank (\d): the allreduce ended: (.*)", r.stderr))
+    assert sorted(ended) == ["0", "1", "3"], r.stderr
+    for why in ended.values():
+        assert why == "rank 2 of the job left it without cadrt_finalize (it exited or ran another program)", why
+    assert r.stderr.count("the others' allreduce ended: right") == 3, r.stderr
