@@ -315,6 +315,10 @@ def test_kernel_vm_report_follows_the_schema(kernel_vm_run):
         assert by_name[name]["target"] == target, name
     for engine in ("poll", "thread", "signal"):
         assert f"{engine} overlap ibcast 1048576" in by_name
+    # The persistent figures (no target): the share of the call's own work.
+    for coll in ("ibcast", "ialltoall"):
+        assert by_name[f"kernel overlap persistent {coll} 65536"]["params"]["persistent"] is True
+        assert by_name[f"kernel overlap persistent {coll} 65536"].get("target") is None
     for r in report["results"]:
         # (An "of cap" leaves out, and counts, a repetition whose cap was
         # not positive: emulation's noise, seen in CI on 2026-12-02.)
