@@ -1259,7 +1259,11 @@ void Runtime::withdraw_offers(cadrt_request_s *r) {
 // and writes the data (true: the send is done, or failed).
 bool Runtime::take_offer(cadrt_request_s *r, uint32_t node, uint32_t ep) {
   const cad_node &n = r->inst->prog.nodes[node];
-  if (!offers || splittable(n.len) || lane_fits(r, node, ep)) return false;
+  // (Whether the receive may be offered is the receiver's to decide: it
+  // offers none of an exchange.  lane_fits() here would ask about this
+  // rank's own receives from ep, and say yes for every send under
+  // CADRT_BULK=1.)
+  if (!offers || splittable(n.len)) return false;
   Lane &l = seg.lane(me, ep);
   const uint64_t ctx = r->comm->ctx;
   const uint32_t occ = r->inst->occ[node];

@@ -1507,3 +1507,16 @@ def test_a_late_sender_that_exits_fails_the_receives_offered_to_it(build_dir, en
     for why in ended.values():
         assert why == "rank 2 of the job left it without cadrt_finalize (it exited or ran another program)", why
     assert r.stderr.count("the others' allreduce ended: right") == 3, r.stderr
+
+
+def test_offers_are_taken_with_the_bulk_lanes_on(build_dir):
+    """Under CADRT_BULK=1 too (the lanes always serve exchanges; no
+    pushes, CADRT_PUSH=0, which would take the one-way sends there): a
+    late root's one-way sends of 80 kB are written into the receives
+    offered to it (until 2026-12-06 the sender asked lane_fits() about its
+    own receives and took none)."""
+    r = run(build_dir, 3, "rt_check", "--coll", "bcast", "--sizes", "20000", "--roots", "2", "--skew", "0",
+            env={"CADRT_ENGINE": "poll", "CADRT_VERBOSE": "1", "CADRT_BULK": "1", "CADRT_PUSH": "0"}, timeout=120)
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+    found = {int(rank): int(w) for rank, _, _, w in re.findall(OFFER_COUNTS, r.stderr)}
+    assert found.get(0, 0) > 0, r.stderr
