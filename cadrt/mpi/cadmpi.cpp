@@ -178,6 +178,39 @@ bool has_active_ours(int n, const MPI_Request reqs[]) {
   return false;
 }
 
+// A new one of ours with its handle, known by it: a persistent receive
+// from MPI_PROC_NULL (were MPI ever to start it, it would complete at
+// once).  Null, with MPI's error in *rc, if MPI could not make it.
+Ours *make_ours(bool persistent, int *rc) {
+  Ours *o = new Ours;
+  o->persistent = persistent;
+  *rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle);
+  if (*rc != MPI_SUCCESS) {
+    delete o;
+    return nullptr;
+  }
+  g_ours[o->handle] = o;
+  return o;
+}
+
+// Forgets o and frees its handle (the program's copy of it is the
+// caller's to clear).
+void drop_ours(Ours *o) {
+  if (g_recent == o) g_recent = nullptr;
+  g_ours.erase(o->handle);
+  PMPI_Request_free(&o->handle);
+  delete o->st;
+  delete o;
+}
+
+// o's status as a completion call gives it: empty, MPI_ERR_OTHER in it if
+// the collective failed.
+void status_of(const Ours *o, MPI_Status *status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  *status = g_empty;
+  if (o->failed) status->MPI_ERROR = MPI_ERR_OTHER;
+}
+
 // The communicator a failure of the call under way is raised on, from
 // the first failed one it completed (MPI_COMM_NULL: none).
 MPI_Comm g_raise = MPI_COMM_NULL;
@@ -189,22 +222,17 @@ MPI_Comm g_raise = MPI_COMM_NULL;
 void complete_ours(Ours *o, MPI_Status *status, MPI_Request *slot) {
   o->active = false;
   g_active--;
-  if (status != MPI_STATUS_IGNORE) *status = g_empty;
+  status_of(o, status);
   if (o->failed) {
     o->failed = false;
     if (g_raise == MPI_COMM_NULL) g_raise = o->comm;
-    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = MPI_ERR_OTHER;
   }
   if (o->persistent) return;
   *slot = MPI_REQUEST_NULL;
-  if (g_spare.size() < kMaxSpares) {
+  if (g_spare.size() < kMaxSpares)
     g_spare.push_back(o);
-    return;
-  }
-  if (g_recent == o) g_recent = nullptr;
-  g_ours.erase(o->handle);
-  PMPI_Request_free(&o->handle);
-  delete o;
+  else
+    drop_ours(o);
 }
 
 // The end of a call of the Wait/Test family: rc, or the failure of one of
@@ -398,33 +426,6 @@ int wait_ours(Ours *o, MPI_Request *req, MPI_Status *status) {
   return raise_failure(MPI_SUCCESS, false);
 }
 
-// A handle for a started non-blocking collective: a spare's, or a new one.
-Ours *new_ours(cadrt_request r, const char *fn, MPI_Comm comm) {
-  Ours *o;
-  if (!g_spare.empty()) {
-    o = g_spare.back();
-    g_spare.pop_back();
-  } else {
-    o = new Ours;
-    // (From MPI_PROC_NULL: were it ever started, it would complete at once.)
-    PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle);
-    g_ours[o->handle] = o;
-  }
-  o->req = r;
-  o->fn = fn;
-  o->comm = comm;
-  o->st = g_staging.release();
-  return o;
-}
-
-int wrap(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request *req) {
-  Ours *o = new_ours(r, fn, comm);
-  *req = o->handle;
-  g_through++;
-  go_live(o);
-  return MPI_SUCCESS;
-}
-
 // A blocking collective through cadrt.  Not cadrt_wait alone: MPI must
 // progress too while we wait (BLACS's tester deadlocked: a rank blocked in
 // MPI_Recv of a message a peer had MPI_Isend before that peer entered an
@@ -451,23 +452,44 @@ int finish_now(cadrt_request r, const char *fn, MPI_Comm comm) {
   return MPI_SUCCESS;
 }
 
+// A started non-blocking collective's handle: a spare's, or a new one.
+// (Where MPI cannot make one, the collective, started, still runs to its
+// end here -- the other ranks wait for us -- and the call returns MPI's
+// error.)
+int wrap(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request *req) {
+  Ours *o = nullptr;
+  int rc = MPI_SUCCESS;
+  if (!g_spare.empty()) {
+    o = g_spare.back();
+    g_spare.pop_back();
+  } else if (!(o = make_ours(false, &rc))) {
+    finish_now(r, fn, comm);
+    return rc;
+  }
+  o->req = r;
+  o->fn = fn;
+  o->comm = comm;
+  o->st = g_staging.release();
+  *req = o->handle;
+  g_through++;
+  go_live(o);
+  return MPI_SUCCESS;
+}
+
 // A persistent collective through cadrt: its handle, made inactive.
 int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request *req) {
-  Ours *o = new Ours;
-  o->persistent = true;
+  int rc = MPI_SUCCESS;
+  Ours *o = make_ours(true, &rc);
+  if (!o) {
+    cadrt_req_free(&r);
+    g_staging.reset();
+    return rc;
+  }
   o->req = r;
   o->st = g_staging.release();
   o->comm = comm;
   o->fn = fn;
-  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle);
-  if (rc != MPI_SUCCESS) {
-    cadrt_req_free(&o->req);
-    delete o->st;
-    delete o;
-    return rc;
-  }
   *req = o->handle;
-  g_ours[o->handle] = o;
   return MPI_SUCCESS;
 }
 
@@ -475,19 +497,18 @@ int wrap_persistent(cadrt_request r, const char *fn, MPI_Comm comm, MPI_Request 
 // (the others wait for us; MPI lets a program free an active request),
 // then a persistent one's cadrt request goes, a non-blocking one's handle
 // to the spares; false if the handle is not ours.
+// (An inactive non-blocking one, a spare's, MPI_Request_free refuses
+// first: refused().)
 bool free_ours(MPI_Request *req) {
   Ours *o = ours(*req);
-  if (!o || (!o->persistent && !o->active)) return false;  // (an inactive non-blocking one: a spare's, MPI's to refuse)
+  if (!o) return false;
   progress_until([o] { return !o->active || o->done; });
   if (o->active) complete_ours(o, MPI_STATUS_IGNORE, req);
   g_raise = MPI_COMM_NULL;  // (nobody is told of a failure of a freed one)
   if (!o->persistent) return true;  // (*req is MPI_REQUEST_NULL)
   cadrt_req_free(&o->req);
-  if (g_recent == o) g_recent = nullptr;
-  g_ours.erase(o->handle);
-  delete o->st;
-  delete o;
-  PMPI_Request_free(req);
+  drop_ours(o);
+  *req = MPI_REQUEST_NULL;
   return true;
 }
 
@@ -1033,12 +1054,10 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
   progress();
   if (const Ours *o = active_ours(req)) {
     *flag = o->done;
-    if (!o->done) {
+    if (o->done)
+      status_of(o, status);
+    else
       mpi_progress();
-    } else if (status != MPI_STATUS_IGNORE) {
-      *status = g_empty;
-      if (o->failed) status->MPI_ERROR = MPI_ERR_OTHER;
-    }
     return MPI_SUCCESS;
   }
   return PMPI_Request_get_status(req, flag, status);

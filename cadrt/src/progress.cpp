@@ -1234,7 +1234,8 @@ bool Runtime::withdraw(cadrt_request_s *r, uint32_t node) {
 }
 
 // The receiver is done with an offer (withdrawn, or written and its FIN
-// come, or its sender gone): the slot is free for its next offers.
+// come, or its sender gone): the slot is free for its next offers.  (A
+// node holding none: nothing.)
 void Runtime::offer_free(cadrt_request_s *r, uint32_t node) {
   Xfer &x = r->xfer[node];
   if (!x.offer) return;
@@ -1570,7 +1571,7 @@ void Runtime::answered(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
     const int64_t node = r->inst->find(kind, static_cast<uint32_t>(peer), h.tag, h.occ);
     if (node >= 0 && r->xfer[node].state == kWaitFin) {
       r->xfer[node].state = kIdle;
-      if (r->xfer[node].offer) offer_free(r, static_cast<uint32_t>(node));
+      offer_free(r, static_cast<uint32_t>(node));  // (a taken offer's)
     }
     // A receive from another node whose sender will not send: cancelled
     // (done when the transport says so).
@@ -1615,8 +1616,7 @@ CADRT_HOT void Runtime::finish(cadrt_request_s *r) {
   r->draining = false;
   if (r->offers) {
     // Taken by a sender that aborted or died since: it writes no more.
-    for (uint32_t i = 0; i < r->inst->prog.n_nodes && r->offers; i++)
-      if (r->xfer[i].offer) offer_free(r, i);
+    for (uint32_t i = 0; i < r->inst->prog.n_nodes && r->offers; i++) offer_free(r, i);
   }
   unlink_active(r);
   // A lane granted to a receive that did not complete holds what the
