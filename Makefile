@@ -111,6 +111,13 @@ demo:
 # bench/report.md with its plots and the README's generated tables.
 MPIRUN_BENCH = mpirun --allow-run-as-root --oversubscribe -n 2 --bind-to core \
 	-x LD_PRELOAD=$(abspath $(BUILD))/lib/libcadmpi.so $(if $(BENCH_QUICK),-x BENCH_QUICK=$(BENCH_QUICK))
+# rt_bench with CADRT_VERBOSE=1, its stderr kept in bench/results/rt-<name>.log:
+# what each run's cadrt_init measured and decided (lanes, pushes), which
+# holds for the whole run, and the counts of its transfers at the end.
+# (CADRT_VERBOSE prints at init and finalize only.)  $(1): mpirun's
+# options, $(2): the name.
+rt_bench = $(MPIRUN_BENCH) -x CADRT_VERBOSE=1 $(1) $(BUILD)/bin/rt_bench --json bench/results/rt-$(2).json \
+	2>bench/results/rt-$(2).log || { cat bench/results/rt-$(2).log >&2; exit 1; }
 bench: build
 	mkdir -p bench/results
 	$(BUILD)/bin/core_bench --json bench/results/core.json
@@ -118,15 +125,13 @@ bench: build
 	$(BUILD)/bin/op_bench --json bench/results/ops.json
 	$(BUILD)/bin/irq_bench --json bench/results/interrupts.json
 	for e in poll thread signal; do \
-	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_bench --json bench/results/rt-$$e.json || exit 1; \
+	  $(call rt_bench,-x CADRT_ENGINE=$$e,$$e); \
 	  $(MPIRUN_BENCH) -x CADRT_ENGINE=$$e $(BUILD)/bin/rt_codelets --json bench/results/codelets-$$e.json || exit 1; \
 	done
-	$(MPIRUN_BENCH) -x CADRT_ENGINE=thread -x CADRT_PUSH=0 -x BENCH_LABEL=thread-nopush \
-	  $(BUILD)/bin/rt_bench --json bench/results/rt-thread-nopush.json
-	$(MPIRUN_BENCH) -x CADRT_ENGINE=thread -x CADRT_PUSH=0 -x CADRT_SPLIT=0 -x BENCH_LABEL=thread-nosplit \
-	  $(BUILD)/bin/rt_bench --json bench/results/rt-thread-nosplit.json
-	$(MPIRUN_BENCH) --mca btl_vader_single_copy_mechanism none -x CADRT_ENGINE=poll -x CADRT_CMA=0 \
-	  -x BENCH_LABEL=poll-nocma $(BUILD)/bin/rt_bench --json bench/results/rt-poll-nocma.json
+	$(call rt_bench,-x CADRT_ENGINE=thread -x CADRT_PUSH=0 -x BENCH_LABEL=thread-nopush,thread-nopush)
+	$(call rt_bench,-x CADRT_ENGINE=thread -x CADRT_PUSH=0 -x CADRT_SPLIT=0 -x BENCH_LABEL=thread-nosplit,thread-nosplit)
+	$(call rt_bench,--mca btl_vader_single_copy_mechanism none -x CADRT_ENGINE=poll -x CADRT_CMA=0 \
+	  -x BENCH_LABEL=poll-nocma,poll-nocma)
 	$(BUILD)/bin/cadrun -n 3 --bind core $(BUILD)/bin/seg_bench --json bench/results/segments.json
 	$(PYTHON) bench/sim_check.py $(BUILD) --json bench/results/simulate.json
 	$(PYTHON) bench/kernel_vm.py $(BUILD) --json bench/results/kernel-vm.json

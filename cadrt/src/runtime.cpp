@@ -675,10 +675,10 @@ int Runtime::probe_cma() {
 static long long ns(int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long long>(t); }
 
 // Up to which transfer the lanes beat the single copy here
-// (CADRT_BULK=auto, the default): UINT64_MAX if they win at 256 KiB, else
+// (CADRT_BULK=auto, the default): UINT64_MAX if they win at 1 MiB, else
 // the smallest size measured from which on they lose (0: even at 16 KiB).
 // Each rank and its partner (ranks 2k and 2k+1 of the node) exchange 16,
-// 64 and 256 KiB through their lanes the way a granted
+// 64, 256 and 1024 KiB through their lanes the way a granted
 // transfer does, a chunk published as soon as it is in, and each compares
 // its times with a process_vm_readv of as much of its own memory (the
 // kernel's pinning, mapping and page-by-page copy are the same as from a
@@ -688,7 +688,13 @@ static long long ns(int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long
 // its first byte, a lane only its two memcpys, so on a VM whose vCPUs sit
 // apart the lanes may win for the blocks of a small alltoall and lose from
 // 64 KiB (2026-11-26: ialltoall of 32 KiB 4.8 us through the lanes, 5.9
-// by single copies; of 256 KiB 16-18 us against 13.7-14.8).  A step, not an
+// by single copies; of 256 KiB 16-18 us against 13.7-14.8).  Up to 1 MiB
+// since 2026-12-06: until then lanes that won at 256 KiB served every
+// size, and two copies through memory past the caches lose to one (lanes
+// forced on, that day: ialltoall of 1 MiB 1.8x Open MPI's, against 0.93x
+// by single copies) -- the likeliest cause of a make bench whose thread
+// engine alone measured ialltoall at 1.5x from 256 KiB on, its init
+// unlogged.  A step, not an
 // interpolated crossover: a granted transfer pays a round trip more than
 // the measured exchange, and between two sizes the measurement says
 // nothing.  Two memcpys of private memory, which this measured before
@@ -702,8 +708,9 @@ static long long ns(int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long
 // partner on this node) measures two private memcpys as before.  Called
 // between two barriers of the node's ranks (init_joined).
 uint64_t Runtime::lanes_upto(uint32_t partner) {
-  constexpr size_t kProbe[3] = {16 << 10, 64 << 10, 256 << 10};
-  std::vector<unsigned char> a(kProbe[2], 1), b(kProbe[2], 2);
+  constexpr int kSizes = 4;
+  constexpr size_t kProbe[kSizes] = {16 << 10, 64 << 10, 256 << 10, 1 << 20};
+  std::vector<unsigned char> a(kProbe[kSizes - 1], 1), b(kProbe[kSizes - 1], 2);
   auto best = [](int n, auto fn) {
     int64_t m = INT64_MAX;
     for (int i = 0; i < n; i++) {
@@ -756,13 +763,13 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
   };
   // Every size, whatever the smaller ones said: each exchange needs both
   // partners.
-  int64_t read[3], lane[3];
-  for (int i = 0; i < 3; i++) measure(kProbe[i], &read[i], &lane[i]);
+  int64_t read[kSizes], lane[kSizes];
+  for (int i = 0; i < kSizes; i++) measure(kProbe[i], &read[i], &lane[i]);
   // From the top: the smallest size from which on they lose at every size
   // measured.  (A loss below a win is taken for noise: lanes that win at
-  // 256 KiB serve every size, as when 256 KiB was all this measured.)
+  // 1 MiB serve every size.)
   uint64_t upto = UINT64_MAX;
-  for (int i = 2; i >= 0; i--) {
+  for (int i = kSizes - 1; i >= 0; i--) {
     if (ok && lane[i] != INT64_MAX && lane[i] < read[i]) break;
     upto = i ? kProbe[i] : 0;
   }
@@ -786,10 +793,10 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
     else if (upto == UINT64_MAX) snprintf(lim, sizeof lim, "faster");
     else snprintf(lim, sizeof lim, "faster below %llu bytes", static_cast<unsigned long long>(upto));
     fprintf(stderr,
-            "cadrt: rank %u: lanes measured %s: 16, 64 and 256 KiB %s%s %lld, %lld, %lld ns; by process_vm_readv "
-            "%lld, %lld, %lld ns%s\n",
+            "cadrt: rank %u: lanes measured %s: 16, 64, 256 and 1024 KiB %s%s %lld, %lld, %lld, %lld ns; by "
+            "process_vm_readv %lld, %lld, %lld, %lld ns%s\n",
             me, lim, partner < nep ? "through the lanes with rank" : "by two memcpys", with, ns(lane[0]), ns(lane[1]),
-            ns(lane[2]), ns(read[0]), ns(read[1]), ns(read[2]), forced);
+            ns(lane[2]), ns(lane[3]), ns(read[0]), ns(read[1]), ns(read[2]), ns(read[3]), forced);
   }
   return upto;
 }

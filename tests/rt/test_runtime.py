@@ -768,25 +768,25 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     r = run(build_dir, p, "rt_check", "--coll", "alltoall", "--sizes", "100000",
             env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_PUSH": "0"}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    # Each pair of ranks measured exchanges of three sizes through its
+    # Each pair of ranks measured exchanges of four sizes through its
     # lanes (the last of an odd number does not), and the node decided as
     # one: lanes below the least of the pairs' limits, a pair's limit the
     # smallest size from which on it found them slower at every size.
-    measured = re.findall(r"lanes measured (slower|faster|faster below (?:65536|262144) bytes): 16, 64 and 256 KiB "
-                          r"through the lanes with rank \d+ (-?\d+), (-?\d+), (-?\d+) ns; by process_vm_readv "
-                          r"(\d+), (\d+), (\d+) ns", r.stderr)
+    measured = re.findall(r"lanes measured (slower|faster|faster below (?:65536|262144|1048576) bytes): 16, 64, 256 "
+                          r"and 1024 KiB through the lanes with rank \d+ (-?\d+), (-?\d+), (-?\d+), (-?\d+) ns; by "
+                          r"process_vm_readv (\d+), (\d+), (\d+), (\d+) ns", r.stderr)
     assert len(measured) == p - p % 2, r.stderr
     said = re.findall(r"bulk lanes (on|off|on below \d+ bytes)\n", r.stderr)
     assert len(said) == p and len(set(said)) == 1, r.stderr
     limits = []
     for verdict, *ns in measured:
-        lane, read = [int(x) for x in ns[:3]], [int(x) for x in ns[3:]]
-        lose = [lane[i] < 0 or lane[i] >= read[i] for i in range(3)]
-        first = 3  # from here on they lose at every size
+        lane, read = [int(x) for x in ns[:4]], [int(x) for x in ns[4:]]
+        lose = [lane[i] < 0 or lane[i] >= read[i] for i in range(4)]
+        first = 4  # from here on they lose at every size
         while first > 0 and lose[first - 1]:
             first -= 1
-        want = "faster" if first == 3 else "slower" if first == 0 else \
-            f"faster below {[16384, 65536, 262144][first]} bytes"
+        want = "faster" if first == 4 else "slower" if first == 0 else \
+            f"faster below {[16384, 65536, 262144, 1048576][first]} bytes"
         assert verdict == want, (verdict, lane, read)
         limits.append(0 if verdict == "slower" else int(verdict.split()[2]) if "below" in verdict else None)
     if limits:
