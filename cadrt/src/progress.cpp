@@ -904,11 +904,15 @@ bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 // an exchange keeps its rule, as the pairs do not time exchanges -- taking
 // their classes made iallreduce of 256 KiB and 1 MiB and ialltoall of
 // 1 MiB 5-30 % slower (interleaved rt_bench runs, 2026-12-03), while an
-// ibcast of 256 KiB gained 5-8 %.
+// ibcast of 256 KiB gained 5-8 %.  An exchange is pushed below bulk_max
+// only (since 2026-12-06): what lanes_upto() timed for exchanges through
+// the lanes, or CADRT_BULK_MAX.  Before, lanes that won at 16 KiB there
+// carried every exchange under half a lane (forced so, ialltoall of
+// 256 KiB 1.16-1.24x Open MPI's, against 1.05x limited to 64 KiB).
 bool Runtime::pushes(uint64_t len, bool exchange, bool computes) const {
   if (len >= push_max) return false;
   if (computes && (exchange || len >= kComputingPushMax)) return false;
-  if (exchange) return len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2;
+  if (exchange) return len < static_cast<uint64_t>(seg.lane_chunks()) * kLaneChunk / 2 && len < bulk_max;
   return class_pushed(len);
 }
 

@@ -928,6 +928,31 @@ def pushes_said(p, stderr, verdict=None):
     return node if lanes[0] == "on" else set()
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_with_cma_exchanges_are_pushed_only_below_the_lanes_limit(build_dir, engine):
+    """With CMA and pushes (CADRT_PUSH=auto, the default), a large message
+    of an exchange (alltoall: each rank sends the other) whose caller
+    waits at once goes through the lane, pushed by its sender, below half
+    a lane -- and, since 2026-12-06, below the lanes' limit too (what
+    CADRT_BULK=auto measured for exchanges, or CADRT_BULK_MAX): before,
+    lanes that won a small exchange at init carried every exchange up to
+    1 MiB (forced so, ialltoall of 256 KiB ran at 1.16-1.24x Open MPI's,
+    against 1.05 limited).  CADRT_BULK=1 here: lanes whatever this machine
+    measures."""
+    def counts(env):
+        r = run(build_dir, 2, "rt_check", "--coll", "alltoall", "--sizes", "100000", "--iters", "5",
+                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "1", **env}, timeout=60)
+        assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+        found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
+        assert len(found) == 2, r.stderr
+        return sum(int(a) for a, _ in found), sum(int(b) for _, b in found)
+    lanes, single = counts({})
+    assert lanes > 0, (lanes, single)
+    # Every large receive here is 100 KB or more.
+    lanes, single = counts({"CADRT_BULK_MAX": "65536"})
+    assert lanes == 0 and single > 0, (lanes, single)
+
+
 @pytest.mark.parametrize("verdict", [None, "faster", "slower"])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_with_cma_pushes_go_where_they_measured_faster(build_dir, engine, verdict):
