@@ -33,7 +33,8 @@
  *                            makes one per iteration, the start; tests
  *                            read the status page).  Only where /dev/cad
  *                            opens; the same for every engine
- *   overlap persistent <coll> 65536, cap persistent <coll> 65536
+ *   overlap persistent <coll> 65536, cap persistent <coll> 65536,
+ *   lat persistent <coll> 65536
  *                            the same with a persistent request started
  *                            each time (cadrt_start: no selection, no
  *                            binding; the kernel engine's program loaded
@@ -384,6 +385,8 @@ int main(void)
 		cadrt_req_free(&g_preq[c]);
 		const double moved = c == IBCAST ? (double)b * (g_size - 1) : (double)b * g_size;
 		const double copy = copy_time((size_t)(moved / g_size));
+		snprintf(name, sizeof name, "lat persistent %s %zu", cname[c], b);
+		fig(name, pure);
 		fig(ov, 100.0 - 100.0 * (overall - computed) / pure);
 		snprintf(name, sizeof name, "cap persistent %s %zu", cname[c], b);
 		fig(name, mean(100.0 - 100.0 * copy / pure));
