@@ -776,6 +776,14 @@ static u64 transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_ru
  *      from about 0 to -50 %, the caller's half running right after its
  *      start instead of during its computation.
  *
+ * Not an IPI (irq_work, or a tasklet it schedules), as the KACC paper
+ * does: the copy could start at the interrupt (about 15 of the 29 us a
+ * work item waits under TCG), but completing the transfer -- successors
+ * made ready, further matches and copies, page revalidation, wake-ups --
+ * is the group's state under its mutex, and sleeps; a worker would still
+ * be needed after the copy, on the same CPU.  (README, "Why a work item
+ * and not an interrupt".)
+ *
  * A deferred transfer is a cad_match of one or two parts (cad_xfer).  Its
  * nodes stay ISSUED until every part is copied.  A queued part is on the
  * group's deferred list; whoever takes it off moves it to the inflight
