@@ -203,6 +203,13 @@ void drop_ours(Ours *o) {
   delete o;
 }
 
+// drop_ours, after a persistent one's cadrt request (a non-blocking one's
+// goes when its collective completes).
+void forget_ours(Ours *o) {
+  if (o->persistent) cadrt_req_free(&o->req);
+  drop_ours(o);
+}
+
 // o's status as a completion call gives it: empty, MPI_ERR_OTHER in it if
 // the collective failed.
 void status_of(const Ours *o, MPI_Status *status) {
@@ -506,8 +513,7 @@ bool free_ours(MPI_Request *req) {
   if (o->active) complete_ours(o, MPI_STATUS_IGNORE, req);
   g_raise = MPI_COMM_NULL;  // (nobody is told of a failure of a freed one)
   if (!o->persistent) return true;  // (*req is MPI_REQUEST_NULL)
-  cadrt_req_free(&o->req);
-  drop_ours(o);
+  forget_ours(o);
   *req = MPI_REQUEST_NULL;
   return true;
 }
@@ -907,19 +913,12 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 int MPI_Finalize(void) {
   if (g_on) {
     progress_until([] { return g_live.empty(); });
-    for (auto &kv : g_ours) {  // the spares, and the program's unfreed persistent ones
-      Ours *o = kv.second;
-      if (o->persistent) {
-        cadrt_req_free(&o->req);  // (their handles are the program's)
-      } else {
-        PMPI_Request_free(&o->handle);
-      }
-      delete o->st;
-      delete o;
-    }
-    g_ours.clear();
+    // The spares, and the program's unfreed persistent ones (their
+    // handles, which the program can no longer use, are freed with them).
+    std::vector<Ours *> left;
+    for (const auto &kv : g_ours) left.push_back(kv.second);
+    for (Ours *o : left) forget_ours(o);
     g_spare.clear();
-    g_recent = nullptr;
     g_active = 0;
     PMPI_Comm_free(&g_probe);
     cadrt_finalize();

@@ -564,6 +564,8 @@ static int mismatch(void)
  * result compared with Open MPI's on a communicator of the same ranks;
  * then the requests are freed.  Only through libcadmpi: Open MPI's own
  * persistent collectives crash on it. */
+static int g_unfreed;
+
 static int freed_comm(void)
 {
 	int rank, size, bad = 0, all_bad = 0;
@@ -613,13 +615,17 @@ static int freed_comm(void)
 				}
 		}
 	}
-	MPI_Request_free(&r[0]);
-	MPI_Request_free(&r[1]);
+	if (!g_unfreed) { /* --unfreed: MPI_Finalize frees them */
+		MPI_Request_free(&r[0]);
+		MPI_Request_free(&r[1]);
+	}
 	PMPI_Comm_free(&ref_half);
 	PMPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (rank == 0 && !all_bad)
 		printf("mpi_check: freed-comm ok\n");
 	MPI_Finalize();
+	if (rank == 0 && !all_bad)
+		printf("mpi_check: finalized\n");
 	return all_bad;
 }
 #endif
@@ -907,6 +913,9 @@ int main(int argc, char **argv)
 		mismatched |= !strcmp(argv[i], "--mismatch");
 		freed |= !strcmp(argv[i], "--freed-comm");
 		types |= !strcmp(argv[i], "--datatypes");
+#ifdef HAVE_PERSISTENT
+		g_unfreed |= !strcmp(argv[i], "--unfreed");
+#endif
 	}
 	if (multiple) {
 		int provided;

@@ -136,6 +136,17 @@ def test_persistent_collectives_on_freed_communicators(build_dir, engine):
     assert all(c >= 6 for c, _ in through(r.stderr)), r.stderr
 
 
+@pytest.mark.parametrize("engine", ["poll", "thread"])
+def test_persistent_collectives_left_to_finalize(build_dir, engine):
+    """The same, the two persistent requests never freed: MPI_Finalize frees
+    them (their cadrt requests and their MPI handles) and returns."""
+    r = mpirun(build_dir, 3, "--freed-comm", "--unfreed", env={"CADRT_ENGINE": engine, "CADMPI_STATS": "1"},
+               timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "mpi_check: freed-comm ok" in r.stdout and "mpi_check: finalized" in r.stdout, r.stdout + r.stderr
+    assert all(c >= 6 for c, _ in through(r.stderr)), r.stderr
+
+
 def test_disabled(build_dir):
     r = mpirun(build_dir, 2, "--quick", env={"CADMPI": "0", "CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
