@@ -1,7 +1,8 @@
 """cadrt's kernel engine on cad.ko, inside the VM: every standard algorithm
 for N = 2, 3, 4, 8 ranks under cadrun with CADRT_ENGINE=kernel, the modes
 (persistent, outstanding, in place, split), hand-built CADs, mismatched
-programs, ranks that differ on the engine, a rank killed mid-collective;
+programs, ranks that differ on the engine, a rank killed mid-collective,
+many collectives in flight at once drawn at random (rt_stress);
 then the module's counters are back to zero, it unloads, and the kernel
 log is clean.
 
@@ -39,6 +40,7 @@ MISMATCH = ["bcast", "allreduce", "gather", "alltoall"]
 # a third of their time (52 s of 190, 2026-11-29) and add no shape that 5
 # lacks; every algorithm still runs on 3 in the matrix, at every root.
 MODE_RANKS = (2, 5)
+STRESS_RANKS = (2, 3, 5, 8)
 
 
 def cases():
@@ -97,6 +99,14 @@ def cases():
     out["leave"] = "cadrun -n 4 --timeout 60 rt_check --leave 2"
     out["leave-hard"] = "cadrun -n 4 --timeout 60 rt_check --leave-hard 2"
     out["leave-exec"] = "cadrun -n 4 --timeout 60 rt_check --leave-exec 2"
+    # Many collectives in flight at once, drawn at random (rt_stress): on
+    # every communicator shape, in every form, completed in each rank's own
+    # order; under each setting of defer too.
+    for i, p in enumerate(STRESS_RANKS):
+        out[f"stress-{p}"] = f"cadrun -n {p} --timeout 300 rt_stress --seed {i + 1}"
+    for i, (mode, (defer, split)) in enumerate(DEFER_MODES.items()):
+        out[f"stress-defer{mode}"] = with_defer(
+            defer, f"cadrun -n 3 --timeout 300 rt_stress --seed {11 + i} --rounds 80", split)
     out["many-persistent"] = "cadrun -n 3 --timeout 120 rt_check --many-persistent 700"
     out["many-limit"] = "cadrun -n 3 --timeout 60 rt_check --many 600"
     return out
@@ -105,7 +115,7 @@ def cases():
 @pytest.fixture(scope="module")
 def vm_run(build_dir):
     vm = cad_vm(build_dir, append=KERNEL_DEBUG)
-    for program in ("cadrun", "rt_check", "rt_cad"):
+    for program in ("cadrun", "rt_check", "rt_cad", "rt_stress"):
         vm.add_program(build_dir / "bin" / program)
     before = "insmod /cad.ko\nexport CADRT_ENGINE=kernel"
     return run_cases(vm, cases(), before=before, after=COUNT_AND_UNLOAD, timeout=1500)
@@ -130,6 +140,15 @@ def test_the_matrix_jobs_end_cleanly(vm_run):
     for p in RANKS:
         c = vm_run.cases[f"matrix-{p}"]
         assert c.status == 0 and "rt_check: ok" in c.output, f"P={p}: {c.command}\n{c.output}"
+
+
+@pytest.mark.parametrize("case", [f"stress-{p}" for p in STRESS_RANKS] + [f"stress-defer{m}" for m in DEFER_MODES])
+def test_many_collectives_in_flight_through_the_kernel_engine(vm_run, case):
+    c = vm_run.cases[case]
+    assert c.status == 0 and "rt_stress: ok" in c.output and "engine kernel" in c.output, f"{c.command}\n{c.output}"
+    if case.startswith("stress-defer"):
+        deferred = int(re.search(r"@@DEFERRED (\d+)", c.output).group(1))
+        assert deferred == 0 if case == "stress-defer0" else deferred > 0, c.output
 
 
 @pytest.mark.parametrize("mode", MODES)

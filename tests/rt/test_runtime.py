@@ -1545,3 +1545,38 @@ def test_offers_are_taken_with_the_bulk_lanes_on(build_dir):
     assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
     found = {int(rank): int(w) for rank, _, _, w in re.findall(OFFER_COUNTS, r.stderr)}
     assert found.get(0, 0) > 0, r.stderr
+
+
+# rt_stress (tests/rt/rt_stress.c): many collectives in flight at once,
+# drawn at random from a seed (every collective, communicator shape, form,
+# datatype, op, count, root and in-place choice), completed in each rank's
+# own order, every result against a reference each rank computes alone.
+STRESS = [(2, 1), (3, 2), (5, 3), (8, 4)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p,seed", STRESS, ids=[f"P{p}-seed{s}" for p, s in STRESS])
+def test_many_collectives_in_flight(build_dir, engine, p, seed):
+    r = run(build_dir, p, "rt_stress", "--seed", seed, env={"CADRT_ENGINE": engine}, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rt_stress: ok" in r.stdout and f"engine {engine}" in r.stdout, r.stdout + r.stderr
+
+
+STRESS_SAN = {"default": {}, "nocma": {"CADRT_CMA": "0"}, "nopush-nosplit": {"CADRT_PUSH": "0", "CADRT_SPLIT": "0"}}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("setting", list(STRESS_SAN))
+def test_many_collectives_in_flight_sanitised(build_dir, engine, setting):
+    """The same under ASan, UBSan and LeakSanitizer, with the transports'
+    settings that change the paths a transfer takes."""
+    env = san_env(build_dir, CADRT_ENGINE=engine, **STRESS_SAN[setting])
+    r = run(build_dir, 4, "rt_stress_san", "--seed", 21 + list(STRESS_SAN).index(setting), env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rt_stress: ok" in r.stdout, r.stdout + r.stderr
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+
+
+def test_stress_usage(build_dir):
+    r = run(build_dir, 1, "rt_stress", "--rounds", timeout=60)
+    assert r.returncode != 0 and "usage: rt_stress" in r.stderr, r.stdout + r.stderr
