@@ -566,7 +566,7 @@ def targets_table(runs, prefix):
                 lines.append(f"| [{path.stem}]({prefix}{path.name}) | {r['name']} | {t} | {fmt(r)} | {met(r)} |")
     def rt_keep(r):  # the targets, and beside each overlap target its physical cap and the time beyond
         p = r["params"]
-        beside = p.get("of") == "cap" or r["name"].startswith("beyond ")
+        beside = p.get("of") == "cap" or (r["name"].startswith("beyond ") and not p.get("tests"))
         return "target" in r or (beside and rt_overlapped(p))
     rt = pivot(runs, "rt", rt_keep, prefix, label=lambda n: n.replace(" cadrt", ""))
     return "\n".join(lines) + ("\n\nThe runtime against Open MPI (`rt_bench`), per engine (`thread-nopush`: `CADRT_PUSH=0`, "
