@@ -957,10 +957,10 @@ void Runtime::push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgH
 
 // A one-way transfer (a broadcast's edge) is read by the receiver with
 // process_vm_readv, which the kernel makes page by page, at 4-5 times the
-// cost of a memcpy on the machines measured.  When the sender waits too
-// (RankInfo::committed: in cadrt_wait, or MPI_Wait through libcadmpi),
-// its CPU has nothing else to do: the receiver offers it a share (SPLIT,
-// with its destination's address), and both copy chunks, the receiver
+// cost of a memcpy on the machines measured.  A sender that waits
+// (committed: in cadrt_wait, or MPI_Wait through libcadmpi) has nothing
+// else for its CPU to do: the receiver offers it a share (SPLIT, with its
+// destination's address), and while it waits both copy chunks, the receiver
 // reading, the sender writing with process_vm_writev, each claiming the
 // next chunk from the Split's counter.  Two CPUs make the copy in about
 // half the time (two processes, 1 MiB, 2026-11-25: 56 us against 111 us
@@ -1010,9 +1010,16 @@ bool Runtime::split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const Msg
   const cad_node &n = r->inst->prog.nodes[node];
   const uint64_t chunk = kSplitChunk, chunks = split_chunks(n.len);
   uint8_t &used = split_used_[ep];
-  if (!split || remote(ep) || !splittable(n.len) || used == 0xff ||
-      !seg.rank(ep).committed.load(std::memory_order_relaxed))
-    return false;
+  // Offered whether the sender waits yet or not: one away at its work
+  // never sees the offer until its next call (the receiver reads the rest
+  // meanwhile, as unsplit), and one on its way from its start to its wait
+  // takes a share when it gets there.  Until 2026-12-06 only a sender
+  // already waiting was offered one: under the thread engine, whose start
+  // returns later, a third of the 256 KiB broadcasts of a start + wait
+  // loop found the root not yet waiting and were read alone, 11 us
+  // against 7 (cadrt_wait, two ranks bound to cores), 1.0-1.13x Open
+  // MPI's in rt_bench against 0.60-0.66x now on every engine.
+  if (!split || remote(ep) || !splittable(n.len) || used == 0xff) return false;
   static_assert(kSplitSlots == 8, "a bit of split_used_ per Split");
   const uint32_t i = static_cast<uint32_t>(__builtin_ctz(~used & 0xffu));
   Split &s = seg.lane(ep, me).split[i];
