@@ -732,9 +732,8 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
 // left to do in it, may compute meanwhile.
 bool Runtime::lane_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
   const cad_node &n = r->inst->prog.nodes[node];
-  const std::vector<uint8_t> &to = r->inst->sends_to;
   return bulk && n.len >= bulk_min && n.len < bulk_max && !remote(ep) && lane_in_[ep] == kLaneFree && !t_in_handler &&
-         n.peer < to.size() && to[n.peer];
+         r->inst->sends_to_peer(n.peer);
 }
 
 // A lane needs both ranks, and a rank in the library now may be back at
@@ -933,9 +932,8 @@ bool Runtime::push_with_cma(const cadrt_request_s *r, uint32_t node) const {
 // only keeps or skips a rendezvous wait in its start.
 bool Runtime::comes_pushed(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
   const cad_node &n = r->inst->prog.nodes[node];
-  const std::vector<uint8_t> &to = r->inst->sends_to;
   if (!cma || !push_lanes || push_mode == Push::Never || n.len < bulk_min || (n.flags & CAD_XFER_SENDER_WRITES) ||
-      (n.peer < to.size() && to[n.peer]) || lane_in_[ep] != kLaneFree)
+      r->inst->sends_to_peer(n.peer) || lane_in_[ep] != kLaneFree)
     return false;
   return pushes(n.len, false, true);
 }
@@ -1023,9 +1021,8 @@ bool Runtime::split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const Msg
   // copy to make: offered only once it waits, as before (ialltoall of
   // 1 MiB, interleaved runs: about 1.0x Open MPI's either way, 0.90-1.19
   // over the repetitions; this keeps exchanges as they were).
-  const std::vector<uint8_t> &to = r->inst->sends_to;
   if (!split || remote(ep) || !splittable(n.len) || used == 0xff ||
-      (n.peer < to.size() && to[n.peer] && !seg.rank(ep).committed.load(std::memory_order_relaxed)))
+      (r->inst->sends_to_peer(n.peer) && !seg.rank(ep).committed.load(std::memory_order_relaxed)))
     return false;
   static_assert(kSplitSlots == 8, "a bit of split_used_ per Split");
   const uint32_t i = static_cast<uint32_t>(__builtin_ctz(~used & 0xffu));
@@ -1187,9 +1184,8 @@ void Runtime::split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const Ms
 // none of its data or RTS here yet).
 bool Runtime::offerable(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
   const cad_node &n = r->inst->prog.nodes[node];
-  const std::vector<uint8_t> &to = r->inst->sends_to;
   return offers && cma && !remote(ep) && n.len > kPayload && !splittable(n.len) && offer_used_[ep] != 0xff &&
-         !(n.peer < to.size() && to[n.peer]) && !(n.flags & CAD_XFER_SENDER_WRITES);
+         !r->inst->sends_to_peer(n.peer) && !(n.flags & CAD_XFER_SENDER_WRITES);
 }
 
 Offer &Runtime::offer_of(const cadrt_request_s *r, uint32_t node) const {

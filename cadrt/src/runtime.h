@@ -91,6 +91,8 @@ struct Instance {
   std::vector<Key> keys;                // SEND and RECV nodes, sorted
   bool large = false;                   // a SEND or RECV too long for a slot
   std::vector<uint8_t> sends_to;        // per peer rank: a SEND to it (an exchange if it sends too)
+  // A receive from peer is part of an exchange: this rank sends to it too.
+  bool sends_to_peer(uint32_t peer) const { return peer < sends_to.size() && sends_to[peer]; }
   std::vector<uint8_t> recvs_from;      // per peer rank: a RECV from it
   uint64_t size = 0;                    // its largest buffer, bytes
   // Learned, not part of what the instance is (see Runtime::rendezvous()):

@@ -40,6 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../stress.h"
+
 static int g_failures, g_checks, g_wrank, g_round;
 
 #define FAIL(...)                                                              \
@@ -51,21 +53,6 @@ static int g_failures, g_checks, g_wrank, g_round;
 		g_failures++;                                                  \
 	} while (0)
 
-/* xorshift64*: g_prog is the same on every rank, g_local differs. */
-static uint64_t g_prog, g_local;
-static uint32_t next(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return (uint32_t)((*s * 2685821657736338717ull) >> 32);
-}
-static int prog(int n) { return (int)(next(&g_prog) % (uint32_t)n); }
-static int local(int n) { return (int)(next(&g_local) % (uint32_t)n); }
-
-enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, RSB, BARRIER, NCOLL };
-static const char *cnames[NCOLL] = { "bcast", "reduce", "allreduce", "gather", "scatter",
-				     "allgather", "alltoall", "reduce_scatter_block", "barrier" };
 enum form { NONBLOCKING, BLOCKING, PERSISTENT };
 static const char *fnames[] = { "non-blocking", "blocking", "persistent" };
 
@@ -121,9 +108,6 @@ static void fill(void *p, int dti, size_t n, int rank, int salt)
 	}
 }
 
-static const int g_counts[] = { 0, 1, 2, 3, 17, 100, 256, 1000, 4096, 20000, 65536, 150000 };
-#define NCOUNTS ((int)(sizeof g_counts / sizeof g_counts[0]))
-
 struct op {
 	int id;	       /* its place in the program */
 	enum coll c;
@@ -163,7 +147,7 @@ static int size_of(const struct op *o)
 /* Fills the inputs (ours and the reference's the same) for a start. */
 static void prepare(struct op *o)
 {
-	const int rank = rank_in(o), P = size_of(o);
+	const int rank = rank_in(o);
 	const size_t es = o->es, n = (size_t)o->n;
 	memset(o->recv, 0xa5, o->rn * es + 1);
 	memset(o->send, 0x5a, o->sn * es + 1);
@@ -183,7 +167,6 @@ static void prepare(struct op *o)
 	}
 	if (o->c == BCAST && rank == o->root)
 		fill(o->recv, o->dti, n, rank, o->salt);
-	(void)P;
 	memcpy(o->rsend, o->send, o->sn * es + 1);
 	memcpy(o->rrecv, o->recv, o->rn * es + 1);
 }
@@ -291,14 +274,6 @@ static void reference(struct op *o)
 	case BARRIER: PMPI_Barrier(comm); break;
 	default: break;
 	}
-}
-
-static size_t first_difference(const char *a, const char *b, size_t len)
-{
-	size_t k = 0;
-	while (k < len && a[k] == b[k])
-		k++;
-	return k;
 }
 
 /* After a start completed: the reference, then the comparison. */
@@ -477,8 +452,7 @@ static struct op *new_op(int id)
 	const int reduces = o->c == REDUCE || o->c == ALLREDUCE || o->c == RSB;
 	if (reduces)
 		o->mop = op_for(o->dti, prog(6), &o->opname);
-	/* Large counts less often: a round stays short. */
-	o->n = g_counts[prog(4) ? prog(NCOUNTS - 3) : prog(NCOUNTS)];
+	o->n = draw_count();
 	const int P = size_of(o);
 	o->root = prog(1 << 16) % P; /* the same within each group of a split */
 	o->inplace = o->c != BCAST && o->c != BARRIER && prog(4) == 0;
@@ -537,8 +511,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	g_prog = seed * 0x9e3779b97f4a7c15ull + 1;
-	g_local = (seed + 1000003ull * (uint64_t)(g_wrank + 1)) * 0xbf58476d1ce4e5b9ull + 1;
+	stress_seed(seed, g_wrank);
 	MPI_Datatype dts[NDT] = { MPI_INT, MPI_DOUBLE, MPI_FLOAT, MPI_INT64_T, MPI_UNSIGNED_CHAR, MPI_SHORT, MPI_2INT };
 	memcpy(g_dt, dts, sizeof dts);
 	g_comm[0] = MPI_COMM_WORLD;

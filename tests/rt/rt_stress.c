@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../stress.h"
+
 static int g_failures, g_checks, g_rank, g_round, g_trace;
 
 #define FAIL(...)                                                              \
@@ -44,21 +46,6 @@ static int g_failures, g_checks, g_rank, g_round, g_trace;
 		g_failures++;                                                  \
 	} while (0)
 
-/* xorshift64*: g_prog is the same on every rank, g_local differs. */
-static uint64_t g_prog, g_local;
-static uint32_t next(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return (uint32_t)((*s * 2685821657736338717ull) >> 32);
-}
-static int prog(int n) { return (int)(next(&g_prog) % (uint32_t)n); }
-static int local(int n) { return (int)(next(&g_local) % (uint32_t)n); }
-
-enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, RSB, BARRIER, NCOLL };
-static const char *cnames[NCOLL] = { "bcast", "reduce", "allreduce", "gather", "scatter",
-				     "allgather", "alltoall", "reduce_scatter_block", "barrier" };
 enum form { NONBLOCKING, AT_ONCE, PERSISTENT };
 static const char *fnames[] = { "non-blocking", "waited at once", "persistent" };
 
@@ -163,9 +150,6 @@ static void combine(cadrt_datatype dt, cadrt_op op, unsigned char *a, const unsi
 	default: break;
 	}
 }
-
-static const int g_counts[] = { 0, 1, 2, 3, 17, 100, 256, 1000, 4096, 20000, 65536, 150000 };
-#define NCOUNTS ((int)(sizeof g_counts / sizeof g_counts[0]))
 
 struct op {
 	int id; /* its place in the program */
@@ -307,14 +291,6 @@ static int post(struct op *o, cadrt_request *req)
 	}
 }
 
-static size_t first_difference(const char *a, const char *b, size_t len)
-{
-	size_t k = 0;
-	while (k < len && a[k] == b[k])
-		k++;
-	return k;
-}
-
 static void check(struct op *o)
 {
 	char what[256];
@@ -406,7 +382,7 @@ static struct op *new_op(int id)
 	o->dti = prog(NDT);
 	if (o->c == REDUCE || o->c == ALLREDUCE || o->c == RSB)
 		o->op = op_for(g_dt[o->dti], prog(6), &o->opname);
-	o->n = g_counts[prog(4) ? prog(NCOUNTS - 3) : prog(NCOUNTS)]; /* large ones less often */
+	o->n = draw_count();
 	cadrt_comm_size(g_comm[o->ci], &o->P);
 	cadrt_comm_rank(g_comm[o->ci], &o->me);
 	o->root = prog(1 << 16) % o->P; /* the same within each group of a split */
@@ -468,8 +444,7 @@ int main(int argc, char **argv)
 	int size;
 	cadrt_comm_rank(world, &g_rank);
 	cadrt_comm_size(world, &size);
-	g_prog = seed * 0x9e3779b97f4a7c15ull + 1;
-	g_local = (seed + 1000003ull * (uint64_t)(g_rank + 1)) * 0xbf58476d1ce4e5b9ull + 1;
+	stress_seed(seed, g_rank);
 	g_comm[0] = world;
 	int err = cadrt_comm_split(world, 0, g_rank, &g_comm[1]);
 	err = err ? err : cadrt_comm_split(world, g_rank % 2, g_rank, &g_comm[2]);
