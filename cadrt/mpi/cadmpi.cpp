@@ -321,7 +321,7 @@ void activate(Ours *o) {
 void go_live(Ours *o) {
   activate(o);
   int flag = 0;
-  cadrt_request_get_status(o->req, &flag);
+  cadrt_request_peek(o->req, &flag);
   if (!flag || !settle(o)) g_live.push_back(o);
 }
 

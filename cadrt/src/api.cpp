@@ -67,7 +67,15 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
   // MPI_IN_PLACE: where MPI has it, and (for rooted collectives) at the root.
   const bool in_send = c.sendbuf == CADRT_IN_PLACE, in_recv = c.recvbuf == CADRT_IN_PLACE;
   const bool inplace = c.coll == cad::Collective::Scatter ? in_recv : in_send;
-  if ((c.coll == cad::Collective::Scatter ? in_send : in_recv) || (inplace && !info.inplace_ok))
+  // Alltoall in place (MPI 2.2's MPI_IN_PLACE as the send buffer): the
+  // request keeps a buffer of P * count elements, and each start copies
+  // recvbuf into it before the program runs with it as its send buffer
+  // (Runtime::start).  Every alltoall algorithm of every library thus
+  // serves the call, as proven for separate buffers, and the copy is the
+  // one Open MPI's in-place alltoall makes too (its pairwise exchange
+  // through a temporary buffer).
+  const bool alltoall_inplace = in_send && c.coll == cad::Collective::Alltoall;
+  if ((c.coll == cad::Collective::Scatter ? in_send : in_recv) || (inplace && !info.inplace_ok && !alltoall_inplace))
     return set_error(-EINVAL, std::string(fn) + ": CADRT_IN_PLACE is not allowed there");
   if (inplace && info.rooted && comm.rank != c.root)
     return set_error(-EINVAL, std::string(fn) + ": only the root may pass CADRT_IN_PLACE");
@@ -89,7 +97,7 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
   cad::InstanceSpec spec;
   spec.P = comm.size;
   spec.root = info.rooted ? c.root : 0;
-  spec.inplace = inplace;
+  spec.inplace = inplace && !alltoall_inplace;
   spec.commutative = true;  // every built-in op is
   if (info.reducing) {
     spec.n = static_cast<int64_t>(c.count);
@@ -120,7 +128,16 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
     r->exec_ready = false;
   }
   r->persistent = c.persistent;
-  if ((err = rt().bind(r, in_send ? nullptr : c.sendbuf, in_recv ? nullptr : c.recvbuf))) {
+  const void *sendbuf = in_send ? nullptr : c.sendbuf;
+  r->copy_in_from = nullptr;
+  if (alltoall_inplace) {
+    r->copy_in.resize(static_cast<size_t>(spec.n) * static_cast<size_t>(comm.size));
+    r->copy_in_from = static_cast<const unsigned char *>(c.recvbuf);
+    sendbuf = r->copy_in.data();
+  } else if (r->copy_in.capacity()) {
+    std::vector<unsigned char>().swap(r->copy_in);  // (a spare of an in-place alltoall)
+  }
+  if ((err = rt().bind(r, sendbuf, in_recv ? nullptr : c.recvbuf))) {
     rt().recycle(r);
     return err;
   }
@@ -452,16 +469,34 @@ CADRT_HOT int cadrt_start(cadrt_request *req) {
   return rt().start(*req);
 }
 
-int cadrt_request_get_status(cadrt_request req, int *flag) {
+int cadrt_request_peek(cadrt_request req, int *flag) {
   cadrt::clear_error();
-  if (rt().forked()) return rt().forked_error("cadrt_request_get_status");
-  if (!flag) return set_error(-EINVAL, "cadrt_request_get_status: NULL flag");
+  if (rt().forked()) return rt().forked_error("cadrt_request_peek");
+  if (!flag) return set_error(-EINVAL, "cadrt_request_peek: NULL flag");
   // (Atomic loads: under the thread engine the progress thread writes
   // them.)
   if (!req || !__atomic_load_n(&req->active, __ATOMIC_RELAXED) || __atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
     *flag = 1;
   else
     *flag = rt().engine == cadrt::Engine::Kernel && !rt().kernel_running(req);
+  return 0;
+}
+
+// As MPI implementations do (MPI 4.1 says so: a loop of
+// MPI_Request_get_status alone must complete the operation), one turn of
+// progress when the request has not completed; until 2026-12-06 it only
+// looked, and a program polling it alone under the poll engine never saw
+// a collective complete.
+int cadrt_request_get_status(cadrt_request req, int *flag) {
+  if (!flag) {
+    cadrt::clear_error();
+    return set_error(-EINVAL, "cadrt_request_get_status: NULL flag");
+  }
+  const int err = cadrt_request_peek(req, flag);
+  if (err || *flag) return err;
+  Entered entered;
+  auto g = rt().guard();
+  *flag = rt().test(req) ? 1 : 0;
   return 0;
 }
 

@@ -362,6 +362,7 @@ CADRT_HOT void Runtime::recycle(cadrt_request_s *r) {
   // down to this one.
   r->held = sizeof *r + r->exec_mem.capacity() * sizeof(uint32_t) + r->xfer.capacity() * sizeof(cadrt::Xfer);
   for (const auto &b : r->scratch) r->held += b.capacity();
+  r->held += r->copy_in.capacity();
   spare_.push_back(r);
   spare_inst_.push_back(r->inst.get());
   spare_bytes_ += r->held;
@@ -434,6 +435,9 @@ CADRT_HOT int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvb
 CADRT_HOT int Runtime::start(cadrt_request_s *r) {
   if (r->active) return set_error(-EBUSY, "the request is already active");
   r->seq = r->comm->next_seq++;
+  // (Before the request is active: no peer writes recvbuf before this
+  // rank's start has posted its receives, and no progress pass sees it.)
+  if (r->copy_in_from && !r->copy_in.empty()) std::memcpy(r->copy_in.data(), r->copy_in_from, r->copy_in.size());
   if (engine != Engine::Kernel) {  // (the module keeps the kernel engine's state)
     for (Xfer &x : r->xfer) x = Xfer();
     r->outgoing.clear();

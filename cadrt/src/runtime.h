@@ -206,6 +206,10 @@ struct cadrt_request_s {
   size_t held = 0;                        // bytes it holds while a spare (Runtime::recycle)
   std::vector<unsigned char *> bufs;      // base address of each program buffer
   std::vector<std::vector<unsigned char>> scratch;
+  // Alltoall in place: the program's send buffer, which each start fills
+  // from copy_in_from (the caller's recvbuf) before the program runs.
+  std::vector<unsigned char> copy_in;
+  const unsigned char *copy_in_from = nullptr;
   std::vector<cadrt::Xfer> xfer;          // per node
   std::vector<uint32_t> outgoing;         // nodes in kFragOut, kBulkOut, kBulkIn, kSplitIn
   uint32_t offers = 0;                    // receives holding an Offer (Xfer::offer)

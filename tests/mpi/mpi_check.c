@@ -737,6 +737,8 @@ static void one_mixed(enum coll c, size_t N, int root, int inplace, enum form fo
 				kfill(q, kr, 0, N, rank, salt);
 			if (ip && (c == GATHER || c == ALLGATHER))
 				kfill(q, kr, (size_t)rank * N, N, rank, salt);
+			if (ip && c == ALLTOALL) /* every block's input, in the receive datatype */
+				kfill(q, kr, 0, rn, rank, salt);
 		}
 		MPI_Request req = MPI_REQUEST_NULL;
 		const int blocking = form == BLOCKING;
@@ -853,7 +855,7 @@ static int datatypes(void)
 					for (int inplace = 0; inplace < 2; inplace++) {
 						const enum coll c = moving[m];
 						int rooted = c == BCAST || c == GATHER || c == SCATTER;
-						if ((inplace && (c == BCAST || c == ALLTOALL)) || (!rooted && root > 0))
+						if ((inplace && c == BCAST) || (!rooted && root > 0))
 							continue;
 						one_mixed(c, sizes[s], root, inplace, (enum form)form, MPI_COMM_WORLD);
 					}

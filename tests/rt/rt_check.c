@@ -217,20 +217,27 @@ static int complete(int K, cadrt_request *req)
 		return K == 1 ? cadrt_wait(&req[0]) : cadrt_waitall(K, req);
 	if (cadrt_request_get_status(req[0], NULL) != -EINVAL)
 		FAIL("cadrt_request_get_status took a NULL flag");
+	if (cadrt_request_peek(req[0], NULL) != -EINVAL)
+		FAIL("cadrt_request_peek took a NULL flag");
 	while (left) {
 		for (int j = 0; j < K; j++) {
 			int flag = 0, err;
 
 			if (done[j])
 				continue;
-			/* cadrt_request_get_status answers without progress:
-			 * what it calls complete, a test completes at once;
-			 * what a test completed (freed, or inactive), it calls
-			 * complete. */
-			int was = 0, now = 0;
+			/* cadrt_request_peek looks without progress,
+			 * cadrt_request_get_status progresses once: what
+			 * either calls complete, a test completes at once;
+			 * what a test completed (freed, or inactive), both
+			 * call complete. */
+			int seen = 0, was = 0, now = 0;
 
+			if (cadrt_request_peek(req[j], &seen))
+				FAIL("cadrt_request_peek: %s", cadrt_error_message());
 			if (cadrt_request_get_status(req[j], &was))
 				FAIL("cadrt_request_get_status: %s", cadrt_error_message());
+			if (seen && !was)
+				FAIL("cadrt_request_peek said complete, cadrt_request_get_status did not");
 			if (g_jitter)
 				jitter();
 			if ((err = cadrt_test(&req[j], &flag)))
@@ -239,6 +246,8 @@ static int complete(int K, cadrt_request *req)
 				FAIL("cadrt_request_get_status said complete, cadrt_test did not");
 			if (flag && (cadrt_request_get_status(req[j], &now) || !now))
 				FAIL("a completed request is not complete to cadrt_request_get_status");
+			if (flag && (cadrt_request_peek(req[j], &now) || !now))
+				FAIL("a completed request is not complete to cadrt_request_peek");
 			if (flag) {
 				done[j] = 1;
 				left--;
@@ -409,6 +418,10 @@ static void setup(struct call *k, int salt)
 		case RSB:
 			put_gen(k->dt, k->recv, 0, P * n, g_rank, 0, salt);
 			break;
+		case ALLTOALL:
+			for (size_t b = 0; n && b < P; b++)
+				put_gen(k->dt, k->recv, b * n, n, g_rank * 64 + (int)b, 0, salt);
+			break;
 		default:
 			break;
 		}
@@ -495,7 +508,7 @@ static int start(struct call *k, cadrt_comm comm, cadrt_request *req)
 
 static int has_inplace(enum coll c)
 {
-	return c != BCAST && c != ALLTOALL && c != BARRIER;
+	return c != BCAST && c != BARRIER;
 }
 
 static int rooted(enum coll c)

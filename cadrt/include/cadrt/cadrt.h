@@ -190,10 +190,17 @@ int cadrt_start(cadrt_request *req);
 int cadrt_test(cadrt_request *req, int *flag);
 int cadrt_wait(cadrt_request *req);
 /* As MPI_Request_get_status: *flag = 1 if req has completed (a test would
- * complete it at once), or is inactive or NULL; nothing is progressed,
- * freed or waited for.  A request whose sends all went into the peers'
- * rings in its start (a small broadcast's root) has completed there. */
+ * complete it at once), or is inactive or NULL; nothing is freed or
+ * waited for, but, as in MPI, one turn of progress is made when it has
+ * not completed, so a loop of it alone completes the collective.  A
+ * request whose sends all went into the peers' rings in its start (a
+ * small broadcast's root) has completed there. */
 int cadrt_request_get_status(cadrt_request req, int *flag);
+/* The same answer without progress: a look at the request alone (a load
+ * or two; the kernel engine's status page), for a caller that must not
+ * pay a progress pass now.  A loop of it alone completes nothing under
+ * the poll engine. */
+int cadrt_request_peek(cadrt_request req, int *flag);
 /* Waits for all; returns the first failure, 0 if none.  NULL entries are
  * skipped. */
 int cadrt_waitall(int n, cadrt_request reqs[]);
