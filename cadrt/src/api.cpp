@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <numeric>
 
 #include "runtime.h"
@@ -130,14 +131,28 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
   r->persistent = c.persistent;
   const void *sendbuf = in_send ? nullptr : c.sendbuf;
   r->copy_in_from = nullptr;
-  if (alltoall_inplace) {
-    r->copy_in.resize(static_cast<size_t>(spec.n) * static_cast<size_t>(comm.size));
-    r->copy_in_from = static_cast<const unsigned char *>(c.recvbuf);
-    sendbuf = r->copy_in.data();
-  } else if (r->copy_in.capacity()) {
-    std::vector<unsigned char>().swap(r->copy_in);  // (a spare of an in-place alltoall)
+  // The request's own memory (an in-place alltoall's copy, the program's
+  // scratch) is allocated here: a size the process cannot have (the
+  // verifier allows 1 TiB a buffer) is -ENOMEM, not an exception through
+  // the C API.
+  try {
+    if (alltoall_inplace) {
+      r->copy_in.resize(static_cast<size_t>(spec.n) * static_cast<size_t>(comm.size));
+      r->copy_in_from = static_cast<const unsigned char *>(c.recvbuf);
+      sendbuf = r->copy_in.data();
+    } else if (r->copy_in.capacity()) {
+      std::vector<unsigned char>().swap(r->copy_in);  // (a spare of an in-place alltoall)
+    }
+    err = rt().bind(r, sendbuf, in_recv ? nullptr : c.recvbuf);
+  } catch (const std::bad_alloc &) {
+    err = set_error(-ENOMEM, std::string(fn) + ": out of memory for the request's " +
+                                 (alltoall_inplace && r->copy_in.empty() ? "copy of the receive buffer (in place)"
+                                                                         : "scratch buffers"));
+    std::vector<unsigned char>().swap(r->copy_in);
+    r->scratch.clear();
+    r->scratch.shrink_to_fit();
   }
-  if ((err = rt().bind(r, sendbuf, in_recv ? nullptr : c.recvbuf))) {
+  if (err) {
     rt().recycle(r);
     return err;
   }

@@ -42,6 +42,12 @@
  * --roots N      rooted collectives at N roots (0, P - 1 and spread
  *                between), not all P
  * --inplace      CADRT_IN_PLACE where MPI allows it
+ * --enomem      an alltoall in place whose own memory the process cannot
+ *                have (the request's copy of 128 GiB per peer of receive
+ *                buffer, mapped MAP_NORESERVE and never touched): -ENOMEM
+ *                with a message, then a small alltoall in place runs right.
+ *                (Scratch cannot get there: the verifier allows 4 GiB of
+ *                it per program.)
  * --mismatch     rank 1 passes a different count: rank 1 must get an
  *                error and no rank may hang; a rank whose own part of the
  *                collective matched may complete, but then with the right
@@ -164,6 +170,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -644,6 +651,40 @@ static void each_algorithm(const char *list, const size_t *sizes, int nsizes)
 		fflush(stdout);
 	}
 	free(copy);
+}
+
+/* --enomem (above). */
+static int no_memory(void)
+{
+	const size_t block = (size_t)128 << 30, P = (size_t)g_size;
+	unsigned char *big = mmap(NULL, block * P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				  -1, 0);
+	cadrt_request req = NULL;
+	int err;
+
+	if (big == MAP_FAILED) {
+		printf("rt_check: enomem: skipped: mmap of %zu GiB: %s\n", (block * P) >> 30, strerror(errno));
+		return 0;
+	}
+	err = cadrt_ialltoall(CADRT_IN_PLACE, big, block, CADRT_BYTE, cadrt_comm_world(), &req);
+	if (err != -ENOMEM || req)
+		FAIL("an alltoall in place of %zu GiB a rank: %d (%s), not -ENOMEM", (block * P) >> 30, err,
+		     err ? cadrt_error_message() : "started");
+	else
+		printf("rt_check: rank %d: -ENOMEM as expected: %s\n", g_rank, cadrt_error_message());
+	munmap(big, block * P);
+	/* The runtime works on: a small one in place, checked. */
+	struct call k = { .c = ALLTOALL, .n = 1000, .root = 0, .dt = CADRT_INT32, .op = CADRT_SUM, .inplace = 1 };
+	setup(&k, 7);
+	if ((err = start(&k, cadrt_comm_world(), &req)) || (err = cadrt_wait(&req)))
+		FAIL("the alltoall after: %s", cadrt_error_message());
+	else
+		check(&k, 7);
+	free(k.send);
+	free(k.recv);
+	if (g_rank == 0 && !g_failures)
+		printf("rt_check: enomem: ok\n");
+	return g_failures ? 1 : 0;
 }
 
 /* Rank 1 passes a different count: every rank must see an error. */
@@ -1136,7 +1177,7 @@ static int body(int argc, char **argv)
 {
 	const char *only = "all", *algorithms = NULL;
 	size_t sizes[16] = { 0, 1, 7, 1000, 100000 };
-	int nsizes = 5, want_mismatch = 0, want_split = 0, want_fork = 0, die = -1, leave = 0, churn = 0, err;
+	int nsizes = 5, want_mismatch = 0, want_enomem = 0, want_split = 0, want_fork = 0, die = -1, leave = 0, churn = 0, err;
 	int many_n = 0, many_persistent = 0;
 	const char *away_dir = NULL;
 	double away_for = 30;
@@ -1172,6 +1213,8 @@ static int body(int argc, char **argv)
 			continue;  /* main() */
 		else if (!strcmp(argv[i], "--mismatch"))
 			want_mismatch = 1;
+		else if (!strcmp(argv[i], "--enomem"))
+			want_enomem = 1;
 		else if (!strcmp(argv[i], "--split"))
 			want_split = 1;
 		else if (!strcmp(argv[i], "--fork"))
@@ -1336,6 +1379,11 @@ static int body(int argc, char **argv)
 	}
 	if (busy_dir) {
 		err = busy_peer(busy_dir, nsizes ? sizes[0] : 0);
+		cadrt_finalize();
+		return err;
+	}
+	if (want_enomem) {
+		err = no_memory();
 		cadrt_finalize();
 		return err;
 	}

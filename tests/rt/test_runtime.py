@@ -352,6 +352,21 @@ def test_hand_built_cad(build_dir, engine, p):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [2, 3])
+def test_memory_the_process_cannot_have_is_enomem(build_dir, engine, p):
+    """An alltoall in place whose copy of the receive buffer (128 GiB per
+    peer, mapped MAP_NORESERVE by the program and never touched) cannot be
+    allocated: -ENOMEM and a message on every rank, not an exception
+    through the C API; the next alltoall in place runs right."""
+    r = run(build_dir, p, "rt_check", "--enomem", env={"CADRT_ENGINE": engine})
+    if "enomem: skipped" in r.stdout:
+        pytest.skip(r.stdout.strip())  # (an address space without room for the mapping)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("-ENOMEM as expected: cadrt_ialltoall: out of memory for the request's copy") == p, r.stdout
+    assert "rt_check: enomem: ok" in r.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("coll", ["bcast", "allreduce", "gather", "alltoall"])
 def test_mismatched_count_is_an_error(build_dir, engine, coll):
     """Rank 1 passes another count: it gets an error naming the mismatch,
