@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -688,6 +689,10 @@ bool bytes_at(const void *buf, int count, int blocks, MPI_Datatype dt, bool in, 
   if (static_cast<size_t>(packed) != st.piece * s.size)
     return decline("MPI packs %zu elements of %s in %d bytes, not in their size (%zu)", st.piece,
                    type_name(dt).c_str(), packed, st.piece * s.size);
+  // (No exception through MPI_Bcast and its siblings: staging that cannot
+  // be allocated leaves the call to MPI.)
+  st.tmp.reset(new (std::nothrow) char[all]);
+  if (!st.tmp) return decline("no memory to stage %zu bytes of %s", all, type_name(dt).c_str());
   st.user = const_cast<char *>(static_cast<const char *>(buf));
   st.count = n;
   st.size = s.size;
@@ -700,7 +705,6 @@ bool bytes_at(const void *buf, int count, int blocks, MPI_Datatype dt, bool in, 
     PMPI_Type_dup(dt, &st.dt);
     st.own_dt = true;
   }
-  st.tmp.reset(new char[all]);
   *at = st.tmp.get();
   if (!g_staging) g_staging.reset(new Staging);
   g_staging->sides.push_back(std::move(st));
