@@ -68,15 +68,10 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
   // MPI_IN_PLACE: where MPI has it, and (for rooted collectives) at the root.
   const bool in_send = c.sendbuf == CADRT_IN_PLACE, in_recv = c.recvbuf == CADRT_IN_PLACE;
   const bool inplace = c.coll == cad::Collective::Scatter ? in_recv : in_send;
-  // Alltoall in place (MPI 2.2's MPI_IN_PLACE as the send buffer): the
-  // request keeps a buffer of P * count elements, and each start copies
-  // recvbuf into it before the program runs with it as its send buffer
-  // (Runtime::start).  Every alltoall algorithm of every library thus
-  // serves the call, as proven for separate buffers, and the copy is the
-  // one Open MPI's in-place alltoall makes too (its pairwise exchange
-  // through a temporary buffer).
-  const bool alltoall_inplace = in_send && c.coll == cad::Collective::Alltoall;
-  if ((c.coll == cad::Collective::Scatter ? in_send : in_recv) || (inplace && !info.inplace_ok && !alltoall_inplace))
+  // (Alltoall in place, MPI 2.2's, too: no algorithm declares it, and
+  // every one serves it from a copy, below.)
+  if ((c.coll == cad::Collective::Scatter ? in_send : in_recv) ||
+      (inplace && !info.inplace_ok && c.coll != cad::Collective::Alltoall))
     return set_error(-EINVAL, std::string(fn) + ": CADRT_IN_PLACE is not allowed there");
   if (inplace && info.rooted && comm.rank != c.root)
     return set_error(-EINVAL, std::string(fn) + ": only the root may pass CADRT_IN_PLACE");
@@ -98,7 +93,7 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
   cad::InstanceSpec spec;
   spec.P = comm.size;
   spec.root = info.rooted ? c.root : 0;
-  spec.inplace = inplace && !alltoall_inplace;
+  spec.inplace = inplace;
   spec.commutative = true;  // every built-in op is
   if (info.reducing) {
     spec.n = static_cast<int64_t>(c.count);
@@ -129,25 +124,54 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
     r->exec_ready = false;
   }
   r->persistent = c.persistent;
-  const void *sendbuf = in_send ? nullptr : c.sendbuf;
-  r->copy_in_from = nullptr;
-  // The request's own memory (an in-place alltoall's copy, the program's
-  // scratch) is allocated here: a size the process cannot have (the
-  // verifier allows 1 TiB a buffer) is -ENOMEM, not an exception through
-  // the C API.
-  try {
-    if (alltoall_inplace) {
-      r->copy_in.resize(static_cast<size_t>(spec.n) * static_cast<size_t>(comm.size));
-      r->copy_in_from = static_cast<const unsigned char *>(c.recvbuf);
-      sendbuf = r->copy_in.data();
-    } else if (r->copy_in.capacity()) {
-      std::vector<unsigned char>().swap(r->copy_in);  // (a spare of an in-place alltoall)
+  // In place with an algorithm that does not declare `inplace` (every
+  // alltoall; a library's own algorithm of another collective), the
+  // program the library selected is its separate-buffers one
+  // (Runtime::make_instance), proven only so: the request keeps a buffer
+  // of its own, and each start copies the call's input from recvbuf into
+  // it before the program runs with it as the send buffer (scatter's root:
+  // the receive buffer its own block is copied to, and dropped).  Every
+  // rank selects the same algorithm whether it passes CADRT_IN_PLACE or
+  // not (a rooted collective's root alone does), so the choice of program
+  // is the same on all.  Until 2026-12-06 an algorithm without `inplace`
+  // ran on the aliased buffers, never verified so, and could give wrong
+  // results (a test library's allreduce did).  The copy is the one MPI
+  // libraries make for an in-place call to an algorithm without an
+  // in-place form (Open MPI's in-place alltoall goes through a temporary
+  // buffer too).
+  const bool by_copy = inplace && !(*inst)->alg->inplace;
+  const size_t es = static_cast<size_t>(esize), cnt = c.count, P = static_cast<size_t>(comm.size);
+  size_t copy_bytes = 0, copy_off = 0;
+  if (by_copy) switch (c.coll) {
+      case cad::Collective::Gather: copy_bytes = cnt * es, copy_off = static_cast<size_t>(c.root) * cnt * es; break;
+      case cad::Collective::Allgather: copy_bytes = cnt * es, copy_off = static_cast<size_t>(comm.rank) * cnt * es; break;
+      case cad::Collective::ReduceScatterBlock:
+      case cad::Collective::Alltoall: copy_bytes = P * cnt * es; break;
+      default: copy_bytes = cnt * es; break;  // reduce, allreduce; scatter's dropped block
     }
-    err = rt().bind(r, sendbuf, in_recv ? nullptr : c.recvbuf);
+  const void *sendbuf = in_send ? nullptr : c.sendbuf;
+  void *recvbuf = in_recv ? nullptr : c.recvbuf;
+  r->copy_in_from = nullptr;
+  // The request's own memory (that copy, the program's scratch) is
+  // allocated here: a size the process cannot have (the verifier allows
+  // 1 TiB a buffer) is -ENOMEM, not an exception through the C API.
+  try {
+    if (by_copy) {
+      r->copy_in.resize(copy_bytes);
+      if (c.coll == cad::Collective::Scatter) {
+        recvbuf = r->copy_in.data();
+      } else {
+        r->copy_in_from = static_cast<const unsigned char *>(c.recvbuf) + copy_off;
+        sendbuf = r->copy_in.data();
+      }
+    } else if (r->copy_in.capacity()) {
+      std::vector<unsigned char>().swap(r->copy_in);  // (a spare of an in-place call)
+    }
+    err = rt().bind(r, sendbuf, recvbuf);
   } catch (const std::bad_alloc &) {
     err = set_error(-ENOMEM, std::string(fn) + ": out of memory for the request's " +
-                                 (alltoall_inplace && r->copy_in.empty() ? "copy of the receive buffer (in place)"
-                                                                         : "scratch buffers"));
+                                 (by_copy && r->copy_in.empty() ? "copy of the in-place buffer"
+                                                                : "scratch buffers"));
     std::vector<unsigned char>().swap(r->copy_in);
     r->scratch.clear();
     r->scratch.shrink_to_fit();

@@ -186,6 +186,7 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
                                     ", not this call's op");
       return nullptr;
     }
+    if (spec.inplace && !alg->inplace) spec.inplace = false;  // (as below)
     cad::Diagnostics quiet;
     cad::Instantiator probe(*alg, spec, &quiet);
     if (!probe.ok() || !probe.applicable()) {
@@ -212,6 +213,10 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
       return nullptr;
     }
   }
+  // In place, an algorithm that does not declare `inplace` was proven for
+  // separate buffers only: that program it is, and the request runs it
+  // from a copy of the in-place input (collective() in api.cpp).
+  if (spec.inplace && !alg->inplace) spec.inplace = false;
   std::string key = alg->name + "|" + spec.describe(*alg) + "|r" + std::to_string(comm->rank) + "|dt" +
                     std::to_string(spec.dtype) + "|op" + std::to_string(spec.op) + "|t" +
                     std::to_string(reinterpret_cast<uintptr_t>(spec.topo.get()));

@@ -93,6 +93,75 @@ def test_modes(build_dir, engine, mode):
         assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
 
 
+def build_library(build_dir, d, out):
+    r = subprocess.run([str(build_dir / "bin" / "cadc"), "build", str(d), "-o", str(out), "-j", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def noinplace_library(build_dir, tmp_path_factory):
+    """The standard library with every `inplace` declaration taken out:
+    each algorithm proven for separate buffers only."""
+    d = tmp_path_factory.mktemp("noinplace")
+    src = ROOT / "algorithms"
+    stripped = 0
+    for f in src.glob("*.cad"):
+        lines = f.read_text().splitlines(True)
+        kept = [l for l in lines if l.strip() != "inplace"]
+        stripped += len(lines) - len(kept)
+        (d / f.name).write_text("".join(kept))
+    assert stripped >= 14  # every algorithm of a collective with an in-place form
+    for sub in ("ops", "topologies"):
+        subprocess.run(["cp", "-r", str(src / sub), str(d / sub)], check=True)
+    (d / "rules.json").write_text((src / "rules.json").read_text())
+    return build_library(build_dir, d, d / "noinplace.cadlib")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_in_place_calls_to_algorithms_without_inplace(build_dir, noinplace_library, engine):
+    """An in-place call whose algorithm does not declare `inplace` runs the
+    program proven for separate buffers, from the request's copy of the
+    in-place input (every collective: gather and allgather copy the
+    caller's block, scatter's root drops its own), persistent and
+    outstanding too, on every root."""
+    for p in (2, 3, 5):
+        r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,1,7,1000,70000", "--inplace",
+                "--persistent", "--iters", "2", "--outstanding", "2",
+                env={"CADRT_ENGINE": engine, "CADRT_LIBRARY": str(noinplace_library)})
+        assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"P={p}: {r.stdout}{r.stderr}"
+
+
+def test_in_place_never_runs_a_program_not_proven_in_place(build_dir, tmp_path):
+    """A library allreduce correct only with separate buffers (it sends
+    sendbuf after reducing into recvbuf): in place it gave wrong results
+    until 2026-12-06, when such an algorithm ran on the aliased buffers."""
+    (tmp_path / "allreduce_naive.cad").write_text(
+        "algorithm allreduce_naive : allreduce\n"
+        "  requires commutative\n"
+        "  scratch tmp[n]\n"
+        "  sweep ranks 1..4 sizes 0, 1, 7\n"
+        "{\n"
+        "  copy recvbuf from sendbuf\n"
+        "  for k in 1 .. P {\n"
+        "    send sendbuf to (rank + k) % P\n"
+        "    recv tmp from (rank - k) % P\n"
+        "    reduce recvbuf from tmp\n"
+        "  }\n"
+        "}\n")
+    (tmp_path / "allreduce_recursive_doubling.cad").write_text(
+        (ROOT / "algorithms" / "allreduce_recursive_doubling.cad").read_text())
+    (tmp_path / "rules.json").write_text(json.dumps({"rules": [
+        {"collective": "allreduce", "commutative": False, "use": "allreduce_recursive_doubling"},
+        {"collective": "allreduce", "use": "allreduce_naive"}]}))
+    lib = build_library(build_dir, tmp_path, tmp_path / "naive.cadlib")
+    for p in (2, 3):
+        r = run(build_dir, p, "rt_check", "--coll", "allreduce", "--sizes", "1,7,1000", "--inplace",
+                env={"CADRT_LIBRARY": str(lib), "CADRT_ENGINE": "poll"})
+        assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"P={p}: {r.stdout}{r.stderr}"
+
+
 def test_thread_engine_main_thread_and_progress_thread_apart(build_dir):
     """Under the thread engine the main thread's passes while it polls
     take no lock: a handshake keeps the progress thread out (see

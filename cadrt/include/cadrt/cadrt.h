@@ -59,7 +59,11 @@ typedef enum cadrt_op {
 	CADRT_USER_OP_FIRST = 256, CADRT_USER_OP_LAST = 256 + 1023,
 } cadrt_op;
 
-/* MPI_IN_PLACE: as the send buffer where MPI allows it. */
+/* MPI_IN_PLACE: as the send buffer where MPI allows it (scatter's root:
+ * as the receive buffer), alltoall's too.  The selected algorithm runs on
+ * the caller's buffers if it declares `inplace`; else its program for
+ * separate buffers runs from a copy of the in-place input that the
+ * request keeps and each start refreshes. */
 #define CADRT_IN_PLACE ((void *)1)
 
 typedef struct cadrt_comm_s *cadrt_comm;
