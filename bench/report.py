@@ -479,6 +479,8 @@ def blocks(runs, prefix):
     def rt_keep(r):
         p = r["params"]
         if r["name"].startswith("latency ratio ") and p["of"] == "cadrt/openmpi":
+            if p["collective"] == "ialltoall_inplace":
+                return False  # (with the other forms, below)
             return p["collective"] in RT_TARGETED or p["bytes"] in (8, 1 << 20, 0)
         if r["name"].startswith("overlap ") and p["of"] in ("cadrt", "cap"):
             return p["bytes"] >= RT_OVERLAP_MIN
@@ -488,6 +490,8 @@ def blocks(runs, prefix):
 
     def persistent_keep(r):  # the other forms: what a persistent request saves, the blocking ones
         p = r["params"]
+        if p.get("collective") == "ialltoall_inplace":  # the in-place form against Open MPI's
+            return r["name"].startswith("latency ratio ialltoall_inplace") and p["bytes"] in (8, 65536, 1 << 20)
         return r["name"].startswith(("latency ratio persistent", "latency ratio blocking")) and (
             p["bytes"] in (0, 8) or (p["bytes"] == 1 << 20 and p["collective"] in RT_TARGETED))
 

@@ -9,7 +9,8 @@
  * Sizes: "bytes" is the size of the largest buffer argument of one rank:
  * the broadcast or reduced vector; alltoall's send buffer (bytes / P to each
  * peer); gather's and allgather's receive buffer and scatter's send buffer
- * (bytes / P from or to each rank); reduce_scatter_block's send buffer.
+ * (bytes / P from or to each rank); reduce_scatter_block's send buffer;
+ * ialltoall_inplace's receive buffer (MPI_IN_PLACE: the input is there).
  * Reductions are MPI_SUM on doubles (of 1.0), the rest MPI_BYTE; a count
  * that would be 0 is 1.
  *
@@ -134,9 +135,14 @@
 #include "bench_mpi.h"
 #include "bench_out.h"
 
-enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, BARRIER, NCOLL };
+/* ALLTOALL_INPLACE: ialltoall with MPI_IN_PLACE, the receive buffer
+ * holding the input (the standard algorithms' in-place forms; Open MPI
+ * exchanges block by block through a temporary buffer): latency figures
+ * only. */
+enum coll { BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, BARRIER, ALLTOALL_INPLACE,
+	    NCOLL };
 static const char *cname[] = { "ibcast",    "ireduce",   "iallreduce", "igather", "iscatter",
-			       "iallgather", "ialltoall", "ireduce_scatter_block", "ibarrier" };
+			       "iallgather", "ialltoall", "ireduce_scatter_block", "ibarrier", "ialltoall_inplace" };
 enum impl { CADRT, OMPI, OMPI_BLOCKING, CADRT_PERSISTENT, OMPI_PERSISTENT, CADRT_BLOCKING, NIMPL };
 static const char *iname[] = { "cadrt",		"openmpi",	      "openmpi-blocking",
 				"cadrt-persistent", "openmpi-persistent", "cadrt-blocking" };
@@ -190,6 +196,9 @@ static void post(enum coll c, size_t bytes, enum impl im, MPI_Request *r)
 		break;
 	case ALLTOALL:
 		POST(Alltoall, alltoall, g_send, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w);
+		break;
+	case ALLTOALL_INPLACE:
+		POST(Alltoall, alltoall, MPI_IN_PLACE, bp, MPI_BYTE, g_recv, bp, MPI_BYTE, w);
 		break;
 	case REDUCE_SCATTER:
 		POST(Reduce_scatter_block, reduce_scatter_block, g_send, g_recv, dp, MPI_DOUBLE, MPI_SUM, w);

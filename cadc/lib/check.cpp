@@ -69,11 +69,7 @@ class Checker {
     for (Scratch &s : a_.scratch) expect(*s.size, Type::Int, "a scratch size");
     for (Requirement &r : a_.requires_) expect(*r.cond, Type::Bool, "a requirement");
     if (a_.inplace && !info.inplace_ok)
-      diags_->error(Code::Type, a_.inplace_loc,
-                    a_.collective == Collective::Alltoall
-                        ? std::string("alltoall algorithms are not declared inplace: cadrt runs an alltoall in "
-                                      "place with any of them, from a copy of recvbuf")
-                        : std::string(info.name) + " has no in-place form in MPI");
+      diags_->error(Code::Type, a_.inplace_loc, std::string(info.name) + " has no in-place form in MPI");
     check_sweep();
     body(a_.body, false);
     a_.nslots = max_slot_ > next_slot_ ? max_slot_ : next_slot_;

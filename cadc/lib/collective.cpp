@@ -20,7 +20,7 @@ const CollectiveInfo kInfo[] = {
      {{"sendbuf", true, true, true}, {"recvbuf", false, false, false}}},
     {"allgather", CAD_COLL_ALLGATHER, false, false, true,
      {{"sendbuf", true, false, false}, {"recvbuf", false, true, false}}},
-    {"alltoall", CAD_COLL_ALLTOALL, false, false, false,
+    {"alltoall", CAD_COLL_ALLTOALL, false, false, true,
      {{"sendbuf", true, true, false}, {"recvbuf", false, true, false}}},
     {"reduce_scatter_block", CAD_COLL_REDUCE_SCATTER_BLOCK, false, true, true,
      {{"sendbuf", true, true, false}, {"recvbuf", false, false, false}}},
@@ -71,6 +71,9 @@ std::vector<Binding> bind_buffers(Collective c, uint64_t P, uint64_t n, uint64_t
       break;
     case Collective::Allgather:
       b[0] = {n, 1, rank * n};
+      break;
+    case Collective::Alltoall:  // every block's input in recvbuf (MPI 2.2)
+      b[0] = {P * n, 1, 0};
       break;
     case Collective::ReduceScatterBlock:  // input in recvbuf (P * n), result in its start
       b[1].elems = P * n;

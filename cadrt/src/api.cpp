@@ -68,10 +68,7 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
   // MPI_IN_PLACE: where MPI has it, and (for rooted collectives) at the root.
   const bool in_send = c.sendbuf == CADRT_IN_PLACE, in_recv = c.recvbuf == CADRT_IN_PLACE;
   const bool inplace = c.coll == cad::Collective::Scatter ? in_recv : in_send;
-  // (Alltoall in place, MPI 2.2's, too: no algorithm declares it, and
-  // every one serves it from a copy, below.)
-  if ((c.coll == cad::Collective::Scatter ? in_send : in_recv) ||
-      (inplace && !info.inplace_ok && c.coll != cad::Collective::Alltoall))
+  if ((c.coll == cad::Collective::Scatter ? in_send : in_recv) || (inplace && !info.inplace_ok))
     return set_error(-EINVAL, std::string(fn) + ": CADRT_IN_PLACE is not allowed there");
   if (inplace && info.rooted && comm.rank != c.root)
     return set_error(-EINVAL, std::string(fn) + ": only the root may pass CADRT_IN_PLACE");
@@ -124,8 +121,8 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
     r->exec_ready = false;
   }
   r->persistent = c.persistent;
-  // In place with an algorithm that does not declare `inplace` (every
-  // alltoall; a library's own algorithm of another collective), the
+  // In place with an algorithm that does not declare `inplace` (a
+  // library's own algorithm, written for separate buffers only), the
   // program the library selected is its separate-buffers one
   // (Runtime::make_instance), proven only so: the request keeps a buffer
   // of its own, and each start copies the call's input from recvbuf into

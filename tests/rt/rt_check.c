@@ -44,10 +44,11 @@
  * --inplace      CADRT_IN_PLACE where MPI allows it
  * --enomem      an alltoall in place whose own memory the process cannot
  *                have (the request's copy of 128 GiB per peer of receive
- *                buffer, mapped MAP_NORESERVE and never touched): -ENOMEM
- *                with a message, then a small alltoall in place runs right.
- *                (Scratch cannot get there: the verifier allows 4 GiB of
- *                it per program.)
+ *                buffer, mapped MAP_NORESERVE and never touched, under a
+ *                library whose alltoall does not declare `inplace`):
+ *                -ENOMEM with a message, then a small alltoall in place
+ *                runs right.  (Scratch cannot get there: the verifier
+ *                allows 4 GiB of it per program.)
  * --mismatch     rank 1 passes a different count: rank 1 must get an
  *                error and no rank may hang; a rank whose own part of the
  *                collective matched may complete, but then with the right
