@@ -139,7 +139,7 @@ static inline void bench_fit_line(const double *m, const double *t, int k, doubl
 }
 
 #define BENCH_MAX_REPS 64
-#define BENCH_MAX_FIGS 1024
+#define BENCH_MAX_FIGS 2048
 
 struct bench_fig {
 	char name[112], unit[8], target[16];
