@@ -206,8 +206,11 @@ struct cadrt_request_s {
   size_t held = 0;                        // bytes it holds while a spare (Runtime::recycle)
   std::vector<unsigned char *> bufs;      // base address of each program buffer
   std::vector<std::vector<unsigned char>> scratch;
-  // Alltoall in place: the program's send buffer, which each start fills
-  // from copy_in_from (the caller's recvbuf) before the program runs.
+  // An in-place call whose algorithm does not declare `inplace` (api.cpp,
+  // collective()): the program's send buffer, which each start fills from
+  // copy_in_from (the in-place input in the caller's recvbuf) before the
+  // program runs; for scatter's root, the receive buffer of the block it
+  // drops (copy_in_from NULL: nothing to fill).
   std::vector<unsigned char> copy_in;
   const unsigned char *copy_in_from = nullptr;
   std::vector<cadrt::Xfer> xfer;          // per node

@@ -1326,10 +1326,7 @@ def test_several_algorithm_parameters(build_dir, tmp_path):
         (d / f).write_text((ROOT / "algorithms" / f).read_text())
     (d / "rules.json").write_text(json.dumps({"rules": [{"collective": "bcast", "use": "bcast_binomial"},
                                                         {"collective": "allgather", "use": "allgather_ring"}]}))
-    lib = tmp_path / "t.cadlib"
-    r = subprocess.run([str(build_dir / "bin" / "cadc"), "build", str(d), "-o", str(lib)], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    lib = build_library(build_dir, d, tmp_path / "t.cadlib")
     for setting in ("bcast_chain_head:seg=3,head=5", "bcast_chain_head:head=5,seg=3", "bcast_chain_head:head=2"):
         for p in (2, 3):
             r = run(build_dir, p, "rt_check", "--coll", "bcast", "--sizes", "0,1,7,1000,10000", "--split",
