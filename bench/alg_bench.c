@@ -3,7 +3,7 @@
  * the same run.  bench/sim_check.py runs it under cadrun and sets what
  * cadc simulate predicts beside each time:
  *
- *   cadrun -n P --bind core alg_bench [--json FILE] [--sizes B,B,...] COLL=SETTING ...
+ *   cadrun -n P --bind core alg_bench [--json FILE] [--sizes B,B,...] [--inplace] COLL=SETTING ...
  *
  * COLL is bcast, reduce, allreduce, allgather or alltoall; SETTING is what
  * CADRT_ALGORITHM_<COLL> takes (NAME[:PARAM=VALUE,...]), or "rules": the
@@ -13,6 +13,9 @@
  * (doubles, summed: bytes / 8 of them), the block of each rank (allgather)
  * or of each pair (alltoall, bytes), at least two of them.  Default 8, 1024,
  * 65536, 1048576.
+ *
+ * --inplace: allreduce, allgather and alltoall in place (CADRT_IN_PLACE
+ * for the send buffer), the others as without it.
  *
  * Selection is seg_bench's: each setting gets a copy of the world made
  * while CADRT_ALGORITHM_<COLL> holds it, and one untimed call of each size
@@ -67,7 +70,7 @@
 /* cadrt sends a message that fits a ring slot eagerly (cadrt/src/shm.h,
  * kPayload); cadc simulate's default --eager-bytes. */
 #define EAGER_BYTES 1984
-#define USAGE "cadrun -n P --bind core alg_bench [--json FILE] [--sizes B,B,...] COLL=SETTING ..."
+#define USAGE "cadrun -n P --bind core alg_bench [--json FILE] [--sizes B,B,...] [--inplace] COLL=SETTING ..."
 
 enum coll { BCAST, REDUCE, ALLREDUCE, ALLGATHER, ALLTOALL };
 static const char *const g_coll_names[] = { "bcast", "reduce", "allreduce", "allgather", "alltoall" };
@@ -80,7 +83,7 @@ struct spec {
 	cadrt_comm comm;
 };
 
-static int g_rank, g_size;
+static int g_rank, g_size, g_inplace;
 static char *g_send, *g_recv;
 static cadrt_comm g_world;
 
@@ -97,6 +100,7 @@ static void run(const struct spec *s, cadrt_comm c, size_t b, int root, char *ra
 {
 	cadrt_request r;
 	int rc = -1;
+	const void *send = g_inplace ? CADRT_IN_PLACE : g_send; /* (not for bcast and reduce) */
 
 	switch (s->coll) {
 	case BCAST:
@@ -106,13 +110,13 @@ static void run(const struct spec *s, cadrt_comm c, size_t b, int root, char *ra
 		rc = cadrt_ireduce(g_send, g_recv, b / 8, CADRT_DOUBLE, CADRT_SUM, root, c, &r);
 		break;
 	case ALLREDUCE:
-		rc = cadrt_iallreduce(g_send, g_recv, b / 8, CADRT_DOUBLE, CADRT_SUM, c, &r);
+		rc = cadrt_iallreduce(send, g_recv, b / 8, CADRT_DOUBLE, CADRT_SUM, c, &r);
 		break;
 	case ALLGATHER:
-		rc = cadrt_iallgather(g_send, g_recv, b, CADRT_BYTE, c, &r);
+		rc = cadrt_iallgather(send, g_recv, b, CADRT_BYTE, c, &r);
 		break;
 	case ALLTOALL:
-		rc = cadrt_ialltoall(g_send, g_recv, b, CADRT_BYTE, c, &r);
+		rc = cadrt_ialltoall(send, g_recv, b, CADRT_BYTE, c, &r);
 		break;
 	}
 	if (rc)
@@ -258,6 +262,8 @@ int main(int argc, char **argv)
 			json = argv[++i];
 		else if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
 			nsizes = parse_sizes(argv[++i], sizes);
+		else if (!strcmp(argv[i], "--inplace"))
+			g_inplace = 1;
 		else if (argv[i][0] == '-')
 			usage("unknown option");
 		else if (nspecs == MAX_SPECS)
@@ -317,13 +323,14 @@ int main(int argc, char **argv)
 	f_gamma = bench_add("gamma", "ns/B", NULL, "\"ranks\": 1, \"engine\": \"%s\"", engine);
 	for (int j = 0; j < nspecs; j++)
 		for (int k = 0; k < nsizes; k++) {
-			snprintf(name, sizeof name, "time %s %s %s", g_coll_names[specs[j].coll], specs[j].setting,
-				 bench_size(sizes[k], sz, sizeof sz));
+			const int ip = g_inplace && specs[j].coll >= ALLREDUCE;
+			snprintf(name, sizeof name, "time %s%s %s %s", g_coll_names[specs[j].coll], ip ? " in place" : "",
+				 specs[j].setting, bench_size(sizes[k], sz, sizeof sz));
 			f_time[j][k] = bench_add(name, "us", NULL,
 						 "\"collective\": \"%s\", \"algorithm\": \"%s\", \"ran\": \"%s\", "
-						 "\"bytes\": %zu, \"ranks\": %d, \"engine\": \"%s\"",
+						 "\"bytes\": %zu, \"ranks\": %d, \"engine\": \"%s\", \"inplace\": %s",
 						 g_coll_names[specs[j].coll], specs[j].setting, specs[j].chosen[k], sizes[k],
-						 g_size, engine);
+						 g_size, engine, ip ? "true" : "false");
 		}
 
 	for (int rep = 0; rep < reps; rep++) {

@@ -72,6 +72,7 @@ class Checker {
       diags_->error(Code::Type, a_.inplace_loc, std::string(info.name) + " has no in-place form in MPI");
     check_sweep();
     body(a_.body, false);
+    check_requirements_agree(info);
     a_.nslots = max_slot_ > next_slot_ ? max_slot_ : next_slot_;
     return diags_->error_count() == errors;
   }
@@ -100,6 +101,42 @@ class Checker {
     for (size_t i = 0; i < a_.buffers.size(); i++)
       if (a_.buffers[i].name == name) return static_cast<int>(i);
     return -1;
+  }
+
+  // Whether e reads a slot marked in vary.
+  static bool reads_any(const Expr &e, const std::vector<bool> &vary) {
+    if (e.kind == ExprKind::Name && e.slot >= 0 && static_cast<size_t>(e.slot) < vary.size() && vary[e.slot])
+      return true;
+    for (const ExprPtr &x : e.args)
+      if (x && reads_any(*x, vary)) return true;
+    return false;
+  }
+
+  // A call's algorithm is selected by evaluating the requirements once,
+  // alike at every rank (cadrt, select_algorithm): each rank selects on
+  // its own, and they must all select the same.  So a requirement cannot
+  // read what differs between ranks -- rank itself, or in place for a
+  // rooted collective, which only the root calls in place -- directly or
+  // through a parameter's default.
+  void check_requirements_agree(const CollectiveInfo &info) {
+    if (a_.requires_.empty()) return;
+    for (int what = 0; what < 2; what++) {
+      if (what == 1 && !(info.rooted && a_.inplace)) break;  // (without `inplace`: always false)
+      std::vector<bool> vary(static_cast<size_t>(std::max(max_slot_, next_slot_)) + kBuiltinSlots, false);
+      vary[what == 0 ? kSlotRank : kSlotInplace] = true;
+      for (const Param &p : a_.params)
+        if (p.slot >= 0 && p.value && reads_any(*p.value, vary)) vary[p.slot] = true;
+      for (const Requirement &r : a_.requires_)
+        if (reads_any(*r.cond, vary)) {
+          diags_->error(Code::RankDependent, start_of(*r.cond),
+                        what == 0 ? std::string("a requirement decides for every rank at once, so it cannot depend "
+                                                "on rank: every rank must select the same algorithm")
+                                  : std::string("a requirement of a ") + info.name +
+                                        " cannot depend on inplace: only the root calls it in place, and every "
+                                        "rank must select the same algorithm (decide inside the body instead)");
+          return;
+        }
+    }
   }
 
   void check_sweep() {

@@ -30,6 +30,7 @@ namespace cad {
   X(Sweep, "CAD-E010", "bad sweep, spec or parameter")                             \
   X(Schema, "CAD-E011", "JSON form does not follow schemas/algorithm.schema.json") \
   X(Topology, "CAD-E012", "bad topology")                                          \
+  X(RankDependent, "CAD-E013", "a requirement that can differ between ranks")      \
   X(Overflow, "CAD-E020", "integer overflow")                                      \
   X(DivZero, "CAD-E021", "division by zero")                                       \
   X(OutOfRange, "CAD-E022", "access outside a buffer")                             \

@@ -218,6 +218,20 @@ bool read_rules_for(const nlohmann::json &doc, const std::string &where, const s
     if (r.contains("min_bytes")) rule.min_bytes = r["min_bytes"].get<int64_t>();
     if (r.contains("max_bytes")) rule.max_bytes = r["max_bytes"].get<int64_t>();
     if (r.contains("commutative")) rule.commutative = r["commutative"].get<bool>();
+    if (r.contains("inplace")) {
+      rule.inplace = r["inplace"].get<bool>();
+      // Every rank must select the same algorithm.  MPI has every rank of
+      // these pass MPI_IN_PLACE or none; of a rooted collective only the
+      // root does, so a rule there would split the ranks.
+      const CollectiveInfo &info = collective_info(rule.collective);
+      if (!info.inplace_ok)
+        ok = fail(ptr + "/inplace", std::string(info.name) + " has no in-place form in MPI");
+      else if (info.rooted)
+        ok = fail(ptr + "/inplace", std::string("only the root of a ") + info.name +
+                                        " passes in place, and every rank must select the same algorithm: a rule "
+                                        "can depend on in place only for allreduce, allgather, alltoall and "
+                                        "reduce_scatter_block");
+    }
     if (r.contains("op")) {
       rule.op = r["op"].get<std::string>();
       bool known = builtin_op(rule.op) != CAD_OP_NONE;
@@ -262,7 +276,7 @@ bool read_rules_for(const nlohmann::json &doc, const std::string &where, const s
     for (const Rule &r : *out)
       if (r.collective == coll) last = &r;
     if (has_alg && (!last || !last->ranks.empty() || last->min_bytes || last->max_bytes != INT64_MAX ||
-                    last->commutative >= 0 || !last->op.empty()))
+                    last->commutative >= 0 || last->inplace >= 0 || !last->op.empty()))
       ok = fail("/rules", std::string("the last rule for ") + collective_info(coll).name +
                               " must have no conditions, so that every call finds an algorithm");
   }
@@ -379,6 +393,7 @@ const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec
     if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), spec->P) == r.ranks.end()) continue;
     if (bytes < r.min_bytes || bytes > r.max_bytes) continue;
     if (r.commutative >= 0 && r.commutative != spec->commutative) continue;
+    if (r.inplace >= 0 && r.inplace != static_cast<int>(spec->inplace)) continue;
     if (!r.op.empty() && r.op != op_name(*spec)) continue;
     std::string why;
     const Algorithm *a = lib.find(r.use, &why);
@@ -390,9 +405,11 @@ const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec
     if (!takes_op(*a, *spec)) continue;
     InstanceSpec s = *spec;
     s.params = r.params;
+    s.inplace = spec->inplace && a->inplace;  // what its program will see
     Diagnostics quiet;
     Instantiator in(*a, s, &quiet);
     if (!in.ok() || !in.applicable()) continue;
+    s.inplace = spec->inplace;
     *spec = s;
     return a;
   }

@@ -34,6 +34,7 @@ struct Rule {
   std::vector<int64_t> ranks;   // empty: any P
   int64_t min_bytes = 0, max_bytes = INT64_MAX;
   int commutative = -1;         // -1 any, 0 no, 1 yes
+  int inplace = -1;             // -1 any, 0 no, 1 yes (collectives every rank calls in place or none)
   std::string op;               // "": any; else the op's name (built-in or user-defined)
   std::string use;
   std::vector<std::pair<std::string, int64_t>> params;
@@ -78,7 +79,9 @@ bool load_library_text(const std::string &path, const std::string &text, Library
 // conditions hold and whose algorithm's requirements hold for spec (P,
 // n, root, in place, commutativity, op; an algorithm written for a
 // user-defined operator only for calls with it; spec.params are replaced
-// by the rule's).  null if none applies, or (a library loaded lazily)
+// by the rule's).  An algorithm's requirements see `inplace` as its
+// program will: false for one that does not declare `inplace` (the
+// runtime runs it from a copy); spec->inplace itself stays the call's.  null if none applies, or (a library loaded lazily)
 // with *error set if the algorithm of a rule it reached failed its checks.
 const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec,
                                   std::string *error = nullptr);

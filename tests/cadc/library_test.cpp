@@ -297,3 +297,144 @@ TEST(LibraryLazy, FindsFromSeveralThreadsAtOnce) {
   for (auto &th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
 }
+
+// ---- rules by in place ----
+
+namespace {
+
+// Two alltoall algorithms for the rules below: one proven in place (it
+// stages every block in scratch first), one with separate buffers only.
+const char *kStaged = R"(algorithm a2a_staged : alltoall
+  scratch tmp[P * n]
+  inplace
+  sweep ranks 1..3 sizes 0, 1, 5
+{
+  copy tmp from sendbuf
+  copy recvbuf[rank * n:rank * n + n] from tmp[rank * n:rank * n + n]
+  for k in 1 .. P {
+    let to = (rank + k) % P
+    let from = (rank - k) % P
+    send tmp[to * n:to * n + n] to to
+    recv recvbuf[from * n:from * n + n] from from
+  }
+}
+)";
+
+const char *kDirect = R"(algorithm a2a_direct : alltoall
+  requires !inplace
+  sweep ranks 1..3 sizes 0, 1, 5
+{
+  copy recvbuf[rank * n:rank * n + n] from sendbuf[rank * n:rank * n + n]
+  for k in 1 .. P {
+    let to = (rank + k) % P
+    let from = (rank - k) % P
+    send sendbuf[to * n:to * n + n] to to
+    recv recvbuf[from * n:from * n + n] from from
+  }
+}
+)";
+
+nlohmann::json alltoall_library(nlohmann::json rules, const char *direct = kDirect) {
+  nlohmann::json doc = {
+      {"cadlib", 1},
+      {"program_format", 1},
+      {"created_by", "test"},
+      {"algorithms",
+       {{{"name", "a2a_staged"}, {"collective", "alltoall"}, {"file", "staged.cad"}, {"verified", 1}, {"skipped", 0}},
+        {{"name", "a2a_direct"}, {"collective", "alltoall"}, {"file", "direct.cad"}, {"verified", 1}, {"skipped", 0}},
+        {{"name", "bcast_flat"}, {"collective", "bcast"}, {"file", "flat.cad"}, {"verified", 1}, {"skipped", 0}}}},
+      {"sources",
+       {{{"file", "staged.cad"}, {"text", kStaged}},
+        {{"file", "direct.cad"}, {"text", direct}},
+        {{"file", "flat.cad"}, {"text", kLinear}}}},
+      {"ops", nlohmann::json::array()},
+      {"rules", rules}};
+  doc["hash"] = cad::library_hash(doc);
+  return doc;
+}
+
+std::string select_alltoall(const cad::Library &lib, bool inplace) {
+  cad::InstanceSpec s = cad_test::spec(3, 5);
+  s.inplace = inplace;
+  std::string why;
+  const cad::Algorithm *a = cad::select_algorithm(lib, cad::Collective::Alltoall, &s, &why);
+  EXPECT_EQ(s.inplace, inplace);  // the call's, whatever the algorithm declares
+  return a ? a->name : "none: " + why;
+}
+
+}  // namespace
+
+TEST(Library, RulesCanSelectByInPlaceWhereEveryRankAgrees) {
+  for (bool lazy : {false, true}) {
+    const nlohmann::json rules = {{"rules",
+                                   {{{"collective", "alltoall"}, {"inplace", true}, {"use", "a2a_staged"}},
+                                    {{"collective", "alltoall"}, {"use", "a2a_direct"}},
+                                    {{"collective", "bcast"}, {"use", "bcast_flat"}}}}};
+    cad::Library lib;
+    cad::Diagnostics d;
+    ASSERT_TRUE(cad::load_library(write(alltoall_library(rules), "inplace.cadlib"), &lib, &d, lazy));
+    EXPECT_EQ(select_alltoall(lib, true), "a2a_staged");
+    EXPECT_EQ(select_alltoall(lib, false), "a2a_direct");
+
+    nlohmann::json opposite = rules;  // separate buffers to the staged one
+    opposite["rules"][0]["inplace"] = false;
+    cad::Library lib2;
+    ASSERT_TRUE(cad::load_library(write(alltoall_library(opposite), "inplace2.cadlib"), &lib2, &d, lazy));
+    EXPECT_EQ(select_alltoall(lib2, false), "a2a_staged");
+    // In place, a2a_direct runs from a copy of the input, with separate
+    // buffers as proven: its requirement sees inplace false.
+    EXPECT_EQ(select_alltoall(lib2, true), "a2a_direct");
+  }
+}
+
+TEST(Library, AnAlgorithmsRequirementSeesInPlaceAsItsProgramWill) {
+  // The staged algorithm declares `inplace`: a requirement !inplace there
+  // excludes in-place calls, which then go to the next rule.
+  std::string staged_not_in_place = kStaged;
+  staged_not_in_place.replace(staged_not_in_place.find("  inplace\n"), 10, "  inplace\n  requires !inplace\n");
+  nlohmann::json doc = alltoall_library({{"rules",
+                                          {{{"collective", "alltoall"}, {"use", "a2a_staged"}},
+                                           {{"collective", "alltoall"}, {"use", "a2a_direct"}},
+                                           {{"collective", "bcast"}, {"use", "bcast_flat"}}}}});
+  doc["sources"][0]["text"] = staged_not_in_place;
+  doc["hash"] = cad::library_hash(doc);
+  cad::Library lib;
+  cad::Diagnostics d;
+  ASSERT_TRUE(cad::load_library(write(doc, "requires-inplace.cadlib"), &lib, &d)) << d.list()[0].message;
+  EXPECT_EQ(select_alltoall(lib, false), "a2a_staged");
+  EXPECT_EQ(select_alltoall(lib, true), "a2a_direct");
+}
+
+TEST(Library, RejectsRulesByInPlaceThatWouldSplitTheRanks) {
+  const nlohmann::json base = {{"rules",
+                                {{{"collective", "alltoall"}, {"inplace", true}, {"use", "a2a_staged"}},
+                                 {{"collective", "alltoall"}, {"use", "a2a_direct"}},
+                                 {{"collective", "bcast"}, {"use", "bcast_flat"}}}}};
+  EXPECT_EQ(load_error(alltoall_library(base)), "");
+
+  nlohmann::json rooted = base;  // only a gather's root passes in place
+  nlohmann::json gather_rule = {{"collective", "gather"}, {"inplace", true}, {"use", "bcast_flat"}};
+  rooted["rules"].insert(rooted["rules"].begin(), gather_rule);
+  EXPECT_NE(load_error(alltoall_library(rooted)).find("/rules/0/inplace: only the root of a gather passes in place"),
+            std::string::npos)
+      << load_error(alltoall_library(rooted));
+
+  nlohmann::json no_form = base;  // nor has a broadcast an in-place form
+  no_form["rules"][2]["inplace"] = false;
+  nlohmann::json last_bcast = {{"collective", "bcast"}, {"use", "bcast_flat"}};
+  no_form["rules"].push_back(last_bcast);
+  EXPECT_NE(load_error(alltoall_library(no_form)).find("/rules/2/inplace: bcast has no in-place form in MPI"),
+            std::string::npos)
+      << load_error(alltoall_library(no_form));
+
+  nlohmann::json open_ended = base;  // the last rule must take every call
+  open_ended["rules"][1]["inplace"] = false;
+  EXPECT_NE(load_error(alltoall_library(open_ended)).find("the last rule for alltoall must have no conditions"),
+            std::string::npos)
+      << load_error(alltoall_library(open_ended));
+
+  nlohmann::json not_bool = base;
+  not_bool["rules"][0]["inplace"] = 1;
+  EXPECT_NE(load_error(alltoall_library(not_bool)).find("/rules/0/inplace"), std::string::npos)
+      << load_error(alltoall_library(not_bool));
+}

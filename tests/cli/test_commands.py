@@ -393,6 +393,32 @@ def test_build_refuses_rules_that_leave_calls_without_an_algorithm(build_dir, tm
     assert "no rule gives an algorithm to bcast P=1 n=10 root=0 (the runtime" in run.stderr and not out.exists()
 
 
+def test_build_checks_rules_by_in_place(build_dir, tmp_path):
+    out = tmp_path / "x.cadlib"
+    # Bruck made to refuse in-place calls: alone, they find nothing.
+    d = _library_dir(tmp_path, ["alltoall_bruck.cad"], {"rules": [{"collective": "alltoall", "use": "bruck_apart"}]})
+    (d / "bruck_apart.cad").write_text((d / "alltoall_bruck.cad").read_text().replace(
+        "algorithm alltoall_bruck : alltoall", "algorithm bruck_apart : alltoall").replace(
+        "  inplace\n", "  inplace\n  requires !inplace\n"))
+    run = cadc(build_dir, "build", d, "-o", out, check=1)
+    assert "no rule gives an algorithm to alltoall P=1 n=0 inplace (the runtime" in run.stderr and not out.exists()
+    # A rule for in-place calls first fills the gap.
+    (d / "rules.json").write_text(json.dumps({"rules": [
+        {"collective": "alltoall", "inplace": True, "use": "alltoall_bruck"},
+        {"collective": "alltoall", "use": "bruck_apart"}]}))
+    cadc(build_dir, "build", d, "-o", out, check=0)
+    assert json.loads(out.read_text())["rules"]["rules"][0]["inplace"] is True
+    # Not for a rooted collective: its ranks would select apart.
+    shutil.copy(ROOT / "algorithms" / "gather_linear.cad", d)
+    (d / "rules.json").write_text(json.dumps({"rules": [
+        {"collective": "alltoall", "use": "alltoall_bruck"},
+        {"collective": "gather", "inplace": False, "use": "gather_linear"},
+        {"collective": "gather", "use": "gather_linear"}]}))
+    run = cadc(build_dir, "build", d, "-o", out, check=1)
+    assert ("rules.json:/rules/1/inplace: only the root of a gather passes in place, and every rank must select "
+            "the same algorithm") in run.stderr and "CAD-E040" in run.stderr
+
+
 # ---- hostile input: clear errors, no crash, no hang ----
 
 def test_source_files_must_be_utf8(build_dir, tmp_path):

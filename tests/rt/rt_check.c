@@ -6,7 +6,7 @@
  *   cadrun -n P rt_check [--coll NAME|all] [--sizes 0,1,7,1000,100000]
  *          [--persistent] [--outstanding K] [--roots N] [--inplace] [--mismatch
  *          [--late R] [--mismatch-op] [--start-late R] [--wait-late MS]] [--split] [--fork] [--app-handler K] [--app-handler-after K] [--app-handler-restored K] [--app-blocks K] [--iters N] [--repeat N] [--skew R] [--churn N] [--test
- *          [--jitter]] [--other-thread] [--algorithms COLL=NAME,...]
+ *          [--jitter]] [--other-thread] [--algorithms COLL=NAME,...] [--show-algorithms]
  *
  * --persistent   the _init forms, started --iters times
  * --iters N      (without --persistent) the whole run N times over
@@ -39,6 +39,8 @@
  *                "...: does not apply to this P (...)" or "...: FAILED (...)"
  *                for each, and fails if one did.  One job for many algorithms: a job's start is
  *                most of a small one's time in qemu (3 s at P = 8).
+ * --show-algorithms  rank 0 prints the algorithm each call ran, as
+ *                "rt_check: alltoall n=7 in place ran alltoall_bruck"
  * --roots N      rooted collectives at N roots (0, P - 1 and spread
  *                between), not all P
  * --inplace      CADRT_IN_PLACE where MPI allows it
@@ -181,6 +183,7 @@
 static int g_rank, g_size, g_failures, g_checks;
 static int g_away_fails;
 static int g_repeat = 1;
+static int g_show_algorithms;
 static int g_persistent, g_outstanding = 1, g_roots, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
 static int g_wait_late_ms, g_skew = -1;
 static int g_jitter;
@@ -545,6 +548,9 @@ static int run(enum coll c, size_t n, int root, cadrt_datatype dt, cadrt_op op, 
 			FAIL("%s n=%zu root=%d: %s", names[c], n, root, cadrt_error_message());
 			return 0;
 		}
+		if (g_show_algorithms && g_rank == 0 && j == 0)
+			printf("rt_check: %s n=%zu%s ran %s\n", names[c], n, inplace ? " in place" : "",
+			       cadrt_request_algorithm(req[0]));
 	}
 	for (int it = 0; it < (g_persistent ? g_iters : g_repeat); it++) {
 		if (g_persistent || it > 0) {
@@ -1206,6 +1212,8 @@ static int body(int argc, char **argv)
 			g_roots = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--inplace"))
 			g_inplace = 1;
+		else if (!strcmp(argv[i], "--show-algorithms"))
+			g_show_algorithms = 1;
 		else if (!strcmp(argv[i], "--test"))
 			g_test = 1;
 		else if (!strcmp(argv[i], "--jitter"))

@@ -162,6 +162,56 @@ def test_in_place_never_runs_a_program_not_proven_in_place(build_dir, tmp_path):
         assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"P={p}: {r.stdout}{r.stderr}"
 
 
+def test_rules_select_by_in_place(build_dir, tmp_path):
+    """A rule with "inplace" takes only calls in place (true) or with
+    separate buffers (false), for the collectives every rank calls in place
+    or none.  Here in-place alltoalls go to Bruck and the others to the
+    rotated algorithm; then in-place ones to an algorithm proven for
+    separate buffers only (its requirement `!inplace` sees the program's
+    view: it runs from the request's copy), results right each time."""
+    for f in ("alltoall_bruck.cad", "alltoall_rotated.cad"):
+        (tmp_path / f).write_text((ROOT / "algorithms" / f).read_text())
+    (tmp_path / "rules.json").write_text(json.dumps({"rules": [
+        {"collective": "alltoall", "inplace": True, "use": "alltoall_bruck"},
+        {"collective": "alltoall", "use": "alltoall_rotated"}]}))
+    lib = build_library(build_dir, tmp_path, tmp_path / "by_inplace.cadlib")
+    for p in (3, 4):
+        for inplace, want in (([], "alltoall_rotated"), (["--inplace"], "alltoall_bruck")):
+            r = run(build_dir, p, "rt_check", "--coll", "alltoall", "--sizes", "0,1,1000,70000", *inplace,
+                    "--persistent", "--iters", "2", "--show-algorithms",
+                    env={"CADRT_LIBRARY": str(lib), "CADRT_ENGINE": "poll"})
+            assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"P={p} {inplace}: {r.stdout}{r.stderr}"
+            ran = re.findall(r"^rt_check: alltoall n=\d+(?: in place)? ran (\w+)$", r.stdout, re.M)
+            assert ran == [want] * 4, f"P={p} {inplace}: {r.stdout}"
+
+    d2 = tmp_path / "direct"
+    d2.mkdir()
+    (d2 / "alltoall_bruck.cad").write_text((ROOT / "algorithms" / "alltoall_bruck.cad").read_text())
+    (d2 / "alltoall_direct.cad").write_text(
+        "algorithm alltoall_direct : alltoall\n"
+        "  requires !inplace\n"
+        "  sweep ranks 1..4 sizes 0, 1, 7\n"
+        "{\n"
+        "  copy recvbuf[rank * n:rank * n + n] from sendbuf[rank * n:rank * n + n]\n"
+        "  for k in 1 .. P {\n"
+        "    let to = (rank + k) % P\n"
+        "    let from = (rank - k) % P\n"
+        "    send sendbuf[to * n:to * n + n] to to\n"
+        "    recv recvbuf[from * n:from * n + n] from from\n"
+        "  }\n"
+        "}\n")
+    (d2 / "rules.json").write_text(json.dumps({"rules": [
+        {"collective": "alltoall", "inplace": True, "use": "alltoall_direct"},
+        {"collective": "alltoall", "use": "alltoall_bruck"}]}))
+    lib = build_library(build_dir, d2, d2 / "direct.cadlib")
+    for inplace, want in (([], "alltoall_bruck"), (["--inplace"], "alltoall_direct")):
+        r = run(build_dir, 3, "rt_check", "--coll", "alltoall", "--sizes", "0,1,1000,70000", *inplace,
+                "--show-algorithms", env={"CADRT_LIBRARY": str(lib), "CADRT_ENGINE": "poll"})
+        assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"{inplace}: {r.stdout}{r.stderr}"
+        ran = re.findall(r"^rt_check: alltoall n=\d+(?: in place)? ran (\w+)$", r.stdout, re.M)
+        assert ran == [want] * 4, f"{inplace}: {r.stdout}"
+
+
 def test_thread_engine_main_thread_and_progress_thread_apart(build_dir):
     """Under the thread engine the main thread's passes while it polls
     take no lock: a handshake keeps the progress thread out (see
