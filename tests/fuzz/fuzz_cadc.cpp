@@ -102,13 +102,15 @@ void library(const std::string &text) {
   for (const std::string &name : cad::collective_names()) {
     cad::Collective c;
     if (!cad::collective_by_name(name, &c)) abort();
-    for (bool commutative : {false, true}) {
-      cad::InstanceSpec spec;
-      spec.P = 3;
-      spec.n = 5;
-      spec.commutative = commutative;
-      select(c, spec);
-    }
+    for (bool commutative : {false, true})
+      for (bool inplace : {false, true}) {
+        cad::InstanceSpec spec;
+        spec.P = 3;
+        spec.n = 5;
+        spec.commutative = commutative;
+        spec.inplace = inplace && cad::collective_info(c).inplace_ok;
+        select(c, spec);
+      }
     for (const auto &op : lazy.ops) {
       cad::InstanceSpec spec;
       spec.P = 3;
