@@ -40,7 +40,9 @@ std::string why(int err) {
   switch (err) {
     case -EPIPE: return "a rank of this collective went away (kernel engine)";
     case -ECANCELED: return "the collective was cancelled by a rank (kernel engine)";
-    case -EPROTO: return "the ranks' programs for this collective do not match (kernel engine)";
+    case -EPROTO:
+      return "the ranks' programs for this collective do not match: they disagree on its count, root, datatype, "
+             "op, in place, algorithm or its parameters, or topology (kernel engine)";
     default: return std::string("the kernel engine failed: ") + strerror(-err);
   }
 }

@@ -523,7 +523,7 @@ bool Runtime::disagree(cadrt_request_s *r, uint32_t ep, const MsgHeader &h) {
   if (r->from_cad || h.fp == r->inst->fp) return false;
   give_up(r, ep, h, -EINVAL,
           Why() << "ranks disagree on collective #" << h.seq
-                << " of their communicator (count, root, datatype, op, algorithm or its parameters, topology): rank "
+                << " of their communicator (count, root, datatype, op, in place, algorithm or its parameters, topology): rank "
                 << r->comm->rank << " runs " << r->inst->desc << ", rank " << r->comm->rank_of_ep[ep] << " another");
   return true;
 }

@@ -255,6 +255,7 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
     else if (c != cad::Collective::Barrier)
       inst->desc += " bytes=" + std::to_string(spec.n);
     if (info.rooted) inst->desc += " root=" + std::to_string(spec.root);
+    if (spec.inplace) inst->desc += " in place";  // (the program's: not for one run from a copy)
     // (The machine a topology file describes; hwloc's view, gathered from
     // every rank, is the same on all.)
     if (!spec.topo->is_flat() && spec.topo->name() != "hwloc") inst->desc += " on " + spec.topo->name();

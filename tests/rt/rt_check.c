@@ -68,6 +68,11 @@
  *                passes the same count but MAX for
  *                SUM (a reducing collective): every message has the length
  *                its receiver expects, only the fingerprint differs
+ * --mismatch-inplace  with --mismatch: rank 1 calls in place, the others
+ *                not, with the same count (erroneous in MPI for allreduce,
+ *                allgather, alltoall and reduce_scatter_block; where the
+ *                library's rules select by in place the ranks run different
+ *                algorithms, and rank 1 must get an error)
  * --start-late R with --mismatch: rank R starts the collective 100 ms after
  *                the others, so what they send it waits in its unexpected
  *                queue until it posts; it must check those messages too
@@ -183,7 +188,7 @@
 static int g_rank, g_size, g_failures, g_checks;
 static int g_away_fails;
 static int g_repeat = 1;
-static int g_show_algorithms;
+static int g_show_algorithms, g_mismatch_inplace;
 static int g_persistent, g_outstanding = 1, g_roots, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
 static int g_wait_late_ms, g_skew = -1;
 static int g_jitter;
@@ -706,8 +711,9 @@ static int mismatch(const char *only)
 	for (int i = 0; i < NCOLL; i++)
 		if (only && !strcmp(only, names[i]))
 			c = (enum coll)i;
-	k = (struct call){ .c = c, .n = g_mismatch_op ? 16 : g_rank == 1 ? 3000 : 2000, .root = 0, .dt = CADRT_INT32,
-			   .op = g_rank == 1 && g_mismatch_op ? CADRT_MAX : CADRT_SUM };
+	k = (struct call){ .c = c, .n = g_mismatch_op ? 16 : g_rank == 1 && !g_mismatch_inplace ? 3000 : 2000,
+			   .root = 0, .dt = CADRT_INT32, .op = g_rank == 1 && g_mismatch_op ? CADRT_MAX : CADRT_SUM,
+			   .inplace = g_mismatch_inplace && g_rank == 1 };
 	setup(&k, 0);
 	if (g_late >= 0) {
 		/* A barrier that completes after the collective (see --late). */
@@ -1236,6 +1242,8 @@ static int body(int argc, char **argv)
 			g_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--mismatch-op"))
 			g_mismatch_op = 1;
+		else if (!strcmp(argv[i], "--mismatch-inplace"))
+			g_mismatch_inplace = 1;
 		else if (!strcmp(argv[i], "--start-late") && i + 1 < argc)
 			g_start_late = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--wait-late") && i + 1 < argc)

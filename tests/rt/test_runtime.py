@@ -162,27 +162,48 @@ def test_in_place_never_runs_a_program_not_proven_in_place(build_dir, tmp_path):
         assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"P={p}: {r.stdout}{r.stderr}"
 
 
-def test_rules_select_by_in_place(build_dir, tmp_path):
+BY_INPLACE_RULES = [
+    {"collective": "alltoall", "inplace": True, "use": "alltoall_bruck"},
+    {"collective": "alltoall", "use": "alltoall_rotated"},
+    {"collective": "allreduce", "inplace": True, "use": "allreduce_ring"},
+    {"collective": "allreduce", "use": "allreduce_recursive_doubling"},
+    {"collective": "allgather", "inplace": True, "use": "allgather_recursive_doubling"},
+    {"collective": "allgather", "use": "allgather_ring"},
+    {"collective": "reduce_scatter_block", "inplace": False, "use": "reduce_scatter_block_ring"},
+    {"collective": "reduce_scatter_block", "use": "reduce_scatter_block_linear"},
+    {"collective": "barrier", "use": "barrier_dissemination"}]
+
+
+@pytest.fixture(scope="module")
+def by_inplace_library(build_dir, tmp_path_factory):
+    """Standard algorithms, selected by whether the call is in place."""
+    d = tmp_path_factory.mktemp("by_inplace")
+    for rule in BY_INPLACE_RULES:
+        (d / f"{rule['use']}.cad").write_text((ROOT / "algorithms" / f"{rule['use']}.cad").read_text())
+    (d / "rules.json").write_text(json.dumps({"rules": BY_INPLACE_RULES}))
+    return build_library(build_dir, d, d / "by_inplace.cadlib")
+
+
+def test_rules_select_by_in_place(build_dir, by_inplace_library, tmp_path):
     """A rule with "inplace" takes only calls in place (true) or with
     separate buffers (false), for the collectives every rank calls in place
-    or none.  Here in-place alltoalls go to Bruck and the others to the
-    rotated algorithm; then in-place ones to an algorithm proven for
-    separate buffers only (its requirement `!inplace` sees the program's
-    view: it runs from the request's copy), results right each time."""
-    for f in ("alltoall_bruck.cad", "alltoall_rotated.cad"):
-        (tmp_path / f).write_text((ROOT / "algorithms" / f).read_text())
-    (tmp_path / "rules.json").write_text(json.dumps({"rules": [
-        {"collective": "alltoall", "inplace": True, "use": "alltoall_bruck"},
-        {"collective": "alltoall", "use": "alltoall_rotated"}]}))
-    lib = build_library(build_dir, tmp_path, tmp_path / "by_inplace.cadlib")
+    or none; results right each time.  Then in-place alltoalls go to an
+    algorithm proven for separate buffers only (its requirement `!inplace`
+    sees the program's view: it runs from the request's copy)."""
+    want = {  # collective: (apart, in place); the ring allreduce takes a commutative op
+        "alltoall": ("alltoall_rotated", "alltoall_bruck"),
+        "allreduce": ("allreduce_recursive_doubling", "allreduce_ring"),
+        "allgather": ("allgather_ring", "allgather_recursive_doubling"),
+        "reduce_scatter_block": ("reduce_scatter_block_ring", "reduce_scatter_block_linear")}
     for p in (3, 4):
-        for inplace, want in (([], "alltoall_rotated"), (["--inplace"], "alltoall_bruck")):
-            r = run(build_dir, p, "rt_check", "--coll", "alltoall", "--sizes", "0,1,1000,70000", *inplace,
-                    "--persistent", "--iters", "2", "--show-algorithms",
-                    env={"CADRT_LIBRARY": str(lib), "CADRT_ENGINE": "poll"})
-            assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"P={p} {inplace}: {r.stdout}{r.stderr}"
-            ran = re.findall(r"^rt_check: alltoall n=\d+(?: in place)? ran (\w+)$", r.stdout, re.M)
-            assert ran == [want] * 4, f"P={p} {inplace}: {r.stdout}"
+        for coll, names in want.items():
+            for inplace in (0, 1):
+                r = run(build_dir, p, "rt_check", "--coll", coll, "--sizes", "0,1,1000,70000",
+                        *(["--inplace"] if inplace else []), "--persistent", "--iters", "2", "--show-algorithms",
+                        env={"CADRT_LIBRARY": str(by_inplace_library), "CADRT_ENGINE": "poll"})
+                assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"P={p} {coll} {inplace}: {r.stdout}{r.stderr}"
+                ran = set(re.findall(r"^rt_check: \w+ n=\d+(?: in place)? ran (\w+)$", r.stdout, re.M))
+                assert ran == {names[inplace]}, f"P={p} {coll} {inplace}: {r.stdout}"
 
     d2 = tmp_path / "direct"
     d2.mkdir()
@@ -210,6 +231,21 @@ def test_rules_select_by_in_place(build_dir, tmp_path):
         assert r.returncode == 0 and "rt_check: ok" in r.stdout, f"{inplace}: {r.stdout}{r.stderr}"
         ran = re.findall(r"^rt_check: alltoall n=\d+(?: in place)? ran (\w+)$", r.stdout, re.M)
         assert ran == [want] * 4, f"{inplace}: {r.stdout}"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("coll", ["alltoall", "allreduce", "allgather", "reduce_scatter_block"])
+def test_ranks_that_disagree_on_in_place_fail_cleanly(build_dir, by_inplace_library, engine, coll):
+    """Rank 1 alone calls in place (erroneous in MPI for these), where the
+    rules select by in place: the ranks run different algorithms, and every
+    rank that meets the difference fails with a message naming both, no
+    hang; then a barrier on the same communicator runs."""
+    for p in (2, 3):
+        r = run(build_dir, p, "rt_check", "--mismatch", "--mismatch-inplace", "--coll", coll,
+                env={"CADRT_LIBRARY": str(by_inplace_library), "CADRT_ENGINE": engine}, timeout=60)
+        assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
+        assert ("rank 1: error as expected: ranks disagree on collective #0 of their communicator (count, root, "
+                "datatype, op, in place, algorithm or its parameters, topology): rank ") in r.stdout, f"P={p}: {r.stdout}"
 
 
 def test_thread_engine_main_thread_and_progress_thread_apart(build_dir):
@@ -807,8 +843,8 @@ def test_ranks_that_see_another_topology_fail_clearly(build_dir, tmp_path):
     script.chmod(0o755)
     r = cadrun(build_dir, 4, [script], env={"CADRT_ALGORITHM_BCAST": "bcast_hier_pipeline"}, timeout=80)
     assert r.returncode not in (0, 124) and "rt_check: ok" not in r.stdout, r.stdout + r.stderr
-    assert re.search(r"ranks disagree on collective #\d+ of their communicator \(count, root, datatype, op, algorithm "
-                     r"or its parameters, topology\): rank [23] runs bcast_hier_pipeline \(bcast P=4 bytes=\d+ "
+    assert re.search(r"ranks disagree on collective #\d+ of their communicator \(count, root, datatype, op, in place, "
+                     r"algorithm or its parameters, topology\): rank [23] runs bcast_hier_pipeline \(bcast P=4 bytes=\d+ "
                      r"root=\d on two-node-cyclic\)", r.stdout + r.stderr), r.stdout + r.stderr
 
 
