@@ -10,6 +10,7 @@
 #include "check.h"
 #include "json_form.h"
 #include "parser.h"
+#include "printer.h"
 #include "schema.h"
 #include "spec.h"
 
@@ -213,7 +214,8 @@ bool read_rules_for(const nlohmann::json &doc, const std::string &where, const s
     rule.use = r["use"].get<std::string>();
     if (r.contains("ranks")) {
       std::string error;
-      if (!parse_spec(r["ranks"].get<std::string>(), &rule.ranks, &error)) ok = fail(ptr + "/ranks", error);
+      rule.ranks_text = r["ranks"].get<std::string>();
+      if (!parse_spec(rule.ranks_text, &rule.ranks, &error)) ok = fail(ptr + "/ranks", error);
     }
     if (r.contains("min_bytes")) rule.min_bytes = r["min_bytes"].get<int64_t>();
     if (r.contains("max_bytes")) rule.max_bytes = r["max_bytes"].get<int64_t>();
@@ -385,32 +387,69 @@ std::shared_ptr<const UserOp> Library::find_op(const std::string &name) const {
   return nullptr;
 }
 
-const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec, std::string *error) {
+const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec, std::string *error,
+                                  std::vector<std::string> *trace) {
   const int64_t bytes = spec->n * static_cast<int64_t>(element_size(*spec));
   for (size_t i = 0; i < lib.rules.size(); i++) {
     const Rule &r = lib.rules[i];
     if (r.collective != c) continue;
-    if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), spec->P) == r.ranks.end()) continue;
-    if (bytes < r.min_bytes || bytes > r.max_bytes) continue;
-    if (r.commutative >= 0 && r.commutative != spec->commutative) continue;
-    if (r.inplace >= 0 && r.inplace != static_cast<int>(spec->inplace)) continue;
-    if (!r.op.empty() && r.op != op_name(*spec)) continue;
+    // (The reasons are made only for a trace: selection is the runtime's
+    // fast path's slow half, run once per new call.)
+    auto skip = [&](auto why) {
+      if (trace) trace->push_back("/rules/" + std::to_string(i) + " " + r.use + ": " + why());
+    };
+    if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), spec->P) == r.ranks.end()) {
+      skip([&] { return "P=" + std::to_string(spec->P) + " is not in ranks " + r.ranks_text; });
+      continue;
+    }
+    if (bytes < r.min_bytes || bytes > r.max_bytes) {
+      skip([&] {
+        return std::to_string(bytes) + " B is " +
+               (bytes < r.min_bytes ? "below min_bytes " + std::to_string(r.min_bytes)
+                                    : "above max_bytes " + std::to_string(r.max_bytes));
+      });
+      continue;
+    }
+    if (r.commutative >= 0 && r.commutative != spec->commutative) {
+      skip([&] { return std::string("the op is ") + (spec->commutative ? "" : "not ") + "commutative"; });
+      continue;
+    }
+    if (r.inplace >= 0 && r.inplace != static_cast<int>(spec->inplace)) {
+      skip([&] { return std::string("the call is ") + (spec->inplace ? "" : "not ") + "in place"; });
+      continue;
+    }
+    if (!r.op.empty() && r.op != op_name(*spec)) {
+      skip([&] { return "the op is " + op_name(*spec) + ", not " + r.op; });
+      continue;
+    }
     std::string why;
     const Algorithm *a = lib.find(r.use, &why);
     if (a) why = lib.rule_error(i);
     if (!a || !why.empty()) {  // (loaded lazily: found bad now)
       if (error) *error = why.empty() ? r.where + ": no algorithm named '" + r.use + "'" : why;
+      skip([&] { return std::string("its algorithm failed its checks"); });
       return nullptr;
     }
-    if (!takes_op(*a, *spec)) continue;
+    if (!takes_op(*a, *spec)) {
+      skip([&] { return "written for the operator " + a->user_op->name + ", not this call's op"; });
+      continue;
+    }
     InstanceSpec s = *spec;
     s.params = r.params;
     s.inplace = spec->inplace && a->inplace;  // what its program will see
     Diagnostics quiet;
     Instantiator in(*a, s, &quiet);
-    if (!in.ok() || !in.applicable()) continue;
+    if (!in.ok() || !in.applicable()) {
+      skip([&] {
+        if (in.failed_requirement())
+          return "its requirement " + print_expr(*in.failed_requirement()->cond) + " does not hold";
+        return "it does not instantiate: " + (quiet.empty() ? std::string("?") : quiet.list()[0].message);
+      });
+      continue;
+    }
     s.inplace = spec->inplace;
     *spec = s;
+    skip([&] { return std::string("chosen"); });
     return a;
   }
   return nullptr;

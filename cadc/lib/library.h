@@ -32,6 +32,7 @@ namespace cad {
 struct Rule {
   Collective collective = Collective::Bcast;
   std::vector<int64_t> ranks;   // empty: any P
+  std::string ranks_text;       // as written ("1..3,8")
   int64_t min_bytes = 0, max_bytes = INT64_MAX;
   int commutative = -1;         // -1 any, 0 no, 1 yes
   int inplace = -1;             // -1 any, 0 no, 1 yes (collectives every rank calls in place or none)
@@ -83,8 +84,11 @@ bool load_library_text(const std::string &path, const std::string &text, Library
 // program will: false for one that does not declare `inplace` (the
 // runtime runs it from a copy); spec->inplace itself stays the call's.  null if none applies, or (a library loaded lazily)
 // with *error set if the algorithm of a rule it reached failed its checks.
+// trace (if not null) gets a line for each rule of the collective it
+// looked at, "/rules/3 bcast_binomial: 40000 B is above max_bytes 8192",
+// the last "... chosen" if one was (cadc select --explain).
 const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec,
-                                  std::string *error = nullptr);
+                                  std::string *error = nullptr, std::vector<std::string> *trace = nullptr);
 
 // Calls the rules give no algorithm, at most one per collective that has
 // algorithms, each as "reduce_scatter_block P=3 n=1 noncommutative": a

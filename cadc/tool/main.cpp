@@ -23,6 +23,7 @@ int main(int argc, char **argv) {
   add_build(app, &run);
   add_op(app, &run);
   add_simulate(app, &run);
+  add_select(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

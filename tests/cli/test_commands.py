@@ -419,6 +419,107 @@ def test_build_checks_rules_by_in_place(build_dir, tmp_path):
             "the same algorithm") in run.stderr and "CAD-E040" in run.stderr
 
 
+# ---- select ----
+
+def test_select_gives_the_rules_choice_for_a_grid_of_calls(build_dir):
+    lib = build_dir / "lib" / "cad-std.cadlib"
+    run = cadc(build_dir, "select", lib, "bcast", "--ranks", "2,4", "--sizes", "1,4096,100000", "--dtype", "u8",
+               check=0)
+    assert run.stdout.splitlines() == [
+        "bcast P=2 n=1 root=0 (1 B): bcast_linear",
+        "bcast P=2 n=4096 root=0 (4096 B): bcast_linear",
+        "bcast P=2 n=100000 root=0 (100000 B): bcast_linear",
+        "bcast P=4 n=1 root=0 (1 B): bcast_binomial",
+        "bcast P=4 n=4096 root=0 (4096 B): bcast_binomial",
+        "bcast P=4 n=100000 root=0 (100000 B): bcast_scatter_allgather"]
+    # The rule's parameters, and why the rules before it passed the call on.
+    run = cadc(build_dir, "select", lib, "bcast", "--ranks", "4", "--sizes", "1000000", "--dtype", "u8",
+               "--explain", check=0)
+    assert run.stdout.splitlines() == [
+        "bcast P=4 n=1000000 root=0 (1000000 B): bcast_chain_pipeline seg=262144",
+        "  /rules/0 bcast_linear: P=4 is not in ranks 1..3",
+        "  /rules/1 bcast_binomial: 1000000 B is above max_bytes 8192",
+        "  /rules/2 bcast_scatter_allgather: 1000000 B is above max_bytes 262144",
+        "  /rules/3 bcast_chain_pipeline: chosen"]
+    # An algorithm's requirement passes a call on too: the ring allreduce
+    # and Rabenseifner's need a commutative op.
+    run = cadc(build_dir, "select", lib, "allreduce", "--ranks", "4", "--sizes", "100000", "--dtype", "f64",
+               "--op", "sum", "--noncommutative", "--explain", check=0)
+    assert run.stdout.splitlines()[0] == ("allreduce P=4 n=100000 sum noncommutative (800000 B): "
+                                          "allreduce_recursive_doubling")
+    assert "  /rules/7 allreduce_recursive_doubling: chosen" in run.stdout.splitlines()
+    # And the machine: allreduce_linear is for ranks of one node.
+    run = cadc(build_dir, "select", lib, "allreduce", "--ranks", "2", "--sizes", "10000", "--dtype", "f64",
+               "--explain", check=0)
+    assert run.stdout.splitlines()[0].endswith(": allreduce_linear")
+    run = cadc(build_dir, "select", lib, "allreduce", "--ranks", "2", "--sizes", "10000", "--dtype", "f64",
+               "--explain", "--topology", ROOT / "algorithms" / "topologies" / "two-node-cyclic.json", check=0)
+    assert run.stdout.splitlines()[0].endswith(": allreduce_rabenseifner")
+    assert "  /rules/6 allreduce_linear: its requirement ndomains(node) == 1 does not hold" in run.stdout
+    run = cadc(build_dir, "select", lib, "alltoall", "--ranks", "3", "--sizes", "0", "--inplace", "--json", check=0)
+    doc = json.loads(run.stdout)
+    assert doc["calls"] == [{"collective": "alltoall", "P": 3, "n": 0, "bytes": 0, "inplace": True,
+                             "algorithm": "alltoall_rotated", "params": {}}]
+
+
+def test_select_example_in_the_readme_is_what_it_prints(build_dir):
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("$ cadc select build/lib/cad-std.cadlib"):]
+    block = block[:block.index("```")].splitlines()
+    args = block[0].split()[2:]  # (after "$ cadc")
+    assert args[:2] == ["select", "build/lib/cad-std.cadlib"]
+    run = cadc(build_dir, "select", build_dir / "lib" / "cad-std.cadlib", *args[2:], cwd=ROOT, check=0)
+    assert run.stdout.splitlines() == block[1:], run.stdout
+
+
+def test_select_takes_the_librarys_operators(build_dir):
+    lib = build_dir / "lib" / "cad-std.cadlib"
+    run = cadc(build_dir, "select", lib, "allreduce", "--ranks", "4", "--sizes", "100", "--op", "complex_mul", check=0)
+    assert run.stdout == "allreduce P=4 n=100 complex_mul noncommutative (1600 B): allreduce_recursive_doubling\n"
+    run = cadc(build_dir, "select", lib, "allreduce", "--op", "complex_mul", "--dtype", "f64", check=2)
+    assert "--dtype does not apply to complex_mul: its element type is struct cplx" in run.stderr
+
+
+def test_select_refuses_bad_requests(build_dir, tmp_path):
+    lib = build_dir / "lib" / "cad-std.cadlib"
+    for args, msg in ((["bcats"], "'bcats' is not a collective"),
+                      (["bcast", "--inplace"], "bcast has no in-place form in MPI"),
+                      (["bcast", "--op", "max"], "bcast has no op"),
+                      (["allreduce", "--op", "frobnicate"], "unknown --op 'frobnicate'"),
+                      (["allreduce", "--dtype", "f99"], "unknown --dtype 'f99'"),
+                      (["bcast", "--ranks", "0"], "--ranks must be 1.."),
+                      (["bcast", "--ranks", "3..1"], "--ranks: "),
+                      (["bcast", "--ranks", "1..1000", "--sizes", "1..1000"], "at most 100000 calls")):
+        run = cadc(build_dir, "select", lib, *args, check=2)
+        assert msg in run.stderr, (args, run.stderr)
+    # A library that is not one: its error, exit 1.
+    bad = tmp_path / "bad.cadlib"
+    bad.write_text("{}")
+    run = cadc(build_dir, "select", bad, "bcast", check=1)
+    assert "not a valid library" in run.stderr
+    # A call no rule takes: said, exit 1.
+    doc = json.loads((build_dir / "lib" / "cad-std.cadlib").read_text())
+    # (cadc build refuses such rules; a library written by hand has them.)
+    doc["rules"] = {"rules": [{"collective": "reduce_scatter_block", "use": "reduce_scatter_block_ring"},
+                              {"collective": "bcast", "use": "bcast_linear"}, {"collective": "reduce", "use": "reduce_binomial"},
+                              {"collective": "allreduce", "use": "allreduce_recursive_doubling"},
+                              {"collective": "gather", "use": "gather_linear"}, {"collective": "scatter", "use": "scatter_linear"},
+                              {"collective": "allgather", "use": "allgather_ring"}, {"collective": "alltoall", "use": "alltoall_bruck"},
+                              {"collective": "barrier", "use": "barrier_dissemination"}]}
+    h = 0xcbf29ce484222325
+    for byte in json.dumps({k: v for k, v in doc.items() if k != "hash"}, sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False).encode():
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    doc["hash"] = f"fnv1a64:{h:016x}"
+    hand = tmp_path / "hand.cadlib"
+    hand.write_text(json.dumps(doc))
+    run = cadc(build_dir, "select", hand, "reduce_scatter_block", "--ranks", "2", "--sizes", "1", "--noncommutative",
+               "--explain", check=1)
+    assert run.stdout.splitlines() == [
+        "reduce_scatter_block P=2 n=1 sum noncommutative (4 B): none (the runtime fails such a call with -ENOTSUP)",
+        "  /rules/0 reduce_scatter_block_ring: its requirement commutative does not hold"]
+
+
 # ---- hostile input: clear errors, no crash, no hang ----
 
 def test_source_files_must_be_utf8(build_dir, tmp_path):

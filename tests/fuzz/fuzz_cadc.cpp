@@ -92,7 +92,9 @@ void library(const std::string &text) {
     cad::InstanceSpec a = spec, b = spec;
     std::string why;
     const cad::Algorithm *x = ok ? cad::select_algorithm(whole, c, &a) : nullptr;
-    const cad::Algorithm *y = cad::select_algorithm(lazy, c, &b, &why);
+    std::vector<std::string> trace;  // (cadc select --explain's)
+    const cad::Algorithm *y = cad::select_algorithm(lazy, c, &b, &why, &trace);
+    if (y && (trace.empty() || trace.back().find(": chosen") == std::string::npos)) abort();
     if (ok && ((x == nullptr) != (y == nullptr) || (x && x->name != y->name) || !why.empty())) {
       fprintf(stderr, "whole and lazy loads select differently: %s / %s (%s)\n", x ? x->name.c_str() : "none",
               y ? y->name.c_str() : "none", why.c_str());
