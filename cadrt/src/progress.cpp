@@ -615,7 +615,11 @@ void Runtime::handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHe
                      const unsigned char *payload) {
   const cad_node &n = r->inst->prog.nodes[node];
   const int peer = r->comm->rank_of_ep[ep];
-  if (static_cast<int64_t>(node) == r->rdv_node && (h.kind == kRts || h.kind == kCts)) learn(r, h);
+  // (A FIN for a receive the sender took carries its clock too, like an
+  // RTS: when it took the offer.)
+  if (static_cast<int64_t>(node) == r->rdv_node &&
+      (h.kind == kRts || h.kind == kCts || (h.kind == kFinRecv && r->xfer[node].state == kOffered)))
+    learn(r, h);
   if (is_recv_side(h.kind) && h.len != n.len) {
     give_up(r, ep, h, -EMSGSIZE,
             Why() << "rank " << r->comm->rank << " receives " << n.len << " bytes from rank " << peer << " (tag "
@@ -1185,7 +1189,54 @@ void Runtime::split_out(cadrt_request_s *r, uint32_t node, uint32_t ep, const Ms
 bool Runtime::offerable(const cadrt_request_s *r, uint32_t node, uint32_t ep) const {
   const cad_node &n = r->inst->prog.nodes[node];
   return offers && cma && !remote(ep) && n.len > kPayload && !splittable(n.len) && offer_used_[ep] != 0xff &&
-         !r->inst->sends_to_peer(n.peer) && !(n.flags & CAD_XFER_SENDER_WRITES);
+         !r->inst->sends_to_peer(n.peer) && !(n.flags & CAD_XFER_SENDER_WRITES) && offer_pays(r, n.len);
+}
+
+int64_t Runtime::copy_ns(uint64_t len) const {
+  constexpr uint64_t kProbe[4] = {16 << 10, 64 << 10, 256 << 10, 1 << 20};
+  constexpr uint64_t kBytesPerNs = 32;  // (not measured: rendezvous()'s guess)
+  if (!read_probe_ns[0]) return static_cast<int64_t>(len / kBytesPerNs);
+  // Through the points measured; proportional below the first and
+  // beyond the last.
+  if (len <= kProbe[0]) return static_cast<int64_t>(len * read_probe_ns[0] / kProbe[0]);
+  for (int i = 1; i < 4; i++)
+    if (len <= kProbe[i] || i == 3) {
+      const double f = static_cast<double>(len - kProbe[i - 1]) / static_cast<double>(kProbe[i] - kProbe[i - 1]);
+      return static_cast<int64_t>(read_probe_ns[i - 1] + f * static_cast<double>(read_probe_ns[i] - read_probe_ns[i - 1]));
+    }
+  return 0;
+}
+
+// An offer moves the copy from the receiver's wait into the sender's
+// start: the same CPU time, C, but who waits for whom changes.  Time 0 is
+// the end of the receiver's start; it computes until G and then waits;
+// the sender posts at X and computes about as long (all learned per
+// instance: late_ns, gap_ns, and C from the copies timed at init).  What
+// each way costs beyond the copy itself:
+//   offered: the sender copies from X to X + C, and the receiver's wait
+//     waits for that: (X + C - G)+;
+//   not: the receiver reads at its wait, from max(G, X) on, waiting
+//     (X - G)+ for the sender first; the sender's wait waits for that
+//     read: (C - X)+ if X <= G, else (C - G)+.
+// The offer is made unless it costs more.  It pays when the sender comes
+// while the receiver computes and early enough (a 64 KiB broadcast whose
+// caller computes long: up to C - X); not when a late sender meets a
+// receiver back soon (with the root 3 us late in a 64 KiB ibcast whose
+// computation lasts its pure latency, the OSU method, X 3, C 3.4, G 3.9 us
+// on the 2-core VM: offers always made gave an overlap of 16-20 %,
+// reading at the wait 42-43 %, Open MPI 33-39 %, the same evening), nor
+// when the receiver is already waiting (X > G: the copy it makes there
+// costs the idle time, the sender's costs its work).  Until the caller
+// has been seen once (G unknown), no offer: the receiver reads, as it did
+// before offers (2026-12-06).
+bool Runtime::offer_pays(const cadrt_request_s *r, uint64_t len) const {
+  if (offers_always) return true;
+  const int64_t G = r->inst->gap_ns.load(std::memory_order_relaxed);
+  if (G < 0) return false;
+  const int64_t X = r->inst->late_ns.load(std::memory_order_relaxed), C = copy_ns(len);
+  const int64_t offered = std::max<int64_t>(0, X + C - G);
+  const int64_t not_offered = X <= G ? std::max<int64_t>(0, C - X) : X - G + std::max<int64_t>(0, C - G);
+  return offered <= not_offered;
 }
 
 Offer &Runtime::offer_of(const cadrt_request_s *r, uint32_t node) const {
@@ -1294,6 +1345,8 @@ bool Runtime::take_offer(cadrt_request_s *r, uint32_t node, uint32_t ep) {
       return false;
     const uint64_t addr = o.addr.load(std::memory_order_relaxed);
     if (!o.state.compare_exchange_strong(s, (s & ~3ull) | kOfferTaken, std::memory_order_acq_rel)) return false;
+    MsgHeader fin = header(r, node, kFinRecv);
+    fin.off = static_cast<uint64_t>(now_ns());  // when it was taken, for the receiver's learn()
     int err = 0;
     if (!cma_copy(false, ep, at(r, n.src_buf, n.src_off), addr, n.len, &err)) {
       // (As a CTS's write that failed: the receiver is released.)
@@ -1304,7 +1357,7 @@ bool Runtime::take_offer(cadrt_request_s *r, uint32_t node, uint32_t ep) {
                     << " failed: " << cma_why(err));
       return true;
     }
-    push(ep, header(r, node, kFinRecv), nullptr, 0, r);
+    push(ep, fin, nullptr, 0, r);
     n_wrote_offers.fetch_add(1, std::memory_order_relaxed);
     complete(r, node);
     return true;

@@ -572,7 +572,11 @@ bool Runtime::comm_busy(const cadrt_comm_s *comm) const {
 void Runtime::first_look(cadrt_request_s *r) {
   constexpr int64_t kAtOnceNs = 1500;
   if (!r->started_ns) return;
-  r->inst->waits_at_once.store(now_ns() - r->started_ns < kAtOnceNs, std::memory_order_relaxed);
+  const int64_t gap = now_ns() - r->started_ns;
+  r->inst->waits_at_once.store(gap < kAtOnceNs, std::memory_order_relaxed);
+  // (And how long, for offer_pays: a quarter of the new value, as late_ns.)
+  const int64_t old = r->inst->gap_ns.load(std::memory_order_relaxed);
+  r->inst->gap_ns.store(old < 0 ? gap : old + (gap - old) / 4, std::memory_order_relaxed);
   r->started_ns = 0;
 }
 

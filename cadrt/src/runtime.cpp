@@ -765,6 +765,8 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
   // partners.
   int64_t read[kSizes], lane[kSizes];
   for (int i = 0; i < kSizes; i++) measure(kProbe[i], &read[i], &lane[i]);
+  static_assert(kSizes == sizeof read_probe_ns / sizeof read_probe_ns[0], "copy_ns() reads these");
+  for (int i = 0; i < kSizes; i++) read_probe_ns[i] = ok && read[i] != INT64_MAX ? read[i] : 0;
   // From the top: the smallest size from which on they lose at every size
   // measured.  (A loss below a win is taken for noise: lanes that win at
   // 1 MiB serve every size.)
@@ -1570,10 +1572,11 @@ int Runtime::init_joined() {
   if (!err && want_split != "0" && want_split != "1")
     err = set_error(-EINVAL, "CADRT_SPLIT=" + want_split + ": not 0 or 1");
   split = lanes_here && want_split == "1";
-  const std::string want_offer = env("CADRT_OFFER") ? env("CADRT_OFFER") : "1";
-  if (!err && want_offer != "0" && want_offer != "1")
-    err = set_error(-EINVAL, "CADRT_OFFER=" + want_offer + ": not 0 or 1");
-  offers = lanes_here && want_offer == "1";
+  const std::string want_offer = env("CADRT_OFFER") ? env("CADRT_OFFER") : "auto";
+  if (!err && want_offer != "0" && want_offer != "1" && want_offer != "auto")
+    err = set_error(-EINVAL, "CADRT_OFFER=" + want_offer + ": not auto, 0 or 1");
+  offers = lanes_here && want_offer != "0";
+  offers_always = want_offer == "1";
   pool_.grow(256);
   vm_scratch_.assign(CAD_VM_SCRATCH_SIZE + 8, 0);
 

@@ -103,6 +103,11 @@ struct Instance {
   // kAtOnceNs of the start's return): its sends are then pushed through
   // the lanes under CADRT_PUSH=auto (progress.cpp, push_with_cma).
   mutable std::atomic<bool> waits_at_once{true};
+  // How long, in ns, its caller went away between a start of it and the
+  // first test or wait (Runtime::first_look), smoothed; -1 until known.
+  // With late_ns and the copy's time it says whether offering a receive
+  // pays (Runtime::offer_pays).
+  mutable std::atomic<int64_t> gap_ns{-1};
   // The node of kind with (peer, tag, occ), or -1.
   int64_t find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t occ) const;
   void index();                         // fills occ and keys from prog
@@ -437,8 +442,17 @@ class Runtime {
   bool split = false;
   // A one-way single copy's receive that posts first is offered to its
   // sender, which then writes it (progress.cpp, offer()): the segment has
-  // lanes (their headers hold the Offers), CMA works, CADRT_OFFER is not 0.
-  bool offers = false;
+  // lanes (their headers hold the Offers), CMA works, CADRT_OFFER is not 0;
+  // where offer_pays() says so, or always under CADRT_OFFER=1.
+  bool offers = false, offers_always = false;
+  // What a process_vm_readv of 16, 64, 256 and 1024 KiB took at init
+  // (lanes_upto; 0: not measured), for copy_ns().
+  int64_t read_probe_ns[4] = {0, 0, 0, 0};
+  // About how long a single copy of len bytes takes here.
+  int64_t copy_ns(uint64_t len) const;
+  // Whether a receive of len bytes of r, whose sender is expected late,
+  // is better offered (see offer_pays in progress.cpp).
+  bool offer_pays(const cadrt_request_s *r, uint64_t len) const;
   // Waiting in cadrt_wait, or between cadrt_poll_begin and end: the caller
   // keeps progressing until its request completes (RankInfo::committed).
   void commit(int by);

@@ -39,6 +39,9 @@
  *                "...: does not apply to this P (...)" or "...: FAILED (...)"
  *                for each, and fails if one did.  One job for many algorithms: a job's start is
  *                most of a small one's time in qemu (3 s at P = 8).
+ * --compute US  every rank computes US microseconds (outside the library)
+ *                between starting its collectives and completing them, as
+ *                an application overlapping them would
  * --show-algorithms  rank 0 prints the algorithm each call ran, as
  *                "rt_check: alltoall n=7 in place ran alltoall_bruck"
  * --roots N      rooted collectives at N roots (0, P - 1 and spread
@@ -189,6 +192,7 @@ static int g_rank, g_size, g_failures, g_checks;
 static int g_away_fails;
 static int g_repeat = 1;
 static int g_show_algorithms, g_mismatch_inplace;
+static double g_compute; /* seconds, --compute */
 static int g_persistent, g_outstanding = 1, g_roots, g_inplace, g_iters = 1, g_late = -1, g_test, g_mismatch_op, g_start_late = -1;
 static int g_wait_late_ms, g_skew = -1;
 static int g_jitter;
@@ -575,6 +579,8 @@ static int run(enum coll c, size_t n, int root, cadrt_datatype dt, cadrt_op op, 
 				if (g_persistent ? cadrt_start(&req[j]) : start(&k[j], comm, &req[j]))
 					FAIL("%s: %s", g_persistent ? "cadrt_start" : names[c], cadrt_error_message());
 		}
+		if (g_compute > 0)
+			compute_for(g_compute);
 		if ((err = complete(K, req)))
 			FAIL("%s n=%zu root=%d: %s", names[c], n, root, cadrt_error_message());
 		for (int j = 0; j < K; j++)
@@ -1220,6 +1226,8 @@ static int body(int argc, char **argv)
 			g_inplace = 1;
 		else if (!strcmp(argv[i], "--show-algorithms"))
 			g_show_algorithms = 1;
+		else if (!strcmp(argv[i], "--compute") && i + 1 < argc)
+			g_compute = atof(argv[++i]) * 1e-6;
 		else if (!strcmp(argv[i], "--test"))
 			g_test = 1;
 		else if (!strcmp(argv[i], "--jitter"))

@@ -1345,6 +1345,7 @@ def test_cma_off_by_setting(build_dir):
     ({"CADRT_BULK_MIN": "-1"}, "CADRT_BULK_MIN=-1: not a number of bytes"),
     ({"CADRT_BULK_MAX": "lots"}, "CADRT_BULK_MAX=lots: not a number of bytes"),
     ({"CADRT_SPLIT": "yes"}, "CADRT_SPLIT=yes: not 0 or 1"),
+    ({"CADRT_OFFER": "always"}, "CADRT_OFFER=always: not auto, 0 or 1"),
 ])
 def test_bad_settings_are_clear_errors(build_dir, setting, message):
     r = run(build_dir, 2, "rt_check", "--coll", "bcast", env=setting, timeout=60)
@@ -1670,7 +1671,10 @@ def test_a_late_sender_writes_the_receives_offered_to_it(build_dir, engine, p, e
     small to split) are offered to it at the end of their starts, and rank
     1 writes them in its own start.  Every result right; offers made and
     taken, and each one taken written by its sender (the counts agree
-    across the ranks); none at all with CADRT_OFFER=0."""
+    across the ranks); none at all with CADRT_OFFER=0.  (CADRT_OFFER=1:
+    every offerable receive.  By default, auto, these would not be
+    offered: the receivers wait at once, and a receiver already waiting
+    best reads itself, see test_offers_are_made_where_they_pay.)"""
     def counts(offer):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "1000,20000", "--skew", "1", *extra,
                 env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_OFFER": offer}, timeout=120)
@@ -1687,6 +1691,30 @@ def test_a_late_sender_writes_the_receives_offered_to_it(build_dir, engine, p, e
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_offers_are_made_where_they_pay(build_dir, engine):
+    """By default (CADRT_OFFER=auto) a receive is offered to its late
+    sender only where that is predicted to cost less waiting than reading
+    it at the wait (Runtime::offer_pays): rank 1 starts every broadcast
+    2 ms late; when the receivers compute 4 ms between their start and
+    their wait, rank 1 writes what they offer it once they have been seen
+    computing; when they wait at once, they are already idle when it
+    comes, and read themselves (poll engine: no offer at all).  Results
+    right either way."""
+    def counts(*extra):
+        r = run(build_dir, 3, "rt_check", "--coll", "bcast", "--sizes", "20000", "--skew", "1", "--iters", "4",
+                *extra, env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=120)
+        assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+        found = re.findall(OFFER_COUNTS, r.stderr)
+        assert len(found) == 3, r.stderr
+        return {int(rank): (int(a), int(b), int(c)) for rank, a, b, c in found}
+    c = counts("--compute", "4000")
+    assert c[1][2] > 0, c
+    assert sum(b for _, b, _ in c.values()) == sum(w for _, _, w in c.values()), c
+    if engine == "poll":
+        assert all(v == (0, 0, 0) for v in counts().values())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("how", ["--leave", "--leave-hard"])
 def test_a_late_sender_that_exits_fails_the_receives_offered_to_it(build_dir, engine, how):
     """Rank 2, 2 ms late, exits without cadrt_finalize before it starts a
@@ -1694,7 +1722,8 @@ def test_a_late_sender_that_exits_fails_the_receives_offered_to_it(build_dir, en
     receives, offered to it, fail naming why -- no hang -- and their
     allreduce on a communicator without rank 2 then completes, right
     (rt_check --leave 2 --skew 2; the offers' slots are free again)."""
-    r = run(build_dir, 4, "rt_check", how, "2", "--skew", "2", env={"CADRT_ENGINE": engine}, timeout=60)
+    r = run(build_dir, 4, "rt_check", how, "2", "--skew", "2", env={"CADRT_ENGINE": engine, "CADRT_OFFER": "1"},
+            timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"cadrun: rank 2 \(pid \d+\) exited without cadrt_finalize", r.stderr), r.stderr
     ended = dict(re.findall(r"rt_check: rank (\d): the allreduce ended: (.*)", r.stderr))
@@ -1711,7 +1740,8 @@ def test_offers_are_taken_with_the_bulk_lanes_on(build_dir):
     offered to it (until 2026-12-06 the sender asked lane_fits() about its
     own receives and took none)."""
     r = run(build_dir, 3, "rt_check", "--coll", "bcast", "--sizes", "20000", "--roots", "2", "--skew", "0",
-            env={"CADRT_ENGINE": "poll", "CADRT_VERBOSE": "1", "CADRT_BULK": "1", "CADRT_PUSH": "0"}, timeout=120)
+            env={"CADRT_ENGINE": "poll", "CADRT_VERBOSE": "1", "CADRT_BULK": "1", "CADRT_PUSH": "0", "CADRT_OFFER": "1"},
+            timeout=120)
     assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
     found = {int(rank): int(w) for rank, _, _, w in re.findall(OFFER_COUNTS, r.stderr)}
     assert found.get(0, 0) > 0, r.stderr
