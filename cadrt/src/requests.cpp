@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -161,7 +162,9 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
   spec.topo = comm->topo;
   const cad::Algorithm *alg = nullptr;
   const std::string var = "CADRT_ALGORITHM_" + upper(coll);
-  if (const char *forced = getenv(var.c_str()); forced && *forced) {
+  std::vector<std::string> trace;  // CADRT_EXPLAIN
+  const char *forced = getenv(var.c_str());
+  if (forced && *forced) {
     // NAME, or NAME:param=value,... (the parameters' values for this call).
     const std::string text = forced, name = text.substr(0, text.find(':'));
     std::string why;
@@ -201,7 +204,7 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
     }
   } else {
     std::string why;
-    alg = cad::select_algorithm(lib, c, &spec, &why);
+    alg = cad::select_algorithm(lib, c, &spec, &why, explain && comm->rank == 0 ? &trace : nullptr);
     if (!alg && !why.empty()) {
       *err = set_error(-EINVAL, std::string("the algorithm library: ") + why);
       return nullptr;
@@ -212,6 +215,15 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
                                      (spec.commutative ? "" : " and a non-commutative op"));
       return nullptr;
     }
+  }
+  if (explain && comm->rank == 0) {
+    // (The call as given: in place even where the program runs from a copy.)
+    const std::string how = forced && *forced ? var + "=" + forced : std::string("by the rules");
+    fprintf(stderr, "cadrt: rank 0 of communicator %llu: %s %s (%lld B): %s, %s\n",
+            static_cast<unsigned long long>(comm->ctx), coll, spec.describe(*alg).c_str(),
+            static_cast<long long>(spec.n * static_cast<int64_t>(cad::element_size(spec))), alg->name.c_str(),
+            how.c_str());
+    for (const std::string &t : trace) fprintf(stderr, "cadrt:   %s\n", t.c_str());
   }
   // In place, an algorithm that does not declare `inplace` was proven for
   // separate buffers only: that program it is, and the request runs it

@@ -1309,6 +1309,8 @@ int Runtime::init() {
   (void)atfork;
   const char *v = env("CADRT_VERBOSE");
   verbose = v && strcmp(v, "0") != 0;
+  const char *x = env("CADRT_EXPLAIN");
+  explain = x && strcmp(x, "0") != 0;
   const std::string path = env("CADRT_LIBRARY") ? env("CADRT_LIBRARY") : default_library();
   cad::Diagnostics diags;
   lib = cad::Library();  // not what an earlier init (failed, or finalized since) loaded

@@ -289,6 +289,9 @@ class Runtime {
   std::unique_ptr<cadrt_comm_s> world;
   Engine engine = Engine::Poll;
   bool verbose = false;
+  // CADRT_EXPLAIN=1: rank 0 of a communicator prints each selection it
+  // makes (a call with new arguments), with the rules looked at and why.
+  bool explain = false;
 
   // ---- requests ----
   // Selects the algorithm, instantiates (cached) and verifies; false with

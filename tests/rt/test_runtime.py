@@ -248,6 +248,34 @@ def test_ranks_that_disagree_on_in_place_fail_cleanly(build_dir, by_inplace_libr
                 "datatype, op, in place, algorithm or its parameters, topology): rank ") in r.stdout, f"P={p}: {r.stdout}"
 
 
+def test_explain_prints_each_selection_and_why(build_dir):
+    """CADRT_EXPLAIN=1: rank 0 of the communicator says what it selected
+    for each call with new arguments, and why the rules before passed it
+    on (the same trace as cadc select --explain); forced, it names the
+    setting.  Once per call with new arguments: rt_check runs each twice."""
+    r = run(build_dir, 4, "rt_check", "--coll", "bcast", "--sizes", "1000,100000", "--roots", "1", "--iters", "2",
+            env={"CADRT_EXPLAIN": "1", "CADRT_ENGINE": "poll"})
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+    # (n in bytes: a broadcast's datatype is bytes to the algorithms; the
+    # machine as hwloc sees it, named unless flat.)
+    lines = [re.sub(r" topology=\S+", "", l) for l in r.stderr.splitlines() if l.startswith("cadrt:")]
+    small = lines.index("cadrt: rank 0 of communicator 1: bcast P=4 n=4000 root=0 (4000 B): bcast_binomial, by the rules")
+    assert lines[small + 1:small + 3] == ["cadrt:   /rules/0 bcast_linear: P=4 is not in ranks 1..3",
+                                          "cadrt:   /rules/1 bcast_binomial: chosen"], r.stderr
+    big = lines.index("cadrt: rank 0 of communicator 1: bcast P=4 n=400000 root=0 seg=262144 (400000 B): "
+                      "bcast_chain_pipeline, by the rules")
+    assert lines[big + 3:big + 5] == ["cadrt:   /rules/2 bcast_scatter_allgather: 400000 B is above max_bytes 262144",
+                                      "cadrt:   /rules/3 bcast_chain_pipeline: chosen"], r.stderr
+    assert sum(" bcast P=4 " in l for l in lines) == 2, r.stderr  # not again for the second run
+    r = run(build_dir, 4, "rt_check", "--coll", "bcast", "--sizes", "1000", "--roots", "1",
+            env={"CADRT_EXPLAIN": "1", "CADRT_ENGINE": "poll", "CADRT_ALGORITHM_BCAST": "bcast_linear"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"cadrt: rank 0 of communicator 1: bcast P=4 n=4000 root=0(?: topology=\S+)? \(4000 B\): "
+                     r"bcast_linear, CADRT_ALGORITHM_BCAST=bcast_linear\n", r.stderr), r.stderr
+    r = run(build_dir, 4, "rt_check", "--coll", "bcast", "--sizes", "1000", "--roots", "1", env={"CADRT_ENGINE": "poll"})
+    assert "cadrt:" not in r.stderr, r.stderr
+
+
 def test_thread_engine_main_thread_and_progress_thread_apart(build_dir):
     """Under the thread engine the main thread's passes while it polls
     take no lock: a handshake keeps the progress thread out (see

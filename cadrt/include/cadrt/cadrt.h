@@ -26,6 +26,10 @@
  *   CADRT_TOPOLOGY=FILE         a topology file (cadc topo) instead of hwloc
  *   CADRT_CMA=0                 do not use process_vm_readv/writev
  *   CADRT_VERBOSE=1             print errors and notices to stderr
+ *   CADRT_EXPLAIN=1             rank 0 of each communicator prints each
+ *                               algorithm it selects (once per call with
+ *                               new arguments) and why, as cadc select
+ *                               --explain does
  */
 #ifndef CADRT_H
 #define CADRT_H
