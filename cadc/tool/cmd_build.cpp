@@ -28,6 +28,85 @@ struct BuildOptions {
 };
 }  // namespace
 
+// The algorithm files of a folder (*.cad, and *.json in the JSON form, but
+// rules.json), its operators (ops/*.c through the LibTooling front end,
+// ops/*.cadop), each loaded and checked -- not verified; errors into s.
+// print: a line per operator on stdout.
+void load_library_folder(Session &s, const std::string &dir, bool print, LibraryFolder *out) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw UsageError(dir + " is not a folder");
+  for (const auto &e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name != "rules.json" &&
+        (e.path().extension() == ".cad" || e.path().extension() == ".json"))
+      out->files.push_back(e.path().string());
+  }
+  std::sort(out->files.begin(), out->files.end());
+  if (out->files.empty()) throw UsageError(dir + " holds no algorithm files");
+  // User-defined operators first (algorithms may name them), packed as
+  // verified bytecode.
+  const fs::path ops_dir = fs::path(dir) / "ops";
+  if (fs::is_directory(ops_dir)) {
+    std::vector<std::string> op_files;
+    for (const auto &e : fs::directory_iterator(ops_dir))
+      if (e.is_regular_file() && (e.path().extension() == ".c" || e.path().extension() == ".cadop"))
+        op_files.push_back(e.path().string());
+    std::sort(op_files.begin(), op_files.end());
+    std::set<std::string> names;
+    OpcOptions oo;
+    oo.include_dirs.push_back(ops_dir.string());
+    for (const std::string &f : op_files) {
+      std::vector<UserOp> got;
+      if (!load_ops(s, f, oo, &got)) continue;
+      for (UserOp &u : got) {
+        if (!names.insert(u.name).second) {
+          s.diags.error(Code::OpNone, Loc(), f + ": a second operator named " + u.name + " in the library");
+          continue;
+        }
+        out->ops.push_back(userop_to_json(u));
+        if (print)
+          std::cout << u.name << ": operator, " << u.type << ", " << (u.commutative ? "commutative" : "noncommutative")
+                    << ", " << u.code.size() << " instructions\n";
+        out->user_ops.push_back(std::make_shared<const UserOp>(std::move(u)));
+      }
+    }
+  }
+  out->modules.resize(out->files.size());
+  for (size_t i = 0; i < out->files.size(); i++) {
+    if (!load_module(s, out->files[i], &out->modules[i], true, out->user_ops)) continue;
+    out->sources.push_back({{"file", fs::path(out->files[i]).filename().string()},
+                            {"text", s.sm.file(out->modules[i].file).text}});
+    for (const Algorithm &a : out->modules[i].algorithms) {
+      for (const Algorithm *b : out->algs)
+        if (b->name == a.name) s.diags.error(Code::Redefined, a.loc, "a second algorithm named " + a.name + " in the library");
+      out->algs.push_back(&a);
+    }
+  }
+}
+
+// DIR/rules.json, read and checked against the folder's algorithms into
+// *json and lib->rules; false with errors in s.
+bool read_folder_rules(Session &s, const std::string &dir, const LibraryFolder &f, nlohmann::json *json, Library *lib) {
+  namespace fs = std::filesystem;
+  const fs::path rules_path = fs::path(dir) / "rules.json";
+  std::string rules_text, rules_error;
+  if (!fs::exists(rules_path)) {
+    s.diags.error(Code::Library, Loc(), rules_path.string() + ": missing: the library needs selection rules");
+    return false;
+  }
+  if (!read_file(rules_path.string(), kMaxSourceBytes, &rules_text, &rules_error)) {
+    s.diags.error(Code::Library, Loc(), rules_error);
+    return false;
+  }
+  try {
+    *json = nlohmann::json::parse(rules_text);
+  } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
+    s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + json_error_text(e));
+    return false;
+  }
+  return read_rules(*json, rules_path.string(), f.algs, f.user_ops, &lib->rules, &s.diags);
+}
+
 void add_build(CLI::App &app, Runner *run) {
   auto opt = std::make_shared<BuildOptions>();
   CLI::App *cmd = app.add_subcommand("build", "Verify a folder of algorithms on their sweeps and pack them into a library");
@@ -40,60 +119,13 @@ void add_build(CLI::App &app, Runner *run) {
       namespace fs = std::filesystem;
       Session s;
       s.json = opt->json;
-      if (!fs::is_directory(opt->dir)) throw UsageError(opt->dir + " is not a folder");
-      std::vector<std::string> files;
-      for (const auto &e : fs::directory_iterator(opt->dir)) {
-        const std::string name = e.path().filename().string();
-        if (e.is_regular_file() && name != "rules.json" &&
-            (e.path().extension() == ".cad" || e.path().extension() == ".json"))
-          files.push_back(e.path().string());
-      }
-      std::sort(files.begin(), files.end());
-      if (files.empty()) throw UsageError(opt->dir + " holds no algorithm files");
-      // User-defined operators first (algorithms may name them): ops/*.c
-      // (C, through the LibTooling front end) and ops/*.cadop, packed as
-      // verified bytecode.
-      nlohmann::json ops = nlohmann::json::array();
-      UserOps user_ops;
-      const fs::path ops_dir = fs::path(opt->dir) / "ops";
-      if (fs::is_directory(ops_dir)) {
-        std::vector<std::string> op_files;
-        for (const auto &e : fs::directory_iterator(ops_dir))
-          if (e.is_regular_file() && (e.path().extension() == ".c" || e.path().extension() == ".cadop"))
-            op_files.push_back(e.path().string());
-        std::sort(op_files.begin(), op_files.end());
-        std::set<std::string> names;
-        OpcOptions oo;
-        oo.include_dirs.push_back(ops_dir.string());
-        for (const std::string &f : op_files) {
-          std::vector<UserOp> got;
-          if (!load_ops(s, f, oo, &got)) continue;
-          for (UserOp &u : got) {
-            if (!names.insert(u.name).second) {
-              s.diags.error(Code::OpNone, Loc(), f + ": a second operator named " + u.name + " in the library");
-              continue;
-            }
-            ops.push_back(userop_to_json(u));
-            if (!opt->json)
-              std::cout << u.name << ": operator, " << u.type << ", " << (u.commutative ? "commutative" : "noncommutative")
-                        << ", " << u.code.size() << " instructions\n";
-            user_ops.push_back(std::make_shared<const UserOp>(std::move(u)));
-          }
-        }
-      }
-      std::vector<Module> modules(files.size());
-      std::vector<const Algorithm *> algs;
-      nlohmann::json listed = nlohmann::json::array(), sources = nlohmann::json::array();
-      for (size_t i = 0; i < files.size(); i++) {
-        if (!load_module(s, files[i], &modules[i], true, user_ops)) continue;
-        sources.push_back({{"file", fs::path(files[i]).filename().string()},
-                           {"text", s.sm.file(modules[i].file).text}});
-        for (const Algorithm &a : modules[i].algorithms) {
-          for (const Algorithm *b : algs)
-            if (b->name == a.name) s.diags.error(Code::Redefined, a.loc, "a second algorithm named " + a.name + " in the library");
-          algs.push_back(&a);
-        }
-      }
+      LibraryFolder f;
+      load_library_folder(s, opt->dir, !opt->json, &f);
+      std::vector<std::string> &files = f.files;
+      std::vector<Module> &modules = f.modules;
+      std::vector<const Algorithm *> &algs = f.algs;
+      nlohmann::json &ops = f.ops, &sources = f.sources;
+      nlohmann::json listed = nlohmann::json::array();
       if (s.diags.has_errors()) return report(s);
       const unsigned jobs = opt->jobs ? opt->jobs : std::max(1u, std::thread::hardware_concurrency());
       const bool tty = !opt->json && isatty(2);
@@ -125,27 +157,14 @@ void add_build(CLI::App &app, Runner *run) {
                               {"verified", out.verified}, {"skipped", out.skipped}});
         }
       // The rules, against the algorithms.
-      const fs::path rules_path = fs::path(opt->dir) / "rules.json";
       nlohmann::json rules;
-      std::string rules_text, rules_error;
-      if (!fs::exists(rules_path)) {
-        s.diags.error(Code::Library, Loc(), rules_path.string() + ": missing: the library needs selection rules");
-      } else if (!read_file(rules_path.string(), kMaxSourceBytes, &rules_text, &rules_error)) {
-        s.diags.error(Code::Library, Loc(), rules_error);
-      } else {
-        try {
-          rules = nlohmann::json::parse(rules_text);
-          Library lib;
-          if (read_rules(rules, rules_path.string(), algs, user_ops, &lib.rules, &s.diags)) {
-            lib.algorithms = algs;
-            for (const std::string &call : calls_without_algorithm(lib))
-              s.diags.error(Code::Library, Loc(),
-                            rules_path.string() + ": no rule gives an algorithm to " + call +
-                                " (the runtime would fail such a call with -ENOTSUP)");
-          }
-        } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
-          s.diags.error(Code::Library, Loc(), rules_path.string() + ": invalid JSON: " + json_error_text(e));
-        }
+      Library lib;
+      if (read_folder_rules(s, opt->dir, f, &rules, &lib)) {
+        lib.algorithms = algs;
+        for (const std::string &call : calls_without_algorithm(lib))
+          s.diags.error(Code::Library, Loc(),
+                        (fs::path(opt->dir) / "rules.json").string() + ": no rule gives an algorithm to " + call +
+                            " (the runtime would fail such a call with -ENOTSUP)");
       }
       if (s.diags.has_errors()) {
         if (!opt->json) std::cerr << "cadc: " << opt->output << " not written\n";

@@ -1,4 +1,4 @@
-// cmd_select.cpp - cadc select LIB.cadlib COLL [--ranks SPEC] [--sizes SPEC]
+// cmd_select.cpp - cadc select LIB.cadlib|DIR COLL [--ranks SPEC] [--sizes SPEC]
 // ...: which algorithm a library's rules give each call of a grid, as the
 // runtime's selection (select_algorithm) gives it, and with --explain why
 // each rule before it passed the call on.  For people who write or tune
@@ -7,6 +7,7 @@
 // What the runtime adds is not here: CADRT_ALGORITHM_<COLL> overrides the
 // rules, and the topology is the job's (hwloc's, or CADRT_TOPOLOGY) where
 // this takes --topology (default: one flat node).
+#include <filesystem>
 #include <iostream>
 
 #include "../../kmod/core/cad_core.h"
@@ -38,7 +39,9 @@ void add_select(CLI::App &app, Runner *run) {
   auto opt = std::make_shared<SelectOptions>();
   CLI::App *cmd = app.add_subcommand(
       "select", "Which algorithm a library's rules give each call of a grid (P x count x root), and why");
-  cmd->add_option("library", opt->library, "A library built by cadc build (.cadlib)")->required();
+  cmd->add_option("library", opt->library,
+                  "A library built by cadc build (.cadlib), or a folder cadc build would take (checked, not proven)")
+      ->required();
   cmd->add_option("collective", opt->collective, "bcast, reduce, allreduce, gather, scatter, allgather, alltoall, "
                                                  "reduce_scatter_block or barrier")
       ->required();
@@ -74,7 +77,18 @@ void add_select(CLI::App &app, Runner *run) {
       Session s;
       s.json = opt->json;
       Library lib;
-      if (!load_library(opt->library, &lib, &s.diags)) return report(s);
+      LibraryFolder folder;  // (a folder: what lib's algorithms point into)
+      if (std::filesystem::is_directory(opt->library)) {
+        // A folder as cadc build reads it, checked but not proven: for
+        // trying rules before building.
+        load_library_folder(s, opt->library, false, &folder);
+        nlohmann::json rules;
+        if (s.diags.has_errors() || !read_folder_rules(s, opt->library, folder, &rules, &lib)) return report(s);
+        lib.algorithms = folder.algs;
+        lib.ops = folder.user_ops;
+      } else if (!load_library(opt->library, &lib, &s.diags)) {
+        return report(s);
+      }
 
       // The call's element type and op, as cadrt_ and MPI_ calls give them.
       InstanceSpec base;

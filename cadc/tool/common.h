@@ -13,6 +13,7 @@
 
 #include "../lib/ast.h"
 #include "../lib/diag.h"
+#include "../lib/library.h"
 #include "../lib/source.h"
 #include "../lib/userop.h"
 #include "../opc/opc.h"
@@ -46,6 +47,18 @@ int report(Session &s);
 // Reads operators: a .cadop file (verified), or a C file compiled by the
 // LibTooling front end (cadc/opc); false with diagnostics in s.
 bool load_ops(Session &s, const std::string &path, const OpcOptions &opts, std::vector<UserOp> *out);
+
+// A folder of algorithms for cadc build (and cadc select): its files,
+// operators and algorithms, loaded and checked, not verified.
+struct LibraryFolder {
+  std::vector<std::string> files;
+  std::vector<Module> modules;
+  std::vector<const Algorithm *> algs;
+  nlohmann::json ops = nlohmann::json::array(), sources = nlohmann::json::array();
+  UserOps user_ops;
+};
+void load_library_folder(Session &s, const std::string &dir, bool print, LibraryFolder *out);
+bool read_folder_rules(Session &s, const std::string &dir, const LibraryFolder &f, nlohmann::json *json, Library *lib);
 
 // Registers a subcommand; each cmd_*.cpp defines one.
 using Runner = std::function<int()>;

@@ -480,6 +480,23 @@ def test_select_takes_the_librarys_operators(build_dir):
     assert "--dtype does not apply to complex_mul: its element type is struct cplx" in run.stderr
 
 
+def test_select_takes_a_folder_before_it_is_built(build_dir, tmp_path):
+    """The folder cadc build takes, checked but not proven: the same table
+    as the library built from it, and a rules file's errors as build gives
+    them."""
+    lib = build_dir / "lib" / "cad-std.cadlib"
+    for coll, extra in (("bcast", ["--dtype", "u8", "--sizes", "1,10000,300000"]),
+                        ("allreduce", ["--dtype", "f64", "--noncommutative", "--explain"]),
+                        ("allreduce", ["--op", "complex_mul"]), ("alltoall", ["--inplace", "--explain"])):
+        built = cadc(build_dir, "select", lib, coll, *extra, check=0).stdout
+        assert cadc(build_dir, "select", ROOT / "algorithms", coll, *extra, check=0).stdout == built
+    d = _library_dir(tmp_path, ["bcast_linear.cad"], {"rules": [{"collective": "bcast", "max_bytes": 9, "use": "bcast_linear"}]})
+    run = cadc(build_dir, "select", d, "bcast", check=1)
+    assert "must have no conditions" in run.stderr and "CAD-E040" in run.stderr
+    (d / "rules.json").unlink()
+    assert "rules.json: missing" in cadc(build_dir, "select", d, "bcast", check=1).stderr
+
+
 def test_select_refuses_bad_requests(build_dir, tmp_path):
     lib = build_dir / "lib" / "cad-std.cadlib"
     for args, msg in ((["bcats"], "'bcats' is not a collective"),
