@@ -171,6 +171,7 @@ void add_select(CLI::App &app, Runner *run) {
             for (const std::string &t : trace) std::cout << "  " << t << "\n";
           }
       }
+      if (calls.empty()) throw UsageError("no call: every root of --roots is beyond every P of --ranks");
       if (opt->json) std::cout << nlohmann::json{{"library", opt->library}, {"calls", calls}}.dump(2) << "\n";
       return none ? kDiagnostics : kOk;
     };

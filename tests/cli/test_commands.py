@@ -506,7 +506,9 @@ def test_select_refuses_bad_requests(build_dir, tmp_path):
                       (["allreduce", "--dtype", "f99"], "unknown --dtype 'f99'"),
                       (["bcast", "--ranks", "0"], "--ranks must be 1.."),
                       (["bcast", "--ranks", "3..1"], "--ranks: "),
-                      (["bcast", "--ranks", "1..1000", "--sizes", "1..1000"], "at most 100000 calls")):
+                      (["bcast", "--ranks", "1..1000", "--sizes", "1..1000"], "at most 100000 calls"),
+                      (["bcast", "--ranks", "2", "--roots", "5"], "no call: every root of --roots is beyond"),
+                      (["bcast", "--sizes", "-1"], "--sizes: '-1'")):
         run = cadc(build_dir, "select", lib, *args, check=2)
         assert msg in run.stderr, (args, run.stderr)
     # A library that is not one: its error, exit 1.
