@@ -82,8 +82,9 @@ bool load_library_text(const std::string &path, const std::string &text, Library
 // user-defined operator only for calls with it; spec.params are replaced
 // by the rule's).  An algorithm's requirements see `inplace` as its
 // program will: false for one that does not declare `inplace` (the
-// runtime runs it from a copy); spec->inplace itself stays the call's.  null if none applies, or (a library loaded lazily)
-// with *error set if the algorithm of a rule it reached failed its checks.
+// runtime runs it from a copy); spec->inplace itself stays the call's.
+// null if none applies, or (a library loaded lazily) with *error set if
+// the algorithm of a rule it reached failed its checks.
 // trace (if not null) gets a line for each rule of the collective it
 // looked at, "/rules/3 bcast_binomial: 40000 B is above max_bytes 8192",
 // the last "... chosen" if one was (cadc select --explain).
