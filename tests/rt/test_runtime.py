@@ -1726,8 +1726,11 @@ def test_offers_are_made_where_they_pay(build_dir, engine):
     2 ms late; when the receivers compute 4 ms between their start and
     their wait, rank 1 writes what they offer it once they have been seen
     computing; when they wait at once, they are already idle when it
-    comes, and read themselves (poll engine: no offer at all).  Results
-    right either way."""
+    comes, and read themselves (poll engine: rank 1 writes none of its 8
+    sends -- at most 1, for a start after which a preemption made a
+    receiver look away long once; on-time ranks may offer each other one
+    now and then, a sender a moment after the grace being predicted to
+    pay).  Results right either way."""
     def counts(*extra):
         r = run(build_dir, 3, "rt_check", "--coll", "bcast", "--sizes", "20000", "--skew", "1", "--iters", "4",
                 *extra, env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=120)
@@ -1739,7 +1742,8 @@ def test_offers_are_made_where_they_pay(build_dir, engine):
     assert c[1][2] > 0, c
     assert sum(b for _, b, _ in c.values()) == sum(w for _, _, w in c.values()), c
     if engine == "poll":
-        assert all(v == (0, 0, 0) for v in counts().values())
+        c = counts()
+        assert c[1][2] <= 1, c
 
 
 @pytest.mark.parametrize("engine", ENGINES)
