@@ -94,36 +94,13 @@ void add_select(CLI::App &app, Runner *run) {
       InstanceSpec base;
       base.inplace = opt->inplace;
       base.commutative = !opt->noncommutative;
-      std::shared_ptr<const UserOp> user = opt->op.empty() ? nullptr : lib.find_op(opt->op);
-      if (user) {
-        if (!info.reducing) throw UsageError(std::string(info.name) + " has no op");
-        if (!opt->dtype.empty()) throw UsageError("--dtype does not apply to " + user->name + ": its element type is " + user->type);
-        if (opt->noncommutative)
-          throw UsageError("--noncommutative does not apply to " + user->name + ": it declares whether it commutes");
-        base.dtype = CAD_DT_USER;
-        base.op = CAD_OP_USER;
-        base.user_op = user;
-        base.commutative = user->commutative;
-      } else {
-        const std::string dtype = opt->dtype.empty() ? "i32" : opt->dtype, op = opt->op.empty() ? "sum" : opt->op;
-        base.dtype = CAD_DT_USER;
-        for (unsigned d = CAD_DT_INT8; d < CAD_DT_USER; d++)
-          if (dtype == cad_dtype_name(d)) base.dtype = d;
-        if (base.dtype == CAD_DT_USER) throw UsageError("unknown --dtype '" + dtype + "' (i8 .. u64, f32, f64, f64_i32, ...)");
-        base.op = CAD_OP_NONE;
-        for (unsigned k = CAD_OP_SUM; k < CAD_OP_USER; k++)
-          if (op == cad_op_name(k)) base.op = k;
-        if (base.op == CAD_OP_NONE) {
-          std::string user_ops;
-          for (const auto &u : lib.ops) user_ops += (user_ops.empty() ? "" : ", ") + u->name;
-          throw UsageError("unknown --op '" + op + "' (built-in: sum, prod, min, max, ...; the library's: " +
-                           (user_ops.empty() ? std::string("none") : user_ops) + ")");
-        }
-        if (info.reducing && !cad_reduce_supported(base.op, base.dtype))
-          throw UsageError("op " + op + " does not apply to datatype " + dtype);
-        if (!info.reducing && (!opt->op.empty() || opt->noncommutative))
-          throw UsageError(std::string(info.name) + " has no op");
-      }
+      if (!info.reducing && (!opt->op.empty() || opt->noncommutative))
+        throw UsageError(std::string(info.name) + " has no op");
+      std::string user_ops;
+      for (const auto &u : lib.ops) user_ops += (user_ops.empty() ? "" : ", ") + u->name;
+      parse_type_and_op(opt->dtype, opt->op, opt->noncommutative, opt->op.empty() ? nullptr : lib.find_op(opt->op),
+                        "the library's: " + (user_ops.empty() ? std::string("none") : user_ops), info.reducing,
+                        &base);
 
       nlohmann::json calls = nlohmann::json::array();
       int none = 0;

@@ -44,32 +44,33 @@ bool load_instance_ops(Session &s, InstanceOptions *o) {
   return s.diags.error_count() == before;
 }
 
-void parse_op(const InstanceOptions &o, const Algorithm &a, InstanceSpec *spec) {
-  std::shared_ptr<const UserOp> user;
-  for (const auto &u : o.ops)
-    if (u->name == o.op) user = u;
-  if (o.op.empty() && collective_info(a.collective).reducing) user = a.user_op;
-  bool builtin = false;
-  for (unsigned k = CAD_OP_SUM; k < CAD_OP_USER; k++) builtin |= o.op == cad_op_name(k);
-  if (!user && !o.op.empty() && !builtin) {
-    std::string user_ops;
-    for (const auto &u : o.ops) user_ops += (user_ops.empty() ? "" : ", ") + u->name;
-    throw UsageError("unknown --op '" + o.op + "' (built-in: sum, prod, min, max, band, bor, bxor, land, lor, lxor, minloc, maxloc" +
-                     (user_ops.empty() ? std::string("; a user-defined one needs --ops FILE") : "; of --ops: " + user_ops) + ")");
-  }
-  if (a.user_op && collective_info(a.collective).reducing && (!user || user->name != a.user_op->name))
-    throw UsageError(a.name + " is written for the operator " + a.user_op->name + ": give --op " + a.user_op->name +
-                     " or no --op");
+namespace {
+bool is_builtin_op(const std::string &name) {
+  for (unsigned k = CAD_OP_SUM; k < CAD_OP_USER; k++)
+    if (name == cad_op_name(k)) return true;
+  return false;
+}
+}  // namespace
+
+void parse_type_and_op(const std::string &dtype_name, const std::string &op_name_given, bool noncommutative,
+                       std::shared_ptr<const UserOp> user, const std::string &user_ops_hint, bool check_op,
+                       InstanceSpec *spec) {
+  if (!user && !op_name_given.empty() && !is_builtin_op(op_name_given))
+    throw UsageError("unknown --op '" + op_name_given +
+                     "' (built-in: sum, prod, min, max, band, bor, bxor, land, lor, lxor, minloc, maxloc; " +
+                     user_ops_hint + ")");
   if (user) {
-    if (!o.dtype.empty()) throw UsageError("--dtype does not apply to " + user->name + ": its element type is " + user->type);
-    if (o.noncommutative) throw UsageError("--noncommutative does not apply to " + user->name + ": it declares whether it commutes");
+    if (!dtype_name.empty())
+      throw UsageError("--dtype does not apply to " + user->name + ": its element type is " + user->type);
+    if (noncommutative)
+      throw UsageError("--noncommutative does not apply to " + user->name + ": it declares whether it commutes");
     spec->dtype = CAD_DT_USER;
     spec->op = CAD_OP_USER;
     spec->user_op = user;
     spec->commutative = user->commutative;
     return;
   }
-  const std::string dtype = o.dtype.empty() ? "i32" : o.dtype, op = o.op.empty() ? "sum" : o.op;
+  const std::string dtype = dtype_name.empty() ? "i32" : dtype_name, op = op_name_given.empty() ? "sum" : op_name_given;
   bool found = false;
   for (unsigned d = CAD_DT_INT8; d < CAD_DT_USER; d++)
     if (dtype == cad_dtype_name(d)) {
@@ -79,8 +80,25 @@ void parse_op(const InstanceOptions &o, const Algorithm &a, InstanceSpec *spec) 
   if (!found) throw UsageError("unknown --dtype '" + dtype + "' (i8 .. u64, f32, f64, f64_i32, ...)");
   for (unsigned k = CAD_OP_SUM; k < CAD_OP_USER; k++)
     if (op == cad_op_name(k)) spec->op = k;
-  if (!cad_reduce_supported(spec->op, spec->dtype))
+  if (check_op && !cad_reduce_supported(spec->op, spec->dtype))
     throw UsageError("op " + op + " does not apply to datatype " + dtype);
+}
+
+void parse_op(const InstanceOptions &o, const Algorithm &a, InstanceSpec *spec) {
+  std::shared_ptr<const UserOp> user;
+  for (const auto &u : o.ops)
+    if (u->name == o.op) user = u;
+  if (o.op.empty() && collective_info(a.collective).reducing) user = a.user_op;
+  // (An unknown name is parse_type_and_op's to report, first.)
+  if (a.user_op && collective_info(a.collective).reducing && (!user || user->name != a.user_op->name) &&
+      (user || is_builtin_op(o.op)))
+    throw UsageError(a.name + " is written for the operator " + a.user_op->name + ": give --op " + a.user_op->name +
+                     " or no --op");
+  std::string user_ops;
+  for (const auto &u : o.ops) user_ops += (user_ops.empty() ? "" : ", ") + u->name;
+  parse_type_and_op(o.dtype, o.op, o.noncommutative, user,
+                    user_ops.empty() ? std::string("a user-defined one needs --ops FILE") : "of --ops: " + user_ops,
+                    true, spec);
 }
 
 Machine load_topology_option(const std::string &path) {

@@ -64,6 +64,16 @@ std::string op_text(const RankProgram &p, const RankOp &o);
 // UsageError, e.g. when --op differs from the operator a is written for.
 void parse_op(const InstanceOptions &o, const Algorithm &a, InstanceSpec *spec);
 
+// What parse_op and cadc select share: the call's element type and op --
+// user, a user-defined operator (commutative or not as it declares), or
+// the built-in --dtype (i32 if empty) and --op (sum if empty); an unknown
+// --op name is an error whose message ends with user_ops_hint (where
+// user-defined ones come from); check_op: the op must apply to the type.
+// Throws UsageError.
+void parse_type_and_op(const std::string &dtype, const std::string &op, bool noncommutative,
+                       std::shared_ptr<const UserOp> user, const std::string &user_ops_hint, bool check_op,
+                       InstanceSpec *spec);
+
 // The machine of --topology (flat if unset); throws UsageError.
 Machine load_topology_option(const std::string &path);
 

@@ -1194,7 +1194,6 @@ bool Runtime::offerable(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 
 int64_t Runtime::copy_ns(uint64_t len) const {
   constexpr uint64_t kProbe[4] = {16 << 10, 64 << 10, 256 << 10, 1 << 20};
-  constexpr uint64_t kBytesPerNs = 32;  // (not measured: rendezvous()'s guess)
   if (!read_probe_ns[0]) return static_cast<int64_t>(len / kBytesPerNs);
   // Through the points measured; proportional below the first and
   // beyond the last.

@@ -217,7 +217,8 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
     }
   }
   if (explain && comm->rank == 0) {
-    // (The call as given: in place even where the program runs from a copy.)
+    // (In place as the call gives it where the rules chose; a forced
+    // algorithm without `inplace` has had it dropped already, above.)
     const std::string how = forced && *forced ? var + "=" + forced : std::string("by the rules");
     fprintf(stderr, "cadrt: rank 0 of communicator %llu: %s %s (%lld B): %s, %s\n",
             static_cast<unsigned long long>(comm->ctx), coll, spec.describe(*alg).c_str(),
@@ -520,7 +521,6 @@ CADRT_HOT int Runtime::start(cadrt_request_s *r) {
 // rank would make anyway.
 void Runtime::rendezvous(cadrt_request_s *r) {
   constexpr int64_t kRendezvousNs = 5000;
-  constexpr uint64_t kBytesPerNs = 32;
   if (!cma || !r->inst->large) return;
   const cad_prog &p = r->inst->prog;
   const int64_t late = r->inst->late_ns.load(std::memory_order_relaxed);

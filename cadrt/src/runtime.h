@@ -38,6 +38,9 @@ namespace cadrt {
 // request's error string so that failing in the signal handler does not
 // allocate.
 constexpr size_t kWhyBytes = 512;
+// A single copy's speed, in bytes per ns, where none was measured: the
+// bound of rendezvous()'s grace, and copy_ns() without the init's probe.
+constexpr uint64_t kBytesPerNs = 32;
 
 // A message held by this process: one that arrived before its operation
 // was posted, or one waiting for room in a full ring.

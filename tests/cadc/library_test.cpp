@@ -334,7 +334,7 @@ const char *kDirect = R"(algorithm a2a_direct : alltoall
 }
 )";
 
-nlohmann::json alltoall_library(nlohmann::json rules, const char *direct = kDirect) {
+nlohmann::json alltoall_library(nlohmann::json rules) {
   nlohmann::json doc = {
       {"cadlib", 1},
       {"program_format", 1},
@@ -345,7 +345,7 @@ nlohmann::json alltoall_library(nlohmann::json rules, const char *direct = kDire
         {{"name", "bcast_flat"}, {"collective", "bcast"}, {"file", "flat.cad"}, {"verified", 1}, {"skipped", 0}}}},
       {"sources",
        {{{"file", "staged.cad"}, {"text", kStaged}},
-        {{"file", "direct.cad"}, {"text", direct}},
+        {{"file", "direct.cad"}, {"text", kDirect}},
         {{"file", "flat.cad"}, {"text", kLinear}}}},
       {"ops", nlohmann::json::array()},
       {"rules", rules}};
