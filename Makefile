@@ -8,12 +8,14 @@
 #   make bench      the benchmarks; BENCH_QUICK=1 for a short run
 #   make fuzz       both fuzzers, side by side, for FUZZ_SECONDS (default 600)
 #   make fuzz-kmod  cad.ko's stateful fuzzer in qemu for FUZZ_SECONDS (FUZZ_SEED to replay)
+#   make install    build, then install into PREFIX (default /usr/local; README, "Installing")
 
 BUILD ?= build
 JOBS ?= 2
 PYTHON := /usr/bin/python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SECONDS ?= 600
+PREFIX ?= /usr/local
 
 # Everything the project needs on Debian 12.  linux-image-amd64 and
 # linux-headers-amd64 bring a kernel and its matching headers: the modules
@@ -28,7 +30,7 @@ DEBIAN_PACKAGES := \
 	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
 	python3 python3-pytest python3-jsonschema python3-matplotlib
 
-.PHONY: all deps build test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
+.PHONY: all deps build install test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
 	fuzz-kmod clean
 
 all: build
@@ -40,6 +42,11 @@ deps:
 build:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD) -j $(JOBS)
+
+# cadc, cadrun, the libraries with the standard library, the headers,
+# pkg-config files and cad.ko (tests/cli/test_install.py uses it).
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # In this order, also under make -j.
 test:

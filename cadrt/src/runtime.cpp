@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "spec.h"
 
@@ -64,13 +65,16 @@ std::string env_bytes(const char *name, uint64_t *out) {
   return {};
 }
 
-// The standard library beside libcadrt.so (build/lib/cad-std.cadlib).
+// The standard library beside libcadrt.so (build/lib/cad-std.cadlib, or
+// PREFIX/lib/cad-std.cadlib installed), the path made lexically normal
+// (a library found through an rpath such as lib/pkgconfig/../../lib).
 std::string default_library() {
   Dl_info info;
   if (dladdr(reinterpret_cast<void *>(&default_library), &info) && info.dli_fname) {
     std::string path = info.dli_fname;
     const size_t slash = path.rfind('/');
-    return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/cad-std.cadlib";
+    path = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/cad-std.cadlib";
+    return std::filesystem::path(path).lexically_normal().string();
   }
   return "cad-std.cadlib";
 }
@@ -1320,6 +1324,7 @@ int Runtime::init() {
     std::string why = diags.empty() ? path + ": cannot load" : diags.list()[0].message;
     return set_error(-EINVAL, "loading the algorithm library: " + why);
   }
+  library_path = path;
   if (int err = setup_world()) return err;
   const int err = init_joined();
   if (err) leave_job();
@@ -1402,6 +1407,7 @@ int Runtime::init_joined() {
     const int32_t *p = seg.rank(me).place;
     fprintf(stderr, "cadrt: rank %u: node %d, package %d, NUMA domain %d, L3 %d (hwloc topology: %s)\n", me, p[0],
             p[1], p[2], p[3], g_topology_from);
+    if (me == 0) fprintf(stderr, "cadrt: algorithm library %s\n", library_path.c_str());
   }
   if (int err = probe_cma()) return err;
   unexpected_.assign(nep, Queue());

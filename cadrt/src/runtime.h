@@ -292,6 +292,7 @@ class Runtime {
   std::unique_ptr<cadrt_comm_s> world;
   Engine engine = Engine::Poll;
   bool verbose = false;
+  std::string library_path;  // the .cadlib init loaded (said under CADRT_VERBOSE)
   // CADRT_EXPLAIN=1: rank 0 of a communicator prints each selection it
   // makes (a call with new arguments), with the rules looked at and why.
   bool explain = false;

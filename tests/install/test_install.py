@@ -1,0 +1,170 @@
+"""`make install` (cmake --install): the installed tree works on its own.
+
+The tree is installed into a temporary prefix and then moved, so that
+anything still pointing into the build folder or at the prefix it was
+installed to would show: programs are compiled against the installed
+headers through the installed pkg-config files, run under the installed
+cadrun, load the installed standard library (CADRT_VERBOSE says which),
+and an MPI program runs its collectives through the installed
+libcadmpi.so."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mpi"))
+from mpijob import MPIRUN, clean_env, through  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ALLREDUCE = r"""
+#include <cadrt/cadrt.h>
+#include <stdio.h>
+
+int main(void) {
+  int err = cadrt_init();
+  if (err) { fprintf(stderr, "cadrt_init: %s\n", cadrt_error_message()); return 1; }
+  cadrt_comm w = cadrt_comm_world();
+  int rank = 0, size = 0;
+  cadrt_comm_rank(w, &rank);
+  cadrt_comm_size(w, &size);
+  double in[1000], out[1000];
+  for (int i = 0; i < 1000; i++) in[i] = rank + i;
+  cadrt_request r;
+  err = cadrt_iallreduce(in, out, 1000, CADRT_DOUBLE, CADRT_SUM, w, &r);
+  if (!err) err = cadrt_wait(&r);
+  if (err) { fprintf(stderr, "allreduce: %s\n", cadrt_error_message()); return 1; }
+  for (int i = 0; i < 1000; i++)
+    if (out[i] != size * (size - 1) / 2.0 + (double)size * i) { fprintf(stderr, "wrong at %d\n", i); return 1; }
+  printf("rank %d ok\n", rank);
+  return cadrt_finalize();
+}
+"""
+
+MPI_PROGRAM = r"""
+#include <mpi.h>
+#include <cadrt/cadrt_mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  long in = rank + 1, out = 0;
+  MPI_Allreduce(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  int bad = out != (long)size * (size + 1) / 2, err = 0;
+  /* With an argument, through cadrt_mpi.h too (without libcadmpi.so, which
+   * initialises cadrt itself): the cadrt-mpi pkg-config module links it. */
+  cadrt_comm c;
+  if (argc > 1) err = cadrt_init_mpi(MPI_COMM_WORLD);
+  if (argc > 1 && !err) err = cadrt_comm_from_mpi(MPI_COMM_WORLD, &c);
+  if (argc > 1 && !err) {
+    cadrt_request r;
+    long v = rank, s = 0;
+    err = cadrt_iallreduce(&v, &s, 1, CADRT_INT64, CADRT_SUM, c, &r);
+    if (!err) err = cadrt_wait(&r);
+    bad |= s != (long)size * (size - 1) / 2;
+  }
+  if (err) fprintf(stderr, "cadrt: %s\n", cadrt_error_message());
+  printf("rank %d %s\n", rank, bad || err ? "wrong" : "ok");
+  MPI_Finalize();
+  return bad || err;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def prefix(build_dir, tmp_path_factory):
+    """The tree installed into one folder, then moved to another."""
+    base = tmp_path_factory.mktemp("install")
+    first = base / "first"
+    run = subprocess.run(["cmake", "--install", str(build_dir), "--prefix", str(first)], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    moved = base / "moved"
+    first.rename(moved)
+    return moved
+
+
+def pkg_config(prefix, *args):
+    env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
+    run = subprocess.run(["pkg-config", *args], capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.split()
+
+
+def test_the_tree_holds_what_the_readme_lists(prefix, build_dir):
+    for f in ["bin/cadc", "bin/cadrun", "lib/libcadrt.so", "lib/libcadrt_mpi.so", "lib/libcadmpi.so",
+              "lib/libcadc-opc.so", "lib/cad-std.cadlib", "include/cadrt/cadrt.h", "include/cadrt/cadrt_mpi.h",
+              "include/cadrt/cadrt_net.h", "include/cad/cad.h", "lib/pkgconfig/cadrt.pc",
+              "lib/pkgconfig/cadrt-mpi.pc", "share/cad/algorithms/rules.json",
+              "share/cad/algorithms/bcast_binomial.cad", "share/cad/algorithms/ops/maxloc.c"]:
+        assert (prefix / f).is_file(), f
+    if (build_dir / "kmod" / "cad.ko").exists():
+        assert list(prefix.glob("lib/modules/*/extra/cad.ko"))
+    # Nothing installed points into the build folder.
+    for f in [*prefix.glob("bin/*"), *prefix.glob("lib/*.so")]:
+        dyn = subprocess.run(["readelf", "-d", str(f)], capture_output=True, text=True).stdout
+        assert str(build_dir) not in dyn, f
+
+
+def test_a_program_built_with_pkg_config_runs_under_the_installed_cadrun(prefix, tmp_path):
+    src = tmp_path / "allreduce.c"
+    src.write_text(ALLREDUCE)
+    exe = tmp_path / "allreduce"
+    cc = subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(src),
+                         *pkg_config(prefix, "--cflags", "--libs", "cadrt")], capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    env = {k: v for k, v in clean_env().items() if k != "LD_LIBRARY_PATH"}
+    env["CADRT_VERBOSE"] = "1"
+    run = subprocess.run([str(prefix / "bin" / "cadrun"), "-n", "3", str(exe)], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(run.stdout.split("\n"))[1:] == [f"rank {i} ok" for i in range(3)]
+    # The standard library beside the installed libcadrt.so.
+    assert f"cadrt: algorithm library {prefix / 'lib' / 'cad-std.cadlib'}\n" in run.stderr
+
+
+def test_the_installed_cadc_checks_builds_and_compiles_operators(prefix, tmp_path):
+    cadc = str(prefix / "bin" / "cadc")
+    algorithms = prefix / "share" / "cad" / "algorithms"
+    run = subprocess.run([cadc, "check", str(algorithms / "bcast_binomial.cad")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    # The operator compiler is a module the tool loads from ../lib.
+    run = subprocess.run([cadc, "op", "compile", str(algorithms / "ops" / "maxloc.c"), "-o", str(tmp_path / "m.cadop")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "m.cadop").stat().st_size > 0
+    # A library of one's own from the installed sources, selected from.
+    mine = tmp_path / "mine"
+    shutil.copytree(algorithms, mine)
+    run = subprocess.run([cadc, "select", str(mine), "bcast", "--ranks", "4", "--sizes", "1"], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "bcast_binomial" in run.stdout
+
+
+def test_an_mpi_program_runs_through_the_installed_libcadmpi(prefix, tmp_path):
+    src = tmp_path / "mpi.c"
+    src.write_text(MPI_PROGRAM)
+    exe = tmp_path / "mpi"
+    cc = subprocess.run(["mpicc", "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(src),
+                         *pkg_config(prefix, "--cflags", "--libs", "cadrt-mpi")], capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    # Unmodified: MPI_Allreduce through the installed libcadmpi.so.
+    cmd = [*MPIRUN, "-n", "2", "-x", "CADMPI_STATS=1", "-x", f"LD_PRELOAD={prefix / 'lib' / 'libcadmpi.so'}", str(exe)]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(), timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(run.stdout.split("\n"))[1:] == ["rank 0 ok", "rank 1 ok"]
+    counts = through(run.stderr)
+    assert len(counts) == 2 and all(n >= 1 for n, _ in counts), run.stderr
+    # cadrt_mpi.h, through the installed libcadrt_mpi.so (its rpath).
+    run = subprocess.run([*MPIRUN, "-n", "2", str(exe), "cadrt"], capture_output=True, text=True, env=clean_env(),
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(run.stdout.split("\n"))[1:] == ["rank 0 ok", "rank 1 ok"]
