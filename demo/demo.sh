@@ -16,7 +16,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 build=$(cd "${1:-$root/build}" && pwd)
 cadc="$build/bin/cadc"
-out="$build/demo"
+# Not $build/demo: that folder is CMake's (the demo directory's install
+# script and CTest file), which `make install` and ctest read.
+out="$build/demo-out"
 rm -rf "$out"
 mkdir -p "$out"
 cd "$root"
