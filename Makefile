@@ -44,7 +44,8 @@ build:
 	cmake --build $(BUILD) -j $(JOBS)
 
 # cadc, cadrun, the libraries with the standard library, the headers,
-# pkg-config files and cad.ko (tests/cli/test_install.py uses it).
+# pkg-config files and cad.ko (tests/install/test_install.py installs
+# the same way, into a temporary folder).
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mpi"))
-from mpijob import MPIRUN, clean_env, through  # noqa: E402
+from mpijob import clean_env, mpirun, through  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,6 +98,23 @@ def pkg_config(prefix, *args):
     return run.stdout.split()
 
 
+def build(prefix, tmp_path, compiler, name, text, module):
+    """name.c holding text, compiled by compiler with pkg-config's flags
+    for module from the installed tree."""
+    src = tmp_path / f"{name}.c"
+    src.write_text(text)
+    exe = tmp_path / name
+    cc = subprocess.run([compiler, "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(src),
+                         *pkg_config(prefix, "--cflags", "--libs", module)], capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    return exe
+
+
+def ranks_said_ok(run, n):
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(run.stdout.split("\n"))[1:] == [f"rank {i} ok" for i in range(n)]
+
+
 def test_the_tree_holds_what_the_readme_lists(prefix, build_dir):
     for f in ["bin/cadc", "bin/cadrun", "lib/libcadrt.so", "lib/libcadrt_mpi.so", "lib/libcadmpi.so",
               "lib/libcadc-opc.so", "lib/cad-std.cadlib", "include/cadrt/cadrt.h", "include/cadrt/cadrt_mpi.h",
@@ -114,23 +131,17 @@ def test_the_tree_holds_what_the_readme_lists(prefix, build_dir):
 
 
 def test_a_program_built_with_pkg_config_runs_under_the_installed_cadrun(prefix, tmp_path):
-    src = tmp_path / "allreduce.c"
-    src.write_text(ALLREDUCE)
-    exe = tmp_path / "allreduce"
-    cc = subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(src),
-                         *pkg_config(prefix, "--cflags", "--libs", "cadrt")], capture_output=True, text=True)
-    assert cc.returncode == 0, cc.stderr
+    exe = build(prefix, tmp_path, "cc", "allreduce", ALLREDUCE, "cadrt")
     env = {k: v for k, v in clean_env().items() if k != "LD_LIBRARY_PATH"}
     env["CADRT_VERBOSE"] = "1"
     run = subprocess.run([str(prefix / "bin" / "cadrun"), "-n", "3", str(exe)], capture_output=True, text=True,
                          env=env, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert sorted(run.stdout.split("\n"))[1:] == [f"rank {i} ok" for i in range(3)]
+    ranks_said_ok(run, 3)
     # The standard library beside the installed libcadrt.so.
     assert f"cadrt: algorithm library {prefix / 'lib' / 'cad-std.cadlib'}\n" in run.stderr
 
 
-def test_the_installed_cadc_checks_builds_and_compiles_operators(prefix, tmp_path):
+def test_the_installed_cadc_checks_compiles_operators_and_selects(prefix, tmp_path):
     cadc = str(prefix / "bin" / "cadc")
     algorithms = prefix / "share" / "cad" / "algorithms"
     run = subprocess.run([cadc, "check", str(algorithms / "bcast_binomial.cad")], capture_output=True, text=True)
@@ -150,21 +161,12 @@ def test_the_installed_cadc_checks_builds_and_compiles_operators(prefix, tmp_pat
 
 
 def test_an_mpi_program_runs_through_the_installed_libcadmpi(prefix, tmp_path):
-    src = tmp_path / "mpi.c"
-    src.write_text(MPI_PROGRAM)
-    exe = tmp_path / "mpi"
-    cc = subprocess.run(["mpicc", "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(src),
-                         *pkg_config(prefix, "--cflags", "--libs", "cadrt-mpi")], capture_output=True, text=True)
-    assert cc.returncode == 0, cc.stderr
-    # Unmodified: MPI_Allreduce through the installed libcadmpi.so.
-    cmd = [*MPIRUN, "-n", "2", "-x", "CADMPI_STATS=1", "-x", f"LD_PRELOAD={prefix / 'lib' / 'libcadmpi.so'}", str(exe)]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(), timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert sorted(run.stdout.split("\n"))[1:] == ["rank 0 ok", "rank 1 ok"]
+    exe = build(prefix, tmp_path, "mpicc", "mpi", MPI_PROGRAM, "cadrt-mpi")
+    # Unmodified: MPI_Allreduce through the installed libcadmpi.so (mpirun
+    # preloads the one in its first argument's lib folder).
+    run = mpirun(prefix, 2, env={"CADMPI_STATS": "1"}, program=exe)
+    ranks_said_ok(run, 2)
     counts = through(run.stderr)
     assert len(counts) == 2 and all(n >= 1 for n, _ in counts), run.stderr
     # cadrt_mpi.h, through the installed libcadrt_mpi.so (its rpath).
-    run = subprocess.run([*MPIRUN, "-n", "2", str(exe), "cadrt"], capture_output=True, text=True, env=clean_env(),
-                         timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert sorted(run.stdout.split("\n"))[1:] == ["rank 0 ok", "rank 1 ok"]
+    ranks_said_ok(mpirun(prefix, 2, "cadrt", preload=False, program=exe), 2)
