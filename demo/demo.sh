@@ -35,7 +35,7 @@ step "cadc disasm: rank 1's program (the core verifier accepts it first)"
 "$cadc" disasm "$out/bcast_chain_pipeline.1.cadbc"
 
 step "cadc verify demo/bcast_forgets_last.cad: a broadcast with a bug"
-if "$cadc" verify demo/bcast_forgets_last.cad --max-failures 1 2>&1; then
+if "$cadc" verify demo/bcast_forgets_last.cad --max-failures 1 -j 1 2>&1; then
 	echo "demo: the broken broadcast verified" >&2
 	exit 1
 fi

@@ -55,6 +55,11 @@ struct Expr {
   int slot = -1;     // Name
   int fn = -1;       // Call: builtin function; Unary, Binary: operator
   Type type = Type::Unknown;
+  // Set by analyse_reads (domain.h): where the size n meets a value that
+  // does not depend on it -- the divisor of a value that does, or what n
+  // itself is compared with or taken the min or max of.  The sweep probes
+  // those values to choose its size classes.
+  bool size_boundary = false;
 };
 
 ExprPtr clone(const Expr &e);
@@ -91,6 +96,7 @@ struct Stmt {
   std::vector<StmtPtr> body, orelse;  // For, If, Parallel body; If else
   std::string trailing;               // a comment after it on its last line
   bool blank = false;                 // a blank line before it (kept by fmt)
+  uint32_t id = 0;                    // resolved: its index in the algorithm (coverage)
   std::vector<std::string> body_end, orelse_end;  // comments before a '}'
 };
 
@@ -145,6 +151,14 @@ struct BufferInfo {
   int scratch_index = -1;
 };
 
+// What an algorithm's text reads (its parameters' defaults, requirements,
+// scratch sizes and body), each where it is first read (invalid: never).
+// What it never reads, its programs cannot depend on (domain.h).
+struct Reads {
+  Loc esize, commutative, inplace, root, topology;
+  uint32_t levels = 0;  // topology levels queried, a bit per Level (all when one is not a literal)
+};
+
 struct Algorithm {
   std::string name;
   Collective collective = Collective::Bcast;
@@ -155,6 +169,12 @@ struct Algorithm {
   std::vector<Scratch> scratch;
   bool inplace = false;  // supports MPI_IN_PLACE
   Loc inplace_loc;
+  // `op NAME` (reducing collectives): the algorithm is written for that
+  // op alone, built-in or user-defined; its reductions may name it, and
+  // the runtime selects it only for calls with it.  "": the call's op.
+  std::string op;
+  Loc op_loc;
+  std::string op_trailing;
   Sweep sweep;
   std::vector<StmtPtr> body;
   std::vector<std::string> body_end;  // comments before the closing '}'
@@ -167,6 +187,8 @@ struct Algorithm {
   std::shared_ptr<const UserOp> user_op;
   Loc user_op_loc;
   int nslots = 0;
+  Reads reads;
+  uint32_t nstmts = 0;  // statements, numbered by Stmt::id
   bool checked = false;
 };
 

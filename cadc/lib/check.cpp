@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "../../kmod/core/cad_core.h"
+#include "domain.h"
 #include "eval.h"
 #include "parser.h"
 #include "userop.h"
@@ -70,6 +71,7 @@ class Checker {
     for (Requirement &r : a_.requires_) expect(*r.cond, Type::Bool, "a requirement");
     if (a_.inplace && !info.inplace_ok)
       diags_->error(Code::Type, a_.inplace_loc, std::string(info.name) + " has no in-place form in MPI");
+    declared_op(info);
     check_sweep();
     body(a_.body, false);
     check_requirements_agree(info);
@@ -137,6 +139,32 @@ class Checker {
           return;
         }
     }
+  }
+
+  std::string unknown_op(const std::string &name) const {
+    std::string user;
+    for (const auto &u : ops_) user += (user.empty() ? "" : ", ") + u->name;
+    return "unknown op '" + name +
+           "' (built-in: sum, prod, min, max, band, bor, bxor, land, lor, lxor, minloc, maxloc; user-defined: " +
+           (user.empty() ? "none loaded (cadc ... --ops FILE)" : user) + ")";
+  }
+
+  // `op NAME`: only where there is an op; a built-in, or one of the
+  // user-defined operators (then the algorithm's, as naming it in a
+  // reduction makes it).
+  void declared_op(const CollectiveInfo &info) {
+    if (a_.op.empty()) return;
+    if (!info.reducing) {
+      diags_->error(Code::Type, a_.op_loc, std::string("a ") + info.name + " has no op to be written for");
+      return;
+    }
+    if (builtin_op(a_.op) != CAD_OP_NONE) return;
+    for (const auto &u : ops_)
+      if (u->name == a_.op) {
+        a_.user_op = u;
+        a_.user_op_loc = a_.op_loc;
+      }
+    if (!a_.user_op) diags_->error(Code::UnknownName, a_.op_loc, unknown_op(a_.op));
   }
 
   void check_sweep() {
@@ -313,7 +341,20 @@ class Checker {
         if (s.kind == StmtKind::Reduce) {
           s.user_op = nullptr;
           if (!s.redop.empty()) {
-            if (builtin_op(s.redop) == CAD_OP_NONE) user_op(s);
+            if (builtin_op(s.redop) == CAD_OP_NONE) {
+              user_op(s);
+            } else if (collective_info(a_.collective).reducing && s.redop != a_.op) {
+              // The call's op is whatever the application passes: a fixed
+              // op would compute something else for every other one.
+              Diagnostic &d = diags_->error(
+                  Code::FixedOp, s.loc,
+                  a_.op.empty() ? "reduce with op " + s.redop + ", but " + a_.name +
+                                      " reduces with the call's op, whatever it is: write 'reduce' without 'op', or "
+                                      "declare 'op " + s.redop + "' after the collective if the algorithm is written "
+                                      "for " + s.redop + " alone"
+                                : "reduce with op " + s.redop + ", but " + a_.name + " is written for " + a_.op);
+              if (!a_.op.empty()) d.notes.push_back({a_.op_loc, "declared here"});
+            }
           } else if (!collective_info(a_.collective).reducing) {
             diags_->error(Code::Type, s.loc, std::string("a ") + collective_info(a_.collective).name +
                           " has no op: name one with 'op' (reduce ... op sum)");
@@ -329,14 +370,14 @@ class Checker {
     for (const auto &u : ops_)
       if (u->name == s.redop) s.user_op = u;
     if (!s.user_op) {
-      std::string user;
-      for (const auto &u : ops_) user += (user.empty() ? "" : ", ") + u->name;
-      diags_->error(Code::UnknownName, s.loc, "unknown op '" + s.redop +
-                    "' (built-in: sum, prod, min, max, band, bor, bxor, land, lor, lxor, minloc, maxloc; user-defined: " +
-                    (user.empty() ? "none loaded (cadc ... --ops FILE)" : user) + ")");
+      diags_->error(Code::UnknownName, s.loc, unknown_op(s.redop));
       return;
     }
-    if (!a_.user_op) {
+    if (!a_.op.empty() && a_.op != s.redop) {
+      Diagnostic &d = diags_->error(Code::FixedOp, s.loc, "reduce with op " + s.redop + ", but " + a_.name +
+                                                              " is written for " + a_.op);
+      d.notes.push_back({a_.op_loc, "declared here"});
+    } else if (!a_.user_op) {
       a_.user_op = s.user_op;
       a_.user_op_loc = s.loc;
     } else if (a_.user_op->name != s.redop) {
@@ -415,6 +456,7 @@ bool check_algorithm(Algorithm &a, Diagnostics *diags, const UserOps &ops) {
   Checker c(a, diags, ops);
   if (c.run()) check_satisfiable(a, diags);
   a.checked = diags->error_count() == errors;
+  if (a.checked) analyse_reads(a);
   return a.checked;
 }
 

@@ -31,6 +31,8 @@ namespace cad {
   X(Schema, "CAD-E011", "JSON form does not follow schemas/algorithm.schema.json") \
   X(Topology, "CAD-E012", "bad topology")                                          \
   X(RankDependent, "CAD-E013", "a requirement that can differ between ranks")      \
+  X(FixedOp, "CAD-E014", "a reduction with a fixed op where the call's op belongs") \
+  X(Coverage, "CAD-E015", "the sweep does not reach what the algorithm reads")     \
   X(Overflow, "CAD-E020", "integer overflow")                                      \
   X(DivZero, "CAD-E021", "division by zero")                                       \
   X(OutOfRange, "CAD-E022", "access outside a buffer")                             \
@@ -63,7 +65,8 @@ namespace cad {
   X(OpUndefined, "CAD-E061", "a local read before it is assigned")                 \
   X(OpNone, "CAD-E062", "no operator, or two with one name")                       \
   X(OpBytecode, "CAD-E063", "bad operator bytecode")                               \
-  X(Io, "CAD-E090", "input or output error")
+  X(Io, "CAD-E090", "input or output error")                                       \
+  X(NeverTaken, "CAD-W001", "a branch that no instance of the sweep takes")
 
 enum class Code {
 #define CAD_X(name, code, what) name,

@@ -93,6 +93,10 @@ int64_t call(const Expr &e, Frame &f) {
   a.reserve(e.args.size());
   for (const ExprPtr &arg : e.args) a.push_back(eval(*arg, f));
   const Loc &loc = e.loc;
+  if (e.size_boundary && f.boundaries) {
+    if (fn == Fn::CeilDiv) f.boundaries->push_back(a[1]);
+    else f.boundaries->insert(f.boundaries->end(), a.begin(), a.end());
+  }
   switch (fn) {
     case Fn::Min: {
       int64_t m = a[0];
@@ -180,6 +184,10 @@ int64_t eval(const Expr &e, Frame &f) {
       if (op == Op::And) return a && eval(*e.args[1], f);
       if (op == Op::Or) return a || eval(*e.args[1], f);
       const int64_t b = eval(*e.args[1], f);
+      if (e.size_boundary && f.boundaries) {
+        f.boundaries->push_back(b);
+        if (op != Op::Div && op != Op::Mod) f.boundaries->push_back(a);
+      }
       int64_t r;
       switch (op) {
         case Op::Add:

@@ -67,6 +67,8 @@ struct Frame {
   Diagnostics *diags = nullptr;  // null: errors unwind without a diagnostic
   std::string instance;          // for diagnostics
   int rank = -1;
+  // Not null: the values of size_boundary expressions go here (a probe).
+  std::vector<int64_t> *boundaries = nullptr;
 };
 
 int64_t eval(const Expr &e, Frame &f);

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "../../kmod/core/cad_core.h"
+#include "domain.h"
 #include "eval.h"
 
 namespace cad {
@@ -16,6 +17,10 @@ std::string InstanceSpec::describe(const Algorithm &a) const {
   for (const auto &p : params) s += " " + p.first + "=" + std::to_string(p.second);
   if (inplace) s += " inplace";
   if (collective_info(a.collective).reducing && !commutative) s += " noncommutative";
+  // What else the program reads, so that an instance says all it is.
+  if (collective_info(a.collective).reducing && commutative && !user_op && a.reads.commutative.valid())
+    s += " commutative";
+  if (a.reads.esize.valid() && !user_op) s += " esize=" + std::to_string(element_size(*this));
   if (user_op) s += " op=" + user_op->name;
   if (topo && !topo->is_flat()) s += " topology=" + topo->name();
   return s;
@@ -54,8 +59,9 @@ Instantiator::Instantiator(const Algorithm &a, const InstanceSpec &spec, Diagnos
   f.slots[kSlotCommutative] = spec.commutative;
   f.slots[kSlotInplace] = spec.inplace;
   try {
-    for (const Param &p : a.params) f.slots[p.slot] = eval(*p.value, f);
+    for (const Param &p : a.params) defaults_.push_back(f.slots[p.slot] = eval(*p.value, f));
     for (const auto &o : overrides_) f.slots[o.first] = o.second;
+    for (const Param &p : a.params) values_.push_back(f.slots[p.slot]);
     for (const Requirement &r : a.requires_)
       if (!eval(*r.cond, f)) {
         applicable_ = false;
@@ -73,9 +79,10 @@ namespace {
 
 class Interp {
  public:
-  Interp(const Instantiator &in, uint32_t rank, Diagnostics *diags, RankProgram *out)
-      : in_(in), a_(in.algorithm()), spec_(in.spec()), out_(out) {
+  Interp(const Instantiator &in, uint32_t rank, Diagnostics *diags, RankProgram *out, const Observer *obs)
+      : in_(in), a_(in.algorithm()), spec_(in.spec()), out_(out), branches_(obs ? obs->branches : nullptr) {
     f_.topo = &in.topology();
+    f_.boundaries = obs ? obs->boundaries : nullptr;
     f_.diags = diags;
     f_.instance = spec_.describe(a_);
     f_.rank = static_cast<int>(rank);
@@ -155,6 +162,7 @@ class Interp {
         const int64_t lo = eval(*s.value, f_), hi = eval(*s.hi, f_);
         const int64_t step = s.step ? eval(*s.step, f_) : 1;
         if (step < 1) eval_fail(f_, Code::BadRange, s.step->loc, "the loop's step is " + std::to_string(step) + ": it must be at least 1");
+        if (branches_) branches_->mark(s.id, lo < hi ? 1 : 2);
         for (int64_t k = lo; k < hi;) {
           count_step(s);
           f_.slots[s.slot] = k;
@@ -163,9 +171,12 @@ class Interp {
         }
         break;
       }
-      case StmtKind::If:
-        body(eval(*s.value, f_) ? s.body : s.orelse, group);
+      case StmtKind::If: {
+        const bool taken = eval(*s.value, f_) != 0;
+        if (branches_) branches_->mark(s.id, taken ? 1 : 2);
+        body(taken ? s.body : s.orelse, group);
         break;
+      }
       case StmtKind::Parallel:
         body(s.body, group ? group : ++groups_);
         break;
@@ -302,6 +313,7 @@ class Interp {
   std::unordered_map<uint32_t, uint32_t> sent_, received_;
   uint32_t groups_ = 0;
   uint64_t steps_ = 0;
+  BranchCoverage *branches_;
 };
 
 // ---------------------------------------------------------------- dependencies
@@ -478,11 +490,11 @@ void infer(RankProgram *rp) {
 
 }  // namespace
 
-bool Instantiator::rank(uint32_t r, RankProgram *out) const {
+bool Instantiator::rank(uint32_t r, RankProgram *out, const Observer *obs) const {
   *out = RankProgram();
   if (!ok_) return false;
   try {
-    Interp(*this, r, diags_, out).run();
+    Interp(*this, r, diags_, out, obs).run();
   } catch (const EvalError &) {
     return false;
   }
@@ -494,6 +506,7 @@ bool Instantiator::rank(uint32_t r, RankProgram *out) const {
 
 uint32_t element_size(const InstanceSpec &spec) {
   if (spec.user_op) return spec.user_op->elem_size;
+  if (spec.esize) return spec.esize;
   return cad_dtype_size(spec.dtype);
 }
 

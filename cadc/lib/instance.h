@@ -56,6 +56,9 @@ struct InstanceSpec {
   // A user-defined operator (op = CAD_OP_USER, dtype = CAD_DT_USER): its
   // element size is the element size, its bytecode goes into the program.
   std::shared_ptr<const UserOp> user_op;
+  // Bytes per element of a collective without an op, when not the
+  // datatype's (0): the sweep's struct-sized elements.
+  uint32_t esize = 0;
   std::vector<std::pair<std::string, int64_t>> params;  // overrides of defaults
   std::shared_ptr<const Topology> topo;                  // null: flat
   Limits limits;
@@ -103,6 +106,14 @@ struct RankProgram {
   uint64_t scratch_bytes = 0;
 };
 
+// What an instantiation can report besides the program (domain.h): the
+// values n meets (size_boundary expressions), the branches taken.
+class BranchCoverage;
+struct Observer {
+  std::vector<int64_t> *boundaries = nullptr;
+  BranchCoverage *branches = nullptr;
+};
+
 class Instantiator {
  public:
   // Evaluates the parameters and requirements; errors are reported.
@@ -112,7 +123,10 @@ class Instantiator {
   bool applicable() const { return applicable_; }
   const Requirement *failed_requirement() const { return failed_; }
   // Instantiates rank r; false (reported) on an error in the algorithm.
-  bool rank(uint32_t r, RankProgram *out) const;
+  bool rank(uint32_t r, RankProgram *out, const Observer *obs = nullptr) const;
+  // The i-th parameter's value in this instance, and its default's (ok()).
+  int64_t param_value(size_t i) const { return values_[i]; }
+  int64_t param_default(size_t i) const { return defaults_[i]; }
   const Algorithm &algorithm() const { return a_; }
   const InstanceSpec &spec() const { return spec_; }
   const Topology &topology() const { return *topo_; }
@@ -124,6 +138,7 @@ class Instantiator {
   std::shared_ptr<const Topology> topo_;
   std::string described_;
   std::vector<std::pair<int, int64_t>> overrides_;  // param slot, value
+  std::vector<int64_t> values_, defaults_;          // by parameter
   bool ok_ = true;
   bool applicable_ = true;
   const Requirement *failed_ = nullptr;

@@ -150,6 +150,8 @@ ojson algorithm_json(const Algorithm &a) {
   }
   if (a.inplace) j["inplace"] = true;
   if (!a.inplace_trailing.empty()) j["inplace_trailing"] = a.inplace_trailing;
+  if (!a.op.empty()) j["op"] = a.op;
+  if (!a.op_trailing.empty()) j["op_trailing"] = a.op_trailing;
   if (a.sweep.present) {
     ojson s = ojson::object();
     if (a.sweep.ranks.present()) s["ranks"] = spec_json(a.sweep.ranks);
@@ -364,6 +366,9 @@ class Reader {
     a.inplace = j.contains("inplace") && j["inplace"].get<bool>();
     a.inplace_loc = at(ptr + "/inplace");
     a.inplace_trailing = string(j, "inplace_trailing");
+    a.op = string(j, "op");
+    a.op_loc = at(ptr + "/op");
+    a.op_trailing = string(j, "op_trailing");
     if (j.contains("sweep")) {
       const json &s = j["sweep"];
       const std::string sp = ptr + "/sweep";

@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "../../kmod/core/cad_core.h"
 #include "check.h"
+#include "eval.h"
 #include "json_form.h"
 #include "parser.h"
 #include "printer.h"
@@ -28,15 +30,14 @@ struct LibraryTarget {
 using Target = LibraryTarget;
 
 namespace {
-// Written for one user-defined operator (only meaningful where there is an op).
-bool pinned(const Algorithm &a) { return a.user_op && collective_info(a.collective).reducing; }
+bool pinned(const Algorithm &a) { return !written_for(a).empty(); }
 
 // The checks of rule that need its algorithm's AST: "" or the message,
 // "/rules/3/op: ...".  last: rule is the last of its collective.
 std::string rule_against(const Rule &rule, size_t index, const Algorithm &a, bool last) {
   const std::string ptr = "/rules/" + std::to_string(index);
-  if (pinned(a) && !rule.op.empty() && rule.op != a.user_op->name)
-    return ptr + "/op: " + rule.use + " is written for the operator " + a.user_op->name + ", not " + rule.op;
+  if (pinned(a) && !rule.op.empty() && rule.op != written_for(a))
+    return ptr + "/op: " + rule.use + " is written for the op " + written_for(a) + ", not " + rule.op;
   for (const auto &[key, value] : rule.params) {
     bool known = false;
     for (const Param &p : a.params) known |= p.name == key;
@@ -44,9 +45,17 @@ std::string rule_against(const Rule &rule, size_t index, const Algorithm &a, boo
   }
   if (last && pinned(a))
     return std::string("/rules: the last rule for ") + collective_info(rule.collective).name + " uses " + a.name +
-           ", which is written for the operator " + a.user_op->name +
+           ", which is written for the op " + written_for(a) +
            ": it must take every op, so that every call finds an algorithm";
   return "";
+}
+
+// An expression of literals alone.
+bool is_constant(const Expr &e) {
+  if (e.kind == ExprKind::Name || e.kind == ExprKind::Call) return false;
+  for (const ExprPtr &x : e.args)
+    if (x && !is_constant(*x)) return false;
+  return true;
 }
 
 bool is_last_of_collective(const std::vector<Rule> &rules, size_t i) {
@@ -104,8 +113,15 @@ Library::~Library() = default;
 Library::Library(Library &&) noexcept = default;
 Library &Library::operator=(Library &&) noexcept = default;
 
+std::string written_for(const Algorithm &a) {
+  if (!collective_info(a.collective).reducing) return "";
+  return a.user_op ? a.user_op->name : a.op;
+}
+
 bool takes_op(const Algorithm &a, const InstanceSpec &spec) {
-  return !pinned(a) || (spec.user_op && spec.user_op->name == a.user_op->name);
+  if (!pinned(a)) return true;
+  if (a.user_op) return spec.user_op && spec.user_op->name == a.user_op->name;
+  return !spec.user_op && spec.op == builtin_op(a.op);
 }
 
 const Algorithm *Library::find(const std::string &name, std::string *error) const {
@@ -249,6 +265,7 @@ bool read_rules_for(const nlohmann::json &doc, const std::string &where, const s
     if (r.contains("params"))
       for (auto it = r["params"].begin(); it != r["params"].end(); ++it)
         rule.params.emplace_back(it.key(), it.value().get<int64_t>());
+    rule.online = r.contains("proof") && r["proof"].get<std::string>() == "online";
     if (!a) {
       ok = fail(ptr + "/use", "no algorithm named '" + rule.use + "' in the library");
     } else if (a->collective != rule.collective) {
@@ -308,6 +325,9 @@ bool load_library_text(const std::string &path, const std::string &text, Library
   } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
     return fail("not a library (invalid JSON): " + json_error_text(e));
   }
+  if (doc.is_object() && doc.contains("cadlib") && doc["cadlib"] == 1)
+    return fail("written by an older cadc (library format 1, without the domains its proofs cover): rebuild it "
+                "with cadc build");
   std::vector<SchemaError> errors;
   if (!Schema::builtin("cadlib.schema.json").validate(doc, &errors))
     return fail("not a valid library: " + (errors[0].pointer.empty() ? "/" : errors[0].pointer) + ": " +
@@ -317,6 +337,7 @@ bool load_library_text(const std::string &path, const std::string &text, Library
                 std::to_string(CAD_VERSION) + ": rebuild it with cadc build");
   if (library_hash(doc) != doc["hash"].get<std::string>())
     return fail("hash mismatch: the file was changed or damaged since cadc build wrote it");
+  lib->hash = doc["hash"].get<std::string>();
   // User-defined operators first (algorithms name them): bytecode,
   // verified again here.
   if (doc.contains("ops")) {
@@ -353,6 +374,10 @@ bool load_library_text(const std::string &path, const std::string &text, Library
       uint32_t src = 0;
       while (src < z->source_id.size() && lib->sm.path(z->source_id[src]) != file) src++;
       if (src == z->source_id.size()) return fail("lists algorithm " + t.name + " but has no source for it");
+      std::string why;
+      Domain d;
+      if (!Domain::from_json(listed[i]["proven"], &d, &why)) return fail(ptr + "proven: " + why);
+      lib->domains.emplace_back(t.name, std::move(d));
       z->listed.push_back(t);
       z->source_of.push_back(src);
     }
@@ -381,6 +406,12 @@ bool load_library_text(const std::string &path, const std::string &text, Library
   }
 }
 
+const Domain *Library::domain(const std::string &name) const {
+  for (const auto &d : domains)
+    if (d.first == name) return &d.second;
+  return nullptr;
+}
+
 std::shared_ptr<const UserOp> Library::find_op(const std::string &name) const {
   for (const auto &op : ops)
     if (op->name == name) return op;
@@ -388,7 +419,7 @@ std::shared_ptr<const UserOp> Library::find_op(const std::string &name) const {
 }
 
 const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec, std::string *error,
-                                  std::vector<std::string> *trace) {
+                                  std::vector<std::string> *trace, const SelectionGate *gate) {
   const int64_t bytes = spec->n * static_cast<int64_t>(element_size(*spec));
   for (size_t i = 0; i < lib.rules.size(); i++) {
     const Rule &r = lib.rules[i];
@@ -431,7 +462,7 @@ const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec
       return nullptr;
     }
     if (!takes_op(*a, *spec)) {
-      skip([&] { return "written for the operator " + a->user_op->name + ", not this call's op"; });
+      skip([&] { return "written for the op " + written_for(*a) + ", not " + op_name(*spec); });
       continue;
     }
     InstanceSpec s = *spec;
@@ -447,12 +478,72 @@ const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec
       });
       continue;
     }
+    if (gate) {
+      const GateVerdict v = (*gate)(r, *a, s);
+      if (!v.run) {
+        skip([&] { return v.note; });
+        continue;
+      }
+      s.inplace = spec->inplace;
+      *spec = s;
+      skip([&] { return "chosen: " + v.note; });
+      return a;
+    }
     s.inplace = spec->inplace;
     *spec = s;
     skip([&] { return std::string("chosen"); });
     return a;
   }
   return nullptr;
+}
+
+void check_rules_against_domains(const Library &lib,
+                                 const std::vector<std::pair<const Algorithm *, const Domain *>> &domains,
+                                 const std::string &where, Diagnostics *diags) {
+  for (size_t i = 0; i < lib.rules.size(); i++) {
+    const Rule &r = lib.rules[i];
+    if (r.online) continue;
+    const Algorithm *a = nullptr;
+    const Domain *d = nullptr;
+    for (const auto &x : domains)
+      if (x.first->name == r.use) std::tie(a, d) = x;
+    if (!a) continue;  // (no sweep, or the rule names no algorithm: reported already)
+    const std::string ptr = where + ":/rules/" + std::to_string(i);
+    const std::string online = ": widen its sweep, or let the runtime prove such calls on arrival (\"proof\": \"online\")";
+    auto fail = [&](const std::string &msg) { diags->error(Code::Library, Loc(), ptr + msg + online); };
+    std::vector<int64_t> beyond;
+    for (int64_t P : r.ranks)
+      if (!std::binary_search(d->ranks.begin(), d->ranks.end(), P)) beyond.push_back(P);
+    if (!beyond.empty())
+      fail("/ranks: gives " + r.use + " P=" + format_spec(beyond) + ", beyond the P its sweep proves (" +
+           format_spec(d->ranks) + ")");
+    for (const Param &p : a->params) {
+      auto set = std::find_if(r.params.begin(), r.params.end(), [&](const auto &x) { return x.first == p.name; });
+      auto swept = std::find_if(d->params.begin(), d->params.end(), [&](const auto &x) { return x.first == p.name; });
+      if (set != r.params.end()) {
+        if (swept == d->params.end())
+          fail("/params/" + p.name + ": gives " + r.use + " " + p.name + "=" + std::to_string(set->second) +
+               ", but its sweep proves it only at " + p.name + "'s default");
+        else if (!std::binary_search(swept->second.begin(), swept->second.end(), set->second))
+          fail("/params/" + p.name + ": gives " + r.use + " " + p.name + "=" + std::to_string(set->second) +
+               ", which its sweep does not prove (" + p.name + " = " + format_spec(swept->second) + ")");
+        continue;
+      }
+      // Unset: its default, checked here when it is a constant.
+      if (swept == d->params.end() || !is_constant(*p.value)) continue;
+      Frame f;
+      f.slots.assign(static_cast<size_t>(std::max(a->nslots, static_cast<int>(kBuiltinSlots))), 0);
+      int64_t v;
+      try {
+        v = eval(*p.value, f);
+      } catch (const EvalError &) {
+        continue;
+      }
+      if (!std::binary_search(swept->second.begin(), swept->second.end(), v))
+        fail(": gives " + r.use + " " + p.name + "'s default, " + std::to_string(v) +
+             ", which its sweep does not prove (" + p.name + " = " + format_spec(swept->second) + ")");
+    }
+  }
 }
 
 std::vector<std::string> calls_without_algorithm(const Library &lib) {

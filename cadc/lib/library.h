@@ -13,6 +13,7 @@
 // (find, select_algorithm), and an error there is that call's error.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,11 +24,15 @@
 
 #include "ast.h"
 #include "diag.h"
+#include "domain.h"
 #include "instance.h"
 #include "source.h"
 #include "userop.h"
 
 namespace cad {
+
+// The .cadlib format this cadc writes and reads ("cadlib").
+constexpr int kCadlibFormat = 2;
 
 struct Rule {
   Collective collective = Collective::Bcast;
@@ -39,6 +44,10 @@ struct Rule {
   std::string op;               // "": any; else the op's name (built-in or user-defined)
   std::string use;
   std::vector<std::pair<std::string, int64_t>> params;
+  // "proof": "online": calls beyond the algorithm's proven domain are
+  // proven by the runtime on arrival; without it cadc build refuses a rule
+  // whose P values or parameters the proof does not cover.
+  bool online = false;
   std::string where;            // "rules.json:/rules/3", for messages
 };
 
@@ -49,6 +58,7 @@ struct Library {
   Library &operator=(Library &&) noexcept;
 
   SourceManager sm;
+  std::string hash;  // the file's ("fnv1a64:..."), loaded
   std::vector<std::unique_ptr<Module>> modules;  // (loaded lazily: empty)
   std::vector<const Algorithm *> algorithms;    // (loaded lazily: empty)
   std::vector<Rule> rules;
@@ -58,6 +68,10 @@ struct Library {
   // message in *error.  Safe to call from several threads.
   const Algorithm *find(const std::string &name, std::string *error = nullptr) const;
   std::shared_ptr<const UserOp> find_op(const std::string &name) const;
+  // Each algorithm's proven domain (by name; a library loaded whole or
+  // lazily alike), or null.
+  std::vector<std::pair<std::string, Domain>> domains;
+  const Domain *domain(const std::string &name) const;
   // The error of rules[i] against its algorithm ("" if none, or if that
   // algorithm was not parsed yet): loaded lazily, known after find(use).
   std::string rule_error(size_t i) const;
@@ -69,6 +83,14 @@ struct Library {
 // Parses and checks a rules document against the algorithms.
 bool read_rules(const nlohmann::json &doc, const std::string &where, const std::vector<const Algorithm *> &algs,
                 const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags);
+
+// cadc build: each rule against the proven domain of its algorithm (what
+// its sweep will prove), errors into diags: P values beyond it, parameter
+// values (set by the rule, or a constant default) it does not verify --
+// unless the rule says "proof": "online".  where: the rules file.
+void check_rules_against_domains(const Library &lib,
+                                 const std::vector<std::pair<const Algorithm *, const Domain *>> &domains,
+                                 const std::string &where, Diagnostics *diags);
 
 // Loads a .cadlib; false with diagnostics.  lazy: see the top of this file.
 bool load_library(const std::string &path, Library *lib, Diagnostics *diags, bool lazy = false);
@@ -88,8 +110,17 @@ bool load_library_text(const std::string &path, const std::string &text, Library
 // trace (if not null) gets a line for each rule of the collective it
 // looked at, "/rules/3 bcast_binomial: 40000 B is above max_bytes 8192",
 // the last "... chosen" if one was (cadc select --explain).
+// gate (if not null) has the last word on an instance that passed
+// everything else: whether it may run (proven), and a note for the trace
+// either way; refused, selection goes on to the next rule.
+struct GateVerdict {
+  bool run = true;
+  std::string note;  // "inside its proven domain", "proven on arrival", "outside ...: refused"
+};
+using SelectionGate = std::function<GateVerdict(const Rule &, const Algorithm &, const InstanceSpec &)>;
 const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec,
-                                  std::string *error = nullptr, std::vector<std::string> *trace = nullptr);
+                                  std::string *error = nullptr, std::vector<std::string> *trace = nullptr,
+                                  const SelectionGate *gate = nullptr);
 
 // Calls the rules give no algorithm, at most one per collective that has
 // algorithms, each as "reduce_scatter_block P=3 n=1 noncommutative": a
@@ -101,8 +132,12 @@ const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec
 // (the runtime would fail such a call with -ENOTSUP).
 std::vector<std::string> calls_without_algorithm(const Library &lib);
 
-// Whether a can run a call with spec's op: an algorithm written for a
-// user-defined operator (it names one in a reduction) takes only that one.
+// The op a reducing algorithm is written for (its `op NAME`, or the
+// user-defined operator it names in a reduction), "" if it takes the
+// call's op (and in collectives without an op).
+std::string written_for(const Algorithm &a);
+// Whether a can run a call with spec's op: an algorithm written for one
+// op takes only that one.
 bool takes_op(const Algorithm &a, const InstanceSpec &spec);
 
 // The document's hash: FNV-1a 64 of its compact dump without "hash".

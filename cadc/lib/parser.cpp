@@ -218,6 +218,12 @@ class Parser {
         a.inplace_loc = loc_of(next());
         a.inplace_trailing = take_trailing();
         if (!comments.empty()) a.comments.insert(a.comments.end(), comments.begin(), comments.end());
+      } else if (is("op")) {
+        if (!a.op.empty()) error_at(peek(), "a second 'op': an algorithm is written for one op at most");
+        a.op_loc = loc_of(next());
+        a.op = ident("an op name after 'op' (sum, max, ..., or a user-defined operator)");
+        a.op_trailing = take_trailing();
+        if (!comments.empty()) a.comments.insert(a.comments.end(), comments.begin(), comments.end());
       } else if (is("sweep")) {
         a.sweep.comments = std::move(comments);
         parse_sweep(&a.sweep);
@@ -225,7 +231,7 @@ class Parser {
         if (!comments.empty()) a.comments.insert(a.comments.end(), comments.begin(), comments.end());
         break;
       } else {
-        expected("'param', 'requires', 'scratch', 'inplace', 'sweep' or '{'");
+        expected("'param', 'requires', 'scratch', 'inplace', 'op', 'sweep' or '{'");
       }
     }
     a.body = block(&a.body_end);

@@ -158,6 +158,11 @@ class Printer {
       out_ += "inplace";
       trailing(a.inplace_trailing);
     }
+    if (!a.op.empty()) {
+      indent(1);
+      out_ += "op " + a.op;
+      trailing(a.op_trailing);
+    }
     if (a.sweep.present) {
       const Sweep &s = a.sweep;
       comments(s.comments, 1);

@@ -60,6 +60,19 @@ bool parse_spec(const std::string &text, std::vector<int64_t> *out, std::string 
   return true;
 }
 
+std::string format_spec(const std::vector<int64_t> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) j++;
+    if (!s.empty()) s += ",";
+    s += std::to_string(v[i]);
+    if (j > i) s += ".." + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
 bool parse_setting(const std::string &text, std::string *name, std::vector<int64_t> *values,
                    std::string *error) {
   const size_t eq = text.find('=');

@@ -13,6 +13,8 @@ namespace cad {
 
 // Parses SPEC; false with *error set.
 bool parse_spec(const std::string &text, std::vector<int64_t> *out, std::string *error);
+// The SPEC of sorted values, runs as ranges: "1..33,64".
+std::string format_spec(const std::vector<int64_t> &sorted);
 // Parses "name=SPEC".
 bool parse_setting(const std::string &text, std::string *name, std::vector<int64_t> *values,
                    std::string *error);

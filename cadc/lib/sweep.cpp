@@ -8,7 +8,9 @@
 #include <new>
 #include <thread>
 
+#include "../../kmod/core/cad_core.h"
 #include "spec.h"
+#include "userop.h"
 
 namespace cad {
 
@@ -28,17 +30,21 @@ bool values(const std::string &text, const SweepSpec &declared, const char *what
 }  // namespace
 
 bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings &st,
-                std::vector<InstanceSpec> *out, std::string *error, Diagnostics *diags) {
+                std::vector<InstanceSpec> *out, std::string *error, Diagnostics *diags, SweepPlan *plan) {
   const Sweep &sw = a.sweep;
   out->clear();
+  SweepPlan local;
+  if (!plan) plan = &local;
+  *plan = SweepPlan();
   if (st.ranks.empty() && !sw.ranks.present()) {
     *error = a.name + ": give --ranks, or declare a sweep in the algorithm";
     return false;
   }
-  std::vector<int64_t> Ps, ns;
+  std::vector<int64_t> Ps;
   if (!values(st.ranks, sw.ranks, "ranks", {}, &Ps, error) ||
-      !values(st.sizes, sw.sizes, "sizes", {0, 1, 7, 1000}, &ns, error))
+      !values(st.sizes, sw.sizes, "sizes", {0, 1, 7, 1000}, &plan->sizes, error))
     return false;
+  plan->size_classes = st.sizes.empty();
   for (int64_t P : Ps)
     if (P < 1 || P > kMaxRanks) {
       *error = "ranks: P must be 1.." + std::to_string(kMaxRanks) + ", not " + std::to_string(P);
@@ -86,7 +92,74 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
   } else {
     machines.emplace_back();
   }
+  // A topology query answered by the flat machine alone (one domain at
+  // every level) verifies none of the branches it decides.
+  if (a.reads.topology.valid() && st.declared() &&
+      std::all_of(machines.begin(), machines.end(), [](const Machine &m) { return m.flat; })) {
+    Diagnostic &d = diags->error(Code::Coverage, a.reads.topology,
+                                 "the algorithm queries the topology, but its sweep verifies it only on the flat "
+                                 "machine (one domain at every level): add a machine with several domains to the "
+                                 "sweep (topology \"FILE.json\")");
+    if (sw.present) d.notes.push_back({sw.loc, "the sweep"});
+    return false;
+  }
   const CollectiveInfo &info = collective_info(a.collective);
+  if (info.rooted) {
+    const std::string given = !st.roots.empty() ? st.roots : sw.roots.all ? "all" : "";
+    if (given == "all") {
+      plan->roots = "all";
+    } else if (!st.roots.empty() || sw.roots.present()) {
+      if (!values(st.roots, sw.roots, "roots", {}, &plan->root_values, error)) return false;
+      plan->roots = st.roots.empty() ? "" : st.roots;
+      if (plan->roots.empty())
+        for (int64_t r : plan->root_values) plan->roots += (plan->roots.empty() ? "" : ",") + std::to_string(r);
+    } else {
+      plan->roots = "default";
+    }
+  }
+  // The op: the settings', else the one the algorithm is written for,
+  // else sum; each element size verified (one unless it reads esize).
+  const std::shared_ptr<const UserOp> user = st.user_op ? st.user_op : info.reducing ? a.user_op : nullptr;
+  unsigned op = st.op, dtype = st.dtype;
+  if (op == CAD_OP_NONE) {
+    op = a.op.empty() || a.user_op ? static_cast<unsigned>(CAD_OP_SUM) : builtin_op(a.op);
+    dtype = default_dtype(op);
+  }
+  struct Element {
+    unsigned dtype;
+    uint32_t esize;  // non-reducing: the override
+  };
+  std::vector<Element> elements{{dtype, 0}};
+  if (a.reads.esize.valid() && !user && st.op == CAD_OP_NONE) {
+    elements.clear();
+    for (uint32_t e : esizes_to_verify(a)) {
+      if (!info.reducing) {
+        elements.push_back({dtype, e});
+        continue;
+      }
+      for (unsigned dt = CAD_DT_INT8; dt < CAD_DT_USER; dt++)
+        if (cad_dtype_size(dt) == e && cad_reduce_supported(op, dt)) {
+          elements.push_back({dt, 0});
+          break;
+        }
+    }
+  }
+  // Commutative or not: a user-defined operator as it declares; the
+  // built-in op an algorithm is written for commutative, as every
+  // built-in is; the call's op non-commutative (the stronger proof)
+  // unless the algorithm requires a commutative op, both if it reads
+  // commutative.
+  const bool fixed_builtin = info.reducing && !user && !a.op.empty();
+  const bool both_orders = info.reducing && !user && !fixed_builtin && a.reads.commutative.valid();
+  auto push = [&](const InstanceSpec &s) {
+    if (out->size() == kMaxSweepInstances) {
+      *error = "the sweep has more than " + std::to_string(kMaxSweepInstances) + " instances";
+      out->clear();
+      return false;
+    }
+    out->push_back(s);
+    return true;
+  };
   for (const Machine &m : machines)
     for (int64_t P : Ps) {
       std::shared_ptr<const Topology> topo;
@@ -101,60 +174,61 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
       }
       std::vector<int64_t> roots{0};
       if (info.rooted) {
-        const bool all = st.roots == "all" || (st.roots.empty() && (sw.roots.all || (!sw.roots.present() && P <= 17)));
-        if (all) {
+        if (plan->roots == "all") {
           roots.clear();
           for (int64_t r = 0; r < P; r++) roots.push_back(r);
-        } else if (!values(st.roots, sw.roots, "roots", {0, 1, P / 2, P - 1}, &roots, error)) {
-          return false;
+        } else {
+          roots = plan->roots == "default" ? default_roots(P) : plan->root_values;
         }
         std::sort(roots.begin(), roots.end());
         roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
       }
-      for (int64_t n : ns)
-        for (int64_t root : roots) {
-          if (root >= P) continue;
-          for (const auto &set : settings)
-            for (int inplace = 0; inplace <= (a.inplace || st.inplace ? 1 : 0); inplace++) {
-              InstanceSpec s;
-              s.P = P;
-              s.n = n;
-              s.root = root;
-              s.params = set;
-              s.topo = topo;
-              s.inplace = inplace;
-              s.dtype = st.dtype;
-              s.op = st.op;
-              // Non-commutative unless the algorithm needs a commutative op.
-              s.commutative = !info.reducing;
-              if (const auto &u = st.user_op ? st.user_op : info.reducing ? a.user_op : nullptr) {
-                s.dtype = CAD_DT_USER;
-                s.op = CAD_OP_USER;
-                s.user_op = u;
-                s.commutative = u->commutative;
-              } else if (!s.commutative) {
-                Diagnostics quiet;
-                Instantiator in(a, s, &quiet);
-                if (in.ok() && !in.applicable()) {
-                  InstanceSpec c = s;
-                  c.commutative = true;
-                  if (Instantiator(a, c, &quiet).applicable()) s.commutative = true;
+      for (int64_t root : roots) {
+        if (root >= P) continue;
+        for (const auto &set : settings)
+          for (int inplace = 0; inplace <= (a.inplace || st.inplace ? 1 : 0); inplace++)
+            for (const Element &el : elements)
+              for (int order = 0; order <= (both_orders ? 1 : 0); order++) {
+                InstanceSpec key;
+                key.P = P;
+                key.root = root;
+                key.params = set;
+                key.topo = topo;
+                key.inplace = inplace;
+                key.dtype = el.dtype;
+                key.esize = el.esize;
+                key.op = info.reducing ? op : static_cast<unsigned>(CAD_OP_SUM);
+                key.commutative = !info.reducing || fixed_builtin || order == 1;
+                if (user) {
+                  key.dtype = CAD_DT_USER;
+                  key.op = CAD_OP_USER;
+                  key.user_op = user;
+                  key.commutative = user->commutative;
+                } else if (!key.commutative && !both_orders) {
+                  Diagnostics quiet;
+                  key.n = plan->sizes.empty() ? 0 : plan->sizes[0];
+                  Instantiator in(a, key, &quiet);
+                  if (in.ok() && !in.applicable()) {
+                    InstanceSpec c = key;
+                    c.commutative = true;
+                    if (Instantiator(a, c, &quiet).applicable()) key.commutative = true;
+                  }
+                }
+                const std::vector<int64_t> ns = plan->size_classes ? size_classes(a, key, plan->sizes) : plan->sizes;
+                for (int64_t n : ns) {
+                  InstanceSpec s = key;
+                  s.n = n;
+                  if (!push(s)) return false;
                 }
               }
-              if (out->size() == kMaxSweepInstances) {
-                *error = "the sweep has more than " + std::to_string(kMaxSweepInstances) + " instances";
-                out->clear();
-                return false;
-              }
-              out->push_back(s);
-            }
-        }
+      }
     }
   return true;
 }
 
 SweepOutcome run_sweep(const Algorithm &a, std::vector<InstanceSpec> &instances, const SourceManager &sm,
-                       unsigned jobs, int max_failures, const std::function<void(size_t, size_t)> &progress) {
+                       unsigned jobs, int max_failures, const std::function<void(size_t, size_t)> &progress,
+                       BranchCoverage *branches) {
   SweepOutcome out;
   out.results.resize(instances.size());
   std::vector<Diagnostics> diags(instances.size());
@@ -167,7 +241,9 @@ SweepOutcome run_sweep(const Algorithm &a, std::vector<InstanceSpec> &instances,
         continue;
       }
       try {
-        out.results[i] = verify_instance(a, instances[i], sm, &diags[i]);
+        Observer obs;
+        obs.branches = branches;
+        out.results[i] = verify_instance(a, instances[i], sm, &diags[i], nullptr, &obs);
       } catch (const std::bad_alloc &) {
         // Within the limits of instance.h this takes a machine with little
         // memory, or many jobs: report it as the instance's failure.

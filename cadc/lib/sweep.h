@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ast.h"
+#include "domain.h"
 #include "diag.h"
 #include "instance.h"
 #include "verify.h"
@@ -21,26 +22,45 @@ struct SweepSettings {
   std::vector<std::string> params;   // name=SPEC
   std::string topology;              // a topology file
   bool inplace = false;              // also in place (always if the algorithm declares it)
-  unsigned dtype = 3, op = 1;        // CAD_DT_INT32, CAD_OP_SUM
+  // The op and datatype; CAD_OP_NONE: the algorithm's (the op it is
+  // written for, else sum), over i32 or the first type the op applies to,
+  // and every element size if it reads esize (esizes_to_verify).
+  unsigned dtype = 3, op = 0;        // CAD_DT_INT32, CAD_OP_NONE
   // A user-defined operator (op, dtype ignored): taken as commutative or
   // not as it declares.  Without one, an algorithm that names a
   // user-defined operator is verified with that operator.
   std::shared_ptr<const UserOp> user_op;
+  // No explicit ranks, sizes, roots, parameters or topology: the sweep is
+  // the algorithm's own, the one cadc build proves.
+  bool declared() const { return ranks.empty() && sizes.empty() && roots.empty() && params.empty() && topology.empty(); }
 };
 
 // At most this many instances in one sweep.
 constexpr size_t kMaxSweepInstances = size_t{1} << 22;
 
-// The instances to verify.  Without ranks the algorithm's sweep decides;
-// roots default to every root up to P = 17 and 0, 1, P/2, P-1 beyond;
-// reducing collectives get a non-commutative op unless the algorithm
-// requires a commutative one (a user-defined operator: as declared).  Topology files of the sweep are relative
-// to the algorithm's file.  False with *error set on bad settings.
-// Errors in the algorithm's own sweep (a topology file it names) are
-// reported as diagnostics at the sweep; bad settings set *error.  Either
-// way the result is false.
+// What a plan stands for besides its instances (the proven domain's
+// sizes and roots, domain.h).
+struct SweepPlan {
+  std::vector<int64_t> sizes;        // the author's (or the settings') sizes
+  bool size_classes = false;         // each key also at its size classes
+  std::string roots = "all";         // "all", "default" or the SPEC
+  std::vector<int64_t> root_values;  // the SPEC's
+};
+
+// The instances to verify.  Without ranks the algorithm's sweep decides.
+// Without sizes, the algorithm's (else 0, 1, 7, 1000), each key (the
+// instance but n) also at its size classes (domain.h).  Roots default to
+// default_roots(P).  Reducing collectives get a non-commutative op unless
+// the algorithm requires a commutative one, and both when the algorithm
+// reads commutative (a user-defined operator: as declared); every element
+// size of esizes_to_verify when it reads esize.  Topology files of the
+// sweep are relative to the algorithm's file.  Errors in the algorithm's
+// own sweep (a topology file it names; a topology query with only the flat
+// machine to answer it, CAD-E015) are reported as diagnostics; bad
+// settings set *error.  Either way the result is false.
 bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings &s,
-                std::vector<InstanceSpec> *out, std::string *error, Diagnostics *diags);
+                std::vector<InstanceSpec> *out, std::string *error, Diagnostics *diags,
+                SweepPlan *plan = nullptr);
 
 struct SweepOutcome {
   std::vector<InstanceResult> results;  // per instance, in plan order
@@ -53,8 +73,10 @@ struct SweepOutcome {
 
 // Verifies the instances on `jobs` threads; stops after max_failures
 // failing instances; progress(done, total) is called from time to time.
+// branches (if not null) records the branches the instances take.
 SweepOutcome run_sweep(const Algorithm &a, std::vector<InstanceSpec> &instances, const SourceManager &sm,
                        unsigned jobs, int max_failures,
-                       const std::function<void(size_t, size_t)> &progress = nullptr);
+                       const std::function<void(size_t, size_t)> &progress = nullptr,
+                       BranchCoverage *branches = nullptr);
 
 }  // namespace cad

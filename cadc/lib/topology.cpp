@@ -137,6 +137,7 @@ bool Topology::make(const Machine &m, int64_t P, std::shared_ptr<const Topology>
   t->P_ = P;
   t->flat_ = false;
   t->name_ = m.name;
+  t->machine_ = m;
   // Each rank's place as a path (node, package, numa, l3) of global ids.
   const int64_t per_node = m.packages_per_node * m.numa_per_package * m.l3_per_numa * m.cores_per_l3;
   const int64_t cores = m.nodes * per_node;

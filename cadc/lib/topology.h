@@ -59,11 +59,14 @@ class Topology {
   int64_t local_size(int level, int64_t rank) const { return domain_size(level, domain(level, rank)); }
   bool is_flat() const { return flat_; }
   const std::string &name() const { return name_; }
+  // The machine it places the ranks on (flat: the default Machine).
+  const Machine &machine() const { return machine_; }
 
  private:
   int64_t P_ = 0;
   bool flat_ = true;
   std::string name_ = "flat";
+  Machine machine_;
   std::vector<int64_t> dom_[kLevels];    // rank -> domain
   std::vector<int64_t> local_[kLevels];  // rank -> index in its domain
   std::vector<std::vector<int64_t>> members_[kLevels];

@@ -23,6 +23,13 @@ unsigned builtin_op(const std::string &name) {
   return CAD_OP_NONE;
 }
 
+unsigned default_dtype(unsigned op) {
+  if (cad_reduce_supported(op, CAD_DT_INT32)) return CAD_DT_INT32;
+  for (unsigned dt = CAD_DT_INT8; dt < CAD_DT_USER; dt++)
+    if (cad_reduce_supported(op, dt)) return dt;
+  return CAD_DT_INT32;
+}
+
 namespace {
 
 // A one-node program that reduces buffer 0 into buffer 1 with op: how the

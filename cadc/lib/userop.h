@@ -49,6 +49,11 @@ std::string op_name(unsigned op, const UserOp *user_op);
 // CAD_OP_NONE if there is none.
 unsigned builtin_op(const std::string &name);
 
+// The datatype an instance of a built-in op is verified with when none is
+// given: i32 where the op applies to it, else the first it applies to
+// (i32_i32 for minloc and maxloc).
+unsigned default_dtype(unsigned op);
+
 nlohmann::json userop_to_json(const UserOp &op);
 // Reads and verifies one op object; false with *error ("ops/2: ...").
 bool userop_from_json(const nlohmann::json &j, UserOp *out, std::string *error);

@@ -166,8 +166,8 @@ class Lists {
 
 class Verifier {
  public:
-  Verifier(const Algorithm &a, const InstanceSpec &spec, const SourceManager &sm, Diagnostics *d)
-      : a_(a), spec_(spec), sm_(sm), diags_(d), in_(a, spec, d), info_(collective_info(a.collective)) {
+  Verifier(const Algorithm &a, const InstanceSpec &spec, const SourceManager &sm, Diagnostics *d, const Observer *obs)
+      : a_(a), spec_(spec), sm_(sm), diags_(d), obs_(obs), in_(a, spec, d), info_(collective_info(a.collective)) {
     described_ = spec.describe(a);
   }
 
@@ -233,7 +233,7 @@ class Verifier {
 
   // ---- 1. every rank, through the core verifier ----
   bool instantiate() {
-    if (!instantiate_all(in_, sm_, diags_, &progs_)) return false;
+    if (!instantiate_all(in_, sm_, diags_, &progs_, obs_)) return false;
     for (const RankProgram &p : progs_) stats_.max_scratch = std::max(stats_.max_scratch, p.scratch_bytes);
     return true;
   }
@@ -438,6 +438,7 @@ class Verifier {
   const InstanceSpec &spec_;
   const SourceManager &sm_;
   Diagnostics *diags_;
+  const Observer *obs_;
   Instantiator in_;
   const CollectiveInfo &info_;
   std::string described_;
@@ -715,14 +716,14 @@ bool Verifier::check_barrier() {
 }  // namespace
 
 bool instantiate_all(const Instantiator &in, const SourceManager &sm, Diagnostics *diags,
-                     std::vector<RankProgram> *progs) {
+                     std::vector<RankProgram> *progs, const Observer *obs) {
   const uint32_t P = static_cast<uint32_t>(in.spec().P);
   progs->assign(P, RankProgram());
   std::vector<uint64_t> image;
   uint64_t total = 0;
   for (uint32_t r = 0; r < P; r++) {
     uint32_t size;
-    if (!in.rank(r, &(*progs)[r]) ||
+    if (!in.rank(r, &(*progs)[r], obs) ||
         !emit_image(in.algorithm(), in.spec(), (*progs)[r], sm, &image, &size, diags))
       return false;
     total += (*progs)[r].ops.size();
@@ -779,8 +780,8 @@ Matching match_messages(const std::vector<RankProgram> &progs) {
 }
 
 InstanceResult verify_instance(const Algorithm &a, const InstanceSpec &spec, const SourceManager &sm,
-                               Diagnostics *diags, std::vector<RankProgram> *programs) {
-  return Verifier(a, spec, sm, diags).run(programs);
+                               Diagnostics *diags, std::vector<RankProgram> *programs, const Observer *obs) {
+  return Verifier(a, spec, sm, diags, obs).run(programs);
 }
 
 }  // namespace cad

@@ -47,14 +47,15 @@ struct InstanceResult {
 
 // programs: when it verifies, every rank's program of the instance (for
 // cadc simulate, which would otherwise instantiate them again).
+// obs: what the instantiations report besides (instance.h).
 InstanceResult verify_instance(const Algorithm &a, const InstanceSpec &spec,
                                const SourceManager &sm, Diagnostics *diags,
-                               std::vector<RankProgram> *programs = nullptr);
+                               std::vector<RankProgram> *programs = nullptr, const Observer *obs = nullptr);
 
 // Every rank's program of an instance, through the core verifier; false
 // (reported) on an error in the algorithm.
 bool instantiate_all(const Instantiator &in, const SourceManager &sm, Diagnostics *diags,
-                     std::vector<RankProgram> *progs);
+                     std::vector<RankProgram> *progs, const Observer *obs = nullptr);
 
 // Sends and receives matched per (source, destination, tag) in program
 // order.  Operations have global ids base[r] + i; partner[g] is the id of

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "../../kmod/uapi/cad.h"
+#include "../lib/domain.h"
 #include "../lib/library.h"
 #include "../lib/schema.h"
 #include "../lib/sweep.h"
@@ -127,40 +128,39 @@ void add_build(CLI::App &app, Runner *run) {
       nlohmann::json &ops = f.ops, &sources = f.sources;
       nlohmann::json listed = nlohmann::json::array();
       if (s.diags.has_errors()) return report(s);
-      const unsigned jobs = opt->jobs ? opt->jobs : std::max(1u, std::thread::hardware_concurrency());
-      const bool tty = !opt->json && isatty(2);
+      // Every algorithm's sweep planned: the domain each proof will cover.
+      struct Planned {
+        const Algorithm *alg;
+        std::string file;
+        std::vector<InstanceSpec> instances;
+        Domain domain;
+      };
+      std::vector<Planned> planned;
       for (size_t i = 0; i < files.size(); i++)
         for (const Algorithm &a : modules[i].algorithms) {
           if (!a.sweep.present) {
             s.diags.error(Code::Sweep, a.loc, a.name + " declares no sweep: the library takes only algorithms verified on theirs");
             continue;
           }
-          std::vector<InstanceSpec> plan;
+          Planned p{&a, files[i], {}, {}};
+          SweepPlan sp;
           std::string error;
-          if (!plan_sweep(a, files[i], SweepSettings(), &plan, &error, &s.diags)) {
+          if (!plan_sweep(a, files[i], SweepSettings(), &p.instances, &error, &s.diags, &sp)) {
             if (!error.empty()) throw UsageError(error);
             continue;
           }
-          SweepOutcome out = run_sweep(a, plan, s.sm, jobs, 5, [&](size_t done, size_t total) {
-            if (tty) std::cerr << "\r" << a.name << ": " << done << "/" << total << std::flush;
-          });
-          if (tty) std::cerr << "\r\033[K" << std::flush;
-          s.diags.append(out.diags);
-          if (!opt->json)
-            std::cout << a.name << ": " << out.verified << " instances verified, " << out.skipped << " skipped, "
-                      << out.failed << " failed"
-                      << (out.not_run ? ", " + std::to_string(out.not_run) + " not run (stopped after 5 failures)" : "")
-                      << "\n";
-          if (out.failed == 0 && out.verified > 0)
-            listed.push_back({{"name", a.name}, {"collective", collective_info(a.collective).name},
-                              {"file", fs::path(files[i]).filename().string()},
-                              {"verified", out.verified}, {"skipped", out.skipped}});
+          p.domain = domain_of_sweep(a, p.instances, sp.sizes, sp.roots, sp.root_values);
+          planned.push_back(std::move(p));
         }
-      // The rules, against the algorithms.
+      // The rules, against the algorithms and what their proofs will
+      // cover, before any proof: a mistake there fails in a second.
       nlohmann::json rules;
       Library lib;
       if (read_folder_rules(s, opt->dir, f, &rules, &lib)) {
         lib.algorithms = algs;
+        std::vector<std::pair<const Algorithm *, const Domain *>> domains;
+        for (const Planned &p : planned) domains.emplace_back(p.alg, &p.domain);
+        check_rules_against_domains(lib, domains, (fs::path(opt->dir) / "rules.json").string(), &s.diags);
         for (const std::string &call : calls_without_algorithm(lib))
           s.diags.error(Code::Library, Loc(),
                         (fs::path(opt->dir) / "rules.json").string() + ": no rule gives an algorithm to " + call +
@@ -170,7 +170,37 @@ void add_build(CLI::App &app, Runner *run) {
         if (!opt->json) std::cerr << "cadc: " << opt->output << " not written\n";
         return report(s);
       }
-      nlohmann::json doc = {{"cadlib", 1},           {"program_format", CAD_VERSION},
+      const unsigned jobs = opt->jobs ? opt->jobs : std::max(1u, std::thread::hardware_concurrency());
+      const bool tty = !opt->json && isatty(2);
+      for (Planned &p : planned) {
+        const Algorithm &a = *p.alg;
+        BranchCoverage branches(a.nstmts);
+        SweepOutcome out = run_sweep(
+            a, p.instances, s.sm, jobs, 5,
+            [&](size_t done, size_t total) {
+              if (tty) std::cerr << "\r" << a.name << ": " << done << "/" << total << std::flush;
+            },
+            &branches);
+        if (tty) std::cerr << "\r\033[K" << std::flush;
+        s.diags.append(out.diags);
+        if (out.failed == 0 && out.not_run == 0) report_untaken(a, branches, &s.diags);
+        if (!opt->json)
+          std::cout << a.name << ": " << out.verified << " instances verified, " << out.skipped << " skipped, "
+                    << out.failed << " failed"
+                    << (out.not_run ? ", " + std::to_string(out.not_run) + " not run (stopped after 5 failures)" : "")
+                    << "\n";
+        p.domain.instances = out.verified;
+        if (out.failed == 0 && out.verified > 0)
+          listed.push_back({{"name", a.name}, {"collective", collective_info(a.collective).name},
+                            {"file", fs::path(p.file).filename().string()},
+                            {"verified", out.verified}, {"skipped", out.skipped},
+                            {"proven", p.domain.to_json()}});
+      }
+      if (s.diags.has_errors()) {
+        if (!opt->json) std::cerr << "cadc: " << opt->output << " not written\n";
+        return report(s);
+      }
+      nlohmann::json doc = {{"cadlib", kCadlibFormat},           {"program_format", CAD_VERSION},
                             {"created_by", "cadc 0.1"}, {"algorithms", listed},
                             {"sources", sources},     {"ops", ops},
                             {"rules", rules}};

@@ -74,20 +74,29 @@ void add_verify(CLI::App &app, Runner *run) {
         const Algorithm &a = *alg;
         InstanceSpec op;  // the op, for this algorithm
         parse_op(opt->inst, a, &op);
+        // Neither --op nor --dtype: the algorithm's op, at every element
+        // size it reads, as cadc build verifies it.
+        const bool given = !opt->inst.op.empty() || !opt->inst.dtype.empty();
         st.dtype = op.dtype;
-        st.op = op.op;
-        st.user_op = op.user_op;
+        st.op = given ? op.op : 0;
+        st.user_op = given ? op.user_op : nullptr;
         std::vector<InstanceSpec> plan;
         std::string error;
         if (!plan_sweep(a, file, st, &plan, &error, &s.diags)) {
           if (!error.empty()) throw UsageError(error);
           continue;
         }
-        SweepOutcome out = run_sweep(a, plan, s.sm, jobs, opt->max_failures, [&](size_t done, size_t total) {
-          if (tty) std::cerr << "\r" << a.name << ": " << done << "/" << total << " instances" << std::flush;
-        });
+        BranchCoverage branches(a.nstmts);
+        SweepOutcome out = run_sweep(
+            a, plan, s.sm, jobs, opt->max_failures,
+            [&](size_t done, size_t total) {
+              if (tty) std::cerr << "\r" << a.name << ": " << done << "/" << total << " instances" << std::flush;
+            },
+            &branches);
         if (tty) std::cerr << "\r\033[K" << std::flush;
         s.diags.append(out.diags);
+        // Branches no instance took, on the algorithm's own sweep run whole.
+        if (st.declared() && out.failed == 0 && out.not_run == 0) report_untaken(a, branches, &s.diags);
         nlohmann::json instances = nlohmann::json::array();
         int64_t p_lo = INT64_MAX, p_hi = 0, n_lo = INT64_MAX, n_hi = 0;
         for (size_t i = 0; i < plan.size(); i++) {

@@ -88,15 +88,15 @@ void parse_op(const InstanceOptions &o, const Algorithm &a, InstanceSpec *spec) 
   std::shared_ptr<const UserOp> user;
   for (const auto &u : o.ops)
     if (u->name == o.op) user = u;
+  const std::string fixed = written_for(a);
   if (o.op.empty() && collective_info(a.collective).reducing) user = a.user_op;
   // (An unknown name is parse_type_and_op's to report, first.)
-  if (a.user_op && collective_info(a.collective).reducing && (!user || user->name != a.user_op->name) &&
-      (user || is_builtin_op(o.op)))
-    throw UsageError(a.name + " is written for the operator " + a.user_op->name + ": give --op " + a.user_op->name +
-                     " or no --op");
+  if (!fixed.empty() && !o.op.empty() && o.op != fixed && (user || is_builtin_op(o.op)))
+    throw UsageError(a.name + " is written for the op " + fixed + ": give --op " + fixed + " or no --op");
   std::string user_ops;
   for (const auto &u : o.ops) user_ops += (user_ops.empty() ? "" : ", ") + u->name;
-  parse_type_and_op(o.dtype, o.op, o.noncommutative, user,
+  const std::string op = o.op.empty() && !a.user_op ? fixed : o.op;
+  parse_type_and_op(o.dtype.empty() && !op.empty() && !user ? cad_dtype_name(default_dtype(builtin_op(op))) : o.dtype, op, o.noncommutative, user,
                     user_ops.empty() ? std::string("a user-defined one needs --ops FILE") : "of --ops: " + user_ops,
                     true, spec);
 }

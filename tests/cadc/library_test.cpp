@@ -44,13 +44,22 @@ const char *kLinear = R"(algorithm bcast_flat : bcast
 }
 )";
 
+// A library's entry for an algorithm, proven for P = 1..64 and the rest
+// of its domain "any" (these tests are about loading and selection).
+nlohmann::json entry(const char *name, const char *collective, const char *file) {
+  return {{"name", name}, {"collective", collective}, {"file", file}, {"verified", 1}, {"skipped", 0},
+          {"proven",
+           {{"ranks", "1..64"}, {"roots", "all"}, {"sizes", {0, 1}}, {"inplace", {false, true}},
+            {"commutative", "any"}, {"esize", "any"}, {"op", "any"}, {"params", nlohmann::json::object()},
+            {"topologies", "any"}, {"instances", 1}}}};
+}
+
 nlohmann::json library(nlohmann::json rules) {
   nlohmann::json doc = {
-      {"cadlib", 1},
+      {"cadlib", cad::kCadlibFormat},
       {"program_format", 1},
       {"created_by", "test"},
-      {"algorithms", {{{"name", "bcast_tree"}, {"collective", "bcast"}, {"file", "tree.cad"}, {"verified", 1}, {"skipped", 0}},
-                      {{"name", "bcast_flat"}, {"collective", "bcast"}, {"file", "flat.cad"}, {"verified", 1}, {"skipped", 0}}}},
+      {"algorithms", {entry("bcast_tree", "bcast", "tree.cad"), entry("bcast_flat", "bcast", "flat.cad")}},
       {"sources", {{{"file", "tree.cad"}, {"text", kBinomial}}, {{"file", "flat.cad"}, {"text", kLinear}}}},
       {"ops", nlohmann::json::array()},
       {"rules", rules}};
@@ -147,7 +156,10 @@ TEST(Library, RejectsDamageAndBadRules) {
   bad_param["rules"][0]["params"] = {{"segment", 3}};
   EXPECT_NE(load_error(library(bad_param)).find("'segment' is not a parameter of bcast_flat"), std::string::npos);
 
-  EXPECT_NE(load_error(nlohmann::json{{"cadlib", 1}}).find("not a valid library"), std::string::npos);
+  EXPECT_NE(load_error(nlohmann::json{{"cadlib", cad::kCadlibFormat}}).find("not a valid library"), std::string::npos);
+  nlohmann::json old = library(kRules);
+  old["cadlib"] = 1;
+  EXPECT_NE(load_error(old).find("older cadc (library format 1"), std::string::npos);
   cad::Library lib;
   cad::Diagnostics d;
   EXPECT_FALSE(cad::load_library("/nonexistent.cadlib", &lib, &d));
@@ -336,13 +348,12 @@ const char *kDirect = R"(algorithm a2a_direct : alltoall
 
 nlohmann::json alltoall_library(nlohmann::json rules) {
   nlohmann::json doc = {
-      {"cadlib", 1},
+      {"cadlib", cad::kCadlibFormat},
       {"program_format", 1},
       {"created_by", "test"},
       {"algorithms",
-       {{{"name", "a2a_staged"}, {"collective", "alltoall"}, {"file", "staged.cad"}, {"verified", 1}, {"skipped", 0}},
-        {{"name", "a2a_direct"}, {"collective", "alltoall"}, {"file", "direct.cad"}, {"verified", 1}, {"skipped", 0}},
-        {{"name", "bcast_flat"}, {"collective", "bcast"}, {"file", "flat.cad"}, {"verified", 1}, {"skipped", 0}}}},
+       {entry("a2a_staged", "alltoall", "staged.cad"), entry("a2a_direct", "alltoall", "direct.cad"),
+        entry("bcast_flat", "bcast", "flat.cad")}},
       {"sources",
        {{{"file", "staged.cad"}, {"text", kStaged}},
         {{"file", "direct.cad"}, {"text", kDirect}},

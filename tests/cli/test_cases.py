@@ -8,13 +8,13 @@ In a .cad file:
                                              error is expected, else 0)
     # stderr: "cannot read"                  a fragment of stderr (exit 2 cases)
     send buf to 7  # expect: CAD-E024 col 17 "sends to rank 7"
-                                             an error on this line: code,
-                                             optionally the column, a fragment
-                                             of the message
+                                             an error (CAD-W...: a warning) on
+                                             this line: code, optionally the
+                                             column, a fragment of the message
 In a .json file (the JSON form has no comments of its own), the same
 directives are the strings of its top-level "comments" array, with the
 location a JSON pointer: "expect: CAD-E011 at /algorithms/0/body/0 \"...\"".
-Every expected error must appear, and no other.
+Every expected error and warning must appear, and no other.
 """
 
 import json
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.*"))
-EXPECT = re.compile(r'expect:\s*(CAD-E\d{3})(?:\s+col\s+(\d+))?(?:\s+at\s+(\S+))?\s*(?:"(.*)")?\s*$')
+EXPECT = re.compile(r'expect:\s*(CAD-[EW]\d{3})(?:\s+col\s+(\d+))?(?:\s+at\s+(\S+))?\s*(?:"(.*)")?\s*$')
 
 
 def directives(path: Path):
@@ -56,7 +56,7 @@ def directives(path: Path):
             expects.append({"code": code, "line": number, "col": int(col) if col else None,
                             "pointer": pointer, "fragment": fragment or ""})
     if exit_code is None:
-        exit_code = 1 if expects else 0
+        exit_code = 1 if any(e["code"].startswith("CAD-E") for e in expects) else 0
     return command, exit_code, stderr, expects
 
 
@@ -87,8 +87,8 @@ def test_case(case, build_dir):
     if not wants_json:
         return
     diags = json.loads(run.stdout)["diagnostics"]
-    errors = [d for d in diags if d["severity"] == "error"]
+    found = [d for d in diags if d["severity"] in ("error", "warning")]
     for e in expects:
-        assert any(matches(d, e) for d in errors), f"missing {e}\n{detail}"
-    for d in errors:
+        assert any(matches(d, e) for d in found), f"missing {e}\n{detail}"
+    for d in found:
         assert any(matches(d, e) for e in expects), f"unexpected {d}\n{detail}"

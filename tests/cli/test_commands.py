@@ -275,10 +275,10 @@ def test_verify_counts_skipped_instances(build_dir, tmp_path):
 def test_verify_stops_after_max_failures(build_dir):
     broken = ROOT / "demo" / "bcast_forgets_last.cad"
     run = cadc(build_dir, "verify", broken, "--max-failures", 1, "-j", 1, check=1)
-    assert "1 failed, 6 not run (--max-failures 1)" in run.stdout
+    assert "18 instances verified, 0 skipped, 1 failed, 67 not run (--max-failures 1)" in run.stdout
     assert run.stderr.count("[CAD-E036]") == 1
     run = cadc(build_dir, "verify", broken, "-j", 1, check=1)
-    assert "4 instances verified, 0 skipped, 5 failed" in run.stdout
+    assert "29 instances verified, 0 skipped, 10 failed, 47 not run (--max-failures 10)" in run.stdout
     assert cadc(build_dir, "verify", broken, "--max-failures", 0).returncode == 2
 
 

@@ -889,7 +889,7 @@ def corrupt_variants(lib: bytes):
     doc2["cadlib"] = 99
     yield "version", json.dumps(doc2).encode()
     # A number JSON can write but a 64-bit double cannot hold.
-    yield "overflow", text.replace('"cadlib": 1', '"cadlib": 1e99999', 1).encode()
+    yield "overflow", text.replace('"cadlib": 2', '"cadlib": 1e99999', 1).encode()
     # A name of 200 000 characters: std::regex, which checked the schema's
     # patterns until 2026-11-29, overflowed the stack on it.
     doc3 = json.loads(lib)
