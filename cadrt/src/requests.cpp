@@ -185,8 +185,8 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
       }
     }
     if (!cad::takes_op(*alg, spec)) {
-      *err = set_error(-EINVAL, var + "=" + forced + " is written for the operator " + alg->user_op->name +
-                                    ", not this call's op");
+      *err = set_error(-EINVAL, var + "=" + forced + " is written for the op " + cad::written_for(*alg) +
+                                    ", not " + cad::op_name(spec));
       return nullptr;
     }
     if (spec.inplace && !alg->inplace) spec.inplace = false;  // (as below)
@@ -202,9 +202,20 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
                                     " n=" + std::to_string(spec.n) + why);
       return nullptr;
     }
+    // Forced or not, only what was proven runs.
+    const cad::GateVerdict v = proofs.decide(lib, *alg, spec);
+    if (!v.run) {
+      *err = set_error(-EPERM, var + "=" + forced + ": " + coll + " " + spec.describe(*alg) + " is " + v.note);
+      return nullptr;
+    }
+    if (explain && comm->rank == 0) trace.push_back(v.note);
   } else {
     std::string why;
-    alg = cad::select_algorithm(lib, c, &spec, &why, explain && comm->rank == 0 ? &trace : nullptr);
+    const cad::SelectionGate gate = [this](const cad::Rule &, const cad::Algorithm &a, const cad::InstanceSpec &s) {
+      return proofs.decide(lib, a, s);
+    };
+    alg = cad::select_algorithm(lib, c, &spec, &why, explain && comm->rank == 0 ? &trace : nullptr,
+                                proofs.policy() == ProofPolicy::Off ? nullptr : &gate);
     if (!alg && !why.empty()) {
       *err = set_error(-EINVAL, std::string("the algorithm library: ") + why);
       return nullptr;
@@ -212,7 +223,8 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
     if (!alg) {
       *err = set_error(-ENOTSUP, std::string("no algorithm of the library applies to ") + coll +
                                      " with P=" + std::to_string(spec.P) + " n=" + std::to_string(spec.n) +
-                                     (spec.commutative ? "" : " and a non-commutative op"));
+                                     (spec.commutative ? "" : " and a non-commutative op") +
+                                     (proofs.counts().refused ? " that was proven (CADRT_EXPLAIN=1 says why)" : ""));
       return nullptr;
     }
   }

@@ -1325,9 +1325,14 @@ int Runtime::init() {
     return set_error(-EINVAL, "loading the algorithm library: " + why);
   }
   library_path = path;
+  if (std::string why = proofs.configure(env("CADRT_PROOF"), env("CADRT_PROOF_CACHE"), lib.hash); !why.empty())
+    return set_error(-EINVAL, why);
   if (int err = setup_world()) return err;
   const int err = init_joined();
   if (err) leave_job();
+  if (!err && proofs.policy() == ProofPolicy::Off && world->rank == 0)
+    fprintf(stderr, "cadrt: warning: CADRT_PROOF=off: algorithms run outside the domains their proofs cover, "
+                    "unproven\n");
   return err;
 }
 

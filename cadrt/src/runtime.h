@@ -30,6 +30,7 @@
 #include "cadrt/cadrt.h"
 #include "cadrt/cadrt_net.h"
 #include "library.h"
+#include "proof.h"
 #include "shm.h"
 
 namespace cadrt {
@@ -296,6 +297,8 @@ class Runtime {
   // CADRT_EXPLAIN=1: rank 0 of a communicator prints each selection it
   // makes (a call with new arguments), with the rules looked at and why.
   bool explain = false;
+  // The gate between selection and execution (CADRT_PROOF).
+  ProofGate proofs;
 
   // ---- requests ----
   // Selects the algorithm, instantiates (cached) and verifies; false with

@@ -1,0 +1,108 @@
+// proof.cpp - see proof.h.
+#include "proof.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+namespace cadrt {
+
+std::string ProofGate::configure(const char *policy, const char *cache_file, const std::string &library_hash) {
+  *this = ProofGate();
+  const std::string p = policy ? policy : "online";
+  if (p == "online") {
+    policy_ = ProofPolicy::Online;
+  } else if (p == "strict") {
+    policy_ = ProofPolicy::Strict;
+  } else if (p == "off") {
+    policy_ = ProofPolicy::Off;
+  } else {
+    return "CADRT_PROOF=" + p + ": not one of online, strict, off";
+  }
+  if (cache_file) {
+    if (policy_ != ProofPolicy::Online)
+      return std::string("CADRT_PROOF_CACHE=") + cache_file + ": proofs on arrival are made only under CADRT_PROOF=online";
+    cache_file_ = cache_file;
+  }
+  library_hash_ = library_hash;
+  return "";
+}
+
+// A line of the cache file: the library's hash, the key, 1 or 0, the note,
+// separated by tabs (a key or note has none: describe() and the notes
+// are one line of spaces).
+void ProofGate::load_cache_file() {
+  cache_loaded_ = true;
+  std::ifstream in(cache_file_);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t a = line.find('\t'), b = line.find('\t', a + 1), c = line.find('\t', b + 1);
+    if (c == std::string::npos || line.compare(0, a, library_hash_) != 0) continue;
+    const std::string verdict = line.substr(b + 1, c - b - 1);
+    if (verdict != "1" && verdict != "0") continue;
+    verdicts_.emplace(line.substr(a + 1, b - a - 1), Verdict{verdict == "1", line.substr(c + 1)});
+  }
+}
+
+void ProofGate::append_cache_file(const std::string &key, const Verdict &v) const {
+  std::string line = library_hash_ + "\t" + key + "\t" + (v.proven ? "1" : "0") + "\t" + v.note;
+  for (char &ch : line)
+    if (ch == '\n') ch = ' ';
+  line += '\n';
+  // One write of one line in append mode: ranks that prove the same key
+  // at once add the same line twice, never a torn one.
+  const int fd = open(cache_file_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;  // (a cache it cannot write is a cache it does not keep)
+  ssize_t put = write(fd, line.data(), line.size());
+  (void)put;
+  close(fd);
+}
+
+cad::GateVerdict ProofGate::decide(const cad::Library &lib, const cad::Algorithm &a, const cad::InstanceSpec &spec) {
+  cad::GateVerdict v;
+  if (policy_ == ProofPolicy::Off) {
+    v.note = "not checked (CADRT_PROOF=off)";
+    return v;
+  }
+  std::string outside = "the library records no proven domain for it";
+  if (const cad::Domain *d = lib.domain(a.name); d && cad::covers(*d, a, spec, &outside)) {
+    counts_.inside++;
+    v.note = "inside its proven domain";
+    return v;
+  }
+  if (policy_ == ProofPolicy::Strict) {
+    counts_.refused++;
+    v.run = false;
+    v.note = "outside its proven domain (" + outside + "): refused (CADRT_PROOF=strict)";
+    return v;
+  }
+  if (!cache_file_.empty() && !cache_loaded_) load_cache_file();
+  const std::string key = cad::proof_key(a, spec);
+  auto it = verdicts_.find(key);
+  if (it != verdicts_.end()) {
+    counts_.cached++;
+  } else {
+    const auto t0 = std::chrono::steady_clock::now();
+    const cad::ArrivalProof p = cad::prove_on_arrival(a, spec, lib.sm);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    counts_.prove_ms += ms;
+    Verdict got;
+    got.proven = p.proven;
+    char took[64];
+    snprintf(took, sizeof took, "%llu instances in %.1f ms", static_cast<unsigned long long>(p.instances), ms);
+    got.note = p.proven ? "outside its proven domain (" + outside + "): proven on arrival, " + took
+                        : "outside its proven domain (" + outside + "), and it does not verify there: " + p.why;
+    if (p.proven) counts_.proven++;
+    it = verdicts_.emplace(key, got).first;
+    if (!cache_file_.empty()) append_cache_file(key, got);
+  }
+  v.run = it->second.proven;
+  if (!v.run) counts_.refused++;
+  v.note = it->second.note;
+  return v;
+}
+
+}  // namespace cadrt

@@ -1,0 +1,68 @@
+// proof.h - the gate between selection and execution.  The invariant it
+// keeps: no instance of a library's algorithm reaches an application's
+// buffers unless it was proven -- inside the domain cadc build proved
+// (cadc/lib/domain.h), or proven on arrival.  CADRT_PROOF chooses what
+// happens to an instance outside its algorithm's domain:
+//   online (the default): it is proven when it first arrives, by the
+//     global verification of cadc verify at its key's size classes (the
+//     key: the instance but n), and the verdict kept per key, in memory
+//     and, with CADRT_PROOF_CACHE=FILE, in a file later jobs read; one
+//     that does not verify is refused, and selection goes on to the next
+//     rule;
+//   strict: it is refused, with no proof on arrival;
+//   off: no gate at all (cadrt_init warns): what the rules select runs.
+// Every rank decides alone, the same way: the proof is deterministic in
+// the library, the instance and the placement, which the ranks share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "domain.h"
+#include "library.h"
+
+namespace cadrt {
+
+enum class ProofPolicy { Online, Strict, Off };
+
+// What the gate did, counted (cadrt's tests read them back).
+struct ProofCounts {
+  uint64_t inside = 0;   // instances inside their domain
+  uint64_t proven = 0;   // keys proven on arrival by this process
+  uint64_t refused = 0;  // instances refused (outside and not proven)
+  uint64_t cached = 0;   // verdicts taken from memory or the cache file
+  double prove_ms = 0;   // time spent proving on arrival
+};
+
+class ProofGate {
+ public:
+  // From the values of CADRT_PROOF and CADRT_PROOF_CACHE (null: unset);
+  // "" or what is wrong with them.  library_hash keys the cache file's
+  // verdicts: another library's are not this one's.
+  std::string configure(const char *policy, const char *cache_file, const std::string &library_hash);
+  ProofPolicy policy() const { return policy_; }
+
+  // Whether the instance spec of algorithm a (its parameters, placement
+  // and program's in-place as selection made them) may run, with the
+  // note for CADRT_EXPLAIN.
+  cad::GateVerdict decide(const cad::Library &lib, const cad::Algorithm &a, const cad::InstanceSpec &spec);
+
+  const ProofCounts &counts() const { return counts_; }
+
+ private:
+  struct Verdict {
+    bool proven = false;
+    std::string note;
+  };
+  void load_cache_file();
+  void append_cache_file(const std::string &key, const Verdict &v) const;
+
+  ProofPolicy policy_ = ProofPolicy::Online;
+  std::string cache_file_, library_hash_;
+  bool cache_loaded_ = false;
+  std::unordered_map<std::string, Verdict> verdicts_;  // by cad::proof_key
+  ProofCounts counts_;
+};
+
+}  // namespace cadrt
