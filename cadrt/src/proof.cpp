@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+
+#include "verify.h"
 
 namespace cadrt {
 
@@ -15,16 +18,19 @@ std::string ProofGate::configure(const char *policy, const char *cache_file, con
   const std::string p = policy ? policy : "online";
   if (p == "online") {
     policy_ = ProofPolicy::Online;
+  } else if (p == "exact") {
+    policy_ = ProofPolicy::Exact;
   } else if (p == "strict") {
     policy_ = ProofPolicy::Strict;
   } else if (p == "off") {
     policy_ = ProofPolicy::Off;
   } else {
-    return "CADRT_PROOF=" + p + ": not one of online, strict, off";
+    return "CADRT_PROOF=" + p + ": not one of online, exact, strict, off";
   }
   if (cache_file) {
-    if (policy_ != ProofPolicy::Online)
-      return std::string("CADRT_PROOF_CACHE=") + cache_file + ": proofs on arrival are made only under CADRT_PROOF=online";
+    if (policy_ != ProofPolicy::Online && policy_ != ProofPolicy::Exact)
+      return std::string("CADRT_PROOF_CACHE=") + cache_file +
+             ": proofs on arrival are made only under CADRT_PROOF=online or exact";
     cache_file_ = cache_file;
   }
   library_hash_ = library_hash;
@@ -43,7 +49,8 @@ void ProofGate::load_cache_file() {
     if (c == std::string::npos || line.compare(0, a, library_hash_) != 0) continue;
     const std::string verdict = line.substr(b + 1, c - b - 1);
     if (verdict != "1" && verdict != "0") continue;
-    verdicts_.emplace(line.substr(a + 1, b - a - 1), Verdict{verdict == "1", line.substr(c + 1)});
+    verdicts_.emplace(line.substr(a + 1, b - a - 1), Verdict{verdict == "1", line.substr(c + 1) + " (the verdict "
+                                                                                 "kept in CADRT_PROOF_CACHE)"});
   }
 }
 
@@ -61,6 +68,40 @@ void ProofGate::append_cache_file(const std::string &key, const Verdict &v) cons
   close(fd);
 }
 
+// The verdict for key, from memory, the cache file, or proven now: the
+// key at its size classes and spec.n, or (exact_only) spec alone.
+ProofGate::Verdict ProofGate::prove(const std::string &key, const std::string &outside, const cad::Library &lib,
+                                    const cad::Algorithm &a, const cad::InstanceSpec &spec, bool exact_only) {
+  if (!cache_file_.empty() && !cache_loaded_) load_cache_file();
+  auto it = verdicts_.find(key);
+  if (it != verdicts_.end()) {
+    counts_.cached++;
+    return it->second;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  cad::ArrivalProof p;
+  if (exact_only) {
+    cad::Diagnostics diags;
+    const cad::InstanceResult r = cad::verify_instance(a, spec, lib.sm, &diags);
+    p.proven = r.outcome != cad::Outcome::Failed && r.outcome != cad::Outcome::NotRun;
+    p.instances = r.outcome == cad::Outcome::Verified;
+    if (!p.proven) p.why = diags.empty() ? "not verified" : diags.list()[0].message;
+  } else {
+    p = cad::prove_on_arrival(a, spec, lib.sm);
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  counts_.prove_ms += ms;
+  Verdict got;
+  got.proven = p.proven;
+  char took[64];
+  snprintf(took, sizeof took, "%llu instances in %.1f ms", static_cast<unsigned long long>(p.instances), ms);
+  got.note = p.proven ? outside + ": proven on arrival, " + took : outside + ", and it does not verify there: " + p.why;
+  if (p.proven) (exact_only ? counts_.exact : counts_.proven)++;
+  it = verdicts_.emplace(key, got).first;
+  if (!cache_file_.empty()) append_cache_file(key, got);
+  return it->second;
+}
+
 cad::GateVerdict ProofGate::decide(const cad::Library &lib, const cad::Algorithm &a, const cad::InstanceSpec &spec) {
   cad::GateVerdict v;
   if (policy_ == ProofPolicy::Off) {
@@ -68,40 +109,34 @@ cad::GateVerdict ProofGate::decide(const cad::Library &lib, const cad::Algorithm
     return v;
   }
   std::string outside = "the library records no proven domain for it";
-  if (const cad::Domain *d = lib.domain(a.name); d && cad::covers(*d, a, spec, &outside)) {
-    counts_.inside++;
-    v.note = "inside its proven domain";
-    return v;
+  const cad::Domain *d = lib.domain(a.name);
+  v.note = "inside its proven domain";
+  if (!d || !cad::covers(*d, a, spec, &outside)) {
+    outside = "outside its proven domain (" + outside + ")";
+    if (policy_ == ProofPolicy::Strict) {
+      v.run = false;
+      v.note = outside + ": refused (CADRT_PROOF=strict)";
+    } else {
+      const Verdict got = prove(cad::proof_key(a, spec), outside, lib, a, spec, false);
+      v.run = got.proven;
+      v.note = got.note;
+    }
   }
-  if (policy_ == ProofPolicy::Strict) {
-    counts_.refused++;
-    v.run = false;
-    v.note = "outside its proven domain (" + outside + "): refused (CADRT_PROOF=strict)";
-    return v;
+  if (v.run && policy_ == ProofPolicy::Exact) {
+    // Its n verified (one of its key's size classes, which the build or
+    // the key's proof verified), or verified now.
+    const std::vector<int64_t> sizes = cad::size_classes(
+        a, spec, d ? d->sizes : a.sweep.sizes.present() ? a.sweep.sizes.values() : std::vector<int64_t>{});
+    if (!std::binary_search(sizes.begin(), sizes.end(), spec.n)) {
+      const Verdict e = prove(cad::proof_key(a, spec) + " n=" + std::to_string(spec.n),
+                              v.note + "; n=" + std::to_string(spec.n) + " is none of its key's size classes", lib,
+                              a, spec, true);
+      v.run = e.proven;
+      v.note = e.note;
+    }
   }
-  if (!cache_file_.empty() && !cache_loaded_) load_cache_file();
-  const std::string key = cad::proof_key(a, spec);
-  auto it = verdicts_.find(key);
-  if (it != verdicts_.end()) {
-    counts_.cached++;
-  } else {
-    const auto t0 = std::chrono::steady_clock::now();
-    const cad::ArrivalProof p = cad::prove_on_arrival(a, spec, lib.sm);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    counts_.prove_ms += ms;
-    Verdict got;
-    got.proven = p.proven;
-    char took[64];
-    snprintf(took, sizeof took, "%llu instances in %.1f ms", static_cast<unsigned long long>(p.instances), ms);
-    got.note = p.proven ? "outside its proven domain (" + outside + "): proven on arrival, " + took
-                        : "outside its proven domain (" + outside + "), and it does not verify there: " + p.why;
-    if (p.proven) counts_.proven++;
-    it = verdicts_.emplace(key, got).first;
-    if (!cache_file_.empty()) append_cache_file(key, got);
-  }
-  v.run = it->second.proven;
   if (!v.run) counts_.refused++;
-  v.note = it->second.note;
+  else if (d && v.note == "inside its proven domain") counts_.inside++;
   return v;
 }
 

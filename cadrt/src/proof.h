@@ -9,6 +9,10 @@
 //     and, with CADRT_PROOF_CACHE=FILE, in a file later jobs read; one
 //     that does not verify is refused, and selection goes on to the next
 //     rule;
+//   exact: as online, and n too is proven: a call whose size no proof
+//     verified (the build's or an earlier one's: each key's size classes)
+//     is verified as that exact instance before it runs, rather than
+//     taken on the size-class argument (cadc/lib/domain.h);
 //   strict: it is refused, with no proof on arrival;
 //   off: no gate at all (cadrt_init warns): what the rules select runs.
 // Every rank decides alone, the same way: the proof is deterministic in
@@ -24,13 +28,14 @@
 
 namespace cadrt {
 
-enum class ProofPolicy { Online, Strict, Off };
+enum class ProofPolicy { Online, Exact, Strict, Off };
 
 // What the gate did, counted (cadrt's tests read them back).
 struct ProofCounts {
   uint64_t inside = 0;   // instances inside their domain
   uint64_t proven = 0;   // keys proven on arrival by this process
   uint64_t refused = 0;  // instances refused (outside and not proven)
+  uint64_t exact = 0;    // sizes verified as exact instances (CADRT_PROOF=exact)
   uint64_t cached = 0;   // verdicts taken from memory or the cache file
   double prove_ms = 0;   // time spent proving on arrival
 };
@@ -55,6 +60,8 @@ class ProofGate {
     bool proven = false;
     std::string note;
   };
+  Verdict prove(const std::string &key, const std::string &outside, const cad::Library &lib, const cad::Algorithm &a,
+                const cad::InstanceSpec &spec, bool exact_only);
   void load_cache_file();
   void append_cache_file(const std::string &key, const Verdict &v) const;
 

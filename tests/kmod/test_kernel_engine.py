@@ -11,12 +11,15 @@ programs slowly); each case prints its own markers, so a failure names
 its command and shows its output."""
 
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from std_algorithms import ALGORITHMS, algorithm_result, every_algorithm
 from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, with_defer
 
+ROOT = Path(__file__).resolve().parents[2]
 RANKS = [2, 3, 4, 8]
 MODES = {
     "persistent": "--persistent --iters 3",
@@ -107,21 +110,30 @@ def cases():
     for i, (mode, (defer, split)) in enumerate(DEFER_MODES.items()):
         out[f"stress-defer{mode}"] = with_defer(
             defer, f"cadrun -n 3 --timeout 300 rt_stress --seed {11 + i} --rounds 80", split)
+    # The proof gate (tests/rt/test_proof.py): a library whose rules push
+    # algorithms beyond what their proofs cover; only what is proven runs.
+    for p in (1, 4):
+        out[f"proof-{p}"] = f"CADRT_LIBRARY=/proof.cadlib cadrun -n {p} --timeout 120 rt_proof"
+    out["proof-strict-4"] = "CADRT_PROOF=strict CADRT_LIBRARY=/proof.cadlib cadrun -n 4 --timeout 120 rt_proof"
     out["many-persistent"] = "cadrun -n 3 --timeout 120 rt_check --many-persistent 700"
     out["many-limit"] = "cadrun -n 3 --timeout 60 rt_check --many 600"
     return out
 
 
 @pytest.fixture(scope="module")
-def vm_run(build_dir):
+def vm_run(build_dir, tmp_path_factory):
     # 1 GiB: rt_stress at 8 ranks peaks near 60 MB a rank (its buffers,
     # the references it checks against, and the copies an alltoall in
     # place keeps), 470 MB in all, which the default 512 MB did not hold
     # beside the kernel and the initramfs (the OOM killer ended seed 4's
     # ranks once alltoall in place was drawn, 2026-12-06).
     vm = cad_vm(build_dir, append=KERNEL_DEBUG, memory_mb=1024)
-    for program in ("cadrun", "rt_check", "rt_cad", "rt_stress"):
+    for program in ("cadrun", "rt_check", "rt_cad", "rt_stress", "rt_proof"):
         vm.add_program(build_dir / "bin" / program)
+    lib = tmp_path_factory.mktemp("proof") / "proof.cadlib"
+    subprocess.run([str(build_dir / "bin" / "cadc"), "build", str(ROOT / "tests" / "rt" / "proof_lib"), "-o", str(lib)],
+                   check=True, capture_output=True, timeout=300)
+    vm.add_file(lib, "/proof.cadlib")
     before = "insmod /cad.ko\nexport CADRT_ENGINE=kernel"
     return run_cases(vm, cases(), before=before, after=COUNT_AND_UNLOAD, timeout=1500)
 
@@ -312,3 +324,9 @@ def test_module_counters_return_to_zero_and_it_unloads(vm_run):
     assert "@@UNLOADED 0" in vm_run.output
     assert not vm_run.kernel_problems(), "\n".join(vm_run.kernel_problems())
     print(f"{len(vm_run.cases)} jobs in the VM in {vm_run.seconds:.0f} s")
+
+
+@pytest.mark.parametrize("case", ["proof-1", "proof-4", "proof-strict-4"])
+def test_only_what_is_proven_runs_through_the_kernel_engine(vm_run, case):
+    c = vm_run.cases[case]
+    assert c.status == 0 and "rt_proof: ok" in c.output and "WRONG" not in c.output, f"{c.command}\n{c.output}"

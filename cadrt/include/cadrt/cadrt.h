@@ -30,12 +30,14 @@
  *                               algorithm it selects (once per call with
  *                               new arguments) and why, as cadc select
  *                               --explain does
- *   CADRT_PROOF=online|strict|off  an instance outside the domain its
- *                               algorithm's proof covers is proven when it
- *                               first arrives (online, the default), or
+ *   CADRT_PROOF=online|exact|strict|off  an instance outside the domain
+ *                               its algorithm's proof covers is proven when
+ *                               it first arrives (online, the default), or
  *                               refused (strict): either way one that is
- *                               not proven goes to the next rule; off runs
- *                               whatever the rules select, unproven (a
+ *                               not proven goes to the next rule; exact
+ *                               also verifies each size no proof verified
+ *                               (not taken on the size-class argument); off
+ *                               runs whatever the rules select, unproven (a
  *                               warning at init)
  *   CADRT_PROOF_CACHE=FILE      online proofs' verdicts kept in FILE for
  *                               later jobs (keyed by the library's hash;
