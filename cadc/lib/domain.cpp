@@ -431,10 +431,13 @@ bool covers(const Domain &d, const Algorithm &a, const InstanceSpec &spec, std::
 }
 
 std::string proof_key(const Algorithm &a, const InstanceSpec &spec) {
-  InstanceSpec s = spec;
-  s.n = 0;
-  std::string key = a.name + " " + s.describe(a) + " esize=" + std::to_string(element_size(spec)) + " op=" +
-                    op_name(spec) + " dt=" + std::to_string(spec.dtype);
+  std::string key = a.name + " P=" + std::to_string(spec.P);
+  if (collective_info(a.collective).rooted) key += " root=" + std::to_string(spec.root);
+  for (const auto &p : spec.params) key += " " + p.first + "=" + std::to_string(p.second);
+  if (spec.inplace) key += " inplace";
+  if (collective_info(a.collective).reducing) key += spec.commutative ? " commutative" : " noncommutative";
+  key += " esize=" + std::to_string(element_size(spec)) + " op=" + op_name(spec) +
+         " dtype=" + cad_dtype_name(spec.dtype);
   if (a.reads.topology.valid() && spec.topo) {
     key += " places=";
     for (int l = 0; l < kLevels; l++)
