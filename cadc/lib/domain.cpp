@@ -339,7 +339,7 @@ bool Domain::from_json(const nlohmann::json &j, Domain *out, std::string *error)
   return true;
 }
 
-std::vector<std::string> Domain::describe() const {
+std::vector<std::string> Domain::describe(const CollectiveInfo &info) const {
   std::vector<std::string> out;
   auto list = [](const auto &v) {
     std::string s;
@@ -347,21 +347,27 @@ std::vector<std::string> Domain::describe() const {
     return s;
   };
   out.push_back("P " + format_spec(ranks));
-  out.push_back("roots " + (roots == "default" ? "every root up to P = " + std::to_string(kAllRootsUpTo) +
-                                                    ", 0, 1, P/2, P-1 beyond"
-                                               : roots));
-  out.push_back("sizes " + list(sizes) + " and each key's size classes (every n)");
+  if (info.rooted)
+    out.push_back("roots " + (roots == "default" ? "every root up to P = " + std::to_string(kAllRootsUpTo) +
+                                                       ", and 0, 1, P/2, P-1 beyond"
+                                                  : roots));
+  out.push_back("sizes " + list(sizes) + " and each key's size classes, standing for every n");
   std::string ip;
-  for (bool b : inplace) ip += std::string(ip.empty() ? "" : ", ") + (b ? "in place" : "separate buffers");
+  for (bool b : inplace) ip += std::string(ip.empty() ? "" : " and ") + (b ? "in place" : "separate buffers");
   out.push_back(ip);
-  if (!commutative.empty() || !any_commutative) {
-    std::string c;
-    for (bool b : commutative) c += std::string(c.empty() ? "" : ", ") + (b ? "commutative" : "non-commutative");
-    out.push_back(any_commutative ? "any op, commutative or not (the program does not read commutative)"
-                                  : "ops: " + c);
+  if (info.reducing) {
+    if (!op.empty()) {
+      out.push_back("op " + op + " alone");
+    } else if (any_commutative) {
+      out.push_back("any op, commutative or not: the program does not read commutative, and reduces with the "
+                    "call's op");
+    } else {
+      std::string c;
+      for (bool b : commutative) c += std::string(c.empty() ? "" : " and ") + (b ? "commutative" : "non-commutative");
+      out.push_back("any op, " + c + ": it reduces with the call's op");
+    }
   }
   out.push_back(any_esize ? "element sizes: any (the program does not read esize)" : "element sizes: " + list(esizes));
-  if (!op.empty()) out.push_back("op " + op + " alone");
   for (const auto &p : params) out.push_back(p.first + " = " + list(p.second));
   if (any_topology) {
     out.push_back("topologies: any (the program makes no topology query)");
@@ -370,7 +376,7 @@ std::vector<std::string> Domain::describe() const {
     for (const Machine &x : machines) m += (m.empty() ? "" : ", ") + (x.flat ? std::string("flat") : x.name);
     for (int k = 0; k < kLevels; k++)
       if (levels >> k & 1) l += std::string(l.empty() ? "" : ", ") + level_name(k);
-    out.push_back("topologies: " + m + " (as placed at " + l + ")");
+    out.push_back("topologies: " + m + " (the ranks' places at " + l + ")");
   }
   out.push_back(std::to_string(instances) + " instances verified");
   return out;

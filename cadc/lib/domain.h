@@ -109,8 +109,9 @@ struct Domain {
 
   nlohmann::json to_json() const;
   static bool from_json(const nlohmann::json &j, Domain *out, std::string *error);
-  // One line per dimension, for people (cadc lib show).
-  std::vector<std::string> describe() const;
+  // One line per dimension of a collective's algorithm, for people (cadc
+  // lib show).
+  std::vector<std::string> describe(const CollectiveInfo &info) const;
 };
 
 // The domain a sweep verifies: its plan (plan_sweep's, every instance

@@ -377,7 +377,7 @@ bool load_library_text(const std::string &path, const std::string &text, Library
       std::string why;
       Domain d;
       if (!Domain::from_json(listed[i]["proven"], &d, &why)) return fail(ptr + "proven: " + why);
-      lib->domains.emplace_back(t.name, std::move(d));
+      lib->proven.push_back({t.name, t.collective, std::move(d)});
       z->listed.push_back(t);
       z->source_of.push_back(src);
     }
@@ -407,8 +407,8 @@ bool load_library_text(const std::string &path, const std::string &text, Library
 }
 
 const Domain *Library::domain(const std::string &name) const {
-  for (const auto &d : domains)
-    if (d.first == name) return &d.second;
+  for (const Proven &p : proven)
+    if (p.name == name) return &p.domain;
   return nullptr;
 }
 

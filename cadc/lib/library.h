@@ -68,9 +68,14 @@ struct Library {
   // message in *error.  Safe to call from several threads.
   const Algorithm *find(const std::string &name, std::string *error = nullptr) const;
   std::shared_ptr<const UserOp> find_op(const std::string &name) const;
-  // Each algorithm's proven domain (by name; a library loaded whole or
-  // lazily alike), or null.
-  std::vector<std::pair<std::string, Domain>> domains;
+  // Each algorithm's proven domain (a library loaded whole or lazily
+  // alike), in the library's order; domain(name) is its, or null.
+  struct Proven {
+    std::string name;
+    Collective collective;
+    Domain domain;
+  };
+  std::vector<Proven> proven;
   const Domain *domain(const std::string &name) const;
   // The error of rules[i] against its algorithm ("" if none, or if that
   // algorithm was not parsed yet): loaded lazily, known after find(use).

@@ -4,13 +4,17 @@
 // each rule before it passed the call on.  For people who write or tune
 // rules: the table the rules amount to, without running a job.
 //
-// What the runtime adds is not here: CADRT_ALGORITHM_<COLL> overrides the
-// rules, and the topology is the job's (hwloc's, or CADRT_TOPOLOGY) where
-// this takes --topology (default: one flat node).
+// The runtime's proof gate is here for a built library: a call outside its
+// algorithm's proven domain is marked, and with --prove proven as the
+// runtime would (a folder is checked, not proven: no gate).  What the
+// runtime adds is not: CADRT_ALGORITHM_<COLL> overrides the rules, and the
+// topology is the job's (hwloc's, or CADRT_TOPOLOGY) where this takes
+// --topology (default: one flat node).
 #include <filesystem>
 #include <iostream>
 
 #include "../../kmod/core/cad_core.h"
+#include "../lib/domain.h"
 #include "../lib/library.h"
 #include "../lib/spec.h"
 #include "instance_options.h"
@@ -23,7 +27,7 @@ struct SelectOptions {
   std::string library, collective;
   std::string ranks = "1..8", sizes = "1,256,16384,262144", roots = "0";
   std::string dtype, op, topology;
-  bool inplace = false, noncommutative = false, explain = false, json = false;
+  bool inplace = false, noncommutative = false, explain = false, json = false, prove = false;
 };
 
 std::vector<int64_t> spec_values(const std::string &text, const char *what) {
@@ -55,6 +59,9 @@ void add_select(CLI::App &app, Runner *run) {
   cmd->add_option("--topology", opt->topology, "Topology file (default: one flat node)");
   cmd->add_flag("--explain", opt->explain, "For each call, every rule looked at and why it passed the call on");
   cmd->add_flag("--json", opt->json, "The table as JSON on stdout");
+  cmd->add_flag("--prove", opt->prove,
+                "Prove what falls outside an algorithm's proven domain, as the runtime does on arrival "
+                "(CADRT_PROOF=online): one that does not verify passes the call on");
   cmd->callback([opt, run] {
     *run = [opt]() -> int {
       Collective c;
@@ -118,7 +125,29 @@ void add_select(CLI::App &app, Runner *run) {
             if (spec.root < 0 || spec.root >= P) continue;  // (a root beyond this P)
             std::vector<std::string> trace;
             std::string why;  // a lazily checked part of the library failed (not here: loaded whole)
-            const Algorithm *a = select_algorithm(lib, c, &spec, &why, opt->explain ? &trace : nullptr);
+            // The runtime's gate (cadrt/src/proof.h), for a built library:
+            // inside a domain, or proven now (--prove), or said to be
+            // proven by the runtime on arrival.
+            std::string gate_note;
+            const SelectionGate gate = [&](const Rule &, const Algorithm &alg, const InstanceSpec &inst) {
+              GateVerdict v;
+              std::string outside;
+              if (const Domain *d = lib.domain(alg.name); d && covers(*d, alg, inst, &outside)) {
+                v.note = "inside its proven domain";
+              } else if (!opt->prove) {
+                v.note = "outside its proven domain (" + outside + "): the runtime proves it on arrival";
+              } else {
+                const ArrivalProof p = prove_on_arrival(alg, inst, lib.sm);
+                v.run = p.proven;
+                v.note = "outside its proven domain (" + outside + ")" +
+                         (p.proven ? ": proven now, " + std::to_string(p.instances) + " instances"
+                                   : ", and it does not verify there: " + p.why);
+              }
+              gate_note = v.note;
+              return v;
+            };
+            const Algorithm *a = select_algorithm(lib, c, &spec, &why, opt->explain ? &trace : nullptr,
+                                                  folder.algs.empty() ? &gate : nullptr);
             const int64_t bytes = n * static_cast<int64_t>(element_size(spec));
             std::string call = std::string(info.name) + " P=" + std::to_string(P) + " n=" + std::to_string(n);
             if (info.rooted) call += " root=" + std::to_string(spec.root);
@@ -127,6 +156,7 @@ void add_select(CLI::App &app, Runner *run) {
             call += " (" + std::to_string(bytes) + " B)";
             std::string chosen = a ? a->name : "";
             for (const auto &p : spec.params) chosen += " " + p.first + "=" + std::to_string(p.second);
+            if (a && gate_note != "inside its proven domain" && !gate_note.empty()) chosen += " (" + gate_note + ")";
             none += !a;
             nlohmann::json j = {{"collective", info.name}, {"P", P}, {"n", n}, {"bytes", bytes},
                                 {"inplace", spec.inplace}, {"algorithm", a ? nlohmann::json(a->name) : nlohmann::json()}};
@@ -138,6 +168,7 @@ void add_select(CLI::App &app, Runner *run) {
             j["params"] = nlohmann::json::object();
             for (const auto &p : spec.params) j["params"][p.first] = p.second;
             if (!why.empty()) j["error"] = why;
+            if (a && !gate_note.empty()) j["proof"] = gate_note;
             if (opt->explain) j["trace"] = trace;
             calls.push_back(j);
             if (opt->json) continue;

@@ -24,6 +24,7 @@ int main(int argc, char **argv) {
   add_op(app, &run);
   add_simulate(app, &run);
   add_select(app, &run);
+  add_lib(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -61,3 +61,51 @@ def test_built_library_records_its_domains(build_dir, tmp_path):
     assert wrong["sizes"] == [0, 1, 5] and wrong["instances"] > 0
     assert proven["bcast_linear"]["ranks"] == "1..8" and proven["bcast_linear"]["roots"] == "all"
     assert doc["rules"]["rules"][1]["proof"] == "online"
+
+
+def cadc(build_dir, *args):
+    return subprocess.run([str(build_dir / "bin" / "cadc"), *map(str, args)], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def ranks_ok(build_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ranks_ok") / "lib.cadlib"
+    assert build(build_dir, Path(__file__).parent / "libraries" / "ranks_ok", out).returncode == 0
+    return out
+
+
+def test_lib_show(build_dir, ranks_ok, tmp_path):
+    run = cadc(build_dir, "lib", "show", ranks_ok)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "bcast_wrong_from_4 (bcast), proven for:\n  P 1..3\n  roots 0\n" in out, out
+    assert "  element sizes: any (the program does not read esize)\n" in out, out
+    assert "  /rules/1 bcast P=4..8: bcast_wrong_from_4 (beyond its domain: proven on arrival)\n" in out, out
+    doc = json.loads(cadc(build_dir, "lib", "show", "--json", ranks_ok).stdout)
+    assert [a["name"] for a in doc["algorithms"]] == ["bcast_linear", "bcast_wrong_from_4"]
+    assert doc["algorithms"][1]["proven"]["ranks"] == "1..3" and doc["rules"][1]["online"] is True
+    # Not a library, and one of the format before domains: said so.
+    bad = tmp_path / "bad.cadlib"
+    bad.write_text("{}")
+    run = cadc(build_dir, "lib", "show", bad)
+    assert run.returncode == 1 and "not a valid library" in run.stderr, run.stderr
+    old = json.loads(ranks_ok.read_text())
+    old["cadlib"] = 1
+    bad.write_text(json.dumps(old))
+    run = cadc(build_dir, "lib", "show", bad)
+    assert run.returncode == 1 and "rebuild it with cadc build" in run.stderr, run.stderr
+
+
+def test_select_shows_the_gate(build_dir, ranks_ok):
+    run = cadc(build_dir, "select", ranks_ok, "bcast", "--ranks", "3,4", "--sizes", "10")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == ("bcast P=3 n=10 root=0 (40 B): bcast_wrong_from_4\n"
+                          "bcast P=4 n=10 root=0 (40 B): bcast_wrong_from_4 (outside its proven domain (P=4 is "
+                          "beyond the proven 1..3): the runtime proves it on arrival)\n"), run.stdout
+    # Proven as the runtime would: wrong from P = 4 on, the next rule's.
+    run = cadc(build_dir, "select", ranks_ok, "bcast", "--ranks", "4", "--sizes", "10", "--prove", "--explain")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("bcast P=4 n=10 root=0 (40 B): bcast_linear\n"), run.stdout
+    assert ("/rules/1 bcast_wrong_from_4: outside its proven domain (P=4 is beyond the proven 1..3), and it does not "
+            "verify there: bcast_wrong_from_4.cad:") in run.stdout, run.stdout
