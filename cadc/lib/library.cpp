@@ -486,7 +486,7 @@ const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec
       }
       s.inplace = spec->inplace;
       *spec = s;
-      skip([&] { return "chosen: " + v.note; });
+      skip([&] { return v.note.empty() ? std::string("chosen") : "chosen: " + v.note; });
       return a;
     }
     s.inplace = spec->inplace;

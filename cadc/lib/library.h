@@ -120,7 +120,7 @@ bool load_library_text(const std::string &path, const std::string &text, Library
 // either way; refused, selection goes on to the next rule.
 struct GateVerdict {
   bool run = true;
-  std::string note;  // "inside its proven domain", "proven on arrival", "outside ...: refused"
+  std::string note;  // "": inside its proven domain; else "outside ...: proven on arrival", "...: refused"
 };
 using SelectionGate = std::function<GateVerdict(const Rule &, const Algorithm &, const InstanceSpec &)>;
 const Algorithm *select_algorithm(const Library &lib, Collective c, InstanceSpec *spec,

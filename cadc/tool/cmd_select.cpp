@@ -133,7 +133,7 @@ void add_select(CLI::App &app, Runner *run) {
               GateVerdict v;
               std::string outside;
               if (const Domain *d = lib.domain(alg.name); d && covers(*d, alg, inst, &outside)) {
-                v.note = "inside its proven domain";
+                // (inside: nothing to say)
               } else if (!opt->prove) {
                 v.note = "outside its proven domain (" + outside + "): the runtime proves it on arrival";
               } else {
@@ -156,7 +156,7 @@ void add_select(CLI::App &app, Runner *run) {
             call += " (" + std::to_string(bytes) + " B)";
             std::string chosen = a ? a->name : "";
             for (const auto &p : spec.params) chosen += " " + p.first + "=" + std::to_string(p.second);
-            if (a && gate_note != "inside its proven domain" && !gate_note.empty()) chosen += " (" + gate_note + ")";
+            if (a && !gate_note.empty()) chosen += " (" + gate_note + ")";
             none += !a;
             nlohmann::json j = {{"collective", info.name}, {"P", P}, {"n", n}, {"bytes", bytes},
                                 {"inplace", spec.inplace}, {"algorithm", a ? nlohmann::json(a->name) : nlohmann::json()}};

@@ -110,8 +110,8 @@ cad::GateVerdict ProofGate::decide(const cad::Library &lib, const cad::Algorithm
   }
   std::string outside = "the library records no proven domain for it";
   const cad::Domain *d = lib.domain(a.name);
-  v.note = "inside its proven domain";
-  if (!d || !cad::covers(*d, a, spec, &outside)) {
+  const bool inside = d && cad::covers(*d, a, spec, &outside);
+  if (!inside) {
     outside = "outside its proven domain (" + outside + ")";
     if (policy_ == ProofPolicy::Strict) {
       v.run = false;
@@ -129,14 +129,15 @@ cad::GateVerdict ProofGate::decide(const cad::Library &lib, const cad::Algorithm
         a, spec, d ? d->sizes : a.sweep.sizes.present() ? a.sweep.sizes.values() : std::vector<int64_t>{});
     if (!std::binary_search(sizes.begin(), sizes.end(), spec.n)) {
       const Verdict e = prove(cad::proof_key(a, spec) + " n=" + std::to_string(spec.n),
-                              v.note + "; n=" + std::to_string(spec.n) + " is none of its key's size classes", lib,
-                              a, spec, true);
+                              (inside ? std::string("inside its proven domain") : v.note) + "; n=" +
+                                  std::to_string(spec.n) + " is none of its key's size classes",
+                              lib, a, spec, true);
       v.run = e.proven;
       v.note = e.note;
     }
   }
   if (!v.run) counts_.refused++;
-  else if (d && v.note == "inside its proven domain") counts_.inside++;
+  else if (inside && v.note.empty()) counts_.inside++;
   return v;
 }
 
