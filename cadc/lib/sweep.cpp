@@ -190,6 +190,7 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
             for (const Element &el : elements)
               for (int order = 0; order <= (both_orders ? 1 : 0); order++) {
                 InstanceSpec key;
+                key.limits = st.limits;
                 key.P = P;
                 key.root = root;
                 key.params = set;

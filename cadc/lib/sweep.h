@@ -30,6 +30,7 @@ struct SweepSettings {
   // not as it declares.  Without one, an algorithm that names a
   // user-defined operator is verified with that operator.
   std::shared_ptr<const UserOp> user_op;
+  Limits limits;                     // of every instance planned (and of the size-class probes)
   // No explicit ranks, sizes, roots, parameters or topology: the sweep is
   // the algorithm's own, the one cadc build proves.
   bool declared() const { return ranks.empty() && sizes.empty() && roots.empty() && params.empty() && topology.empty(); }

@@ -25,10 +25,14 @@
 //   - printing it as DSL and as JSON and reading each back gives the same
 //     DSL text (the fmt round trip; a difference aborts);
 //   - once checked, each algorithm is verified on small instances (P = 1, 2,
-//     3, n = 0 and 3), which must end in a result or diagnostics.
+//     3, n = 0 and 3), which must end in a result or diagnostics;
+//   - an algorithm whose own sweep is small and verifies: every instance
+//     its proven domain covers (drawn from the input, in it and beyond)
+//     verifies too (gate_agrees).
 // Crashes, sanitizer reports, hangs (-timeout) and memory blow-ups
 // (-rss_limit_mb) are what it finds.  `make test` runs it for 30 s from the
 // standard library and the CLI test cases; `make fuzz` runs it longer.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -39,12 +43,14 @@
 #include "check.h"
 #include "collective.h"
 #include "diag.h"
+#include "domain.h"
 #include "json_form.h"
 #include "library.h"
 #include "parser.h"
 #include "printer.h"
 #include "simulate.h"
 #include "spec.h"
+#include "sweep.h"
 #include "topology.h"
 #include "userop.h"
 #include "verify.h"
@@ -197,6 +203,71 @@ void verify_small(const cad::Algorithm &a, const cad::SourceManager &sm) {
     }
 }
 
+// The gate and verify agree: for an algorithm whose own sweep is small
+// (P up to 5, at most 96 instances, every one verified), the domain that
+// sweep proves covers an instance -- drawn from the input, as often
+// outside the sweep's P, roots, orders, element sizes and parameters as
+// inside -- only if verify accepts it at each of its key's size classes:
+// what the runtime's gate lets run without a proof on arrival is proven.
+void gate_agrees(const cad::Algorithm &a, const cad::SourceManager &sm, const std::string &text) {
+  if (!a.sweep.present || !a.sweep.ranks.present()) return;
+  int64_t maxP = 0;
+  for (const auto &r : a.sweep.ranks.ranges) maxP = std::max(maxP, r.second);
+  if (maxP > 5) return;
+  cad::SweepSettings st;
+  st.limits = kLimits;
+  std::vector<cad::InstanceSpec> plan;
+  cad::SweepPlan sp;
+  std::string error;
+  cad::Diagnostics quiet;
+  if (!cad::plan_sweep(a, "fuzz.cad", st, &plan, &error, &quiet, &sp) || plan.empty() || plan.size() > 96) return;
+  for (const cad::InstanceSpec &s : plan) {
+    cad::Diagnostics d;
+    const cad::Outcome o = cad::verify_instance(a, s, sm, &d).outcome;
+    if (o == cad::Outcome::Failed || o == cad::Outcome::NotRun) return;
+  }
+  const cad::Domain dom = cad::domain_of_sweep(a, plan, sp.sizes, sp.roots, sp.root_values);
+  const cad::CollectiveInfo &info = cad::collective_info(a.collective);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  auto draw = [&](uint64_t below) {
+    h = h * 6364136223846793005ull + 1442695040888963407ull;
+    return below ? (h >> 33) % below : 0;
+  };
+  static const unsigned kWidths[][2] = {{CAD_DT_INT8, 1}, {CAD_DT_INT16, 2}, {CAD_DT_INT32, 4}, {CAD_DT_INT64, 8},
+                                        {CAD_DT_DOUBLE_INT, 16}};
+  for (int k = 0; k < 6; k++) {
+    cad::InstanceSpec spec = plan[draw(plan.size())];
+    spec.limits = kLimits;
+    spec.P = 1 + static_cast<int64_t>(draw(static_cast<uint64_t>(maxP) + 2));
+    spec.root = info.rooted ? static_cast<int64_t>(draw(static_cast<uint64_t>(spec.P))) : 0;
+    spec.inplace = a.inplace && draw(2);
+    if (info.reducing && !spec.user_op && a.op.empty()) {
+      const auto &w = kWidths[draw(5)];
+      spec.dtype = w[0];
+      spec.op = w[0] == CAD_DT_DOUBLE_INT ? CAD_OP_MINLOC : CAD_OP_SUM;
+      spec.commutative = draw(2);
+    } else if (!info.reducing) {
+      static const uint32_t kSizes[] = {1, 2, 4, 8, 12, 16};
+      spec.esize = kSizes[draw(6)];
+    }
+    for (auto &p : spec.params)
+      if (draw(3) == 0) p.second += 1;
+    spec.topo = nullptr;
+    if (!cad::covers(dom, a, spec, nullptr)) continue;
+    for (int64_t n : cad::size_classes(a, spec, sp.sizes)) {
+      if (n > 64) break;
+      spec.n = n;
+      cad::Diagnostics d;
+      if (cad::verify_instance(a, spec, sm, &d).outcome == cad::Outcome::Failed) {
+        fprintf(stderr, "the proven domain covers %s, which does not verify: %s\n", spec.describe(a).c_str(),
+                d.empty() ? "?" : d.list()[0].message.c_str());
+        abort();
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void topology(const std::string &text) {
@@ -289,6 +360,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!ok) return 0;
   size_t count = 0;
   for (const cad::Algorithm &a : m.algorithms)
-    if (count++ < 4) verify_small(a, sm);
+    if (count++ < 4) {
+      verify_small(a, sm);
+      gate_agrees(a, sm, text);
+    }
   return 0;
 }
