@@ -53,17 +53,23 @@ def line_of(path, text):
     return next(i + 1 for i, l in enumerate(path.read_text().splitlines()) if text in l)
 
 
-def test_a_reduction_with_another_op_than_the_calls_is_a_wrong_result(build_dir, tmp_path):
+def test_a_reduction_with_a_fixed_op_is_caught_at_its_line(build_dir, tmp_path):
+    """An allreduce reduces with the call's op, whatever it is: a fixed one
+    is an error where it is written, unless the algorithm declares it is
+    written for that op (then it verifies with it, and takes no other)."""
     p = variant(tmp_path, "ar_max", [(LOWER, LOWER.replace("from tmp\n", "from tmp op max\n"))])
-    r = cadc(build_dir, "verify", p, "--ranks", "4", "--sizes", "3", "--json")
+    r = cadc(build_dir, "check", p, "--json")
     assert r.returncode == 1, r.stdout + r.stderr
     d = json.loads(r.stdout)["diagnostics"][0]
-    assert d["code"] == "CAD-E036", d
-    text = " ".join(d.get("witness", []))
-    assert "a reduction with op max" in text and "the call's op is sum" in text, d
-    # With max as the call's op, the same algorithm is right.
-    r = cadc(build_dir, "verify", p, "--ranks", "1..9", "--sizes", "0,3", "--op", "max")
+    assert d["code"] == "CAD-E014" and d["location"]["line"] == line_of(p, "from tmp op max"), d
+    assert "reduces with the call's op, whatever it is" in d["message"] and "declare 'op max'" in d["message"], d
+    q = variant(tmp_path, "ar_for_max", named("max") + [("  inplace\n", "  inplace\n  op max\n")])
+    r = cadc(build_dir, "verify", q, "--ranks", "1..9", "--sizes", "0,3", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads(r.stdout)["results"][0]
+    assert res["verified"] > 0 and res["failed"] == 0, res
+    r = cadc(build_dir, "verify", q, "--ranks", "4", "--sizes", "3", "--op", "sum")
+    assert r.returncode == 2 and "written for the op max: give --op max or no --op" in r.stderr, r.stderr
 
 
 def test_an_algorithm_written_for_a_user_op_verifies_with_it(build_dir, tmp_path):
@@ -109,7 +115,7 @@ def test_an_algorithm_is_for_one_user_op(build_dir, tmp_path):
 def test_usage_errors_of_user_ops(build_dir, tmp_path):
     p = variant(tmp_path, "allreduce_cmul", named("complex_mul"))
     ops = ["--ops", OPS / "complex_mul.c"]
-    for extra, words in [(["--op", "sum"], "written for the operator complex_mul"),
+    for extra, words in [(["--op", "sum"], "written for the op complex_mul"),
                          (["--op", "complex_mul", "--dtype", "f64"], "--dtype does not apply"),
                          (["--op", "nosuch"], "unknown --op 'nosuch'")]:
         r = cadc(build_dir, "verify", p, *ops, "--ranks", "2", *extra)
@@ -175,7 +181,7 @@ def test_rules_select_by_op_at_run_time(build_dir, tmp_path, n):
     ([{"collective": "allreduce", "op": "nosuch", "use": "allreduce_cmul"}] + GOOD_RULES[1:],
      "neither a built-in op nor an operator of the library"),
     ([{"collective": "allreduce", "op": "affine", "use": "allreduce_cmul"}] + GOOD_RULES[1:],
-     "written for the operator complex_mul, not affine"),
+     "written for the op complex_mul, not affine"),
     ([GOOD_RULES[1], {"collective": "allreduce", "use": "allreduce_cmul"}], "must take every op"),
     ([GOOD_RULES[1], {"collective": "allreduce", "op": "complex_mul", "use": "allreduce_cmul"}],
      "must have no conditions"),

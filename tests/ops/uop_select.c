@@ -74,7 +74,7 @@ int main(void)
 	/* Forced on calls with other ops (new sizes: not cached). */
 	setenv("CADRT_ALGORITHM_ALLREDUCE", "allreduce_cmul", 1);
 	CHECK(cadrt_iallreduce(as, ar, N - 1, CADRT_USER, op_aff, w, &req) == -EINVAL &&
-	      strstr(cadrt_error_message(), "written for the operator complex_mul"), "forced on affine");
+	      strstr(cadrt_error_message(), "written for the op complex_mul"), "forced on affine");
 	CHECK(cadrt_iallreduce(x, y, N - 1, CADRT_DOUBLE, CADRT_SUM, w, &req) == -EINVAL, "forced on sum");
 	CHECK(cadrt_iallreduce(cs, cr, N - 1, CADRT_USER, op_cmul, w, &req) == 0 && cadrt_wait(&req) == 0,
 	      "forced on complex_mul");
