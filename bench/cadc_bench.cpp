@@ -10,6 +10,7 @@
 // verifier's time against P, as curves: the rotated alltoall at P = 16 ..
 // 512 and the binomial broadcast at P = 2^4 .. 2^15 (seconds, params P and
 // messages; quick: up to 256 and 4096).
+// Then what proofs on arrival cost (proof_figures).
 // `cadc_bench --json FILE` writes every repetition
 // (schemas/bench-result.schema.json); BENCH_QUICK=1 runs fewer.
 #include <sys/utsname.h>
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -28,7 +30,9 @@
 #include <nlohmann/json.hpp>
 
 #include "check.h"
+#include "domain.h"
 #include "instance.h"
+#include "library.h"
 #include "parser.h"
 #include "verify.h"
 
@@ -181,15 +185,96 @@ void write_json(const char *path) {
 
 }  // namespace
 
+// What the runtime's proofs on arrival cost (docs/proof.md): for every
+// algorithm of the standard library, one instance at P = 64, 256, 1024
+// and 4096 ("prove <alg> P=<P>", ms; at P = 64 the target 50 ms) with the
+// parameters its first rule gives it, n the largest of its sweep's sizes,
+// root 0 and the op non-commutative unless it requires a commutative one;
+// and its key at P = 64 at every size class and that n, what cadrt proves
+// when a call arrives outside the domain ("prove on arrival <alg> P=64").
+// A larger P is left out once one took more than 30 s, or went over the
+// verifier's limits.  Quick: P = 64 and 256.
+void proof_figures(const std::string &library, bool quick) {
+  cad::Library lib;
+  cad::Diagnostics d;
+  if (!cad::load_library(library, &lib, &d)) {
+    std::fprintf(stderr, "cadc_bench: cannot load %s: %s\n", library.c_str(),
+                 d.empty() ? "?" : d.list()[0].message.c_str());
+    std::exit(2);
+  }
+  for (const cad::Algorithm *a : lib.algorithms) {
+    cad::InstanceSpec s;
+    s.n = a->sweep.sizes.present() ? a->sweep.sizes.values().back() : 100;
+    for (const cad::Rule &r : lib.rules)
+      if (r.use == a->name) {
+        s.params = r.params;
+        break;
+      }
+    if (a->user_op && cad::collective_info(a->collective).reducing) {
+      s.dtype = CAD_DT_USER;
+      s.op = CAD_OP_USER;
+      s.user_op = a->user_op;
+      s.commutative = a->user_op->commutative;
+    } else if (cad::collective_info(a->collective).reducing) {
+      s.op = a->op.empty() ? static_cast<unsigned>(CAD_OP_SUM) : cad::builtin_op(a->op);
+      s.dtype = cad::default_dtype(s.op);
+      s.commutative = !a->op.empty();
+    }
+    for (const int64_t P : {int64_t{64}, int64_t{256}, int64_t{1024}, int64_t{4096}}) {
+      if (quick && P > 256) break;
+      s.P = P;
+      {
+        cad::Diagnostics quiet;
+        if (!s.commutative && !cad::Instantiator(*a, s, &quiet).applicable()) s.commutative = true;
+        if (!cad::Instantiator(*a, s, &quiet).applicable()) break;  // (its requirements do not hold there)
+      }
+      Figure f{"prove " + a->name + " P=" + std::to_string(P), "ms", P == 64 ? "<= 50" : "", P == 64 ? 50.0 : 0,
+               false, {}, {{"P", P}, {"n", s.n}}};
+      double took = 0;
+      for (int r = 0, reps = 1; r < reps; r++) {
+        cad::Diagnostics diags;
+        const double t0 = now();
+        const cad::InstanceResult res = cad::verify_instance(*a, s, lib.sm, &diags);
+        took = now() - t0;
+        if (res.outcome != cad::Outcome::Verified) {
+          f.reps.clear();
+          break;  // over a limit: said by its absence
+        }
+        if (r == 0) reps = static_cast<int>(std::clamp(1.0 / took, 1.0, quick ? 3.0 : 7.0));
+        f.reps.push_back(took * 1e3);
+        f.params["messages"] = res.stats.messages;
+      }
+      if (f.reps.empty()) break;
+      report(f, true);
+      if (P == 64) {
+        Figure on{"prove on arrival " + a->name + " P=64", "ms", "", 0, false, {}, {{"P", P}, {"n", s.n}}};
+        const double t0 = now();
+        const cad::ArrivalProof p = cad::prove_on_arrival(*a, s, lib.sm);
+        if (p.proven) {
+          on.reps.push_back((now() - t0) * 1e3);
+          on.params["instances"] = p.instances;
+          report(on, true);
+        }
+      }
+      if (took > 30) break;
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   const bool quick = std::getenv("BENCH_QUICK") && std::atoi(std::getenv("BENCH_QUICK"));
   const std::string dir = CAD_SOURCE_DIR "/algorithms/";
   const char *json = nullptr;
+  // The standard library beside this program's lib/ (build/bin/../lib).
+  std::string library = std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "lib" /
+                        "cad-std.cadlib";
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       json = argv[++i];
+    } else if (!std::strcmp(argv[i], "--library") && i + 1 < argc) {
+      library = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: cadc_bench [--json FILE]\n");
+      std::fprintf(stderr, "usage: cadc_bench [--json FILE] [--library LIB.cadlib]\n");
       return 2;
     }
   }
@@ -227,6 +312,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> pow2;
   for (int k = 4; k <= 15; k++) pow2.push_back(int64_t{1} << k);
   verify_curve("bcast_binomial", dir + "bcast_binomial.cad", pow2, 4096, quick);
+  proof_figures(library, quick);
   if (json) write_json(json);
   return 0;
 }
