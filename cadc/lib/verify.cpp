@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <map>
+#include <memory_resource>
 #include <tuple>
 #include <unordered_map>
 
 #include "../../kmod/core/cad_core.h"
+#include "access.h"
 
 namespace cad {
 
@@ -26,51 +28,39 @@ constexpr int kMaxReports = 8;  // diagnostics of one kind per instance
 
 // ---------------------------------------------------------------- reachability
 
-// Whether operation u of a rank's program reaches v (u < v) along edges.
+// Whether operation u of a rank's program reaches v along edges: a
+// search forward from u that never goes past v (edges go forward),
+// nearest to v first.  The checks ask about conflicting operations, which
+// dependency inference joined by an edge or through a nearby one.
 class Reach {
  public:
-  explicit Reach(const RankProgram &p) : p_(p), n_(p.ops.size()) {
-    if (n_ > kBitsetLimit) return;
-    words_ = (n_ + 63) / 64;
-    desc_.assign(n_ * words_, 0);
-    for (size_t u = n_; u-- > 0;)
-      for (uint32_t e = p.edge_first[u]; e < p.edge_first[u + 1]; e++) {
-        const uint32_t s = p.edges[e];
-        uint64_t *d = &desc_[u * words_];
-        const uint64_t *ds = &desc_[s * words_];
-        for (size_t w = 0; w < words_; w++) d[w] |= ds[w];
-        d[s / 64] |= uint64_t{1} << (s % 64);
-      }
-  }
+  explicit Reach(const RankProgram &p) : p_(p), seen_(p.ops.size(), 0) {}
 
   bool reaches(uint32_t u, uint32_t v) {
     if (u == v) return true;
     if (u > v) return false;
-    if (words_) return desc_[u * words_ + v / 64] >> (v % 64) & 1;
-    // Large programs: a search that never goes past v (edges go forward).
-    if (seen_.size() != n_) seen_.assign(n_, 0);
-    stamp_++;
+    if (++stamp_ == 0) {  // the stamps wrapped: forget them
+      std::fill(seen_.begin(), seen_.end(), 0);
+      stamp_ = 1;
+    }
     stack_.assign(1, u);
     while (!stack_.empty()) {
       const uint32_t x = stack_.back();
       stack_.pop_back();
-      for (uint32_t e = p_.edge_first[x]; e < p_.edge_first[x + 1]; e++) {
-        const uint32_t s = p_.edges[e];
-        if (s == v) return true;
-        if (s < v && seen_[s] != stamp_) {
-          seen_[s] = stamp_;
-          stack_.push_back(s);
+      const uint32_t *first = p_.edges.data() + p_.edge_first[x], *last = p_.edges.data() + p_.edge_first[x + 1];
+      const uint32_t *at = std::lower_bound(first, last, v);  // successors are increasing
+      if (at != last && *at == v) return true;
+      for (const uint32_t *e = first; e != at; e++)  // below v, the nearest popped first
+        if (seen_[*e] != stamp_) {
+          seen_[*e] = stamp_;
+          stack_.push_back(*e);
         }
-      }
     }
     return false;
   }
 
  private:
-  static constexpr size_t kBitsetLimit = 8192;
   const RankProgram &p_;
-  size_t n_, words_ = 0;
-  std::vector<uint64_t> desc_;
   std::vector<uint32_t> seen_, stack_;
   uint32_t stamp_ = 0;
 };
@@ -238,10 +228,13 @@ class Verifier {
     return true;
   }
 
+  // The reachability of rank r's program (the checks go rank by rank).
   Reach &reach(uint32_t r) {
-    auto it = reach_.find(r);
-    if (it == reach_.end()) it = reach_.emplace(r, std::make_unique<Reach>(progs_[r])).first;
-    return *it->second;
+    if (!reach_ || reach_rank_ != r) {
+      reach_ = std::make_unique<Reach>(progs_[r]);
+      reach_rank_ = r;
+    }
+    return *reach_;
   }
 
   // ---- 2. matching ----
@@ -382,46 +375,49 @@ class Verifier {
   }
 
   // ---- 4. races ----
+  // Within a rank, in program order, each access against what it
+  // conflicts with: the last writer of every byte it touches and, for a
+  // write, the readers since.  That suffices: an earlier conflicting
+  // access is ordered before that writer (checked when it wrote), which
+  // is ordered before this one.
   bool races() {
     int found = 0;
+    std::vector<uint32_t> none, conflicts;
     for (uint32_t r = 0; r < progs_.size() && found < kMaxReports; r++) {
       const RankProgram &p = progs_[r];
-      struct Acc {
-        int32_t buf;
-        uint64_t lo, hi;
-        uint32_t op;
-        bool write;
-      };
-      std::vector<Acc> acc;
+      std::pmr::monotonic_buffer_resource pool;
+      std::vector<AccessMap> maps;
+      maps.reserve(p.buffers.size());
+      for (size_t b = 0; b < p.buffers.size(); b++) maps.emplace_back(&pool);
       for (uint32_t i = 0; i < p.ops.size(); i++) {
         const RankOp &o = p.ops[i];
-        if (!o.len) continue;
-        if (o.kind == CAD_NODE_SEND || o.kind == CAD_NODE_COPY || o.kind == CAD_NODE_REDUCE)
-          acc.push_back({o.src, o.src_off, o.src_off + o.len, i, false});
-        if (o.kind == CAD_NODE_RECV || o.kind == CAD_NODE_COPY || o.kind == CAD_NODE_REDUCE)
-          acc.push_back({o.dst, o.dst_off, o.dst_off + o.len, i, true});
-      }
-      std::sort(acc.begin(), acc.end(), [](const Acc &x, const Acc &y) {
-        return x.buf != y.buf ? x.buf < y.buf : x.lo < y.lo;
-      });
-      std::vector<Acc> active;
-      for (const Acc &a : acc) {
-        active.erase(std::remove_if(active.begin(), active.end(),
-                                    [&](const Acc &b) { return b.buf != a.buf || b.hi <= a.lo; }),
-                     active.end());
-        for (const Acc &b : active) {
-          if (!(a.write || b.write) || a.op == b.op) continue;
-          const uint32_t u = std::min(a.op, b.op), v = std::max(a.op, b.op);
-          if (reach(r).reaches(u, v)) continue;
-          const Acc &w = a.write ? a : b, &o = a.write ? b : a;
-          Diagnostic &d = fail(Code::Race, gid(r, v), "race: " + range_text(p, w.buf, std::max(a.lo, b.lo), std::min(a.hi, b.hi) - std::max(a.lo, b.lo)) +
-                               " is " + (o.write ? "written" : "read") + " and written by two operations that nothing orders");
-          note(d, gid(r, w.op), "writes it");
-          note(d, gid(r, o.op), o.write ? "also writes it" : "reads it");
-          if (++found >= kMaxReports) break;
-          goto next_rank;  // one race per rank is enough to act on
+        for (const bool write : {false, true}) {
+          if (write ? o.kind == CAD_NODE_SEND : o.kind == CAD_NODE_RECV) continue;
+          if (!o.len || (o.kind != CAD_NODE_SEND && o.kind != CAD_NODE_RECV && o.kind != CAD_NODE_COPY &&
+                         o.kind != CAD_NODE_REDUCE))
+            continue;
+          const int32_t buf = write ? o.dst : o.src;
+          const uint64_t lo = write ? o.dst_off : o.src_off, hi = lo + o.len;
+          conflicts.clear();
+          maps[buf].access(lo, o.len, write, i, 0, none, &conflicts);
+          for (const uint32_t u : conflicts) {
+            if (reach(r).reaches(u, i)) continue;
+            // u's access: its write when it writes these bytes, else its read.
+            const RankOp &uo = p.ops[u];
+            const bool u_writes = (uo.kind == CAD_NODE_RECV || uo.kind == CAD_NODE_COPY || uo.kind == CAD_NODE_REDUCE) &&
+                                  uo.dst == buf && uo.dst_off < hi && lo < uo.dst_off + uo.len;
+            const uint64_t ulo = u_writes ? uo.dst_off : uo.src_off, uhi = ulo + uo.len;
+            const uint64_t from = std::max(lo, ulo), to = std::min(hi, uhi);
+            const uint32_t w = write ? i : u, other = write ? u : i;
+            const bool other_writes = write ? u_writes : false;
+            Diagnostic &d = fail(Code::Race, gid(r, i), "race: " + range_text(p, buf, from, to - from) + " is " +
+                                 (other_writes ? "written" : "read") + " and written by two operations that nothing orders");
+            note(d, gid(r, w), "writes it");
+            note(d, gid(r, other), other_writes ? "also writes it" : "reads it");
+            found++;
+            goto next_rank;  // one race per rank is enough to act on
+          }
         }
-        active.push_back(a);
       }
     next_rank:;
     }
@@ -445,7 +441,8 @@ class Verifier {
   std::vector<uint64_t> base_;     // first global id of each rank, then the total
   std::vector<uint64_t> partner_;  // the matched operation, or kNone
   std::vector<uint64_t> order_;    // representatives in a topological order
-  std::map<uint32_t, std::unique_ptr<Reach>> reach_;
+  std::unique_ptr<Reach> reach_;
+  uint32_t reach_rank_ = 0;
   std::vector<std::vector<SymBuffer>> state_;
   Lists lists_;
   std::vector<const RankOp *> wrong_ops_;  // reductions with an op other than the call's
