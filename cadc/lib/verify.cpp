@@ -72,43 +72,111 @@ struct Sym {
   enum Kind : uint8_t { Old, Zero, Data, Garbage, WrongOp } kind = Old;
   uint32_t who = 0;      // Old: the rank; Data: contribution list; WrongOp: index in wrong_ops_
   int64_t index = 0;     // Data: logical index of the piece's first element
+  uint64_t blk = 0;      // Data: 0, or a run of blocks (below)
   const Stmt *by = nullptr;  // the operation that wrote it last
 };
 
 // A piece of a buffer: elements [lo, hi) holding sym (index at lo).
+//
+// A run of blocks (sym.blk > 0, hi - lo a multiple of blk, two blocks or
+// more) stands for blk-element pieces side by side, block k holding rank
+// who + k's input alone (list who + k, see Lists) from the same index,
+// written by the same operation.  The gathers and the alltoall build
+// their output a block per rank: as a run, a rank's state is a few pieces
+// instead of P, and a message moves a few.  A run never stands for
+// anything but its blocks, so the postcondition sees the same pieces
+// as if each block were kept apart.
 struct Piece {
   uint64_t lo, hi;
   Sym sym;
 };
 
+// Appends the part [a, b) of p (within it) to out; a run cut inside a
+// block leaves the cut blocks' parts as single pieces, and one whole
+// block as a single piece.
+void slice(const Piece &p, uint64_t a, uint64_t b, std::vector<Piece> *out) {
+  Sym s = p.sym;
+  const uint64_t B = s.blk;
+  if (s.kind != Sym::Data || !B) {
+    if (s.kind == Sym::Data) s.index += static_cast<int64_t>(a - p.lo);
+    out->push_back({a, b, s});
+    return;
+  }
+  const auto block = [&](uint64_t x) { return (x - p.lo) / B; };
+  const auto single = [&](uint64_t from, uint64_t to) {  // within one block
+    Sym one = s;
+    one.blk = 0;
+    one.who = s.who + static_cast<uint32_t>(block(from));
+    one.index = s.index + static_cast<int64_t>((from - p.lo) % B);
+    out->push_back({from, to, one});
+  };
+  uint64_t at = a;
+  if ((at - p.lo) % B) {  // the first block's part
+    const uint64_t stop = std::min(b, p.lo + (block(at) + 1) * B);
+    single(at, stop);
+    at = stop;
+  }
+  const uint64_t whole = p.lo + block(b) * B;  // the start of the block b cuts
+  if (at < whole) {
+    if (whole - at == B) {
+      single(at, whole);
+    } else {
+      Sym run = s;
+      run.who = s.who + static_cast<uint32_t>(block(at));
+      out->push_back({at, whole, run});
+    }
+    at = whole;
+  }
+  if (at < b) single(at, b);
+}
+
+// The pieces a run stands for, one per block (other pieces as they are).
+void explode(const Piece &p, std::vector<Piece> *out) {
+  if (p.sym.kind != Sym::Data || !p.sym.blk) {
+    out->push_back(p);
+    return;
+  }
+  for (uint64_t at = p.lo; at < p.hi; at += p.sym.blk) slice(p, at, at + p.sym.blk, out);
+}
+
 // Interval map of a buffer's elements.
 class SymBuffer {
  public:
-  void init(uint64_t elems, Sym s) {
+  // ranks: lists 0 .. ranks - 1 are the ranks alone (blocks of a run).
+  void init(uint64_t elems, Sym s, uint32_t ranks) {
     map_.clear();
+    ranks_ = ranks;
     if (elems) map_.emplace(0, Seg{elems, s});
   }
-  std::vector<Piece> read(uint64_t lo, uint64_t hi) const {
-    std::vector<Piece> out;
+  // The pieces over [lo, hi), appended to out; exploded: runs as their blocks.
+  void read(uint64_t lo, uint64_t hi, std::vector<Piece> *out, bool exploded = false) const {
     auto it = map_.upper_bound(lo);
     if (it != map_.begin()) --it;
+    std::vector<Piece> cut;
     for (; it != map_.end() && it->first < hi; ++it) {
       const uint64_t a = std::max(lo, it->first), b = std::min(hi, it->second.end);
       if (a >= b) continue;
-      Sym s = it->second.sym;
-      if (s.kind == Sym::Data) s.index += static_cast<int64_t>(a - it->first);
-      out.push_back({a, b, s});
+      const Piece whole{it->first, it->second.end, it->second.sym};
+      if (!exploded) {
+        slice(whole, a, b, out);
+        continue;
+      }
+      cut.clear();
+      slice(whole, a, b, &cut);
+      for (const Piece &pc : cut) explode(pc, out);
     }
-    return out;
   }
   // Writes pieces (positions already those of this buffer).
   void write(const std::vector<Piece> &pieces) {
+    if (pieces.empty()) return;
     for (const Piece &p : pieces) {
       split(p.lo);
       split(p.hi);
       map_.erase(map_.lower_bound(p.lo), map_.lower_bound(p.hi));
-      map_.emplace(p.lo, Seg{p.hi, p.sym});
+      join_left(map_.emplace(p.lo, Seg{p.hi, p.sym}).first);
     }
+    auto right = map_.lower_bound(pieces.back().hi);
+    if (right != map_.end()) join_left(right);
   }
 
  private:
@@ -116,23 +184,65 @@ class SymBuffer {
     uint64_t end;
     Sym sym;
   };
+  using Map = std::map<uint64_t, Seg>;
+
+  // A segment boundary at x, if x falls inside a segment.
   void split(uint64_t x) {
     auto it = map_.upper_bound(x);
     if (it == map_.begin()) return;
     --it;
     if (it->first < x && x < it->second.end) {
-      Seg right = it->second;
-      if (right.sym.kind == Sym::Data) right.sym.index += static_cast<int64_t>(x - it->first);
-      it->second.end = x;
-      map_.emplace(x, right);
+      const Piece whole{it->first, it->second.end, it->second.sym};
+      std::vector<Piece> parts;
+      slice(whole, whole.lo, x, &parts);
+      slice(whole, x, whole.hi, &parts);
+      map_.erase(it);
+      for (const Piece &pc : parts) map_.emplace(pc.lo, Seg{pc.hi, pc.sym});
     }
   }
-  std::map<uint64_t, Seg> map_;
+
+  // Blocks of a run: (first rank, blocks, block length); a single rank's
+  // piece is a run of one block.
+  bool blocks(const Map::const_iterator &it, uint32_t *who, uint64_t *count, uint64_t *blk) const {
+    const Sym &s = it->second.sym;
+    const uint64_t len = it->second.end - it->first;
+    if (s.kind != Sym::Data || (!s.blk && s.who >= ranks_)) return false;
+    *who = s.who;
+    *blk = s.blk ? s.blk : len;
+    *count = len / *blk;
+    return true;
+  }
+
+  // Joins the segment at it to the one before it when together they are
+  // a run: the same writer, the same index and block length, ranks in a
+  // row.
+  void join_left(Map::iterator it) {
+    if (it == map_.begin()) return;
+    const auto prev = std::prev(it);
+    uint32_t wa, wb;
+    uint64_t ca, cb, ba, bb;
+    if (prev->second.end != it->first || !blocks(prev, &wa, &ca, &ba) || !blocks(it, &wb, &cb, &bb)) return;
+    const Sym &a = prev->second.sym, &b = it->second.sym;
+    if (ba != bb || a.index != b.index || a.by != b.by || uint64_t{wa} + ca != wb) return;
+    prev->second.sym.blk = ba;
+    prev->second.end = it->second.end;
+    map_.erase(it);
+  }
+
+  Map map_;
+  uint32_t ranks_ = 0;
 };
 
-// Interned lists of contributing ranks, in reduction order.
+// Interned lists of contributing ranks, in reduction order; list q is
+// rank q alone, for q < P.
 class Lists {
  public:
+  void init(uint32_t P) {
+    lists_.clear();
+    ids_.clear();
+    concat_.clear();
+    for (uint32_t q = 0; q < P; q++) intern({q});
+  }
   uint32_t intern(const std::vector<uint32_t> &v) {
     std::string key(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(uint32_t));
     auto it = ids_.find(key);
@@ -141,15 +251,20 @@ class Lists {
     return ids_[key] = static_cast<uint32_t>(lists_.size() - 1);
   }
   const std::vector<uint32_t> &get(uint32_t id) const { return lists_[id]; }
+  // a's ranks, then b's; remembered, as reductions repeat the same pairs.
   uint32_t concat(uint32_t a, uint32_t b) {
+    const uint64_t key = uint64_t{a} << 32 | b;
+    auto it = concat_.find(key);
+    if (it != concat_.end()) return it->second;
     std::vector<uint32_t> v = lists_[a];
     v.insert(v.end(), lists_[b].begin(), lists_[b].end());
-    return intern(v);
+    return concat_[key] = intern(v);
   }
 
  private:
   std::vector<std::vector<uint32_t>> lists_;
   std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<uint64_t, uint32_t> concat_;
 };
 
 // ---------------------------------------------------------------- verifier
@@ -444,6 +559,7 @@ class Verifier {
   std::unique_ptr<Reach> reach_;
   uint32_t reach_rank_ = 0;
   std::vector<std::vector<SymBuffer>> state_;
+  std::vector<Piece> pieces_, out_;  // reused
   Lists lists_;
   std::vector<const RankOp *> wrong_ops_;  // reductions with an op other than the call's
   VerifyStats stats_;
@@ -499,8 +615,7 @@ bool Verifier::postcondition() {
   const int64_t n = spec_.n;
   // Initial state.
   state_.resize(P);
-  std::vector<uint32_t> single(P);
-  for (uint32_t q = 0; q < P; q++) single[q] = lists_.intern({q});
+  lists_.init(P);
   for (uint32_t r = 0; r < P; r++) {
     const RankProgram &p = progs_[r];
     state_[r].resize(p.buffers.size());
@@ -508,7 +623,7 @@ bool Verifier::postcondition() {
       Sym s;
       s.kind = p.buffers[b].collective < 0 ? Sym::Zero : Sym::Old;
       s.who = r;
-      state_[r][b].init(p.buffers[b].elems, s);
+      state_[r][b].init(p.buffers[b].elems, s, P);
     }
     // The inputs: send buffers, the root's bcast buffer; in place, where MPI puts them.
     const std::vector<Binding> bind = bind_buffers(a_.collective, P, n, r, spec_.root, spec_.inplace);
@@ -518,7 +633,7 @@ bool Verifier::postcondition() {
       const int abi = bind[c].alias_of >= 0 ? bind[c].alias_of : static_cast<int>(c);
       Sym s;
       s.kind = Sym::Data;
-      s.who = single[r];
+      s.who = r;
       s.index = 0;
       state_[r][abi].write({{bind[c].offset, bind[c].offset + bind[c].elems, s}});
     }
@@ -530,7 +645,9 @@ bool Verifier::postcondition() {
       const RankOp &so = op(sg), &ro = op(rg);
       const uint32_t sr = rank_of(sg), rr = rank_of(rg);
       const uint64_t es = progs_[sr].esize;
-      std::vector<Piece> pieces = state_[sr][so.src].read(so.src_off / es, (so.src_off + so.len) / es);
+      std::vector<Piece> &pieces = pieces_;
+      pieces.clear();
+      state_[sr][so.src].read(so.src_off / es, (so.src_off + so.len) / es, &pieces);
       const int64_t shift = static_cast<int64_t>(ro.dst_off / es) - static_cast<int64_t>(so.src_off / es);
       for (Piece &pc : pieces) {
         pc.lo += shift;
@@ -545,8 +662,10 @@ bool Verifier::postcondition() {
     const uint64_t es = progs_[r].esize;
     if (o.kind != CAD_NODE_COPY && o.kind != CAD_NODE_REDUCE) continue;
     const uint64_t slo = o.src_off / es, dlo = o.dst_off / es, len = o.len / es;
-    std::vector<Piece> src = state_[r][o.src].read(slo, slo + len);
-    std::vector<Piece> out;
+    std::vector<Piece> &src = pieces_, &out = out_;
+    src.clear();
+    out.clear();
+    state_[r][o.src].read(slo, slo + len, &src, o.kind == CAD_NODE_REDUCE);
     if (o.kind == CAD_NODE_COPY) {
       for (Piece &pc : src) out.push_back({pc.lo - slo + dlo, pc.hi - slo + dlo, pc.sym});
     } else {
@@ -555,7 +674,8 @@ bool Verifier::postcondition() {
       // collective every reduction must use the call's op.
       const bool right_op = !info_.reducing || (o.op == spec_.op && (o.op != CAD_OP_USER || same_op(o.uop, spec_.user_op.get())));
       if (!right_op) wrong_ops_.push_back(&o);
-      std::vector<Piece> dst = state_[r][o.dst].read(dlo, dlo + len);
+      std::vector<Piece> dst;
+      state_[r][o.dst].read(dlo, dlo + len, &dst, true);
       size_t i = 0, j = 0;
       uint64_t at = 0;
       while (at < len) {
@@ -626,31 +746,47 @@ bool Verifier::postcondition() {
       }
     };
     const bool blocks = info_.buffers[out].times_p && a_.collective != Collective::ReduceScatterBlock;
+    // Output block k is rank k's input: a run of blocks from the right
+    // rank and index is right as a whole.
+    const bool by_rank = a_.collective == Collective::Gather || a_.collective == Collective::Allgather ||
+                         a_.collective == Collective::Alltoall;
     bool reported = false;  // the first wrong range of a rank is enough
-    for (const Piece &pc : state_[r][abi].read(base, base + len)) {
-      for (uint64_t at = pc.lo - base, end = pc.hi - base; at < end && !reported;) {
-        // Within one block of n elements the expectation is linear.
-        const uint64_t stop = blocks && n ? std::min(end, (at / n + 1) * n) : end;
+    std::vector<Piece> &runs = pieces_, &plain = out_;
+    runs.clear();
+    state_[r][abi].read(base, base + len, &runs);
+    for (const Piece &run : runs) {
+      if (by_rank && run.sym.kind == Sym::Data && run.sym.blk && run.sym.blk == static_cast<uint64_t>(n) &&
+          (run.lo - base) % run.sym.blk == 0) {
         int64_t q, index;
-        expect(at, &q, &index);
-        const int64_t got_index = pc.sym.index + static_cast<int64_t>(at - (pc.lo - base));
-        const bool ok = pc.sym.kind == Sym::Data && got_index == index &&
-                        (q >= 0 ? lists_.get(pc.sym.who) == std::vector<uint32_t>{static_cast<uint32_t>(q)}
-                                : is_all(pc.sym.who));
-        if (!ok) {
-          Sym shown = pc.sym;
-          shown.index = got_index;
-          Diagnostic &d = diags_->error(Code::WrongResult, pc.sym.by ? pc.sym.by->loc : a_.loc,
-                                        "wrong result: rank " + std::to_string(r) + "'s " + info_.buffers[out].name +
-                                            "[" + std::to_string(at) + ":" + std::to_string(stop) + "] is wrong");
-          d.instance = described_;
-          d.rank = static_cast<int>(r);
-          d.witness.push_back("it holds " + sym_text(shown, stop - at));
-          d.witness.push_back("it should hold " + want_text(q, index, stop - at));
-          if (!pc.sym.by) d.witness.push_back("no operation wrote it");
-          reported = true;
+        expect(run.lo - base, &q, &index);
+        if (run.sym.who == q && run.sym.index == index) continue;
+      }
+      plain.clear();
+      explode(run, &plain);
+      for (const Piece &pc : plain) {
+        for (uint64_t at = pc.lo - base, end = pc.hi - base; at < end && !reported;) {
+          // Within one block of n elements the expectation is linear.
+          const uint64_t stop = blocks && n ? std::min(end, (at / n + 1) * n) : end;
+          int64_t q, index;
+          expect(at, &q, &index);
+          const int64_t got_index = pc.sym.index + static_cast<int64_t>(at - (pc.lo - base));
+          const bool ok = pc.sym.kind == Sym::Data && got_index == index &&
+                          (q >= 0 ? pc.sym.who == q : is_all(pc.sym.who));
+          if (!ok) {
+            Sym shown = pc.sym;
+            shown.index = got_index;
+            Diagnostic &d = diags_->error(Code::WrongResult, pc.sym.by ? pc.sym.by->loc : a_.loc,
+                                          "wrong result: rank " + std::to_string(r) + "'s " + info_.buffers[out].name +
+                                              "[" + std::to_string(at) + ":" + std::to_string(stop) + "] is wrong");
+            d.instance = described_;
+            d.rank = static_cast<int>(r);
+            d.witness.push_back("it holds " + sym_text(shown, stop - at));
+            d.witness.push_back("it should hold " + want_text(q, index, stop - at));
+            if (!pc.sym.by) d.witness.push_back("no operation wrote it");
+            reported = true;
+          }
+          at = stop;
         }
-        at = stop;
       }
       if (reported) break;
     }
