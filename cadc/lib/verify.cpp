@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <memory_resource>
-#include <tuple>
 #include <unordered_map>
 
 #include "../../kmod/core/cad_core.h"
@@ -25,6 +24,23 @@ bool same_op(const UserOp *a, const UserOp *b) {
 
 constexpr uint64_t kNone = Matching::kUnmatched;
 constexpr int kMaxReports = 8;  // diagnostics of one kind per instance
+constexpr uint32_t kNoneBefore = ~uint32_t{0};
+
+// A message of a rank's program: (peer, tag) as one key, and where it is.
+struct MessageKey {
+  uint64_t key;
+  uint32_t op;
+  bool operator<(const MessageKey &o) const { return key != o.key ? key < o.key : op < o.op; }
+};
+
+// Appends the messages of kind (send or receive) of p to keys, sorted:
+// by peer and tag, in program order within one.
+void message_keys(const RankProgram &p, uint8_t kind, std::vector<MessageKey> *keys) {
+  const size_t from = keys->size();
+  for (uint32_t i = 0; i < p.ops.size(); i++)
+    if (p.ops[i].kind == kind) keys->push_back({uint64_t{p.ops[i].peer} << 32 | p.ops[i].tag, i});
+  std::sort(keys->begin() + static_cast<std::ptrdiff_t>(from), keys->end());
+}
 
 // ---------------------------------------------------------------- reachability
 
@@ -359,26 +375,31 @@ class Verifier {
     partner_ = std::move(m.partner);
     stats_.ops = base_.back();
     int unmatched = 0, mismatched = 0, ambiguous = 0;
+    std::vector<MessageKey> keys;
+    std::vector<uint32_t> before;  // per operation, the one before it of its key, or kNoneBefore
     for (uint32_t r = 0; r < progs_.size(); r++) {
       const RankProgram &p = progs_[r];
       // Two messages of one key must be ordered on their rank, or which
       // meets which depends on timing: check consecutive ones.
-      std::map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> last;
+      keys.clear();
+      message_keys(p, CAD_NODE_SEND, &keys);
+      message_keys(p, CAD_NODE_RECV, &keys);
+      before.assign(p.ops.size(), kNoneBefore);
+      for (size_t k = 1; k < keys.size(); k++)
+        if (keys[k].key == keys[k - 1].key && p.ops[keys[k].op].kind == p.ops[keys[k - 1].op].kind)
+          before[keys[k].op] = keys[k - 1].op;
       for (uint32_t i = 0; i < p.ops.size(); i++) {
         const RankOp &o = p.ops[i];
         if (o.kind != CAD_NODE_SEND && o.kind != CAD_NODE_RECV) continue;
         const uint64_t g = base_[r] + i;
-        auto key = std::make_tuple(o.kind, o.peer, o.tag);
-        auto it = last.find(key);
-        if (it != last.end() && !reach(r).reaches(it->second, i) && ambiguous++ < kMaxReports) {
+        if (before[i] != kNoneBefore && !reach(r).reaches(before[i], i) && ambiguous++ < kMaxReports) {
           const bool send = o.kind == CAD_NODE_SEND;
           Diagnostic &d = fail(Code::Ambiguous, g, std::string("two unordered ") + (send ? "sends" : "receives") +
                                " between ranks " + std::to_string(send ? r : o.peer) + " and " +
                                std::to_string(send ? o.peer : r) +
                                " with the same tag: which one meets which depends on timing");
-          note(d, base_[r] + it->second, "the other one");
+          note(d, base_[r] + before[i], "the other one");
         }
-        last[key] = i;
         const uint64_t pg = partner_[g];
         if (pg == kNone) {
           if (unmatched++ < kMaxReports)
@@ -388,7 +409,7 @@ class Verifier {
           continue;
         }
         if (o.kind != CAD_NODE_SEND) continue;  // each pair once, from its send
-        const RankOp &ro = op(pg);
+        const RankOp &ro = progs_[o.peer].ops[pg - base_[o.peer]];
         if (o.len != ro.len && mismatched++ < kMaxReports) {
           Diagnostic &d = fail(Code::SizeMismatch, g, "rank " + std::to_string(r) + " sends " +
                                std::to_string(o.len / p.esize) + " elements, but rank " + std::to_string(o.peer) +
@@ -874,38 +895,37 @@ bool instantiate_all(const Instantiator &in, const SourceManager &sm, Diagnostic
 
 Matching match_messages(const std::vector<RankProgram> &progs) {
   Matching m;
-  m.base.assign(progs.size() + 1, 0);
-  for (size_t r = 0; r < progs.size(); r++) m.base[r + 1] = m.base[r] + progs[r].ops.size();
+  const size_t P = progs.size();
+  m.base.assign(P + 1, 0);
+  for (size_t r = 0; r < P; r++) m.base[r + 1] = m.base[r] + progs[r].ops.size();
   m.partner.assign(m.base.back(), Matching::kUnmatched);
-  // (source, destination, tag, id): sorted, the k-th send of a key meets
-  // its k-th receive, ids being in program order within a rank.
-  struct Msg {
-    uint32_t s, d, tag;
-    uint64_t g;
-    bool operator<(const Msg &o) const {
-      return s != o.s ? s < o.s : d != o.d ? d < o.d : tag != o.tag ? tag < o.tag : g < o.g;
-    }
-    bool same_key(const Msg &o) const { return s == o.s && d == o.d && tag == o.tag; }
-  };
-  std::vector<Msg> sends, recvs;
-  for (uint32_t r = 0; r < progs.size(); r++)
-    for (uint32_t i = 0; i < progs[r].ops.size(); i++) {
-      const RankOp &o = progs[r].ops[i];
-      if (o.kind == CAD_NODE_SEND) sends.push_back({r, o.peer, o.tag, m.base[r] + i});
-      if (o.kind == CAD_NODE_RECV) recvs.push_back({o.peer, r, o.tag, m.base[r] + i});
-    }
-  std::sort(sends.begin(), sends.end());
-  std::sort(recvs.begin(), recvs.end());
-  for (size_t i = 0, j = 0; i < sends.size() && j < recvs.size();) {
-    if (sends[i].same_key(recvs[j])) {
-      m.partner[sends[i].g] = recvs[j].g;
-      m.partner[recvs[j].g] = sends[i].g;
-      i++;
-      j++;
-    } else if (sends[i] < recvs[j]) {
-      i++;
-    } else {
-      j++;
+  // Every rank's receives by (source, tag), in program order within a key;
+  // then each rank's sends the same way: the k-th send of a key meets the
+  // k-th receive of its key at the destination.
+  std::vector<MessageKey> recvs, sends;
+  std::vector<uint64_t> recv_first(P + 1, 0);
+  for (size_t d = 0; d < P; d++) {
+    message_keys(progs[d], CAD_NODE_RECV, &recvs);
+    recv_first[d + 1] = recvs.size();
+  }
+  for (uint32_t s = 0; s < P; s++) {
+    sends.clear();
+    message_keys(progs[s], CAD_NODE_SEND, &sends);
+    for (size_t i = 0; i < sends.size();) {
+      const uint32_t d = static_cast<uint32_t>(sends[i].key >> 32), tag = static_cast<uint32_t>(sends[i].key);
+      size_t j = i;
+      while (j < sends.size() && sends[j].key == sends[i].key) j++;
+      if (d < P) {
+        const MessageKey lo{uint64_t{s} << 32 | tag, 0};
+        auto r = std::lower_bound(recvs.begin() + static_cast<std::ptrdiff_t>(recv_first[d]),
+                                  recvs.begin() + static_cast<std::ptrdiff_t>(recv_first[d + 1]), lo);
+        for (; i < j && r != recvs.begin() + static_cast<std::ptrdiff_t>(recv_first[d + 1]) && r->key == lo.key; i++, r++) {
+          const uint64_t sg = m.base[s] + sends[i].op, rg = m.base[d] + r->op;
+          m.partner[sg] = rg;
+          m.partner[rg] = sg;
+        }
+      }
+      i = j;
     }
   }
   return m;
