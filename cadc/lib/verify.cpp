@@ -283,6 +283,42 @@ class Lists {
   std::unordered_map<uint64_t, uint32_t> concat_;
 };
 
+// ---------------------------------------------------------------- sets of ranks
+
+// A set of ranks as disjoint intervals [lo, hi), increasing, none
+// touching the next.
+class RankSet {
+ public:
+  RankSet() = default;
+  explicit RankSet(uint32_t r) : iv_{{r, r + 1}} {}
+  // This set becomes its union with o; tmp is scratch.
+  void unite(const RankSet &o, RankSet *tmp) {
+    if (o.iv_.empty()) return;
+    if (iv_.empty()) {
+      iv_ = o.iv_;
+      return;
+    }
+    std::vector<Interval> &out = tmp->iv_;
+    out.clear();
+    size_t i = 0, j = 0;
+    while (i < iv_.size() || j < o.iv_.size()) {
+      const Interval next = j == o.iv_.size() || (i < iv_.size() && iv_[i].lo < o.iv_[j].lo) ? iv_[i++] : o.iv_[j++];
+      if (!out.empty() && next.lo <= out.back().hi) out.back().hi = std::max(out.back().hi, next.hi);
+      else out.push_back(next);
+    }
+    iv_.swap(out);
+  }
+  // The least rank not in the set.
+  uint32_t first_missing() const { return iv_.empty() || iv_[0].lo > 0 ? 0 : iv_[0].hi; }
+  void swap(RankSet &o) { iv_.swap(o.iv_); }
+
+ private:
+  struct Interval {
+    uint32_t lo, hi;
+  };
+  std::vector<Interval> iv_;
+};
+
 // ---------------------------------------------------------------- verifier
 
 class Verifier {
@@ -820,13 +856,16 @@ bool Verifier::postcondition() {
 // first.  What an operation can know: its rank, what its predecessors
 // know, and for a receive what its send knew.  A send learns nothing from
 // its receive: a transport may send eagerly, so only the receiver learns
-// that the sender arrived.  Sets of ranks as bitsets per operation.
+// that the sender arrived.  What a rank knows in the end is what its
+// sinks (operations without successors) know: knowledge only grows along
+// edges.  Sets of ranks as intervals (a barrier's are a few: a
+// dissemination's are ranges, a tree's subtrees), held only while an
+// operation still has to pass them on.
 bool Verifier::check_barrier() {
   const uint32_t P = static_cast<uint32_t>(spec_.P);
   if (P == 1) return true;
-  const size_t words = (P + 63) / 64;
-  std::vector<uint64_t> know(stats_.ops * words, 0);
-  auto row = [&](uint64_t g) { return &know[g * words]; };
+  std::vector<RankSet> know(stats_.ops), seen(P);
+  RankSet tmp;
   for (uint64_t x : order_) {
     // A matched pair: the send first, then the receive that learns from it.
     uint64_t members[2] = {x, partner_[x]};
@@ -834,34 +873,30 @@ bool Verifier::check_barrier() {
     for (uint64_t m : members) {
       if (m == kNone) continue;
       const uint32_t r = rank_of(m);
-      row(m)[r / 64] |= uint64_t{1} << (r % 64);
-      if (op(m).kind == CAD_NODE_RECV)
-        for (size_t w = 0; w < words; w++) row(m)[w] |= row(partner_[m])[w];
+      know[m].unite(RankSet(r), &tmp);
+      if (op(m).kind == CAD_NODE_RECV) know[m].unite(know[partner_[m]], &tmp);
       const RankProgram &p = progs_[r];
       const uint32_t i = static_cast<uint32_t>(m - base_[r]);
-      for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++) {
-        uint64_t *dst = row(base_[r] + p.edges[e]);
-        for (size_t w = 0; w < words; w++) dst[w] |= row(m)[w];
-      }
+      for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++) know[base_[r] + p.edges[e]].unite(know[m], &tmp);
+      if (p.edge_first[i] == p.edge_first[i + 1]) seen[r].unite(know[m], &tmp);
     }
+    for (uint64_t m : members)
+      if (m != kNone) RankSet().swap(know[m]);  // passed on
   }
   for (uint32_t r = 0; r < P; r++) {
-    std::vector<uint64_t> seen(words, 0);
-    seen[r / 64] |= uint64_t{1} << (r % 64);
-    for (uint64_t g = base_[r]; g < base_[r + 1]; g++)
-      for (size_t w = 0; w < words; w++) seen[w] |= row(g)[w];
-    for (uint32_t q = 0; q < P; q++)
-      if (!(seen[q / 64] >> (q % 64) & 1)) {
-        Diagnostic &d = diags_->error(Code::NotSynchronising,
-                                      base_[r + 1] > base_[r] ? loc_of(base_[r + 1] - 1) : a_.loc,
-                                      "rank " + std::to_string(r) + " can leave the barrier before rank " +
-                                          std::to_string(q) + " has entered it");
-        d.instance = described_;
-        d.rank = static_cast<int>(r);
-        d.witness.push_back("no chain of messages from rank " + std::to_string(q) +
-                            "'s first operation reaches rank " + std::to_string(r) + "'s last");
-        return false;
-      }
+    seen[r].unite(RankSet(r), &tmp);
+    const uint32_t q = seen[r].first_missing();
+    if (q < P) {
+      Diagnostic &d = diags_->error(Code::NotSynchronising,
+                                    base_[r + 1] > base_[r] ? loc_of(base_[r + 1] - 1) : a_.loc,
+                                    "rank " + std::to_string(r) + " can leave the barrier before rank " +
+                                        std::to_string(q) + " has entered it");
+      d.instance = described_;
+      d.rank = static_cast<int>(r);
+      d.witness.push_back("no chain of messages from rank " + std::to_string(q) +
+                          "'s first operation reaches rank " + std::to_string(r) + "'s last");
+      return false;
+    }
   }
   return true;
 }
