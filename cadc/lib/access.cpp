@@ -6,27 +6,22 @@
 
 namespace cad {
 
-AccessMap::Map::iterator AccessMap::split(uint64_t x) {
-  auto it = map_.upper_bound(x);
-  if (it == map_.begin()) return it;
-  auto prev = std::prev(it);
-  if (prev->first == x) return prev;
-  if (x >= prev->second.end) return it;
-  Seg right = prev->second;
-  prev->second.end = x;
-  return map_.emplace_hint(it, x, std::move(right));
-}
-
 void AccessMap::access(uint64_t off, uint64_t len, bool write, uint32_t op, uint32_t g,
                        const std::vector<uint32_t> &group_of, std::vector<uint32_t> *preds) {
   if (!len) return;
   const uint64_t end = off + len;
-  auto it = split(off);
-  split(end);
+  // The first segment that ends after off, cut at off if it starts before.
+  auto it = map_.upper_bound(off);
+  if (it != map_.begin() && std::prev(it)->second.end > off) {
+    --it;
+    if (it->first < off) it = cut(it, off);
+  }
   const auto other = [&](uint32_t x) { return g == 0 || group_of[x] != g; };
   for (uint64_t at = off; at < end; ++it) {
     if (it == map_.end() || it->first > at)  // untouched bytes: an empty segment
       it = map_.emplace_hint(it, at, Seg{it == map_.end() ? end : std::min(end, it->first), {}, {}});
+    else if (it->second.end > end)
+      cut(it, end);
     Seg &s = it->second;
     at = s.end;
     for (uint32_t i = 0; i < s.writers.size(); i++)
@@ -45,6 +40,12 @@ void AccessMap::access(uint64_t off, uint64_t len, bool write, uint32_t op, uint
     s.writers.swap(writers);
     s.readers.swap(readers);
   }
+}
+
+AccessMap::Map::iterator AccessMap::cut(Map::iterator it, uint64_t x) {
+  Seg right = it->second;
+  it->second.end = x;
+  return map_.emplace_hint(std::next(it), x, std::move(right));
 }
 
 }  // namespace cad

@@ -62,9 +62,8 @@ class AccessMap {
   };
   using Map = std::pmr::map<uint64_t, Seg>;
 
-  // A segment boundary at x, if x falls inside a segment; the first
-  // segment at or after x.
-  Map::iterator split(uint64_t x);
+  // Cuts the segment at it in two at x (inside it); the right part.
+  Map::iterator cut(Map::iterator it, uint64_t x);
 
   Map map_;
 };
