@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <memory_resource>
-#include <unordered_map>
 
 #include "../../kmod/core/cad_core.h"
 #include "access.h"
@@ -101,6 +100,7 @@ class Interp {
         if (o.first == p.name) f_.slots[p.slot] = o.second;
     bind();
     body(a.body, 0);
+    assign_tags();
   }
 
  private:
@@ -244,9 +244,7 @@ class Interp {
       if (t < 0 || t >= (int64_t{1} << 30))
         eval_fail(f_, Code::BadRange, s.tag->loc, "tag " + std::to_string(t) + " is outside 0 .. 2^30 - 1");
       op.tag = static_cast<uint32_t>(t) | (1u << 30);  // never equal to an assigned tag
-    } else {
-      op.tag = (send ? sent_ : received_)[op.peer]++;
-    }
+    }  // else assigned by assign_tags()
     op.stmt = &s;
     op.group = group;
     push(op);
@@ -289,6 +287,33 @@ class Interp {
     push(op);
   }
 
+  // The k-th message without a tag from this rank to a peer, or from a
+  // peer to it, carries tag k: counts per (peer, direction) in a flat
+  // open-addressing table, twice as many slots as messages.
+  void assign_tags() {
+    const auto untagged = [](const RankOp &o) {
+      return (o.kind == CAD_NODE_SEND || o.kind == CAD_NODE_RECV) && !(o.tag & (1u << 30));
+    };
+    size_t messages = 0;
+    for (const RankOp &o : out_->ops) messages += untagged(o);
+    unsigned bits = 4;
+    while ((size_t{1} << bits) < 2 * messages) bits++;
+    const size_t slots = size_t{1} << bits;
+    struct Slot {
+      uint32_t key = 0;  // (peer, direction) + 1, 0 = free
+      uint32_t count = 0;
+    };
+    std::vector<Slot> table(slots);
+    for (RankOp &o : out_->ops) {
+      if (!untagged(o)) continue;
+      const uint32_t key = (o.peer << 1 | (o.kind == CAD_NODE_SEND)) + 1;
+      size_t at = (key * uint64_t{0x9e3779b97f4a7c15}) >> (64 - bits);  // Fibonacci hashing: the high bits
+      while (table[at].key && table[at].key != key) at = (at + 1) & (slots - 1);
+      table[at].key = key;
+      o.tag = table[at].count++;
+    }
+  }
+
   void push(const RankOp &op) {
     if (out_->ops.size() >= spec_.limits.ops_per_rank)
       eval_fail(f_, Code::TooBig, op.stmt->loc, "rank " + std::to_string(out_->rank) + "'s program exceeds " + std::to_string(spec_.limits.ops_per_rank) + " operations");
@@ -301,7 +326,6 @@ class Interp {
   RankProgram *out_;
   Frame f_;
   std::vector<Binding> bindings_;
-  std::unordered_map<uint32_t, uint32_t> sent_, received_;
   uint32_t groups_ = 0;
   uint64_t steps_ = 0;
 };
