@@ -332,6 +332,80 @@ class Interp {
 
 // ---------------------------------------------------------------- dependencies
 
+// The transitive reduction of a program's predecessor lists (first, pred:
+// increasing, all before their node) into kept_first, kept.  By search:
+// for each node with several predecessors, from the highest down, a
+// predecessor is implied when a search backwards from the ones kept
+// above it, highest first and never below it, has met it.  The searches
+// are short where dependencies are local (pipelines, rounds); false when
+// they have expanded budget nodes in all.
+bool reduce_by_search(const std::vector<uint32_t> &first, const std::vector<uint32_t> &pred, size_t budget,
+                      std::vector<uint32_t> *kept_first, std::vector<uint32_t> *kept) {
+  const size_t n = first.size() - 1;
+  kept_first->assign(n + 1, 0);
+  kept->clear();
+  std::vector<uint32_t> met(n, 0), frontier;  // met[x] == stamp: an ancestor of a kept one
+  uint32_t stamp = 0;
+  const auto meet = [&](uint32_t x) {  // x's kept predecessors join the frontier
+    for (uint32_t k = (*kept_first)[x]; k < (*kept_first)[x + 1]; k++) {
+      const uint32_t y = (*kept)[k];
+      if (met[y] == stamp) continue;
+      met[y] = stamp;
+      frontier.push_back(y);
+      std::push_heap(frontier.begin(), frontier.end());
+    }
+  };
+  for (size_t v = 0; v < n; v++) {
+    const size_t from = kept->size();
+    if (first[v + 1] - first[v] > 1) {
+      stamp++;
+      frontier.clear();
+      for (uint32_t k = first[v + 1]; k-- > first[v];) {
+        const uint32_t q = pred[k];
+        while (!frontier.empty() && frontier.front() >= q) {
+          std::pop_heap(frontier.begin(), frontier.end());
+          const uint32_t x = frontier.back();
+          frontier.pop_back();
+          if (budget-- == 0) return false;
+          meet(x);
+        }
+        if (met[q] == stamp) continue;  // implied
+        kept->push_back(q);
+        meet(q);
+      }
+      std::reverse(kept->begin() + static_cast<std::ptrdiff_t>(from), kept->end());
+    } else {
+      kept->insert(kept->end(), pred.begin() + first[v], pred.begin() + first[v + 1]);
+    }
+    (*kept_first)[v + 1] = static_cast<uint32_t>(kept->size());
+  }
+  return true;
+}
+
+// The same with a bitset of ancestors per node: n^2 / 8 bytes, n^2 / 64
+// words of work whatever the program.
+void reduce_by_bitsets(const std::vector<uint32_t> &first, const std::vector<uint32_t> &pred,
+                       std::vector<uint32_t> *kept_first, std::vector<uint32_t> *kept) {
+  const size_t n = first.size() - 1, words = (n + 63) / 64;
+  std::vector<uint64_t> anc(n * words, 0);
+  kept_first->assign(n + 1, 0);
+  kept->clear();
+  for (size_t v = 0; v < n; v++) {
+    uint64_t *acc = &anc[v * words];
+    const size_t from = kept->size();
+    for (uint32_t k = first[v + 1]; k-- > first[v];) {
+      const uint32_t q = pred[k];
+      if (acc[q / 64] >> (q % 64) & 1) continue;  // implied
+      kept->push_back(q);
+      const uint64_t *qa = &anc[static_cast<size_t>(q) * words];
+      for (size_t w = 0; w < words; w++) acc[w] |= qa[w];
+      acc[q / 64] |= uint64_t{1} << (q % 64);
+    }
+    std::reverse(kept->begin() + static_cast<std::ptrdiff_t>(from), kept->end());
+    (*kept_first)[v + 1] = static_cast<uint32_t>(kept->size());
+  }
+}
+
 void infer(RankProgram *rp) {
   const size_t n = rp->ops.size();
   std::pmr::monotonic_buffer_resource pool;
@@ -375,29 +449,15 @@ void infer(RankProgram *rp) {
     pred_first[i + 1] = static_cast<uint32_t>(pred.size());
   }
   maps.clear();
-  // Transitive reduction: p -> v is implied when another predecessor of v
-  // descends from p.  Ancestor sets as bitsets, above a size cap skipped
-  // (the program stays correct, with more edges).
+  // Transitive reduction: q -> v is implied when another predecessor of v
+  // descends from q; above a size cap skipped (the program stays correct,
+  // with more edges).  Either method finds the one transitive reduction.
   bool multi = false;
   for (size_t v = 0; v < n; v++) multi |= pred_first[v + 1] - pred_first[v] > 1;
   if (multi && n <= 16384) {
-    const size_t words = (n + 63) / 64;
-    std::vector<uint64_t> anc(n * words, 0);
-    std::vector<uint32_t> kept_first(n + 1, 0), kept;
-    for (size_t v = 0; v < n; v++) {
-      uint64_t *acc = &anc[v * words];
-      const size_t from = kept.size();
-      for (uint32_t k = pred_first[v + 1]; k-- > pred_first[v];) {
-        const uint32_t q = pred[k];
-        if (acc[q / 64] >> (q % 64) & 1) continue;  // implied
-        kept.push_back(q);
-        const uint64_t *qa = &anc[static_cast<size_t>(q) * words];
-        for (size_t w = 0; w < words; w++) acc[w] |= qa[w];
-        acc[q / 64] |= uint64_t{1} << (q % 64);
-      }
-      std::reverse(kept.begin() + static_cast<std::ptrdiff_t>(from), kept.end());
-      kept_first[v + 1] = static_cast<uint32_t>(kept.size());
-    }
+    std::vector<uint32_t> kept_first, kept;
+    if (!reduce_by_search(pred_first, pred, 8 * n + 1024, &kept_first, &kept))
+      reduce_by_bitsets(pred_first, pred, &kept_first, &kept);
     pred_first.swap(kept_first);
     pred.swap(kept);
   }
