@@ -1,6 +1,7 @@
 // cadc_bench - the compiler's figures (issue 3's targets), each the median
 // of repeated runs in this process:
 //   verify the rotated alltoall at P = 1024 (about a million messages)
+//     and at P = 4096 (16.7 M messages), with its peak memory
 //   verify the binomial broadcast at P = 65536
 //   instantiate one rank of the rotated alltoall at P = 4096 (what the
 //     runtime does for its own rank), with emission through the core
@@ -9,10 +10,14 @@
 // the figure that does not depend on the instance's size.  Then the
 // verifier's time against P, as curves: the rotated alltoall at P = 16 ..
 // 512 and the binomial broadcast at P = 2^4 .. 2^15 (seconds, params P and
-// messages; quick: up to 256 and 4096).
-// Then what proofs on arrival cost (proof_figures).
+// messages; quick: up to 256 and 4096); its time against n at P = 17 for
+// the segmented algorithms, n = 100 .. 3200 (quick: up to 800), where
+// the cost per message must not grow with the program; and its peak
+// memory per message against P (bytes; quick: the smaller P).  Then what
+// proofs on arrival cost (proof_figures).
 // `cadc_bench --json FILE` writes every repetition
 // (schemas/bench-result.schema.json); BENCH_QUICK=1 runs fewer.
+#include <malloc.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -92,16 +97,51 @@ cad::InstanceSpec spec(int64_t P, int64_t n) {
   return s;
 }
 
-void verify_figure(const char *name, const std::string &file, int64_t P, int reps, double target) {
+// The process's peak resident memory since start(), less what it held
+// then: the kernel resets the peak on "5" into /proc/self/clear_refs
+// (Linux 4.0); freed memory goes back first, so that it is not reused
+// unseen.  ok() is false where the kernel does not allow it.
+class PeakMemory {
+ public:
+  void start() {
+    malloc_trim(0);
+    std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+    ok_ = f && std::fputs("5", f) >= 0;
+    if (f) ok_ = std::fclose(f) == 0 && ok_;
+    base_ = status_kb("VmRSS:");
+  }
+  bool ok() const { return ok_; }
+  double bytes() const { return static_cast<double>(status_kb("VmHWM:") - base_) * 1024; }
+
+ private:
+  static long status_kb(const char *field) {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind(field, 0) == 0) return std::atol(line.c_str() + std::strlen(field));
+    return 0;
+  }
+  bool ok_ = false;
+  long base_ = 0;
+};
+
+// gb_target > 0: the peak memory too, a figure in GB with that target.
+void verify_figure(const char *name, const std::string &file, int64_t P, int reps, double target,
+                   double gb_target = 0) {
   Loaded l;
   load(file, &l);
   Figure secs{name, "s", "<= " + std::to_string(static_cast<int>(target)), target, false, {}, {{"P", P}, {"n", 1}}};
   Figure per{std::string(name) + ", per message", "ns", "", 0, false, {}, {{"P", P}, {"n", 1}}};
+  Figure mem{std::string(name) + ", peak memory", "GB", "<= " + std::to_string(static_cast<int>(gb_target)),
+             gb_target, false, {}, {{"P", P}, {"n", 1}}};
+  PeakMemory peak;
   for (int r = 0; r < reps; r++) {
     cad::Diagnostics d;
+    peak.start();
     const double t0 = now();
     cad::InstanceResult res = cad::verify_instance(l.m.algorithms[0], spec(P, 1), l.sm, &d);
     const double t = now() - t0;
+    if (gb_target > 0 && peak.ok()) mem.reps.push_back(peak.bytes() / 1e9);
     if (res.outcome != cad::Outcome::Verified) {
       std::fprintf(stderr, "cadc_bench: %s did not verify\n", name);
       std::exit(2);
@@ -112,6 +152,7 @@ void verify_figure(const char *name, const std::string &file, int64_t P, int rep
   }
   report(secs);
   report(per);
+  if (!mem.reps.empty()) report(mem);
 }
 
 // The verifier's time against P: one figure "verify <alg> P=<P>" per P.
@@ -139,6 +180,64 @@ void verify_curve(const std::string &alg, const std::string &file, const std::ve
       secs.params["messages"] = res.stats.messages;
     }
     report(secs, true);
+  }
+}
+
+// The verifier's time against n at fixed P for a segmented algorithm: one
+// figure "verify <alg> P=<P> n=<n> <parameters>" per n, about 1 s of runs
+// each (3 to 11).  Each segment is an operation, so the time should grow
+// as n, as the messages do.  Quick: one run each, n up to quick_max.
+void verify_n_curve(const std::string &alg, const std::string &file, const cad::InstanceSpec &base,
+                    const std::vector<int64_t> &ns, int64_t quick_max, bool quick) {
+  Loaded l;
+  load(file, &l);
+  for (const int64_t n : ns) {
+    if (quick && n > quick_max) continue;
+    cad::InstanceSpec s = base;
+    s.n = n;
+    Figure secs{"verify " + alg + " " + s.describe(l.m.algorithms[0]), "s", "", 0, false, {},
+                {{"P", s.P}, {"n", n}, {"inplace", s.inplace}}};
+    for (const auto &p : s.params) secs.params[p.first] = p.second;
+    for (int r = 0, reps = 1; r < reps; r++) {
+      cad::Diagnostics d;
+      const double t0 = now();
+      cad::InstanceResult res = cad::verify_instance(l.m.algorithms[0], s, l.sm, &d);
+      const double t = now() - t0;
+      if (res.outcome != cad::Outcome::Verified) {
+        std::fprintf(stderr, "cadc_bench: %s did not verify\n", secs.name.c_str());
+        std::exit(2);
+      }
+      if (r == 0 && !quick) reps = static_cast<int>(std::clamp(1.0 / t, 3.0, 11.0));
+      secs.reps.push_back(t);
+      secs.params["messages"] = res.stats.messages;
+    }
+    report(secs, true);
+  }
+}
+
+// The verifier's peak memory per message against P, one run each (the
+// figure hardly varies): "verify <alg> P=<P>, peak bytes per message".
+// Nothing where the kernel does not let the peak be reset.
+void memory_curve(const std::string &alg, const std::string &file, const std::vector<int64_t> &Ps, int64_t quick_max,
+                  bool quick) {
+  Loaded l;
+  load(file, &l);
+  PeakMemory peak;
+  for (const int64_t P : Ps) {
+    if (quick && P > quick_max) continue;
+    cad::Diagnostics d;
+    peak.start();
+    if (!peak.ok()) return;
+    cad::InstanceResult res = cad::verify_instance(l.m.algorithms[0], spec(P, 1), l.sm, &d);
+    if (res.outcome != cad::Outcome::Verified) {
+      std::fprintf(stderr, "cadc_bench: verify %s P=%lld did not verify\n", alg.c_str(), static_cast<long long>(P));
+      std::exit(2);
+    }
+    const double bytes = peak.bytes();
+    Figure per{"verify " + alg + " P=" + std::to_string(P) + ", peak bytes per message", "B", "", 0, false, {},
+               {{"P", P}, {"n", 1}, {"messages", res.stats.messages}, {"peak_bytes", bytes}}};
+    per.reps.push_back(bytes / static_cast<double>(res.stats.messages));
+    report(per, true);
   }
 }
 
@@ -280,6 +379,7 @@ int main(int argc, char **argv) {
   }
   std::printf("cadc_bench: %s mode, one thread, median (min, max)\n", quick ? "quick" : "full");
   verify_figure("verify alltoall_rotated P=1024", dir + "alltoall_rotated.cad", quick ? 256 : 1024, quick ? 1 : 3, 10);
+  if (!quick) verify_figure("verify alltoall_rotated P=4096", dir + "alltoall_rotated.cad", 4096, 1, 60, 4);
   verify_figure("verify bcast_binomial P=65536", dir + "bcast_binomial.cad", quick ? 4096 : 65536, quick ? 1 : 3, 5);
 
   Loaded l;
@@ -312,6 +412,21 @@ int main(int argc, char **argv) {
   std::vector<int64_t> pow2;
   for (int k = 4; k <= 15; k++) pow2.push_back(int64_t{1} << k);
   verify_curve("bcast_binomial", dir + "bcast_binomial.cad", pow2, 4096, quick);
+
+  // Against n at P = 17: the segmented algorithms, where the programs grow with n.
+  const std::vector<int64_t> ns = {100, 200, 400, 800, 1600, 3200};
+  cad::InstanceSpec rotated = spec(17, 0);
+  rotated.inplace = true;  // segments only in place
+  rotated.params = {{"seg", 3}};
+  verify_n_curve("alltoall_rotated", dir + "alltoall_rotated.cad", rotated, ns, 800, quick);
+  cad::InstanceSpec chain = spec(17, 0);
+  chain.params = {{"seg", 1}};
+  verify_n_curve("bcast_chain_pipeline", dir + "bcast_chain_pipeline.cad", chain, ns, 800, quick);
+
+  // Peak memory per message against P.
+  memory_curve("alltoall_rotated", dir + "alltoall_rotated.cad", {256, 512, 1024, 2048}, 512, quick);
+  memory_curve("bcast_binomial", dir + "bcast_binomial.cad", {4096, 16384, 65536}, 16384, quick);
+
   proof_figures(library, quick);
   if (json) write_json(json);
   return 0;

@@ -359,16 +359,35 @@ def segment_figures(runs, out_dir):
 
 
 def verifier_figure(runs, out_dir):
-    lines = defaultdict(list)
+    """cadc_bench's verifier curves: time against P (n = 1), time against
+    n at a fixed P (the segmented algorithms), peak bytes per message
+    against P."""
+    by_p, by_n, memory = defaultdict(list), defaultdict(list), defaultdict(list)
     for _, doc in by_benchmark(runs, "cadc"):
         for r in doc["results"]:
-            name = r["name"]
-            if name.startswith("verify ") and r["unit"] == "s" and "P" in r["params"]:
-                lines[name.split()[1]].append((r["params"]["P"], *triple(r)))
-    if not lines:
-        return []
-    return [plot("verifier", "cadc verify: time against P", "P (ranks)", "seconds",
-                 {k: sorted(v) for k, v in lines.items()}, out_dir, logy=True)]
+            name, params = r["name"], r["params"]
+            if not name.startswith("verify ") or "P" not in params:
+                continue
+            alg = name.split()[1]
+            if r["unit"] == "s" and params.get("n") == 1:
+                by_p[alg].append((params["P"], *triple(r)))
+            elif r["unit"] == "s":
+                setting = " ".join(k if v is True else f"{k}={v}" for k, v in sorted(params.items())
+                                   if k not in ("n", "messages") and v is not False)
+                by_n[f"{alg} {setting}"].append((params["n"], *triple(r)))
+            elif r["unit"] == "B":
+                memory[alg].append((params["P"], *triple(r)))
+    made = []
+    if by_p:
+        made.append(plot("verifier", "cadc verify: time against P", "P (ranks)", "seconds",
+                         {k: sorted(v) for k, v in by_p.items()}, out_dir, logy=True))
+    if by_n:
+        made.append(plot("verifier-n", "cadc verify: time against n", "n (elements per rank)", "seconds",
+                         {k: sorted(v) for k, v in by_n.items()}, out_dir, logy=True))
+    if memory:
+        made.append(plot("verifier-memory", "cadc verify: peak memory per message", "P (ranks)", "bytes",
+                         {k: sorted(v) for k, v in memory.items()}, out_dir))
+    return made
 
 
 def figures(runs, out_dir):

@@ -3,9 +3,10 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
+#include <memory_resource>
 
 #include "../../kmod/core/cad_core.h"
+#include "access.h"
 #include "domain.h"
 #include "eval.h"
 
@@ -106,6 +107,7 @@ class Interp {
         if (o.first == p.name) f_.slots[p.slot] = o.second;
     bind();
     body(a.body, 0);
+    assign_tags();
   }
 
  private:
@@ -253,9 +255,7 @@ class Interp {
       if (t < 0 || t >= (int64_t{1} << 30))
         eval_fail(f_, Code::BadRange, s.tag->loc, "tag " + std::to_string(t) + " is outside 0 .. 2^30 - 1");
       op.tag = static_cast<uint32_t>(t) | (1u << 30);  // never equal to an assigned tag
-    } else {
-      op.tag = (send ? sent_ : received_)[op.peer]++;
-    }
+    }  // else assigned by assign_tags()
     op.stmt = &s;
     op.group = group;
     push(op);
@@ -298,6 +298,33 @@ class Interp {
     push(op);
   }
 
+  // The k-th message without a tag from this rank to a peer, or from a
+  // peer to it, carries tag k: counts per (peer, direction) in a flat
+  // open-addressing table, twice as many slots as messages.
+  void assign_tags() {
+    const auto untagged = [](const RankOp &o) {
+      return (o.kind == CAD_NODE_SEND || o.kind == CAD_NODE_RECV) && !(o.tag & (1u << 30));
+    };
+    size_t messages = 0;
+    for (const RankOp &o : out_->ops) messages += untagged(o);
+    unsigned bits = 4;
+    while ((size_t{1} << bits) < 2 * messages) bits++;
+    const size_t slots = size_t{1} << bits;
+    struct Slot {
+      uint32_t key = 0;  // (peer, direction) + 1, 0 = free
+      uint32_t count = 0;
+    };
+    std::vector<Slot> table(slots);
+    for (RankOp &o : out_->ops) {
+      if (!untagged(o)) continue;
+      const uint32_t key = (o.peer << 1 | (o.kind == CAD_NODE_SEND)) + 1;
+      size_t at = (key * uint64_t{0x9e3779b97f4a7c15}) >> (64 - bits);  // Fibonacci hashing: the high bits
+      while (table[at].key && table[at].key != key) at = (at + 1) & (slots - 1);
+      table[at].key = key;
+      o.tag = table[at].count++;
+    }
+  }
+
   void push(const RankOp &op) {
     if (out_->ops.size() >= spec_.limits.ops_per_rank)
       eval_fail(f_, Code::TooBig, op.stmt->loc, "rank " + std::to_string(out_->rank) + "'s program exceeds " + std::to_string(spec_.limits.ops_per_rank) + " operations");
@@ -310,7 +337,6 @@ class Interp {
   RankProgram *out_;
   Frame f_;
   std::vector<Binding> bindings_;
-  std::unordered_map<uint32_t, uint32_t> sent_, received_;
   uint32_t groups_ = 0;
   uint64_t steps_ = 0;
   BranchCoverage *branches_;
@@ -318,174 +344,143 @@ class Interp {
 
 // ---------------------------------------------------------------- dependencies
 
-// A list of operation ids, two of them kept inline: a segment usually has
-// one writer and a reader or two, and allocating for them dominated the
-// cost of instantiation.
-class Ids {
- public:
-  Ids() = default;
-  Ids(std::initializer_list<uint32_t> l) {
-    for (uint32_t x : l) push_back(x);
-  }
-  void push_back(uint32_t x) {
-    if (n_ < kInline) in_[n_] = x;
-    else more_.push_back(x);
-    n_++;
-  }
-  uint32_t size() const { return n_; }
-  uint32_t operator[](uint32_t i) const { return i < kInline ? in_[i] : more_[i - kInline]; }
-  void swap(Ids &o) {
-    std::swap(n_, o.n_);
-    std::swap(in_, o.in_);
-    more_.swap(o.more_);
-  }
-
- private:
-  static constexpr uint32_t kInline = 2;
-  uint32_t n_ = 0;
-  uint32_t in_[kInline] = {0, 0};
-  std::vector<uint32_t> more_;
-};
-
-// Per buffer, who last wrote each byte range and who read it since:
-// disjoint segments [start, end) over the bytes ever touched.
-class AccessMap {
- public:
-  // Adds to preds what op (in parallel group g, 0 = none) must follow to
-  // read or write [off, off + len), and records the access.  Operations of
-  // one parallel group are not ordered among themselves: a group's
-  // writers and readers stay until someone outside the group writes.
-  void access(uint64_t off, uint64_t len, bool write, uint32_t op, uint32_t g,
-              const std::vector<uint32_t> &group_of, std::vector<uint32_t> *preds) {
-    if (!len) return;
-    const uint64_t end = off + len;
-    split(off);
-    split(end);
-    fill(off, end);
-    const auto other = [&](uint32_t x) { return g == 0 || group_of[x] != g; };
-    for (auto it = map_.lower_bound(off); it != map_.end() && it->first < end; ++it) {
-      Seg &s = it->second;
-      for (uint32_t i = 0; i < s.writers.size(); i++)
-        if (other(s.writers[i])) preds->push_back(s.writers[i]);
-      if (!write) {
-        s.readers.push_back(op);
-        continue;
-      }
-      for (uint32_t i = 0; i < s.readers.size(); i++)
-        if (other(s.readers[i])) preds->push_back(s.readers[i]);
-      Ids writers{op}, readers;
-      for (uint32_t i = 0; i < s.writers.size(); i++)
-        if (!other(s.writers[i])) writers.push_back(s.writers[i]);
-      for (uint32_t i = 0; i < s.readers.size(); i++)
-        if (!other(s.readers[i])) readers.push_back(s.readers[i]);
-      s.writers.swap(writers);
-      s.readers.swap(readers);
+// The transitive reduction of a program's predecessor lists (first, pred:
+// increasing, all before their node) into kept_first, kept.  By search:
+// for each node with several predecessors, from the highest down, a
+// predecessor is implied when a search backwards from the ones kept
+// above it, highest first and never below it, has met it.  The searches
+// are short where dependencies are local (pipelines, rounds); false when
+// they have expanded budget nodes in all.
+bool reduce_by_search(const std::vector<uint32_t> &first, const std::vector<uint32_t> &pred, size_t budget,
+                      std::vector<uint32_t> *kept_first, std::vector<uint32_t> *kept) {
+  const size_t n = first.size() - 1;
+  kept_first->assign(n + 1, 0);
+  kept->clear();
+  std::vector<uint32_t> met(n, 0), frontier;  // met[x] == stamp: an ancestor of a kept one
+  uint32_t stamp = 0;
+  const auto meet = [&](uint32_t x) {  // x's kept predecessors join the frontier
+    for (uint32_t k = (*kept_first)[x]; k < (*kept_first)[x + 1]; k++) {
+      const uint32_t y = (*kept)[k];
+      if (met[y] == stamp) continue;
+      met[y] = stamp;
+      frontier.push_back(y);
+      std::push_heap(frontier.begin(), frontier.end());
     }
-  }
-
- private:
-  struct Seg {
-    uint64_t end;
-    Ids writers, readers;
   };
-
-  // A segment boundary at x, if x falls inside a segment.
-  void split(uint64_t x) {
-    auto it = map_.upper_bound(x);
-    if (it == map_.begin()) return;
-    --it;
-    if (it->first < x && x < it->second.end) {
-      Seg right = it->second;
-      it->second.end = x;
-      map_.emplace(x, std::move(right));
+  for (size_t v = 0; v < n; v++) {
+    const size_t from = kept->size();
+    if (first[v + 1] - first[v] > 1) {
+      stamp++;
+      frontier.clear();
+      for (uint32_t k = first[v + 1]; k-- > first[v];) {
+        const uint32_t q = pred[k];
+        while (!frontier.empty() && frontier.front() >= q) {
+          std::pop_heap(frontier.begin(), frontier.end());
+          const uint32_t x = frontier.back();
+          frontier.pop_back();
+          if (budget-- == 0) return false;
+          meet(x);
+        }
+        if (met[q] == stamp) continue;  // implied
+        kept->push_back(q);
+        meet(q);
+      }
+      std::reverse(kept->begin() + static_cast<std::ptrdiff_t>(from), kept->end());
+    } else {
+      kept->insert(kept->end(), pred.begin() + first[v], pred.begin() + first[v + 1]);
     }
+    (*kept_first)[v + 1] = static_cast<uint32_t>(kept->size());
   }
+  return true;
+}
 
-  // Empty segments over the untouched bytes of [off, end).
-  void fill(uint64_t off, uint64_t end) {
-    uint64_t at = off;
-    for (auto it = map_.lower_bound(off); at < end;) {
-      const uint64_t stop = it == map_.end() ? end : std::min(end, it->first);
-      if (at < stop) map_.emplace(at, Seg{stop, {}, {}});
-      if (it == map_.end() || it->first >= end) break;
-      at = it->second.end;
-      ++it;
+// The same with a bitset of ancestors per node: n^2 / 8 bytes, n^2 / 64
+// words of work whatever the program.
+void reduce_by_bitsets(const std::vector<uint32_t> &first, const std::vector<uint32_t> &pred,
+                       std::vector<uint32_t> *kept_first, std::vector<uint32_t> *kept) {
+  const size_t n = first.size() - 1, words = (n + 63) / 64;
+  std::vector<uint64_t> anc(n * words, 0);
+  kept_first->assign(n + 1, 0);
+  kept->clear();
+  for (size_t v = 0; v < n; v++) {
+    uint64_t *acc = &anc[v * words];
+    const size_t from = kept->size();
+    for (uint32_t k = first[v + 1]; k-- > first[v];) {
+      const uint32_t q = pred[k];
+      if (acc[q / 64] >> (q % 64) & 1) continue;  // implied
+      kept->push_back(q);
+      const uint64_t *qa = &anc[static_cast<size_t>(q) * words];
+      for (size_t w = 0; w < words; w++) acc[w] |= qa[w];
+      acc[q / 64] |= uint64_t{1} << (q % 64);
     }
+    std::reverse(kept->begin() + static_cast<std::ptrdiff_t>(from), kept->end());
+    (*kept_first)[v + 1] = static_cast<uint32_t>(kept->size());
   }
-
-  std::map<uint64_t, Seg> map_;
-};
+}
 
 void infer(RankProgram *rp) {
   const size_t n = rp->ops.size();
-  std::vector<AccessMap> maps(rp->buffers.size());
+  std::pmr::monotonic_buffer_resource pool;
+  std::vector<AccessMap> maps;
+  maps.reserve(rp->buffers.size());
+  for (size_t b = 0; b < rp->buffers.size(); b++) maps.emplace_back(&pool);
   std::vector<uint32_t> group_of(n);
-  std::vector<std::vector<uint32_t>> preds(n);
+  // Predecessors of op i: pred[pred_first[i] .. pred_first[i + 1]), increasing.
+  std::vector<uint32_t> pred_first(n + 1, 0), pred;
+  std::vector<uint32_t> p;
   int64_t last_fence = -1;
   std::vector<uint32_t> since_fence;
   for (size_t i = 0; i < n; i++) {
     const RankOp &op = rp->ops[i];
     const uint32_t me = static_cast<uint32_t>(i);
     group_of[i] = op.group;
-    std::vector<uint32_t> &p = preds[i];
+    p.clear();
     if (op.fence) {
       p = since_fence;
       if (last_fence >= 0) p.push_back(static_cast<uint32_t>(last_fence));
       last_fence = me;
       since_fence.clear();
-      continue;
+    } else {
+      if (last_fence >= 0) p.push_back(static_cast<uint32_t>(last_fence));
+      since_fence.push_back(me);
+      auto touch = [&](int32_t buf, uint64_t off, bool write) {
+        maps[buf].access(off, op.len, write, me, op.group, group_of, &p);
+      };
+      switch (op.kind) {
+        case CAD_NODE_SEND: touch(op.src, op.src_off, false); break;
+        case CAD_NODE_RECV: touch(op.dst, op.dst_off, true); break;
+        default:  // copy, reduce: read the source, then (read and) write the destination
+          touch(op.src, op.src_off, false);
+          touch(op.dst, op.dst_off, true);
+          break;
+      }
     }
-    if (last_fence >= 0) p.push_back(static_cast<uint32_t>(last_fence));
-    since_fence.push_back(me);
-    auto touch = [&](int32_t buf, uint64_t off, bool write) {
-      maps[buf].access(off, op.len, write, me, op.group, group_of, &p);
-    };
-    switch (op.kind) {
-      case CAD_NODE_SEND: touch(op.src, op.src_off, false); break;
-      case CAD_NODE_RECV: touch(op.dst, op.dst_off, true); break;
-      default:  // copy, reduce: read the source, then (read and) write the destination
-        touch(op.src, op.src_off, false);
-        touch(op.dst, op.dst_off, true);
-        break;
-    }
-  }
-  for (auto &p : preds) {
     std::sort(p.begin(), p.end());
     p.erase(std::unique(p.begin(), p.end()), p.end());
+    pred.insert(pred.end(), p.begin(), p.end());
+    pred_first[i + 1] = static_cast<uint32_t>(pred.size());
   }
-  // Transitive reduction: p -> v is implied when another predecessor of v
-  // descends from p.  Ancestor sets as bitsets, above a size cap skipped
-  // (the program stays correct, with more edges).
+  maps.clear();
+  // Transitive reduction: q -> v is implied when another predecessor of v
+  // descends from q; above a size cap skipped (the program stays correct,
+  // with more edges).  Either method finds the one transitive reduction.
   bool multi = false;
-  for (const auto &p : preds) multi |= p.size() > 1;
+  for (size_t v = 0; v < n; v++) multi |= pred_first[v + 1] - pred_first[v] > 1;
   if (multi && n <= 16384) {
-    const size_t words = (n + 63) / 64;
-    std::vector<uint64_t> anc(n * words, 0);
-    for (size_t v = 0; v < n; v++) {
-      uint64_t *acc = &anc[v * words];
-      std::vector<uint32_t> kept;
-      for (auto it = preds[v].rbegin(); it != preds[v].rend(); ++it) {
-        const uint32_t p = *it;
-        if (acc[p / 64] >> (p % 64) & 1) continue;  // implied
-        kept.push_back(p);
-        const uint64_t *pa = &anc[static_cast<size_t>(p) * words];
-        for (size_t w = 0; w < words; w++) acc[w] |= pa[w];
-        acc[p / 64] |= uint64_t{1} << (p % 64);
-      }
-      std::sort(kept.begin(), kept.end());
-      preds[v].swap(kept);
-    }
+    std::vector<uint32_t> kept_first, kept;
+    if (!reduce_by_search(pred_first, pred, 8 * n + 1024, &kept_first, &kept))
+      reduce_by_bitsets(pred_first, pred, &kept_first, &kept);
+    pred_first.swap(kept_first);
+    pred.swap(kept);
   }
   // Successor lists, node after node, increasing.
-  std::vector<uint32_t> count(n + 1, 0);
-  for (size_t v = 0; v < n; v++)
-    for (uint32_t p : preds[v]) count[p + 1]++;
   rp->edge_first.assign(n + 1, 0);
-  for (size_t i = 0; i < n; i++) rp->edge_first[i + 1] = rp->edge_first[i] + count[i + 1];
-  rp->edges.assign(rp->edge_first[n], 0);
+  for (uint32_t q : pred) rp->edge_first[q + 1]++;
+  for (size_t i = 0; i < n; i++) rp->edge_first[i + 1] += rp->edge_first[i];
+  rp->edges.assign(pred.size(), 0);
   std::vector<uint32_t> fill(rp->edge_first.begin(), rp->edge_first.end() - 1);
   for (size_t v = 0; v < n; v++)
-    for (uint32_t p : preds[v]) rp->edges[fill[p]++] = static_cast<uint32_t>(v);
+    for (uint32_t k = pred_first[v]; k < pred_first[v + 1]; k++) rp->edges[fill[pred[k]]++] = static_cast<uint32_t>(v);
 }
 
 }  // namespace

@@ -32,10 +32,11 @@ constexpr uint64_t kMaxOpsPerRank = 1u << 21;
 // or memory (each a CAD-E026 or a usage error, never a hang or a crash):
 // ranks of an instance; statements and loop iterations run for one rank
 // (16 per operation of the largest program); operations of all ranks of an
-// instance verified together (about 2 GiB of verifier state).
+// instance verified together (about 100 bytes of verifier state each,
+// 3.5 GB at the limit; an alltoall at P = 4096 fits).
 constexpr int64_t kMaxRanks = 1 << 20;
 constexpr uint64_t kMaxStepsPerRank = uint64_t{1} << 25;
-constexpr uint64_t kMaxOpsPerInstance = uint64_t{1} << 24;
+constexpr uint64_t kMaxOpsPerInstance = uint64_t{1} << 25;
 
 // The limits an instance is held to; the defaults above unless a caller
 // wants less (the fuzzer, to stay fast).
@@ -83,18 +84,21 @@ struct AbiBuffer {
 };
 
 // One operation, in program order, with byte ranges of ABI buffers.
+// The fields in an order without padding (64 bytes): verifying an
+// instance holds one per operation of every rank.
 struct RankOp {
   uint8_t kind = 0;     // CAD_NODE_*
   uint8_t flags = 0;    // CAD_XFER_*
   uint8_t op = 0;       // REDUCE: CAD_OP_*
-  const UserOp *uop = nullptr;  // REDUCE with CAD_OP_USER: the operator
   bool fence = false;   // a NOP from `fence`
+  uint32_t group = 0;   // `parallel` block, 0 = none
   uint32_t peer = 0, tag = 0;
   int32_t dst = -1, src = -1;  // ABI buffers
   uint64_t dst_off = 0, src_off = 0, len = 0;  // bytes
   const Stmt *stmt = nullptr;  // where it comes from
-  uint32_t group = 0;          // `parallel` block, 0 = none
+  const UserOp *uop = nullptr;  // REDUCE with CAD_OP_USER: the operator
 };
+static_assert(sizeof(RankOp) <= 64, "RankOp grew");
 
 struct RankProgram {
   uint32_t rank = 0;

@@ -3,10 +3,11 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
+#include <memory_resource>
 #include <unordered_map>
 
 #include "../../kmod/core/cad_core.h"
+#include "access.h"
 
 namespace cad {
 
@@ -23,54 +24,59 @@ bool same_op(const UserOp *a, const UserOp *b) {
 
 constexpr uint64_t kNone = Matching::kUnmatched;
 constexpr int kMaxReports = 8;  // diagnostics of one kind per instance
+constexpr uint32_t kNoneBefore = ~uint32_t{0};
+
+// A message of a rank's program: (peer, tag) as one key, and where it is.
+struct MessageKey {
+  uint64_t key;
+  uint32_t op;
+  bool operator<(const MessageKey &o) const { return key != o.key ? key < o.key : op < o.op; }
+};
+
+// Appends the messages of kind (send or receive) of p to keys, sorted:
+// by peer and tag, in program order within one.
+void message_keys(const RankProgram &p, uint8_t kind, std::vector<MessageKey> *keys) {
+  const size_t from = keys->size();
+  for (uint32_t i = 0; i < p.ops.size(); i++)
+    if (p.ops[i].kind == kind) keys->push_back({uint64_t{p.ops[i].peer} << 32 | p.ops[i].tag, i});
+  std::sort(keys->begin() + static_cast<std::ptrdiff_t>(from), keys->end());
+}
 
 // ---------------------------------------------------------------- reachability
 
-// Whether operation u of a rank's program reaches v (u < v) along edges.
+// Whether operation u of a rank's program reaches v along edges: a
+// search forward from u that never goes past v (edges go forward),
+// nearest to v first.  The checks ask about conflicting operations, which
+// dependency inference joined by an edge or through a nearby one.
 class Reach {
  public:
-  explicit Reach(const RankProgram &p) : p_(p), n_(p.ops.size()) {
-    if (n_ > kBitsetLimit) return;
-    words_ = (n_ + 63) / 64;
-    desc_.assign(n_ * words_, 0);
-    for (size_t u = n_; u-- > 0;)
-      for (uint32_t e = p.edge_first[u]; e < p.edge_first[u + 1]; e++) {
-        const uint32_t s = p.edges[e];
-        uint64_t *d = &desc_[u * words_];
-        const uint64_t *ds = &desc_[s * words_];
-        for (size_t w = 0; w < words_; w++) d[w] |= ds[w];
-        d[s / 64] |= uint64_t{1} << (s % 64);
-      }
-  }
+  explicit Reach(const RankProgram &p) : p_(p), seen_(p.ops.size(), 0) {}
 
   bool reaches(uint32_t u, uint32_t v) {
     if (u == v) return true;
     if (u > v) return false;
-    if (words_) return desc_[u * words_ + v / 64] >> (v % 64) & 1;
-    // Large programs: a search that never goes past v (edges go forward).
-    if (seen_.size() != n_) seen_.assign(n_, 0);
-    stamp_++;
+    if (++stamp_ == 0) {  // the stamps wrapped: forget them
+      std::fill(seen_.begin(), seen_.end(), 0);
+      stamp_ = 1;
+    }
     stack_.assign(1, u);
     while (!stack_.empty()) {
       const uint32_t x = stack_.back();
       stack_.pop_back();
-      for (uint32_t e = p_.edge_first[x]; e < p_.edge_first[x + 1]; e++) {
-        const uint32_t s = p_.edges[e];
-        if (s == v) return true;
-        if (s < v && seen_[s] != stamp_) {
-          seen_[s] = stamp_;
-          stack_.push_back(s);
+      const uint32_t *first = p_.edges.data() + p_.edge_first[x], *last = p_.edges.data() + p_.edge_first[x + 1];
+      const uint32_t *at = std::lower_bound(first, last, v);  // successors are increasing
+      if (at != last && *at == v) return true;
+      for (const uint32_t *e = first; e != at; e++)  // below v, the nearest popped first
+        if (seen_[*e] != stamp_) {
+          seen_[*e] = stamp_;
+          stack_.push_back(*e);
         }
-      }
     }
     return false;
   }
 
  private:
-  static constexpr size_t kBitsetLimit = 8192;
   const RankProgram &p_;
-  size_t n_, words_ = 0;
-  std::vector<uint64_t> desc_;
   std::vector<uint32_t> seen_, stack_;
   uint32_t stamp_ = 0;
 };
@@ -82,43 +88,111 @@ struct Sym {
   enum Kind : uint8_t { Old, Zero, Data, Garbage, WrongOp } kind = Old;
   uint32_t who = 0;      // Old: the rank; Data: contribution list; WrongOp: index in wrong_ops_
   int64_t index = 0;     // Data: logical index of the piece's first element
+  uint64_t blk = 0;      // Data: 0, or a run of blocks (below)
   const Stmt *by = nullptr;  // the operation that wrote it last
 };
 
 // A piece of a buffer: elements [lo, hi) holding sym (index at lo).
+//
+// A run of blocks (sym.blk > 0, hi - lo a multiple of blk, two blocks or
+// more) stands for blk-element pieces side by side, block k holding rank
+// who + k's input alone (list who + k, see Lists) from the same index,
+// written by the same operation.  The gathers and the alltoall build
+// their output a block per rank: as a run, a rank's state is a few pieces
+// instead of P, and a message moves a few.  A run never stands for
+// anything but its blocks, so the postcondition sees the same pieces
+// as if each block were kept apart.
 struct Piece {
   uint64_t lo, hi;
   Sym sym;
 };
 
+// Appends the part [a, b) of p (within it) to out; a run cut inside a
+// block leaves the cut blocks' parts as single pieces, and one whole
+// block as a single piece.
+void slice(const Piece &p, uint64_t a, uint64_t b, std::vector<Piece> *out) {
+  Sym s = p.sym;
+  const uint64_t B = s.blk;
+  if (s.kind != Sym::Data || !B) {
+    if (s.kind == Sym::Data) s.index += static_cast<int64_t>(a - p.lo);
+    out->push_back({a, b, s});
+    return;
+  }
+  const auto block = [&](uint64_t x) { return (x - p.lo) / B; };
+  const auto single = [&](uint64_t from, uint64_t to) {  // within one block
+    Sym one = s;
+    one.blk = 0;
+    one.who = s.who + static_cast<uint32_t>(block(from));
+    one.index = s.index + static_cast<int64_t>((from - p.lo) % B);
+    out->push_back({from, to, one});
+  };
+  uint64_t at = a;
+  if ((at - p.lo) % B) {  // the first block's part
+    const uint64_t stop = std::min(b, p.lo + (block(at) + 1) * B);
+    single(at, stop);
+    at = stop;
+  }
+  const uint64_t whole = p.lo + block(b) * B;  // the start of the block b cuts
+  if (at < whole) {
+    if (whole - at == B) {
+      single(at, whole);
+    } else {
+      Sym run = s;
+      run.who = s.who + static_cast<uint32_t>(block(at));
+      out->push_back({at, whole, run});
+    }
+    at = whole;
+  }
+  if (at < b) single(at, b);
+}
+
+// The pieces a run stands for, one per block (other pieces as they are).
+void explode(const Piece &p, std::vector<Piece> *out) {
+  if (p.sym.kind != Sym::Data || !p.sym.blk) {
+    out->push_back(p);
+    return;
+  }
+  for (uint64_t at = p.lo; at < p.hi; at += p.sym.blk) slice(p, at, at + p.sym.blk, out);
+}
+
 // Interval map of a buffer's elements.
 class SymBuffer {
  public:
-  void init(uint64_t elems, Sym s) {
+  // ranks: lists 0 .. ranks - 1 are the ranks alone (blocks of a run).
+  void init(uint64_t elems, Sym s, uint32_t ranks) {
     map_.clear();
+    ranks_ = ranks;
     if (elems) map_.emplace(0, Seg{elems, s});
   }
-  std::vector<Piece> read(uint64_t lo, uint64_t hi) const {
-    std::vector<Piece> out;
+  // The pieces over [lo, hi), appended to out; exploded: runs as their blocks.
+  void read(uint64_t lo, uint64_t hi, std::vector<Piece> *out, bool exploded = false) const {
     auto it = map_.upper_bound(lo);
     if (it != map_.begin()) --it;
+    std::vector<Piece> cut;
     for (; it != map_.end() && it->first < hi; ++it) {
       const uint64_t a = std::max(lo, it->first), b = std::min(hi, it->second.end);
       if (a >= b) continue;
-      Sym s = it->second.sym;
-      if (s.kind == Sym::Data) s.index += static_cast<int64_t>(a - it->first);
-      out.push_back({a, b, s});
+      const Piece whole{it->first, it->second.end, it->second.sym};
+      if (!exploded) {
+        slice(whole, a, b, out);
+        continue;
+      }
+      cut.clear();
+      slice(whole, a, b, &cut);
+      for (const Piece &pc : cut) explode(pc, out);
     }
-    return out;
   }
   // Writes pieces (positions already those of this buffer).
   void write(const std::vector<Piece> &pieces) {
+    if (pieces.empty()) return;
     for (const Piece &p : pieces) {
       split(p.lo);
       split(p.hi);
       map_.erase(map_.lower_bound(p.lo), map_.lower_bound(p.hi));
-      map_.emplace(p.lo, Seg{p.hi, p.sym});
+      join_left(map_.emplace(p.lo, Seg{p.hi, p.sym}).first);
     }
+    auto right = map_.lower_bound(pieces.back().hi);
+    if (right != map_.end()) join_left(right);
   }
 
  private:
@@ -126,23 +200,65 @@ class SymBuffer {
     uint64_t end;
     Sym sym;
   };
+  using Map = std::map<uint64_t, Seg>;
+
+  // A segment boundary at x, if x falls inside a segment.
   void split(uint64_t x) {
     auto it = map_.upper_bound(x);
     if (it == map_.begin()) return;
     --it;
     if (it->first < x && x < it->second.end) {
-      Seg right = it->second;
-      if (right.sym.kind == Sym::Data) right.sym.index += static_cast<int64_t>(x - it->first);
-      it->second.end = x;
-      map_.emplace(x, right);
+      const Piece whole{it->first, it->second.end, it->second.sym};
+      std::vector<Piece> parts;
+      slice(whole, whole.lo, x, &parts);
+      slice(whole, x, whole.hi, &parts);
+      map_.erase(it);
+      for (const Piece &pc : parts) map_.emplace(pc.lo, Seg{pc.hi, pc.sym});
     }
   }
-  std::map<uint64_t, Seg> map_;
+
+  // Blocks of a run: (first rank, blocks, block length); a single rank's
+  // piece is a run of one block.
+  bool blocks(const Map::const_iterator &it, uint32_t *who, uint64_t *count, uint64_t *blk) const {
+    const Sym &s = it->second.sym;
+    const uint64_t len = it->second.end - it->first;
+    if (s.kind != Sym::Data || (!s.blk && s.who >= ranks_)) return false;
+    *who = s.who;
+    *blk = s.blk ? s.blk : len;
+    *count = len / *blk;
+    return true;
+  }
+
+  // Joins the segment at it to the one before it when together they are
+  // a run: the same writer, the same index and block length, ranks in a
+  // row.
+  void join_left(Map::iterator it) {
+    if (it == map_.begin()) return;
+    const auto prev = std::prev(it);
+    uint32_t wa, wb;
+    uint64_t ca, cb, ba, bb;
+    if (prev->second.end != it->first || !blocks(prev, &wa, &ca, &ba) || !blocks(it, &wb, &cb, &bb)) return;
+    const Sym &a = prev->second.sym, &b = it->second.sym;
+    if (ba != bb || a.index != b.index || a.by != b.by || uint64_t{wa} + ca != wb) return;
+    prev->second.sym.blk = ba;
+    prev->second.end = it->second.end;
+    map_.erase(it);
+  }
+
+  Map map_;
+  uint32_t ranks_ = 0;
 };
 
-// Interned lists of contributing ranks, in reduction order.
+// Interned lists of contributing ranks, in reduction order; list q is
+// rank q alone, for q < P.
 class Lists {
  public:
+  void init(uint32_t P) {
+    lists_.clear();
+    ids_.clear();
+    concat_.clear();
+    for (uint32_t q = 0; q < P; q++) intern({q});
+  }
   uint32_t intern(const std::vector<uint32_t> &v) {
     std::string key(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(uint32_t));
     auto it = ids_.find(key);
@@ -151,15 +267,56 @@ class Lists {
     return ids_[key] = static_cast<uint32_t>(lists_.size() - 1);
   }
   const std::vector<uint32_t> &get(uint32_t id) const { return lists_[id]; }
+  // a's ranks, then b's; remembered, as reductions repeat the same pairs.
   uint32_t concat(uint32_t a, uint32_t b) {
+    const uint64_t key = uint64_t{a} << 32 | b;
+    auto it = concat_.find(key);
+    if (it != concat_.end()) return it->second;
     std::vector<uint32_t> v = lists_[a];
     v.insert(v.end(), lists_[b].begin(), lists_[b].end());
-    return intern(v);
+    return concat_[key] = intern(v);
   }
 
  private:
   std::vector<std::vector<uint32_t>> lists_;
   std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<uint64_t, uint32_t> concat_;
+};
+
+// ---------------------------------------------------------------- sets of ranks
+
+// A set of ranks as disjoint intervals [lo, hi), increasing, none
+// touching the next.
+class RankSet {
+ public:
+  RankSet() = default;
+  explicit RankSet(uint32_t r) : iv_{{r, r + 1}} {}
+  // This set becomes its union with o; tmp is scratch.
+  void unite(const RankSet &o, RankSet *tmp) {
+    if (o.iv_.empty()) return;
+    if (iv_.empty()) {
+      iv_ = o.iv_;
+      return;
+    }
+    std::vector<Interval> &out = tmp->iv_;
+    out.clear();
+    size_t i = 0, j = 0;
+    while (i < iv_.size() || j < o.iv_.size()) {
+      const Interval next = j == o.iv_.size() || (i < iv_.size() && iv_[i].lo < o.iv_[j].lo) ? iv_[i++] : o.iv_[j++];
+      if (!out.empty() && next.lo <= out.back().hi) out.back().hi = std::max(out.back().hi, next.hi);
+      else out.push_back(next);
+    }
+    iv_.swap(out);
+  }
+  // The least rank not in the set.
+  uint32_t first_missing() const { return iv_.empty() || iv_[0].lo > 0 ? 0 : iv_[0].hi; }
+  void swap(RankSet &o) { iv_.swap(o.iv_); }
+
+ private:
+  struct Interval {
+    uint32_t lo, hi;
+  };
+  std::vector<Interval> iv_;
 };
 
 // ---------------------------------------------------------------- verifier
@@ -238,10 +395,13 @@ class Verifier {
     return true;
   }
 
+  // The reachability of rank r's program (the checks go rank by rank).
   Reach &reach(uint32_t r) {
-    auto it = reach_.find(r);
-    if (it == reach_.end()) it = reach_.emplace(r, std::make_unique<Reach>(progs_[r])).first;
-    return *it->second;
+    if (!reach_ || reach_rank_ != r) {
+      reach_ = std::make_unique<Reach>(progs_[r]);
+      reach_rank_ = r;
+    }
+    return *reach_;
   }
 
   // ---- 2. matching ----
@@ -251,26 +411,31 @@ class Verifier {
     partner_ = std::move(m.partner);
     stats_.ops = base_.back();
     int unmatched = 0, mismatched = 0, ambiguous = 0;
+    std::vector<MessageKey> keys;
+    std::vector<uint32_t> before;  // per operation, the one before it of its key, or kNoneBefore
     for (uint32_t r = 0; r < progs_.size(); r++) {
       const RankProgram &p = progs_[r];
       // Two messages of one key must be ordered on their rank, or which
       // meets which depends on timing: check consecutive ones.
-      std::map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> last;
+      keys.clear();
+      message_keys(p, CAD_NODE_SEND, &keys);
+      message_keys(p, CAD_NODE_RECV, &keys);
+      before.assign(p.ops.size(), kNoneBefore);
+      for (size_t k = 1; k < keys.size(); k++)
+        if (keys[k].key == keys[k - 1].key && p.ops[keys[k].op].kind == p.ops[keys[k - 1].op].kind)
+          before[keys[k].op] = keys[k - 1].op;
       for (uint32_t i = 0; i < p.ops.size(); i++) {
         const RankOp &o = p.ops[i];
         if (o.kind != CAD_NODE_SEND && o.kind != CAD_NODE_RECV) continue;
         const uint64_t g = base_[r] + i;
-        auto key = std::make_tuple(o.kind, o.peer, o.tag);
-        auto it = last.find(key);
-        if (it != last.end() && !reach(r).reaches(it->second, i) && ambiguous++ < kMaxReports) {
+        if (before[i] != kNoneBefore && !reach(r).reaches(before[i], i) && ambiguous++ < kMaxReports) {
           const bool send = o.kind == CAD_NODE_SEND;
           Diagnostic &d = fail(Code::Ambiguous, g, std::string("two unordered ") + (send ? "sends" : "receives") +
                                " between ranks " + std::to_string(send ? r : o.peer) + " and " +
                                std::to_string(send ? o.peer : r) +
                                " with the same tag: which one meets which depends on timing");
-          note(d, base_[r] + it->second, "the other one");
+          note(d, base_[r] + before[i], "the other one");
         }
-        last[key] = i;
         const uint64_t pg = partner_[g];
         if (pg == kNone) {
           if (unmatched++ < kMaxReports)
@@ -280,7 +445,7 @@ class Verifier {
           continue;
         }
         if (o.kind != CAD_NODE_SEND) continue;  // each pair once, from its send
-        const RankOp &ro = op(pg);
+        const RankOp &ro = progs_[o.peer].ops[pg - base_[o.peer]];
         if (o.len != ro.len && mismatched++ < kMaxReports) {
           Diagnostic &d = fail(Code::SizeMismatch, g, "rank " + std::to_string(r) + " sends " +
                                std::to_string(o.len / p.esize) + " elements, but rank " + std::to_string(o.peer) +
@@ -382,46 +547,49 @@ class Verifier {
   }
 
   // ---- 4. races ----
+  // Within a rank, in program order, each access against what it
+  // conflicts with: the last writer of every byte it touches and, for a
+  // write, the readers since.  That suffices: an earlier conflicting
+  // access is ordered before that writer (checked when it wrote), which
+  // is ordered before this one.
   bool races() {
     int found = 0;
+    std::vector<uint32_t> none, conflicts;
     for (uint32_t r = 0; r < progs_.size() && found < kMaxReports; r++) {
       const RankProgram &p = progs_[r];
-      struct Acc {
-        int32_t buf;
-        uint64_t lo, hi;
-        uint32_t op;
-        bool write;
-      };
-      std::vector<Acc> acc;
+      std::pmr::monotonic_buffer_resource pool;
+      std::vector<AccessMap> maps;
+      maps.reserve(p.buffers.size());
+      for (size_t b = 0; b < p.buffers.size(); b++) maps.emplace_back(&pool);
       for (uint32_t i = 0; i < p.ops.size(); i++) {
         const RankOp &o = p.ops[i];
-        if (!o.len) continue;
-        if (o.kind == CAD_NODE_SEND || o.kind == CAD_NODE_COPY || o.kind == CAD_NODE_REDUCE)
-          acc.push_back({o.src, o.src_off, o.src_off + o.len, i, false});
-        if (o.kind == CAD_NODE_RECV || o.kind == CAD_NODE_COPY || o.kind == CAD_NODE_REDUCE)
-          acc.push_back({o.dst, o.dst_off, o.dst_off + o.len, i, true});
-      }
-      std::sort(acc.begin(), acc.end(), [](const Acc &x, const Acc &y) {
-        return x.buf != y.buf ? x.buf < y.buf : x.lo < y.lo;
-      });
-      std::vector<Acc> active;
-      for (const Acc &a : acc) {
-        active.erase(std::remove_if(active.begin(), active.end(),
-                                    [&](const Acc &b) { return b.buf != a.buf || b.hi <= a.lo; }),
-                     active.end());
-        for (const Acc &b : active) {
-          if (!(a.write || b.write) || a.op == b.op) continue;
-          const uint32_t u = std::min(a.op, b.op), v = std::max(a.op, b.op);
-          if (reach(r).reaches(u, v)) continue;
-          const Acc &w = a.write ? a : b, &o = a.write ? b : a;
-          Diagnostic &d = fail(Code::Race, gid(r, v), "race: " + range_text(p, w.buf, std::max(a.lo, b.lo), std::min(a.hi, b.hi) - std::max(a.lo, b.lo)) +
-                               " is " + (o.write ? "written" : "read") + " and written by two operations that nothing orders");
-          note(d, gid(r, w.op), "writes it");
-          note(d, gid(r, o.op), o.write ? "also writes it" : "reads it");
-          if (++found >= kMaxReports) break;
-          goto next_rank;  // one race per rank is enough to act on
+        for (const bool write : {false, true}) {
+          if (write ? o.kind == CAD_NODE_SEND : o.kind == CAD_NODE_RECV) continue;
+          if (!o.len || (o.kind != CAD_NODE_SEND && o.kind != CAD_NODE_RECV && o.kind != CAD_NODE_COPY &&
+                         o.kind != CAD_NODE_REDUCE))
+            continue;
+          const int32_t buf = write ? o.dst : o.src;
+          const uint64_t lo = write ? o.dst_off : o.src_off, hi = lo + o.len;
+          conflicts.clear();
+          maps[buf].access(lo, o.len, write, i, 0, none, &conflicts);
+          for (const uint32_t u : conflicts) {
+            if (reach(r).reaches(u, i)) continue;
+            // u's access: its write when it writes these bytes, else its read.
+            const RankOp &uo = p.ops[u];
+            const bool u_writes = (uo.kind == CAD_NODE_RECV || uo.kind == CAD_NODE_COPY || uo.kind == CAD_NODE_REDUCE) &&
+                                  uo.dst == buf && uo.dst_off < hi && lo < uo.dst_off + uo.len;
+            const uint64_t ulo = u_writes ? uo.dst_off : uo.src_off, uhi = ulo + uo.len;
+            const uint64_t from = std::max(lo, ulo), to = std::min(hi, uhi);
+            const uint32_t w = write ? i : u, other = write ? u : i;
+            const bool other_writes = write ? u_writes : false;
+            Diagnostic &d = fail(Code::Race, gid(r, i), "race: " + range_text(p, buf, from, to - from) + " is " +
+                                 (other_writes ? "written" : "read") + " and written by two operations that nothing orders");
+            note(d, gid(r, w), "writes it");
+            note(d, gid(r, other), other_writes ? "also writes it" : "reads it");
+            found++;
+            goto next_rank;  // one race per rank is enough to act on
+          }
         }
-        active.push_back(a);
       }
     next_rank:;
     }
@@ -446,8 +614,10 @@ class Verifier {
   std::vector<uint64_t> base_;     // first global id of each rank, then the total
   std::vector<uint64_t> partner_;  // the matched operation, or kNone
   std::vector<uint64_t> order_;    // representatives in a topological order
-  std::map<uint32_t, std::unique_ptr<Reach>> reach_;
+  std::unique_ptr<Reach> reach_;
+  uint32_t reach_rank_ = 0;
   std::vector<std::vector<SymBuffer>> state_;
+  std::vector<Piece> pieces_, out_;  // reused
   Lists lists_;
   std::vector<const RankOp *> wrong_ops_;  // reductions with an op other than the call's
   VerifyStats stats_;
@@ -503,8 +673,7 @@ bool Verifier::postcondition() {
   const int64_t n = spec_.n;
   // Initial state.
   state_.resize(P);
-  std::vector<uint32_t> single(P);
-  for (uint32_t q = 0; q < P; q++) single[q] = lists_.intern({q});
+  lists_.init(P);
   for (uint32_t r = 0; r < P; r++) {
     const RankProgram &p = progs_[r];
     state_[r].resize(p.buffers.size());
@@ -512,7 +681,7 @@ bool Verifier::postcondition() {
       Sym s;
       s.kind = p.buffers[b].collective < 0 ? Sym::Zero : Sym::Old;
       s.who = r;
-      state_[r][b].init(p.buffers[b].elems, s);
+      state_[r][b].init(p.buffers[b].elems, s, P);
     }
     // The inputs: send buffers, the root's bcast buffer; in place, where MPI puts them.
     const std::vector<Binding> bind = bind_buffers(a_.collective, P, n, r, spec_.root, spec_.inplace);
@@ -522,7 +691,7 @@ bool Verifier::postcondition() {
       const int abi = bind[c].alias_of >= 0 ? bind[c].alias_of : static_cast<int>(c);
       Sym s;
       s.kind = Sym::Data;
-      s.who = single[r];
+      s.who = r;
       s.index = 0;
       state_[r][abi].write({{bind[c].offset, bind[c].offset + bind[c].elems, s}});
     }
@@ -534,7 +703,9 @@ bool Verifier::postcondition() {
       const RankOp &so = op(sg), &ro = op(rg);
       const uint32_t sr = rank_of(sg), rr = rank_of(rg);
       const uint64_t es = progs_[sr].esize;
-      std::vector<Piece> pieces = state_[sr][so.src].read(so.src_off / es, (so.src_off + so.len) / es);
+      std::vector<Piece> &pieces = pieces_;
+      pieces.clear();
+      state_[sr][so.src].read(so.src_off / es, (so.src_off + so.len) / es, &pieces);
       const int64_t shift = static_cast<int64_t>(ro.dst_off / es) - static_cast<int64_t>(so.src_off / es);
       for (Piece &pc : pieces) {
         pc.lo += shift;
@@ -549,8 +720,10 @@ bool Verifier::postcondition() {
     const uint64_t es = progs_[r].esize;
     if (o.kind != CAD_NODE_COPY && o.kind != CAD_NODE_REDUCE) continue;
     const uint64_t slo = o.src_off / es, dlo = o.dst_off / es, len = o.len / es;
-    std::vector<Piece> src = state_[r][o.src].read(slo, slo + len);
-    std::vector<Piece> out;
+    std::vector<Piece> &src = pieces_, &out = out_;
+    src.clear();
+    out.clear();
+    state_[r][o.src].read(slo, slo + len, &src, o.kind == CAD_NODE_REDUCE);
     if (o.kind == CAD_NODE_COPY) {
       for (Piece &pc : src) out.push_back({pc.lo - slo + dlo, pc.hi - slo + dlo, pc.sym});
     } else {
@@ -559,7 +732,8 @@ bool Verifier::postcondition() {
       // collective every reduction must use the call's op.
       const bool right_op = !info_.reducing || (o.op == spec_.op && (o.op != CAD_OP_USER || same_op(o.uop, spec_.user_op.get())));
       if (!right_op) wrong_ops_.push_back(&o);
-      std::vector<Piece> dst = state_[r][o.dst].read(dlo, dlo + len);
+      std::vector<Piece> dst;
+      state_[r][o.dst].read(dlo, dlo + len, &dst, true);
       size_t i = 0, j = 0;
       uint64_t at = 0;
       while (at < len) {
@@ -630,31 +804,47 @@ bool Verifier::postcondition() {
       }
     };
     const bool blocks = info_.buffers[out].times_p && a_.collective != Collective::ReduceScatterBlock;
+    // Output block k is rank k's input: a run of blocks from the right
+    // rank and index is right as a whole.
+    const bool by_rank = a_.collective == Collective::Gather || a_.collective == Collective::Allgather ||
+                         a_.collective == Collective::Alltoall;
     bool reported = false;  // the first wrong range of a rank is enough
-    for (const Piece &pc : state_[r][abi].read(base, base + len)) {
-      for (uint64_t at = pc.lo - base, end = pc.hi - base; at < end && !reported;) {
-        // Within one block of n elements the expectation is linear.
-        const uint64_t stop = blocks && n ? std::min(end, (at / n + 1) * n) : end;
+    std::vector<Piece> &runs = pieces_, &plain = out_;
+    runs.clear();
+    state_[r][abi].read(base, base + len, &runs);
+    for (const Piece &run : runs) {
+      if (by_rank && run.sym.kind == Sym::Data && run.sym.blk && run.sym.blk == static_cast<uint64_t>(n) &&
+          (run.lo - base) % run.sym.blk == 0) {
         int64_t q, index;
-        expect(at, &q, &index);
-        const int64_t got_index = pc.sym.index + static_cast<int64_t>(at - (pc.lo - base));
-        const bool ok = pc.sym.kind == Sym::Data && got_index == index &&
-                        (q >= 0 ? lists_.get(pc.sym.who) == std::vector<uint32_t>{static_cast<uint32_t>(q)}
-                                : is_all(pc.sym.who));
-        if (!ok) {
-          Sym shown = pc.sym;
-          shown.index = got_index;
-          Diagnostic &d = diags_->error(Code::WrongResult, pc.sym.by ? pc.sym.by->loc : a_.loc,
-                                        "wrong result: rank " + std::to_string(r) + "'s " + info_.buffers[out].name +
-                                            "[" + std::to_string(at) + ":" + std::to_string(stop) + "] is wrong");
-          d.instance = described_;
-          d.rank = static_cast<int>(r);
-          d.witness.push_back("it holds " + sym_text(shown, stop - at));
-          d.witness.push_back("it should hold " + want_text(q, index, stop - at));
-          if (!pc.sym.by) d.witness.push_back("no operation wrote it");
-          reported = true;
+        expect(run.lo - base, &q, &index);
+        if (run.sym.who == q && run.sym.index == index) continue;
+      }
+      plain.clear();
+      explode(run, &plain);
+      for (const Piece &pc : plain) {
+        for (uint64_t at = pc.lo - base, end = pc.hi - base; at < end && !reported;) {
+          // Within one block of n elements the expectation is linear.
+          const uint64_t stop = blocks && n ? std::min(end, (at / n + 1) * n) : end;
+          int64_t q, index;
+          expect(at, &q, &index);
+          const int64_t got_index = pc.sym.index + static_cast<int64_t>(at - (pc.lo - base));
+          const bool ok = pc.sym.kind == Sym::Data && got_index == index &&
+                          (q >= 0 ? pc.sym.who == q : is_all(pc.sym.who));
+          if (!ok) {
+            Sym shown = pc.sym;
+            shown.index = got_index;
+            Diagnostic &d = diags_->error(Code::WrongResult, pc.sym.by ? pc.sym.by->loc : a_.loc,
+                                          "wrong result: rank " + std::to_string(r) + "'s " + info_.buffers[out].name +
+                                              "[" + std::to_string(at) + ":" + std::to_string(stop) + "] is wrong");
+            d.instance = described_;
+            d.rank = static_cast<int>(r);
+            d.witness.push_back("it holds " + sym_text(shown, stop - at));
+            d.witness.push_back("it should hold " + want_text(q, index, stop - at));
+            if (!pc.sym.by) d.witness.push_back("no operation wrote it");
+            reported = true;
+          }
+          at = stop;
         }
-        at = stop;
       }
       if (reported) break;
     }
@@ -667,13 +857,16 @@ bool Verifier::postcondition() {
 // first.  What an operation can know: its rank, what its predecessors
 // know, and for a receive what its send knew.  A send learns nothing from
 // its receive: a transport may send eagerly, so only the receiver learns
-// that the sender arrived.  Sets of ranks as bitsets per operation.
+// that the sender arrived.  What a rank knows in the end is what its
+// sinks (operations without successors) know: knowledge only grows along
+// edges.  Sets of ranks as intervals (a barrier's are a few: a
+// dissemination's are ranges, a tree's subtrees), held only while an
+// operation still has to pass them on.
 bool Verifier::check_barrier() {
   const uint32_t P = static_cast<uint32_t>(spec_.P);
   if (P == 1) return true;
-  const size_t words = (P + 63) / 64;
-  std::vector<uint64_t> know(stats_.ops * words, 0);
-  auto row = [&](uint64_t g) { return &know[g * words]; };
+  std::vector<RankSet> know(stats_.ops), seen(P);
+  RankSet tmp;
   for (uint64_t x : order_) {
     // A matched pair: the send first, then the receive that learns from it.
     uint64_t members[2] = {x, partner_[x]};
@@ -681,34 +874,30 @@ bool Verifier::check_barrier() {
     for (uint64_t m : members) {
       if (m == kNone) continue;
       const uint32_t r = rank_of(m);
-      row(m)[r / 64] |= uint64_t{1} << (r % 64);
-      if (op(m).kind == CAD_NODE_RECV)
-        for (size_t w = 0; w < words; w++) row(m)[w] |= row(partner_[m])[w];
+      know[m].unite(RankSet(r), &tmp);
+      if (op(m).kind == CAD_NODE_RECV) know[m].unite(know[partner_[m]], &tmp);
       const RankProgram &p = progs_[r];
       const uint32_t i = static_cast<uint32_t>(m - base_[r]);
-      for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++) {
-        uint64_t *dst = row(base_[r] + p.edges[e]);
-        for (size_t w = 0; w < words; w++) dst[w] |= row(m)[w];
-      }
+      for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++) know[base_[r] + p.edges[e]].unite(know[m], &tmp);
+      if (p.edge_first[i] == p.edge_first[i + 1]) seen[r].unite(know[m], &tmp);
     }
+    for (uint64_t m : members)
+      if (m != kNone) RankSet().swap(know[m]);  // passed on
   }
   for (uint32_t r = 0; r < P; r++) {
-    std::vector<uint64_t> seen(words, 0);
-    seen[r / 64] |= uint64_t{1} << (r % 64);
-    for (uint64_t g = base_[r]; g < base_[r + 1]; g++)
-      for (size_t w = 0; w < words; w++) seen[w] |= row(g)[w];
-    for (uint32_t q = 0; q < P; q++)
-      if (!(seen[q / 64] >> (q % 64) & 1)) {
-        Diagnostic &d = diags_->error(Code::NotSynchronising,
-                                      base_[r + 1] > base_[r] ? loc_of(base_[r + 1] - 1) : a_.loc,
-                                      "rank " + std::to_string(r) + " can leave the barrier before rank " +
-                                          std::to_string(q) + " has entered it");
-        d.instance = described_;
-        d.rank = static_cast<int>(r);
-        d.witness.push_back("no chain of messages from rank " + std::to_string(q) +
-                            "'s first operation reaches rank " + std::to_string(r) + "'s last");
-        return false;
-      }
+    seen[r].unite(RankSet(r), &tmp);
+    const uint32_t q = seen[r].first_missing();
+    if (q < P) {
+      Diagnostic &d = diags_->error(Code::NotSynchronising,
+                                    base_[r + 1] > base_[r] ? loc_of(base_[r + 1] - 1) : a_.loc,
+                                    "rank " + std::to_string(r) + " can leave the barrier before rank " +
+                                        std::to_string(q) + " has entered it");
+      d.instance = described_;
+      d.rank = static_cast<int>(r);
+      d.witness.push_back("no chain of messages from rank " + std::to_string(q) +
+                          "'s first operation reaches rank " + std::to_string(r) + "'s last");
+      return false;
+    }
   }
   return true;
 }
@@ -742,38 +931,37 @@ bool instantiate_all(const Instantiator &in, const SourceManager &sm, Diagnostic
 
 Matching match_messages(const std::vector<RankProgram> &progs) {
   Matching m;
-  m.base.assign(progs.size() + 1, 0);
-  for (size_t r = 0; r < progs.size(); r++) m.base[r + 1] = m.base[r] + progs[r].ops.size();
+  const size_t P = progs.size();
+  m.base.assign(P + 1, 0);
+  for (size_t r = 0; r < P; r++) m.base[r + 1] = m.base[r] + progs[r].ops.size();
   m.partner.assign(m.base.back(), Matching::kUnmatched);
-  // (source, destination, tag, id): sorted, the k-th send of a key meets
-  // its k-th receive, ids being in program order within a rank.
-  struct Msg {
-    uint32_t s, d, tag;
-    uint64_t g;
-    bool operator<(const Msg &o) const {
-      return s != o.s ? s < o.s : d != o.d ? d < o.d : tag != o.tag ? tag < o.tag : g < o.g;
-    }
-    bool same_key(const Msg &o) const { return s == o.s && d == o.d && tag == o.tag; }
-  };
-  std::vector<Msg> sends, recvs;
-  for (uint32_t r = 0; r < progs.size(); r++)
-    for (uint32_t i = 0; i < progs[r].ops.size(); i++) {
-      const RankOp &o = progs[r].ops[i];
-      if (o.kind == CAD_NODE_SEND) sends.push_back({r, o.peer, o.tag, m.base[r] + i});
-      if (o.kind == CAD_NODE_RECV) recvs.push_back({o.peer, r, o.tag, m.base[r] + i});
-    }
-  std::sort(sends.begin(), sends.end());
-  std::sort(recvs.begin(), recvs.end());
-  for (size_t i = 0, j = 0; i < sends.size() && j < recvs.size();) {
-    if (sends[i].same_key(recvs[j])) {
-      m.partner[sends[i].g] = recvs[j].g;
-      m.partner[recvs[j].g] = sends[i].g;
-      i++;
-      j++;
-    } else if (sends[i] < recvs[j]) {
-      i++;
-    } else {
-      j++;
+  // Every rank's receives by (source, tag), in program order within a key;
+  // then each rank's sends the same way: the k-th send of a key meets the
+  // k-th receive of its key at the destination.
+  std::vector<MessageKey> recvs, sends;
+  std::vector<uint64_t> recv_first(P + 1, 0);
+  for (size_t d = 0; d < P; d++) {
+    message_keys(progs[d], CAD_NODE_RECV, &recvs);
+    recv_first[d + 1] = recvs.size();
+  }
+  for (uint32_t s = 0; s < P; s++) {
+    sends.clear();
+    message_keys(progs[s], CAD_NODE_SEND, &sends);
+    for (size_t i = 0; i < sends.size();) {
+      const uint32_t d = static_cast<uint32_t>(sends[i].key >> 32), tag = static_cast<uint32_t>(sends[i].key);
+      size_t j = i;
+      while (j < sends.size() && sends[j].key == sends[i].key) j++;
+      if (d < P) {
+        const MessageKey lo{uint64_t{s} << 32 | tag, 0};
+        auto r = std::lower_bound(recvs.begin() + static_cast<std::ptrdiff_t>(recv_first[d]),
+                                  recvs.begin() + static_cast<std::ptrdiff_t>(recv_first[d + 1]), lo);
+        for (; i < j && r != recvs.begin() + static_cast<std::ptrdiff_t>(recv_first[d + 1]) && r->key == lo.key; i++, r++) {
+          const uint64_t sg = m.base[s] + sends[i].op, rg = m.base[d] + r->op;
+          m.partner[sg] = rg;
+          m.partner[rg] = sg;
+        }
+      }
+      i = j;
     }
   }
   return m;

@@ -76,3 +76,109 @@ TEST(Verify, NonCommutativeOrderIsChecked) {
   EXPECT_NE(why.find("wrong result"), std::string::npos) << why;
   EXPECT_EQ(fold(swapped, true, &why), cad::Outcome::Verified) << why;
 }
+
+
+// A broken algorithm fails with the same diagnostics at a small and a
+// large P (or n): the large instance's state is kept compact (runs of
+// blocks, reachability without bitsets, sets of ranks as intervals),
+// never coarser.
+namespace {
+
+// Code, line, message, witness and notes of each diagnostic.
+std::vector<std::string> diagnostics_of(const cad_test::Compiled &c, const cad::InstanceSpec &s) {
+  cad::Diagnostics d;
+  EXPECT_EQ(cad::verify_instance(c.alg(), s, c.sm, &d).outcome, cad::Outcome::Failed);
+  std::vector<std::string> lines;
+  for (const cad::Diagnostic &x : d.list()) {
+    lines.push_back(std::string(cad::code_id(x.code)) + " line " + std::to_string(x.loc.line) + ": " + x.message);
+    for (const std::string &w : x.witness) lines.push_back("  " + w);
+    for (const cad::Note &n : x.notes) lines.push_back("  note line " + std::to_string(n.loc.line) + ": " + n.message);
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST(Verify, WrongBlocksAreReportedAlikeAtAnyP) {
+  // Every rank sends rank P - 1 its block 0 instead of its block P - 1.
+  cad_test::Compiled c(R"(algorithm skewed : alltoall
+{
+  copy recvbuf[rank * n:rank * n + n] from sendbuf[rank * n:rank * n + n]
+  for k in 1 .. P {
+    let dst = (rank + k) % P
+    let src = (rank - k) % P
+    let at = dst == P - 1 ? 0 : dst
+    send sendbuf[at * n:at * n + n] to dst
+    recv recvbuf[src * n:src * n + n] from src
+  }
+})");
+  ASSERT_TRUE(c.ok()) << c.errors();
+  for (const int64_t P : {5, 300}) {
+    // Blocks 0 .. P - 2 of rank P - 1 are one run: its first block is reported.
+    const std::string last = std::to_string(P - 1), from = std::to_string(3 * (P - 1)), to = std::to_string(3 * P);
+    EXPECT_EQ(diagnostics_of(c, cad_test::spec(P, 3)),
+              (std::vector<std::string>{"CAD-E036 line 9: wrong result: rank " + last + "'s recvbuf[0:3] is wrong",
+                                        "  it holds rank 0's input [0:3]",
+                                        "  it should hold rank 0's input [" + from + ":" + to + "]"}))
+        << "P = " << P;
+  }
+}
+
+TEST(Verify, ARaceIsReportedAlikeInALongProgram) {
+  // A chain broadcast that forwards its last segment while it arrives;
+  // at n = 9000 a rank has 18000 operations.
+  cad_test::Compiled c(R"(algorithm late_race : bcast
+{
+  let me = (rank - root) % P
+  for k in 0 .. n {
+    if me > 0 && k == n - 1 && me < P - 1 {
+      parallel {
+        recv buf[k:k + 1] from (rank - 1) % P
+        send buf[k:k + 1] to (rank + 1) % P
+      }
+    } else {
+      if me > 0 {
+        recv buf[k:k + 1] from (rank - 1) % P
+      }
+      if me < P - 1 {
+        send buf[k:k + 1] to (rank + 1) % P
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(c.ok()) << c.errors();
+  for (const int64_t n : {4, 9000}) {
+    const std::string seg = "buf[" + std::to_string(n - 1) + ":" + std::to_string(n) + "]";
+    std::vector<std::string> want;
+    for (const std::string r : {"1", "2"}) {
+      const std::string next = r == "1" ? "2" : "3", prev = r == "1" ? "0" : "1";
+      want.push_back("CAD-E035 line 8: race: " + seg + " is read and written by two operations that nothing orders");
+      want.push_back("  note line 7: writes it (rank " + r + ": recv " + seg + " from " + prev + ")");
+      want.push_back("  note line 8: reads it (rank " + r + ": send " + seg + " to " + next + ")");
+    }
+    EXPECT_EQ(diagnostics_of(c, cad_test::spec(4, n)), want) << "n = " << n;
+  }
+}
+
+TEST(Verify, ABarrierShortOfARoundIsReportedAlikeAtAnyP) {
+  // A dissemination barrier one round short: rank 0 has heard from
+  // 2^(rounds) - 1 ranks before it (cyclically), not from rank 1.
+  cad_test::Compiled c(R"(algorithm short_barrier : barrier
+  scratch token[0]
+{
+  for k in 0 .. ceil_log2(P) - 1 {
+    let h = pow2(k)
+    send token to (rank + h) % P
+    recv token from (rank - h) % P
+    fence
+  }
+})");
+  ASSERT_TRUE(c.ok()) << c.errors();
+  for (const int64_t P : {5, 1000}) {
+    const std::vector<std::string> d = diagnostics_of(c, cad_test::spec(P, 0));
+    EXPECT_EQ(d, (std::vector<std::string>{
+                     "CAD-E037 line 8: rank 0 can leave the barrier before rank 1 has entered it",
+                     "  no chain of messages from rank 1's first operation reaches rank 0's last"}))
+        << "P = " << P;
+  }
+}
