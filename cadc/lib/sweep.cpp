@@ -110,9 +110,9 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
       plan->roots = "all";
     } else if (!st.roots.empty() || sw.roots.present()) {
       if (!values(st.roots, sw.roots, "roots", {}, &plan->root_values, error)) return false;
-      plan->roots = st.roots.empty() ? "" : st.roots;
-      if (plan->roots.empty())
-        for (int64_t r : plan->root_values) plan->roots += (plan->roots.empty() ? "" : ",") + std::to_string(r);
+      std::sort(plan->root_values.begin(), plan->root_values.end());
+      plan->root_values.erase(std::unique(plan->root_values.begin(), plan->root_values.end()), plan->root_values.end());
+      plan->roots = format_spec(plan->root_values);
     } else {
       plan->roots = "default";
     }
@@ -178,10 +178,8 @@ bool plan_sweep(const Algorithm &a, const std::string &file, const SweepSettings
           roots.clear();
           for (int64_t r = 0; r < P; r++) roots.push_back(r);
         } else {
-          roots = plan->roots == "default" ? default_roots(P) : plan->root_values;
+          roots = plan->roots == "default" ? default_roots(P) : plan->root_values;  // (sorted, unique)
         }
-        std::sort(roots.begin(), roots.end());
-        roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
       }
       for (int64_t root : roots) {
         if (root >= P) continue;
