@@ -208,7 +208,7 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
       *err = set_error(-EPERM, var + "=" + forced + ": " + coll + " " + spec.describe(*alg) + " is " + v.note);
       return nullptr;
     }
-    if (explain && comm->rank == 0) trace.push_back(v.note);
+    if (explain && comm->rank == 0 && !v.note.empty()) trace.push_back(v.note);
   } else {
     std::string why;
     const cad::SelectionGate gate = [this](const cad::Rule &, const cad::Algorithm &a, const cad::InstanceSpec &s) {

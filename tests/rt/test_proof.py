@@ -145,6 +145,27 @@ def test_a_forced_algorithm_passes_the_gate_too(build_dir, proof_library):
             "domain (P=4 is beyond the proven 1..3), and it does not verify there") in refused.stderr, refused.stderr
 
 
+def test_a_placement_no_proof_covered_is_proven_on_arrival(build_dir, tmp_path):
+    """The standard library's NUMA-aware broadcast, proven on the flat
+    machine, two sockets and two nodes, on a machine whose four ranks each
+    have a NUMA domain of their own (CADRT_TOPOLOGY): a placement no proof
+    covered, proven when the call arrives; results right."""
+    machine = tmp_path / "four-numa.json"
+    machine.write_text('{"name": "four-numa", "nodes": 1, "packages_per_node": 1, "numa_per_package": 4, '
+                       '"l3_per_numa": 1, "cores_per_l3": 1}')
+    env = {"CADRT_TOPOLOGY": str(machine), "CADRT_ALGORITHM_BCAST": "bcast_hier_pipeline", "CADRT_EXPLAIN": "1"}
+    r = run(build_dir, 4, "rt_check", "--coll", "bcast", "--sizes", "1,1000", "--roots", "2", env=env)
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+    assert re.search(r"cadrt:   outside its proven domain \(the ranks' placement \(four-numa\) was not verified\): "
+                     r"proven on arrival, \d+ instances", r.stderr), r.stderr
+    # On two nodes of two ranks each, as the sweep's two-node machine
+    # places four ranks at its NUMA level: inside.
+    machine.write_text('{"name": "like-two-node", "nodes": 2, "packages_per_node": 1, "numa_per_package": 2, '
+                       '"l3_per_numa": 1, "cores_per_l3": 3, "mapping": "cyclic"}')
+    r = run(build_dir, 4, "rt_check", "--coll", "bcast", "--sizes", "1", "--roots", "1", env=env)
+    assert r.returncode == 0 and "outside its proven domain" not in r.stderr, r.stdout + r.stderr
+
+
 def test_through_mpi(build_dir, proof_library):
     """The same calls from an MPI program: every one through cadrt (the
     refused algorithms are served by the next rule), every result right."""
