@@ -125,10 +125,17 @@ cad::GateVerdict ProofGate::decide(const cad::Library &lib, const cad::Algorithm
   if (v.run && policy_ == ProofPolicy::Exact) {
     // Its n verified (one of its key's size classes, which the build or
     // the key's proof verified), or verified now.
-    const std::vector<int64_t> sizes = cad::size_classes(
-        a, spec, d ? d->sizes : a.sweep.sizes.present() ? a.sweep.sizes.values() : std::vector<int64_t>{});
-    if (!std::binary_search(sizes.begin(), sizes.end(), spec.n)) {
-      const Verdict e = prove(cad::proof_key(a, spec) + " n=" + std::to_string(spec.n),
+    const std::string key = cad::proof_key(a, spec);
+    auto it = classes_.find(key);
+    if (it == classes_.end())
+      it = classes_
+               .emplace(key, cad::size_classes(a, spec,
+                                               d ? d->sizes
+                                                 : a.sweep.sizes.present() ? a.sweep.sizes.values()
+                                                                           : std::vector<int64_t>{}))
+               .first;
+    if (!std::binary_search(it->second.begin(), it->second.end(), spec.n)) {
+      const Verdict e = prove(key + " n=" + std::to_string(spec.n),
                               (inside ? std::string("inside its proven domain") : v.note) + "; n=" +
                                   std::to_string(spec.n) + " is none of its key's size classes",
                               lib, a, spec, true);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "domain.h"
 #include "library.h"
@@ -69,6 +70,8 @@ class ProofGate {
   std::string cache_file_, library_hash_;
   bool cache_loaded_ = false;
   std::unordered_map<std::string, Verdict> verdicts_;  // by cad::proof_key
+  // exact: each key's size classes (a probe of every rank), by proof_key.
+  std::unordered_map<std::string, std::vector<int64_t>> classes_;
   ProofCounts counts_;
 };
 
