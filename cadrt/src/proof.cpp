@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -13,8 +16,18 @@
 
 namespace cadrt {
 
-std::string ProofGate::configure(const char *policy, const char *cache_file, const std::string &library_hash) {
+std::string ProofGate::configure(const char *policy, const char *cache_file, const char *max_ops,
+                                 const std::string &library_hash) {
   *this = ProofGate();
+  if (max_ops) {
+    char *end = nullptr;
+    errno = 0;
+    const unsigned long long v = isdigit(static_cast<unsigned char>(*max_ops)) ? strtoull(max_ops, &end, 10) : 0;
+    if (!end || *end || errno || v == 0 || v > cad::kMaxOpsPerInstance)
+      return std::string("CADRT_PROOF_MAX_OPS=") + max_ops + ": not a number of operations from 1 to " +
+             std::to_string(cad::kMaxOpsPerInstance);
+    max_ops_ = v;
+  }
   const std::string p = policy ? policy : "online";
   if (p == "online") {
     policy_ = ProofPolicy::Online;
@@ -79,15 +92,17 @@ ProofGate::Verdict ProofGate::prove(const std::string &key, const std::string &o
     return it->second;
   }
   const auto t0 = std::chrono::steady_clock::now();
+  cad::InstanceSpec bounded = spec;
+  bounded.limits.ops_per_instance = max_ops_;
   cad::ArrivalProof p;
   if (exact_only) {
     cad::Diagnostics diags;
-    const cad::InstanceResult r = cad::verify_instance(a, spec, lib.sm, &diags);
+    const cad::InstanceResult r = cad::verify_instance(a, bounded, lib.sm, &diags);
     p.proven = r.outcome != cad::Outcome::Failed && r.outcome != cad::Outcome::NotRun;
     p.instances = r.outcome == cad::Outcome::Verified;
     if (!p.proven) p.why = diags.empty() ? "not verified" : diags.list()[0].message;
   } else {
-    p = cad::prove_on_arrival(a, spec, lib.sm);
+    p = cad::prove_on_arrival(a, bounded, lib.sm);
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   counts_.prove_ms += ms;

@@ -17,6 +17,9 @@
 //   off: no gate at all (cadrt_init warns): what the rules select runs.
 // Every rank decides alone, the same way: the proof is deterministic in
 // the library, the instance and the placement, which the ranks share.
+// A proof on arrival holds at most CADRT_PROOF_MAX_OPS operations of all
+// ranks (default kProofMaxOps): a larger instance would stall the call
+// for a long time, and is refused instead (CAD-E026 in its note).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,9 @@ namespace cadrt {
 
 enum class ProofPolicy { Online, Exact, Strict, Off };
 
+// About 4 M operations: a few seconds of verification here.
+constexpr uint64_t kProofMaxOps = uint64_t{1} << 22;
+
 // What the gate did, counted (cadrt's tests read them back).
 struct ProofCounts {
   uint64_t inside = 0;   // instances inside their domain
@@ -43,10 +49,12 @@ struct ProofCounts {
 
 class ProofGate {
  public:
-  // From the values of CADRT_PROOF and CADRT_PROOF_CACHE (null: unset);
-  // "" or what is wrong with them.  library_hash keys the cache file's
-  // verdicts: another library's are not this one's.
-  std::string configure(const char *policy, const char *cache_file, const std::string &library_hash);
+  // From the values of CADRT_PROOF, CADRT_PROOF_CACHE and
+  // CADRT_PROOF_MAX_OPS (null: unset); "" or what is wrong with them.
+  // library_hash keys the cache file's verdicts: another library's are
+  // not this one's.
+  std::string configure(const char *policy, const char *cache_file, const char *max_ops,
+                        const std::string &library_hash);
   ProofPolicy policy() const { return policy_; }
 
   // Whether the instance spec of algorithm a (its parameters, placement
@@ -67,6 +75,7 @@ class ProofGate {
   void append_cache_file(const std::string &key, const Verdict &v) const;
 
   ProofPolicy policy_ = ProofPolicy::Online;
+  uint64_t max_ops_ = kProofMaxOps;
   std::string cache_file_, library_hash_;
   bool cache_loaded_ = false;
   std::unordered_map<std::string, Verdict> verdicts_;  // by cad::proof_key

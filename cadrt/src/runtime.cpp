@@ -1325,7 +1325,9 @@ int Runtime::init() {
     return set_error(-EINVAL, "loading the algorithm library: " + why);
   }
   library_path = path;
-  if (std::string why = proofs.configure(env("CADRT_PROOF"), env("CADRT_PROOF_CACHE"), lib.hash); !why.empty())
+  if (std::string why = proofs.configure(env("CADRT_PROOF"), env("CADRT_PROOF_CACHE"), env("CADRT_PROOF_MAX_OPS"),
+                                         lib.hash);
+      !why.empty())
     return set_error(-EINVAL, why);
   if (int err = setup_world()) return err;
   const int err = init_joined();

@@ -124,10 +124,24 @@ def test_the_proof_cache_file(build_dir, proof_library, tmp_path):
     assert other.returncode == 0 and len(cache.read_text().splitlines()) > len(lines), other.stderr
 
 
+def test_an_instance_too_large_to_prove_on_arrival_is_refused(build_dir, proof_library):
+    """Over CADRT_PROOF_MAX_OPS a proof on arrival would stall the call:
+    refused, with the verifier's limit in the note, and the next rule's
+    algorithm runs."""
+    r = run(build_dir, 4, "rt_check", "--coll", "bcast", "--sizes", "1000", "--roots", "1",
+            env={"CADRT_LIBRARY": str(proof_library), "CADRT_PROOF_MAX_OPS": "20", "CADRT_EXPLAIN": "1"})
+    assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
+    assert re.search(r"/rules/5 bcast_segments: outside its proven domain \(seg=4 was not verified \(seg = 1,64\)\), "
+                     r"and it does not verify there: .*more than 20 operations.*\[CAD-E026\]", r.stderr), r.stderr
+    assert "(4000 B): bcast_linear, by the rules" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("setting,message", [
     ({"CADRT_PROOF": "maybe"}, "CADRT_PROOF=maybe: not one of online, exact, strict, off"),
     ({"CADRT_PROOF": "strict", "CADRT_PROOF_CACHE": "/tmp/x"},
      "CADRT_PROOF_CACHE=/tmp/x: proofs on arrival are made only under CADRT_PROOF=online or exact"),
+    ({"CADRT_PROOF_MAX_OPS": "lots"}, "CADRT_PROOF_MAX_OPS=lots: not a number of operations from 1 to"),
+    ({"CADRT_PROOF_MAX_OPS": "0"}, "CADRT_PROOF_MAX_OPS=0: not a number of operations from 1 to"),
 ])
 def test_bad_settings(build_dir, proof_library, setting, message):
     r = rt_proof(build_dir, proof_library, 2, **setting)

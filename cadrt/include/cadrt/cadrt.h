@@ -39,6 +39,9 @@
  *                               (not taken on the size-class argument); off
  *                               runs whatever the rules select, unproven (a
  *                               warning at init)
+ *   CADRT_PROOF_MAX_OPS=N       the largest instance (operations of all
+ *                               ranks) proven on arrival; a larger one is
+ *                               refused (default 4194304)
  *   CADRT_PROOF_CACHE=FILE      online proofs' verdicts kept in FILE for
  *                               later jobs (keyed by the library's hash;
  *                               whoever can write FILE decides what runs)
