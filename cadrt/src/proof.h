@@ -56,6 +56,7 @@ class ProofGate {
   std::string configure(const char *policy, const char *cache_file, const char *max_ops,
                         const std::string &library_hash);
   ProofPolicy policy() const { return policy_; }
+  const std::string &cache_file() const { return cache_file_; }
 
   // Whether the instance spec of algorithm a (its parameters, placement
   // and program's in-place as selection made them) may run, with the

@@ -1332,9 +1332,14 @@ int Runtime::init() {
   if (int err = setup_world()) return err;
   const int err = init_joined();
   if (err) leave_job();
+  // The ways around the gate are said, once per job: no gate at all, and
+  // verdicts taken from a file rather than proven in this job.
   if (!err && proofs.policy() == ProofPolicy::Off && world->rank == 0)
     fprintf(stderr, "cadrt: warning: CADRT_PROOF=off: algorithms run outside the domains their proofs cover, "
                     "unproven\n");
+  if (!err && !proofs.cache_file().empty() && world->rank == 0)
+    fprintf(stderr, "cadrt: CADRT_PROOF_CACHE=%s: verdicts of earlier proofs on arrival are taken from it\n",
+            proofs.cache_file().c_str());
   return err;
 }
 

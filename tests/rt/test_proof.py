@@ -100,6 +100,9 @@ def test_the_proof_cache_file(build_dir, proof_library, tmp_path):
     cache = tmp_path / "proofs"
     first = rt_proof(build_dir, proof_library, 4, CADRT_PROOF_CACHE=str(cache), CADRT_EXPLAIN="1")
     assert first.returncode == 0, first.stdout + first.stderr
+    # Said once per job: its verdicts are trusted.
+    assert first.stderr.count(f"cadrt: CADRT_PROOF_CACHE={cache}: verdicts of earlier proofs on arrival are taken "
+                              "from it") == 1, first.stderr
     lines = cache.read_text().splitlines()
     # Three keys proven on arrival (seg = 16, seg = 4, the 16-byte pairs)
     # and the broadcast at P = 4, each by every rank that had not read
