@@ -2,12 +2,20 @@
 #include "opc.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <clang/AST/ASTConsumer.h>
 #include <clang/AST/ASTContext.h>
@@ -23,6 +31,8 @@
 #include <clang/Basic/SourceManager.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendAction.h>
+#include <clang/Frontend/FrontendActions.h>
+#include <clang/Lex/Preprocessor.h>
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/VirtualFileSystem.h>
@@ -1459,6 +1469,190 @@ class Lowering {
 };
 
 // ---------------------------------------------------------------------
+// Bounds on the input, checked before clang parses it.
+//
+// clang's parser recurses once per nested unary operator, parenthesis and
+// right-associative operator (?:, =), and its semantic checks and ours
+// recurse over the tree it builds, so a few kilobytes of nesting overflow
+// a thread's stack.  The compilation runs on a thread of its own with a
+// large stack (kStackBytes), and a pre-pass over the preprocessed tokens
+// of the file (before any parse) enforces two limits that keep every
+// recursion far inside it: the tokens of the file after macro expansion
+// (kMaxTokens, which also stops a macro that expands exponentially), and
+// the length of a run of prefix operators and opening parentheses
+// (kMaxPrefixRun, like clang's own -fbracket-depth, which stays 256).
+// The tree depth is checked again after the parse (kMaxDepth, for chains
+// of binary operators).
+constexpr size_t kStackBytes = size_t{1} << 30;
+constexpr size_t kMaxTokens = size_t{1} << 16;
+constexpr unsigned kMaxPrefixRun = 256;
+constexpr unsigned kMaxDepth = 1024;
+
+// What the pre-pass found, in memory shared with the child that runs it.
+struct TokenLimit {
+  int state = 0;  // 0: running, 1: within the limits, 2: a limit exceeded
+  char message[160] = {};
+  unsigned line = 0, col = 0;            // where the limit was exceeded
+  unsigned last_line = 0, last_col = 0;  // the last place of the file expanded
+};
+
+void note_place(const clang::SourceManager &csm, SourceLocation at, unsigned *line, unsigned *col) {
+  const PresumedLoc p = csm.getPresumedLoc(at);
+  if (p.isValid()) {
+    *line = p.getLine();
+    *col = p.getColumn();
+  }
+}
+
+// Where the file's macros are expanded: the last place reached, so that a
+// macro whose expansion exhausts the child's limits can be pointed at.
+class ExpansionPlace : public PPCallbacks {
+ public:
+  ExpansionPlace(const clang::SourceManager &csm, TokenLimit *out) : csm_(csm), out_(out) {}
+  void MacroExpands(const Token &name, const MacroDefinition &, SourceRange, const MacroArgs *) override {
+    const SourceLocation at = csm_.getExpansionLoc(name.getLocation());
+    if (csm_.isWrittenInMainFile(at)) note_place(csm_, at, &out_->last_line, &out_->last_col);
+  }
+
+ private:
+  const clang::SourceManager &csm_;
+  TokenLimit *out_;
+};
+
+class TokenGuard : public PreprocessorFrontendAction {
+ public:
+  explicit TokenGuard(TokenLimit *out) : out_(out) {}
+
+ protected:
+  void ExecuteAction() override {
+    Preprocessor &pp = getCompilerInstance().getPreprocessor();
+    const clang::SourceManager &csm = pp.getSourceManager();
+    pp.addPPCallbacks(std::make_unique<ExpansionPlace>(csm, out_));
+    pp.EnterMainSourceFile();
+    Token tok;
+    size_t count = 0;
+    unsigned run = 0;
+    for (;;) {
+      pp.Lex(tok);
+      if (tok.is(tok::eof)) break;
+      const SourceLocation at = csm.getExpansionLoc(tok.getLocation());
+      if (!csm.isWrittenInMainFile(at)) continue;
+      const bool prefix = tok.isOneOf(tok::minus, tok::plus, tok::exclaim, tok::tilde, tok::star, tok::amp,
+                                      tok::plusplus, tok::minusminus, tok::l_paren) ||
+                          tok.isOneOf(tok::l_square, tok::l_brace, tok::question, tok::colon, tok::equal);
+      run = prefix ? run + 1 : 0;
+      const char *why = nullptr;
+      if (++count > kMaxTokens)
+        why = "the file has more than 65536 tokens after macro expansion: an operator is a small function";
+      else if (run > kMaxPrefixRun)
+        why = "the expression is nested more than 256 levels deep (unary operators, parentheses, ?:)";
+      if (why) {
+        note_place(csm, at, &out_->line, &out_->col);
+        std::strncpy(out_->message, why, sizeof(out_->message) - 1);
+        out_->state = 2;
+        return;
+      }
+    }
+    out_->state = 1;
+  }
+
+ private:
+  TokenLimit *out_;
+};
+
+// Runs the pre-pass in a child process with bounded memory and CPU time:
+// one macro can expand to more tokens than memory holds inside a single
+// call of clang's lexer, which nothing in this process could interrupt.
+// Empty if the file is within the limits, else the error.
+constexpr unsigned kPrepassSeconds = 5;
+constexpr size_t kPrepassBytes = size_t{1} << 30;
+
+std::optional<std::pair<Loc, std::string>> prepass(const std::vector<std::string> &args, FileManager *files,
+                                                   uint32_t file) {
+  void *page = mmap(nullptr, sizeof(TokenLimit), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return std::make_pair(Loc{file, 1, 1, ""}, std::string("cannot map memory for the pre-pass"));
+  auto *limit = new (page) TokenLimit();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    long pages = 0;
+    if (FILE *f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+    const rlim_t as = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + kPrepassBytes;
+    const struct rlimit mem = {as, as}, cpu = {kPrepassSeconds, kPrepassSeconds + 1};
+    setrlimit(RLIMIT_AS, &mem);
+    setrlimit(RLIMIT_CPU, &cpu);
+    IgnoringDiagConsumer quiet;  // clang's own errors are reported by the parse
+    tooling::ToolInvocation pre(args, std::make_unique<TokenGuard>(limit), files);
+    pre.setDiagnosticConsumer(&quiet);
+    pre.run();
+    _exit(0);
+  }
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  std::optional<std::pair<Loc, std::string>> result;
+  if (pid < 0) {
+    result = std::make_pair(Loc{file, 1, 1, ""}, "cannot start the pre-pass (" + std::string(std::strerror(errno)) + ")");
+  } else if (limit->state == 2) {
+    result = std::make_pair(Loc{file, limit->line, limit->col, ""}, std::string(limit->message));
+  } else if (limit->state != 1) {
+    // Killed by its limits (or clang failed): a macro expanded too far.
+    const unsigned line = limit->last_line ? limit->last_line : 1, col = limit->last_line ? limit->last_col : 1;
+    result = std::make_pair(Loc{file, line, col, ""},
+                            "expanding the file's macros exceeds the compiler's limits (" +
+                                std::to_string(kPrepassBytes >> 30) + " GiB, " + std::to_string(kPrepassSeconds) +
+                                " s of CPU): a macro expands too much");
+  }
+  munmap(page, sizeof(TokenLimit));
+  return result;
+}
+
+// The depth of the deepest statement or expression under s, and the
+// statement it is in (no recursion: the tree may be deep).
+unsigned tree_depth(const Stmt *s, SourceLocation *deepest) {
+  unsigned best = 0;
+  struct Item {
+    const Stmt *x;
+    unsigned depth;
+    SourceLocation stmt;  // of the statement it is in, if an expression
+    bool in_expr;
+  };
+  std::vector<Item> stack{{s, 1, s->getBeginLoc(), false}};
+  while (!stack.empty()) {
+    const Item it = stack.back();
+    stack.pop_back();
+    if (!it.x) continue;
+    const SourceLocation at = it.in_expr ? it.stmt : it.x->getBeginLoc();
+    if (it.depth > best) {
+      best = it.depth;
+      *deepest = at;
+    }
+    if (it.depth > kMaxDepth) return it.depth;
+    for (const Stmt *c : it.x->children()) stack.push_back({c, it.depth + 1, at, isa<Expr>(it.x)});
+  }
+  return best;
+}
+
+// Runs f on a thread with a stack of kStackBytes (reserved, committed as
+// it is touched).  False if no such thread could be made.
+bool run_on_big_stack(const std::function<void()> &f) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  pthread_attr_setstacksize(&attr, kStackBytes);
+  pthread_t t;
+  auto thunk = [](void *arg) -> void * {
+    (*static_cast<const std::function<void()> *>(arg))();
+    return nullptr;
+  };
+  const bool made = pthread_create(&t, &attr, thunk, const_cast<std::function<void()> *>(&f)) == 0;
+  pthread_attr_destroy(&attr);
+  if (made) pthread_join(t, nullptr);
+  return made;
+}
+
+// ---------------------------------------------------------------------
 // The front-end action
 
 class OpFinder : public ast_matchers::MatchFinder::MatchCallback {
@@ -1521,6 +1715,12 @@ class OpConsumer : public ASTConsumer {
       }
       names[def->getNameAsString()] = def->getLocation();
       if (!signature(ctx, def)) continue;
+      SourceLocation deep;
+      if (tree_depth(def->getBody(), &deep) > kMaxDepth) {
+        error(csm, Code::OpTooBig, deep,
+              "the code is nested more than " + std::to_string(kMaxDepth) + " levels deep: split the expression into statements");
+        continue;
+      }
       std::vector<OpError> errors;
       Checker(ctx, def, &errors).TraverseStmt(def->getBody());
       for (const OpError &e : errors) error(csm, e.code, e.where, e.message);
@@ -1600,10 +1800,26 @@ class OpAction : public ASTFrontendAction {
   Shared s_;
 };
 
+
+bool compile_on_this_thread(const std::string &path, const OpcOptions &opts, SourceManager &sm, Diagnostics *diags,
+                            std::vector<UserOp> *out);
+
 }  // namespace
 
 bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceManager &sm, Diagnostics *diags,
                      std::vector<UserOp> *out) {
+  bool ok = false;
+  if (!run_on_big_stack([&] { ok = compile_on_this_thread(path, opts, sm, diags, out); })) {
+    diags->error(Code::Io, Loc{}, "cannot start the compiler's thread (" + std::string(std::strerror(errno)) + ")");
+    return false;
+  }
+  return ok;
+}
+
+namespace {
+
+bool compile_on_this_thread(const std::string &path, const OpcOptions &opts, SourceManager &sm, Diagnostics *diags,
+                            std::vector<UserOp> *out) {
   std::string error;
   const uint32_t file = sm.load(path, &error);
   if (!file) {
@@ -1627,6 +1843,10 @@ bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceMana
   for (const std::string &d : opts.include_dirs) args.push_back("-I" + d);
   for (const std::string &d : opts.defines) args.push_back("-D" + d);
   args.push_back(path);
+  if (auto over = prepass(args, files.get(), file)) {
+    diags->error(Code::OpTooBig, over->first, over->second);
+    return false;
+  }
   Collect collect(locs, diags);
   Shared shared{&locs, diags, &ops};
   tooling::ToolInvocation inv(args, std::make_unique<OpAction>(shared), files.get());
@@ -1644,6 +1864,8 @@ bool compile_op_file(const std::string &path, const OpcOptions &opts, SourceMana
   for (UserOp &op : ops) out->push_back(std::move(op));
   return true;
 }
+
+}  // namespace
 
 }  // namespace cad
 
