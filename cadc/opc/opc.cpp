@@ -39,6 +39,12 @@
 
 #include "cad_core.h"
 
+#ifndef CAD_VM_NSLOTS  // TEMP until the VM branch lands
+#define CAD_VM_NSLOTS 64
+#define CAD_VM_SPILL 0x1c
+#define CAD_VM_FILL 0x1d
+#endif
+
 #ifndef CAD_CLANG_RESOURCE_DIR
 #error "CAD_CLANG_RESOURCE_DIR must name clang's resource directory"
 #endif
@@ -219,8 +225,13 @@ void leaves(ASTContext &ctx, QualType t, uint32_t off, std::vector<std::pair<uin
 
 enum class Builtin { None, Fabs, Fmin, Fmax, Sqrt, IsNan, IsInf, IsInfSign, IsFinite };
 
+// Calls are resolved by clang's semantic analysis: a function that the
+// file defines (static or not, whatever its name) is the user's and is
+// inlined; an allowed name resolves to the builtin only when no
+// definition of it is in the file, i.e. when the call is to the system
+// header's (or cad_op.h's) declaration, which gcc links to libm.
 Builtin builtin_of(const FunctionDecl *fd) {
-  if (!fd) return Builtin::None;
+  if (!fd || fd->isDefined()) return Builtin::None;
   std::string n = fd->getNameAsString();
   if (n.rfind("__builtin_", 0) == 0) n = n.substr(10);
   static const std::map<std::string, Builtin> names = {
@@ -235,7 +246,38 @@ Builtin builtin_of(const FunctionDecl *fd) {
   return it == names.end() ? Builtin::None : it->second;
 }
 
-const char *kBuiltinList = "fabs, fmin, fmax, sqrt (and their f forms), isnan, isinf, isfinite";
+const char *kBuiltinList =
+    "fabs, fmin, fmax, sqrt (and their f forms), isnan, isinf, isfinite and the helper functions the file defines";
+
+// A call that clang evaluates to a constant: the builtins behind INFINITY,
+// NAN, HUGE_VAL and the like (__builtin_inff(), __builtin_nanf("")...).
+bool constant_builtin(const CallExpr *c, const ASTContext &ctx) {
+  const FunctionDecl *fd = c->getDirectCallee();
+  if (!fd || fd->isDefined() || !c->getBuiltinCallee()) return false;
+  Expr::EvalResult r;
+  return c->EvaluateAsRValue(r, ctx) && !r.HasSideEffects && (r.Val.isFloat() || r.Val.isInt());
+}
+
+// The definition a call inlines, or null (a builtin, or no direct callee).
+const FunctionDecl *helper_of(const CallExpr *c) {
+  const FunctionDecl *fd = c->getDirectCallee();
+  return fd ? fd->getDefinition() : nullptr;
+}
+
+// The calls in a body, without recursion (bodies may be deep).
+std::vector<const CallExpr *> calls_in(const Stmt *body) {
+  std::vector<const CallExpr *> out;
+  std::vector<const Stmt *> stack{body};
+  while (!stack.empty()) {
+    const Stmt *x = stack.back();
+    stack.pop_back();
+    if (!x) continue;
+    if (const auto *c = dyn_cast<CallExpr>(x)) out.push_back(c);
+    for (const Stmt *c : x->children()) stack.push_back(c);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
 
 // ---------------------------------------------------------------------
 // The checker: what may appear in an operator's body.
@@ -295,15 +337,27 @@ class Checker : public RecursiveASTVisitor<Checker> {
     return true;
   }
 
+  // INFINITY, NAN...: a constant, whose string argument is no string.
+  bool TraverseCallExpr(CallExpr *c) {
+    if (constant_builtin(c, ctx_)) return true;
+    return RecursiveASTVisitor::TraverseCallExpr(c);
+  }
+
   bool VisitCallExpr(CallExpr *c) {
     const FunctionDecl *fd = c->getDirectCallee();
-    if (fd && fd->getCanonicalDecl() == op_->getCanonicalDecl())
-      add(Code::OpCall, c->getBeginLoc(), "recursion: " + fd->getNameAsString() + " calls itself");
-    else if (!fd)
+    if (!fd) {
       add(Code::OpCall, c->getBeginLoc(), "calls through a pointer are not allowed in an operator");
-    else if (builtin_of(fd) == Builtin::None)
+    } else if (const FunctionDecl *def = fd->getDefinition()) {
+      if (def->isVariadic())
+        add(Code::OpCall, c->getBeginLoc(), "calls " + fd->getNameAsString() + ": a helper function cannot be variadic");
+      // &x as an argument binds the helper's pointer parameter to x.
+      for (const Expr *a : c->arguments())
+        if (const auto *u = dyn_cast<UnaryOperator>(a->IgnoreParenImpCasts()))
+          if (u->getOpcode() == UO_AddrOf) bound_addr_.insert(u);
+    } else if (builtin_of(fd) == Builtin::None) {
       add(Code::OpCall, c->getBeginLoc(),
           "calls " + fd->getNameAsString() + ": an operator may call only " + kBuiltinList);
+    }
     return true;
   }
 
@@ -346,8 +400,9 @@ class Checker : public RecursiveASTVisitor<Checker> {
   }
 
   bool VisitUnaryOperator(UnaryOperator *u) {
-    if (u->getOpcode() == UO_AddrOf)
-      add(Code::OpPointer, u->getBeginLoc(), "taking an address (&) is not allowed in an operator");
+    if (u->getOpcode() == UO_AddrOf && !bound_addr_.count(u))
+      add(Code::OpPointer, u->getBeginLoc(),
+          "taking an address (&) is allowed only as the argument of a helper function's pointer parameter");
     return true;
   }
 
@@ -386,7 +441,32 @@ class Checker : public RecursiveASTVisitor<Checker> {
   ASTContext &ctx_;
   const FunctionDecl *op_;
   std::vector<OpError> *errors_;
+  std::set<const UnaryOperator *> bound_addr_;
 };
+
+// The helpers an operator calls, each once, callees first; recursion
+// (direct or through other helpers) is an error at the call that closes
+// the cycle.
+void helpers_of(const FunctionDecl *f, std::vector<const FunctionDecl *> *path, std::set<const FunctionDecl *> *done,
+                std::vector<const FunctionDecl *> *order, std::vector<OpError> *errors) {
+  path->push_back(f);
+  for (const CallExpr *c : calls_in(f->getBody())) {
+    const FunctionDecl *h = helper_of(c);
+    if (!h) continue;
+    auto on_path = std::find(path->begin(), path->end(), h);
+    if (on_path != path->end()) {
+      std::string cycle;
+      for (auto it = on_path; it != path->end(); ++it) cycle += (*it)->getNameAsString() + " calls ";
+      errors->push_back({Code::OpCall, c->getBeginLoc(),
+                         "recursion: " + cycle + h->getNameAsString() +
+                             " (helpers are inlined: an operator cannot call itself, directly or not)"});
+      continue;
+    }
+    if (done->insert(h).second) helpers_of(h, path, done, order, errors);
+  }
+  path->pop_back();
+  order->push_back(f);
+}
 
 // ---------------------------------------------------------------------
 // Lowering
@@ -394,7 +474,12 @@ class Checker : public RecursiveASTVisitor<Checker> {
 constexpr int kIn = 0, kInout = 1;  // spaces; locals are 2, 3, ...
 constexpr uint8_t kConst = 0xff;    // pseudo-opcode of a constant node
 constexpr size_t kMaxNodes = 1u << 16;
-constexpr unsigned kMaxIterations = 4096;
+constexpr unsigned kMaxIterations = 4096;      // of one loop
+constexpr uint64_t kMaxUnrolled = 1u << 16;    // of all loops, nested ones multiplied
+constexpr unsigned kMaxInline = 64;            // helper calls nested in one another
+// Locals are values in registers and spill slots, not memory: a local of
+// more bytes than this could never be held at once.
+constexpr uint64_t kMaxLocalBytes = 4096;
 
 struct Node {
   uint8_t code = 0;
@@ -411,12 +496,24 @@ struct Place {
   QualType type;
 };
 
+// What a pointer designates: count objects of type elem from a place (in
+// and inout: their element; a helper's pointer parameter: its argument).
+struct PtrBind {
+  int space;
+  uint32_t off;
+  QualType elem;
+  uint64_t count;
+};
+
 class Lowering {
  public:
   Lowering(ASTContext &ctx, const FunctionDecl *fd) : ctx_(ctx), fd_(fd) {
     in_ = fd->getParamDecl(0);
     inout_ = fd->getParamDecl(1);
     elem_ = in_->getType()->getPointeeType().getUnqualifiedType();
+    ptrs_[in_] = {kIn, 0, elem_, 1};
+    ptrs_[inout_] = {kInout, 0, elem_, 1};
+    stmt_loc_ = fd->getLocation();
   }
 
   UserOp run() {
@@ -431,12 +528,12 @@ class Lowering {
 
   int32_t node(uint8_t code, int32_t a = -1, int32_t b = -1, int32_t c = -1, int64_t imm = 0, uint8_t space = 0) {
     uint64_t folded;
-    if (fold(code, a, b, c, &folded)) return konst(folded);
+    if (fold(code, a, b, c, &folded) || (code != kConst && fold_float(code, a, b, &folded))) return konst(folded);
     if (code == CAD_VM_SEL && b == c) return b;
     auto key = std::make_tuple(code, a, b, c, imm, space);
     auto it = cse_.find(key);
     if (it != cse_.end()) return it->second;
-    if (nodes_.size() >= kMaxNodes) fail(Code::OpTooBig, fd_->getLocation(), "the operator is too large (more than 65536 values)");
+    if (nodes_.size() >= kMaxNodes) fail(Code::OpTooBig, stmt_loc_, "the operator is too large (more than 65536 values)");
     Node n;
     n.code = code;
     n.a = a;
@@ -445,6 +542,7 @@ class Lowering {
     n.imm = imm;
     n.space = space;
     nodes_.push_back(n);
+    node_loc_.push_back(stmt_loc_);
     const int32_t id = static_cast<int32_t>(nodes_.size() - 1);
     cse_[key] = id;
     return id;
@@ -505,8 +603,48 @@ class Lowering {
       case CAD_VM_LE_S: *out = sx <= sy; return true;
       case CAD_VM_LT_U: *out = x < y; return true;
       case CAD_VM_LE_U: *out = x <= y; return true;
-      default: return false;  // floating point is left to run time
+      default: return false;  // floating point: fold_float
     }
+  }
+
+  // Floating-point constant folding (a loop with a double counter must
+  // fold to be unrolled): the VM itself computes the instruction on the
+  // constants, so that a folded value is the one the code would compute.
+  // fmin and fmax, sqrt and the conversions to integers are left to run
+  // time (their special values are the VM's business).
+  bool fold_float(uint8_t code, int32_t a, int32_t b, uint64_t *out) {
+    const cad_vm_format f = cad_vm_opcode_format(code);
+    if (code < CAD_VM_FADD || code == CAD_VM_FMIN || code == CAD_VM_FMAX || code == CAD_VM_FSQRT ||
+        code == CAD_VM_SMIN || code == CAD_VM_SMAX || code == CAD_VM_SSQRT || code == CAD_VM_SEL)
+      return false;
+    if (f != CAD_VMF_UN && f != CAD_VMF_BIN && f != CAD_VMF_CMP) return false;
+    if (!is_const(a) || (f != CAD_VMF_UN && !is_const(b))) return false;
+    const uint64_t x = cval(a), y = f == CAD_VMF_UN ? 0 : cval(b);
+    const auto key = std::make_tuple(code, x, y);
+    auto it = folded_.find(key);
+    if (it == folded_.end()) {
+      UserOp one;
+      one.name = "fold";
+      one.elem_size = 8;
+      one.consts = {x, y};
+      auto insn = [](uint8_t c, uint8_t dst, uint8_t ra, uint8_t rb, int32_t imm) {
+        cad_vm_insn i{};
+        i.code = c;
+        i.dst = dst;
+        i.a = ra;
+        i.b = rb;
+        i.imm = imm;
+        return i;
+      };
+      one.code = {insn(CAD_VM_LDK, 0, 0, 0, 0), insn(CAD_VM_LDK, 1, 0, 0, 1),
+                  insn(code, 2, 0, f == CAD_VMF_UN ? 0 : 1, 0), insn(CAD_VM_ST_64, 0, 2, 0, 0),
+                  insn(CAD_VM_EXIT, 0, 0, 0, 0)};
+      uint64_t io = 0, in = 0;
+      userop_apply(one, &io, &in, 1);
+      it = folded_.emplace(key, io).first;
+    }
+    *out = it->second;
+    return true;
   }
 
   // ---- places and the environment ----
@@ -516,12 +654,12 @@ class Lowering {
     if (const auto *ic = dyn_cast<ImplicitCastExpr>(e))
       if (ic->getCastKind() == CK_NoOp || ic->getCastKind() == CK_LValueToRValue) return place(ic->getSubExpr());
     if (const auto *d = dyn_cast<DeclRefExpr>(e)) {
-      if (d->getDecl() == in_ || d->getDecl() == inout_)
-        fail(Code::OpPointer, e->getBeginLoc(),
-             "the pointer " + d->getDecl()->getNameAsString() + " used as a value: write *" +
-                 d->getDecl()->getNameAsString() + ", " + d->getDecl()->getNameAsString() + "->field or " +
-                 d->getDecl()->getNameAsString() + "[0]");
       if (const auto *v = dyn_cast<VarDecl>(d->getDecl())) {
+        if (ptrs_.count(v)) {
+          const std::string n = v->getNameAsString();
+          fail(Code::OpPointer, e->getBeginLoc(),
+               "the pointer " + n + " used as a value: write *" + n + ", " + n + "->field or " + n + "[0]");
+        }
         auto it = locals_.find(v);
         if (it == locals_.end()) fail(Code::OpUnsupported, e->getBeginLoc(), "unknown variable " + v->getNameAsString());
         return {it->second, 0, v->getType()};
@@ -529,56 +667,67 @@ class Lowering {
       fail(Code::OpUnsupported, e->getBeginLoc(), "not a variable");
     }
     if (const auto *u = dyn_cast<UnaryOperator>(e)) {
-      if (u->getOpcode() == UO_Deref) return {param_space(u->getSubExpr()), 0, elem_};
+      if (u->getOpcode() == UO_Deref) {
+        const PtrBind b = ptr(u->getSubExpr());
+        return {b.space, b.off, b.elem};
+      }
     }
     if (const auto *m = dyn_cast<MemberExpr>(e)) {
       const auto *f = dyn_cast<FieldDecl>(m->getMemberDecl());
       if (!f) fail(Code::OpUnsupported, e->getBeginLoc(), "not a field");
       const uint32_t off = static_cast<uint32_t>(ctx_.getFieldOffset(f) / 8);
-      if (m->isArrow()) return {param_space(m->getBase()), off, m->getType()};
+      if (m->isArrow()) {
+        const PtrBind b = ptr(m->getBase());
+        return {b.space, b.off + off, m->getType()};
+      }
       Place base = place(m->getBase());
       return {base.space, base.off + off, m->getType()};
     }
     if (const auto *s = dyn_cast<ArraySubscriptExpr>(e)) {
-      const Expr *base = s->getBase()->IgnoreParens();
-      if (const auto *ic = dyn_cast<ImplicitCastExpr>(base))
-        if (ic->getCastKind() == CK_LValueToRValue) {
-          // in[k] / inout[k]: only the element itself.
-          const int space = param_space(base);
-          const int32_t k = rv(s->getIdx());
-          if (!is_const(k) || cval(k) != 0)
-            fail(Code::OpPointer, s->getIdx()->getBeginLoc(),
-                 "an operator reaches only element 0 of in and inout: the index must be 0");
-          return {space, 0, elem_};
-        }
-      if (const auto *ic = dyn_cast<ImplicitCastExpr>(base))
-        if (ic->getCastKind() == CK_ArrayToPointerDecay) {
-          Place arr = place(ic->getSubExpr());
-          const auto *at = ctx_.getAsConstantArrayType(arr.type);
-          if (!at) fail(Code::OpUnsupported, base->getBeginLoc(), "not an array of constant size");
-          const int32_t k = rv(s->getIdx());
-          if (!is_const(k))
-            fail(Code::OpUnsupported, s->getIdx()->getBeginLoc(),
-                 "the index is not a constant (loops are unrolled: use the loop variable of a constant-bound loop)");
-          const uint64_t n = at->getSize().getZExtValue();
-          if (cval(k) >= n)
-            fail(Code::OpPointer, s->getIdx()->getBeginLoc(),
-                 "index " + std::to_string(static_cast<int64_t>(cval(k))) + " is outside the array of " +
-                     std::to_string(n));
-          const uint32_t es = static_cast<uint32_t>(ctx_.getTypeSizeInChars(at->getElementType()).getQuantity());
-          return {arr.space, arr.off + static_cast<uint32_t>(cval(k)) * es, at->getElementType()};
-        }
+      const PtrBind b = ptr(s->getBase());
+      const int32_t k = rv(s->getIdx());
+      if (!is_const(k))
+        fail(Code::OpUnsupported, s->getIdx()->getBeginLoc(),
+             "the index is not a constant (loops are unrolled: use the loop variable of a constant-bound loop)");
+      if (cval(k) >= b.count) {
+        if (b.count == 1 && (b.space == kIn || b.space == kInout) && b.off == 0)
+          fail(Code::OpPointer, s->getIdx()->getBeginLoc(),
+               "an operator reaches only element 0 of in and inout: the index must be 0");
+        fail(Code::OpPointer, s->getIdx()->getBeginLoc(),
+             "index " + std::to_string(static_cast<int64_t>(cval(k))) + " is outside the array of " +
+                 std::to_string(b.count));
+      }
+      const uint32_t es = static_cast<uint32_t>(ctx_.getTypeSizeInChars(b.elem).getQuantity());
+      return {b.space, b.off + static_cast<uint32_t>(cval(k)) * es, b.elem};
     }
     fail(Code::OpUnsupported, e->getBeginLoc(), "this expression is not a place an operator can read or assign");
   }
 
-  int param_space(const Expr *e) {
-    e = e->IgnoreParenImpCasts();
-    if (const auto *d = dyn_cast<DeclRefExpr>(e)) {
-      if (d->getDecl() == in_) return kIn;
-      if (d->getDecl() == inout_) return kInout;
+  // What a pointer-valued expression designates: in, inout, a helper's
+  // pointer parameter, &place or an array (as a helper's argument).
+  PtrBind ptr(const Expr *e) {
+    e = e->IgnoreParens();
+    if (const auto *ic = dyn_cast<ImplicitCastExpr>(e)) {
+      if (ic->getCastKind() == CK_NoOp || ic->getCastKind() == CK_LValueToRValue) return ptr(ic->getSubExpr());
+      if (ic->getCastKind() == CK_ArrayToPointerDecay) {
+        const Place arr = place(ic->getSubExpr());
+        const auto *at = ctx_.getAsConstantArrayType(arr.type);
+        if (!at) fail(Code::OpUnsupported, e->getBeginLoc(), "not an array of constant size");
+        return {arr.space, arr.off, at->getElementType(), at->getSize().getZExtValue()};
+      }
     }
-    fail(Code::OpPointer, e->getBeginLoc(), "an operator dereferences only its parameters in and inout");
+    if (const auto *d = dyn_cast<DeclRefExpr>(e))
+      if (const auto *v = dyn_cast<VarDecl>(d->getDecl())) {
+        auto it = ptrs_.find(v);
+        if (it != ptrs_.end()) return it->second;
+      }
+    if (const auto *u = dyn_cast<UnaryOperator>(e))
+      if (u->getOpcode() == UO_AddrOf) {
+        const Place p = place(u->getSubExpr());
+        return {p.space, p.off, p.type, 1};
+      }
+    fail(Code::OpPointer, e->getBeginLoc(),
+         "an operator dereferences only in, inout and the pointer parameters of its helper functions");
   }
 
   VK kind(QualType t, SourceLocation where) {
@@ -604,14 +753,46 @@ class Lowering {
 
   void store(const Place &p, int32_t v, SourceLocation where) {
     if (p.space == kIn) fail(Code::OpPointer, where, "in is read-only: an operator writes only inout");
+    // Both sides of ?:, && and || are evaluated: only what they declare
+    // themselves (a helper's locals) may be assigned there.
+    if (pure_ && p.space < pure_floor_)
+      fail(Code::OpUnsupported, where, "an assignment inside ?:, && or || is not supported: write it as a statement");
     kinds_[{p.space, p.off}] = kind(p.type, where);
     env_[{p.space, p.off}] = v;
   }
 
+  // The source text of an expression, for messages: "p.y", "in->v[2]".
   std::string name_of(const Expr *e) {
-    e = e->IgnoreParenImpCasts();
-    if (const auto *d = dyn_cast<DeclRefExpr>(e)) return d->getDecl()->getNameAsString();
-    return "the value";
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    e->IgnoreParenImpCasts()->printPretty(os, nullptr, ctx_.getPrintingPolicy());
+    os.flush();
+    return text.size() > 60 || text.empty() ? "the value" : text;
+  }
+
+  // The C path of the scalar at byte off of type t: ".y", "[2].re".
+  std::string path_of(QualType t, uint32_t off) {
+    VK k;
+    if (scalar_kind(t, &k)) return "";
+    t = t.getCanonicalType();
+    if (const auto *at = ctx_.getAsConstantArrayType(t)) {
+      const uint32_t es = static_cast<uint32_t>(ctx_.getTypeSizeInChars(at->getElementType()).getQuantity());
+      const uint32_t i = es ? off / es : 0;
+      return "[" + std::to_string(i) + "]" + path_of(at->getElementType(), off - i * es);
+    }
+    if (const auto *rt = t->getAs<RecordType>()) {
+      const FieldDecl *best = nullptr;
+      uint32_t best_off = 0;
+      for (const FieldDecl *f : rt->getDecl()->fields()) {
+        const uint32_t fo = static_cast<uint32_t>(ctx_.getFieldOffset(f) / 8);
+        if (fo <= off) {
+          best = f;
+          best_off = fo;
+        }
+      }
+      if (best) return "." + best->getNameAsString() + path_of(best->getType(), off - best_off);
+    }
+    return "";
   }
 
   // ---- conversions ----
@@ -716,14 +897,16 @@ class Lowering {
   struct Pure {
     Lowering &l;
     bool saved;
-    explicit Pure(Lowering &x) : l(x), saved(x.pure_) { l.pure_ = true; }
-    ~Pure() { l.pure_ = saved; }
+    int saved_floor;
+    explicit Pure(Lowering &x) : l(x), saved(x.pure_), saved_floor(x.pure_floor_) {
+      if (!l.pure_) l.pure_floor_ = l.next_space_;
+      l.pure_ = true;
+    }
+    ~Pure() {
+      l.pure_ = saved;
+      l.pure_floor_ = saved_floor;
+    }
   };
-  void effect(const Expr *e) {
-    if (pure_)
-      fail(Code::OpUnsupported, e->getBeginLoc(),
-           "an assignment inside ?:, && or || is not supported: write it as a statement");
-  }
 
   int32_t arith(BinaryOperatorKind op, int32_t a, int32_t b, VK k, SourceLocation where) {
     if (is_float(k)) {
@@ -812,9 +995,27 @@ class Lowering {
       const int32_t t = rv(c->getTrueExpr()), f = rv(c->getFalseExpr());
       return node(CAD_VM_SEL, cond, t, f);
     }
-    if (const auto *call = dyn_cast<CallExpr>(e)) return builtin(call);
-    if (isa<MemberExpr>(e) || isa<ArraySubscriptExpr>(e)) return load(place(e), where, "the value");
+    if (const auto *call = dyn_cast<CallExpr>(e)) {
+      if (constant_builtin(call, ctx_)) return constant(call);
+      if (helper_of(call)) {
+        const std::vector<int32_t> r = inline_call(call);
+        if (r.size() != 1) fail(Code::OpUnsupported, where, "this call has no scalar value");
+        return r[0];
+      }
+      return builtin(call);
+    }
+    if (isa<MemberExpr>(e) || isa<ArraySubscriptExpr>(e)) return load(place(e), where, name_of(e));
     fail(Code::OpUnsupported, where, std::string("this expression (") + e->getStmtClassName() + ") is not in the operator subset");
+  }
+
+  // The value clang computes for a constant call (INFINITY, NAN, ...).
+  int32_t constant(const CallExpr *c) {
+    Expr::EvalResult r;
+    c->EvaluateAsRValue(r, ctx_);
+    const VK k = kind(c->getType(), c->getBeginLoc());
+    if (r.Val.isFloat())
+      return konst(r.Val.getFloat().bitcastToAPInt().getZExtValue() & (k == VK::F32 ? 0xffffffffull : ~0ull));
+    return normalize(konst(r.Val.getInt().getZExtValue()), k);
   }
 
   int32_t cast_expr(const CastExpr *c) {
@@ -827,7 +1028,7 @@ class Lowering {
         return rv(sub);
       case CK_ToVoid:
         rv_any(sub);
-        return -1;
+        return konst(0);
       case CK_IntegralCast:
       case CK_IntegralToFloating:
       case CK_FloatingToIntegral:
@@ -847,6 +1048,13 @@ class Lowering {
   // An expression evaluated for its effects.
   void rv_any(const Expr *e) {
     const Expr *x = e->IgnoreParens();
+    if (const auto *ic = dyn_cast<ImplicitCastExpr>(x))
+      if (ic->getCastKind() == CK_ToVoid) x = ic->getSubExpr()->IgnoreParens();
+    if (const auto *call = dyn_cast<CallExpr>(x))
+      if (helper_of(call)) {
+        inline_call(call);
+        return;
+      }
     if (const auto *b = dyn_cast<BinaryOperator>(x))
       if (b->getOpcode() == BO_Assign && !b->getType()->isScalarType()) {
         binary(b);
@@ -880,7 +1088,6 @@ class Lowering {
       case UO_PreDec:
       case UO_PostInc:
       case UO_PostDec: {
-        effect(u);
         const Place p = place(sub);
         const VK k = kind(p.type, where);
         if (is_bool(p.type)) fail(Code::OpUnsupported, where, "++ and -- on _Bool are not supported");
@@ -899,12 +1106,132 @@ class Lowering {
     }
   }
 
-  void copy_aggregate(const Place &dst, const Place &src) {
+  // The scalar leaves of a struct- or array-valued expression, in the
+  // order of leaves().
+  std::vector<int32_t> agg(const Expr *e) {
+    e = e->IgnoreParens();
+    const SourceLocation where = e->getBeginLoc();
+    if (const auto *ic = dyn_cast<ImplicitCastExpr>(e))
+      if (ic->getCastKind() == CK_NoOp || ic->getCastKind() == CK_LValueToRValue) return agg(ic->getSubExpr());
+    if (const auto *c = dyn_cast<ConditionalOperator>(e)) {
+      const int32_t cond = truth(rv(c->getCond()), kind(c->getCond()->getType(), where));
+      if (is_const(cond)) return agg(cval(cond) ? c->getTrueExpr() : c->getFalseExpr());
+      Pure p(*this);
+      const std::vector<int32_t> t = agg(c->getTrueExpr()), f = agg(c->getFalseExpr());
+      std::vector<int32_t> out;
+      for (size_t i = 0; i < t.size(); i++) out.push_back(node(CAD_VM_SEL, cond, t[i], f[i]));
+      return out;
+    }
+    if (const auto *call = dyn_cast<CallExpr>(e)) {
+      if (!helper_of(call)) fail(Code::OpUnsupported, where, "this call has no struct value");
+      return inline_call(call);
+    }
+    if (const auto *b = dyn_cast<BinaryOperator>(e)) {
+      if (b->getOpcode() == BO_Comma) {
+        rv_any(b->getLHS());
+        return agg(b->getRHS());
+      }
+      if (b->getOpcode() == BO_Assign) {
+        binary(b);
+        return agg(b->getLHS());
+      }
+    }
+    const Place src = place(e);
+    std::vector<std::pair<uint32_t, QualType>> ls;
+    leaves(ctx_, src.type, 0, &ls);
+    std::vector<int32_t> vals;
+    const std::string name = name_of(e);
+    for (auto &[off, t] : ls)
+      vals.push_back(load({src.space, src.off + off, t}, where, name + path_of(src.type, off)));
+    return vals;
+  }
+
+  void store_leaves(const Place &dst, const std::vector<int32_t> &vals, SourceLocation where) {
     std::vector<std::pair<uint32_t, QualType>> ls;
     leaves(ctx_, dst.type, 0, &ls);
-    std::vector<int32_t> vals;
-    for (auto &[off, t] : ls) vals.push_back(load({src.space, src.off + off, t}, {}, "the value"));
-    for (size_t i = 0; i < ls.size(); i++) store({dst.space, dst.off + ls[i].first, ls[i].second}, vals[i], {});
+    for (size_t i = 0; i < ls.size() && i < vals.size(); i++)
+      store({dst.space, dst.off + ls[i].first, ls[i].second}, vals[i], where);
+  }
+
+  // A call of a helper function, inlined: its parameters are bound in a
+  // scope of their own (values copied, pointers bound to the places they
+  // designate), its body runs like the operator's, and its value is what
+  // each path's return left in its result.  The leaves of the result
+  // (none for void, one for a scalar).
+  std::vector<int32_t> inline_call(const CallExpr *call) {
+    const FunctionDecl *fd = helper_of(call);
+    const SourceLocation where = call->getBeginLoc();
+    if (frames_.size() >= kMaxInline)
+      fail(Code::OpTooBig, where, "helper calls nested more than " + std::to_string(kMaxInline) + " deep");
+    if (fd->isVariadic() || fd->getNumParams() != call->getNumArgs())
+      fail(Code::OpCall, where, "calls " + fd->getNameAsString() + ": a helper function cannot be variadic");
+    // The arguments, in the caller's scope.
+    std::vector<PtrBind> ptr_args(fd->getNumParams());
+    std::vector<std::vector<int32_t>> val_args(fd->getNumParams());
+    for (unsigned i = 0; i < fd->getNumParams(); i++) {
+      const ParmVarDecl *pd = fd->getParamDecl(i);
+      const Expr *arg = call->getArg(i);
+      const QualType pt = pd->getType();
+      if (pt->isPointerType()) {
+        ptr_args[i] = ptr(arg);
+        VK a, b;
+        const QualType want = pt->getPointeeType().getUnqualifiedType(), got = ptr_args[i].elem.getUnqualifiedType();
+        if (!ctx_.hasSameUnqualifiedType(want, got) &&
+            !(scalar_kind(want, &a) && scalar_kind(got, &b) && a == b))
+          fail(Code::OpPointer, arg->getBeginLoc(),
+               "the argument points to " + got.getAsString() + ", the parameter " + pd->getNameAsString() + " to " +
+                   want.getAsString());
+      } else if (!type_problem(ctx_, pt).empty()) {
+        fail(Code::OpUnsupported, pd->getLocation(),
+             "the parameter " + pd->getNameAsString() + " has " + type_problem(ctx_, pt));
+      } else {
+        VK k;
+        val_args[i] = scalar_kind(pt, &k) ? std::vector<int32_t>{rv(arg)} : agg(arg);
+      }
+    }
+    const QualType rt = fd->getReturnType();
+    if (!rt->isVoidType() && !type_problem(ctx_, rt).empty())
+      fail(Code::OpUnsupported, fd->getLocation(), fd->getNameAsString() + " returns " + type_problem(ctx_, rt));
+    // The helper's scope.
+    const auto saved_locals = locals_;
+    const auto saved_ptrs = ptrs_;
+    const SourceLocation saved_loc = stmt_loc_;
+    const int base = next_space_;
+    for (unsigned i = 0; i < fd->getNumParams(); i++) {
+      const ParmVarDecl *pd = fd->getParamDecl(i);
+      if (pd->getType()->isPointerType()) {
+        ptrs_[pd] = ptr_args[i];
+      } else {
+        const int space = next_space_++;
+        locals_[pd] = space;
+        store_leaves({space, 0, pd->getType()}, val_args[i], where);
+      }
+    }
+    Frame f{fd, rt->isVoidType() ? -1 : next_space_++, rt};
+    frames_.push_back(f);
+    const auto *body = cast<CompoundStmt>(fd->getBody());
+    std::vector<const Stmt *> list(body->body_begin(), body->body_end());
+    block(list, 0, nullptr);
+    frames_.pop_back();
+    std::vector<int32_t> result;
+    if (f.ret_space >= 0) {
+      std::vector<std::pair<uint32_t, QualType>> ls;
+      leaves(ctx_, rt, 0, &ls);
+      for (auto &[off, t] : ls) {
+        auto it = env_.find({f.ret_space, off});
+        if (it == env_.end())
+          fail(Code::OpUndefined, where,
+               fd->getNameAsString() + " may end without returning a value (every path of a helper that returns " +
+                   rt.getAsString() + " ends with return)");
+        result.push_back(it->second);
+      }
+    }
+    // Its locals are gone.
+    for (auto it = env_.lower_bound({base, 0}); it != env_.end();) it = env_.erase(it);
+    locals_ = saved_locals;
+    ptrs_ = saved_ptrs;
+    stmt_loc_ = saved_loc;
+    return result;
   }
 
   int32_t binary(const BinaryOperator *b) {
@@ -915,19 +1242,18 @@ class Lowering {
       return rv(b->getRHS());
     }
     if (op == BO_Assign) {
-      effect(b);
       if (!b->getType()->isScalarType()) {
-        copy_aggregate(place(b->getLHS()), place(b->getRHS()));
+        const std::vector<int32_t> vals = agg(b->getRHS());
+        store_leaves(place(b->getLHS()), vals, b->getBeginLoc());
         return -1;
       }
       const int32_t v = rv(b->getRHS());
       const Place p = place(b->getLHS());
       kind(p.type, where);
-      store(p, v, where);
+      store(p, v, b->getBeginLoc());
       return v;
     }
     if (const auto *ca = dyn_cast<CompoundAssignOperator>(b)) {
-      effect(b);
       const Place p = place(b->getLHS());
       const VK lk = kind(p.type, where), ck = kind(ca->getComputationLHSType(), where),
                rk = kind(ca->getComputationResultType(), where);
@@ -935,7 +1261,7 @@ class Lowering {
       const int32_t l = convert(load(p, where, name_of(b->getLHS())), lk, ck);
       const int32_t res = arith(BinaryOperator::getOpForCompoundAssignment(op), l, r, rk, where);
       const int32_t v = is_bool(p.type) ? truth(res, rk) : convert(res, rk, lk);
-      store(p, v, where);
+      store(p, v, b->getBeginLoc());
       return v;
     }
     if (op == BO_LAnd || op == BO_LOr) {
@@ -1025,13 +1351,22 @@ class Lowering {
     if (++steps_ > 1u << 20)
       fail(Code::OpTooBig, s->getBeginLoc(), "the operator is too large to unroll");
     if (isa<NullStmt>(s)) return kFalls;
+    if (!isa<CompoundStmt>(s)) stmt_loc_ = s->getBeginLoc();
     if (const auto *cs = dyn_cast<CompoundStmt>(s)) {
       std::vector<const Stmt *> list(cs->body_begin(), cs->body_end());
       if (!has_return(cs)) return block(list, 0, nullptr);
       return block(list, 0, rest);
     }
     if (const auto *r = dyn_cast<ReturnStmt>(s)) {
-      if (r->getRetValue()) fail(Code::OpSignature, s->getBeginLoc(), "an operator returns nothing");
+      if (frames_.empty() || !r->getRetValue()) {
+        if (r->getRetValue()) fail(Code::OpSignature, s->getBeginLoc(), "an operator returns nothing");
+        return kLeft;
+      }
+      const Frame &f = frames_.back();
+      VK k;
+      const std::vector<int32_t> vals =
+          scalar_kind(f.ret_type, &k) ? std::vector<int32_t>{rv(r->getRetValue())} : agg(r->getRetValue());
+      store_leaves({f.ret_space, 0, f.ret_type}, vals, s->getBeginLoc());
       return kLeft;
     }
     if (const auto *d = dyn_cast<DeclStmt>(s)) {
@@ -1118,6 +1453,10 @@ class Lowering {
       body_first = true;
     }
     const auto saved_locals = locals_;
+    Expr::EvalResult always;
+    if (cond && !cond->HasSideEffects(ctx_) && cond->EvaluateAsInt(always, ctx_) && always.Val.getInt() != 0)
+      fail(Code::OpLoop, s->getBeginLoc(),
+           "this loop never ends: its condition is always true (loops need a constant bound; break is not supported)");
     if (init) stmt(init, nullptr);
     const std::vector<const Stmt *> list = as_list(body);
     for (unsigned n = 0;; n++) {
@@ -1135,6 +1474,10 @@ class Lowering {
       if (n >= kMaxIterations)
         fail(Code::OpTooBig, s->getBeginLoc(),
              "the loop runs more than " + std::to_string(kMaxIterations) + " iterations");
+      if (++unrolled_ > kMaxUnrolled)
+        fail(Code::OpTooBig, s->getBeginLoc(),
+             "unrolling runs more than " + std::to_string(kMaxUnrolled) +
+                 " loop iterations in all (loops are unrolled, nested ones multiply)");
       const auto body_locals = locals_;
       block(list, 0, nullptr);
       locals_ = body_locals;
@@ -1144,6 +1487,11 @@ class Lowering {
   }
 
   void declare(const VarDecl *v) {
+    const uint64_t bytes = static_cast<uint64_t>(ctx_.getTypeSizeInChars(v->getType()).getQuantity());
+    if (bytes > kMaxLocalBytes)
+      fail(Code::OpTooBig, v->getLocation(),
+           "the local " + v->getNameAsString() + " is " + std::to_string(bytes) + " bytes: locals are values in the VM's " +
+               "registers and spill slots, at most " + std::to_string(kMaxLocalBytes) + " bytes each");
     const int space = next_space_++;
     locals_[v] = space;
     const Place p{space, 0, v->getType()};
@@ -1203,8 +1551,9 @@ class Lowering {
         return;
       }
     }
-    // A struct initialised from another: *in, a local, a field.
-    copy_aggregate(p, place(init));
+    // A struct initialised from a struct value: *in, a local, a field, ?:,
+    // a helper's result.
+    store_leaves(p, agg(init), init->getBeginLoc());
   }
 
   void zero(const Place &p, SourceLocation where) {
@@ -1302,9 +1651,11 @@ class Lowering {
       auto u = std::upper_bound(it->second.begin(), it->second.end(), after);
       return u == it->second.end() ? SIZE_MAX : *u;
     };
-    std::vector<int32_t> reg_of(nodes_.size(), -1);
-    int32_t holder[CAD_VM_NREGS];
+    std::vector<int32_t> reg_of(nodes_.size(), -1), slot_of(nodes_.size(), -1);
+    int32_t holder[CAD_VM_NREGS], slot_holder[CAD_VM_NSLOTS];
     std::fill(std::begin(holder), std::end(holder), -1);
+    std::fill(std::begin(slot_holder), std::end(slot_holder), -1);
+    SourceLocation at = fd_->getLocation();  // of the statement whose code is emitted
     std::vector<cad_vm_insn> code;
     std::vector<uint64_t> consts;
     std::map<uint64_t, int32_t> const_index;
@@ -1322,31 +1673,53 @@ class Lowering {
     };
     auto push = [&](const cad_vm_insn &in) {
       if (code.size() + 1 >= CAD_VM_MAX_INSNS)
-        fail(Code::OpTooBig, fd_->getLocation(),
+        fail(Code::OpTooBig, at,
              "the operator needs more than " + std::to_string(CAD_VM_MAX_INSNS) + " VM instructions");
       code.push_back(in);
     };
-    // A free register at position p, evicting a re-materialisable value
-    // if needed; never one of keep.
+    // A free register at position p; never one of keep.  When all are
+    // taken, the value used furthest ahead leaves its register (Belady):
+    // a constant or a load that no store overwrites is computed again
+    // when it is next needed, any other value is spilled to a slot (once:
+    // values never change) and filled back.  On a tie, the value that
+    // needs no spill goes.
     auto grab = [&](size_t p, std::initializer_list<int32_t> keep) -> int {
       for (int r = 0; r < CAD_VM_NREGS; r++)
         if (holder[r] < 0) return r;
       int best = -1;
       size_t best_use = 0;
+      bool best_cheap = false;
       for (int r = 0; r < CAD_VM_NREGS; r++) {
         const int32_t v = holder[r];
-        if (std::find(keep.begin(), keep.end(), v) != keep.end() || !remat_ok(v)) continue;
+        if (std::find(keep.begin(), keep.end(), v) != keep.end()) continue;
         const size_t u = next_use(v, p - 1);
-        if (best < 0 || u > best_use) {
+        const bool cheap = remat_ok(v) || slot_of[v] >= 0;
+        if (best < 0 || u > best_use || (u == best_use && cheap && !best_cheap)) {
           best = r;
           best_use = u;
+          best_cheap = cheap;
         }
       }
       if (best < 0)
-        fail(Code::OpTooBig, fd_->getLocation(),
-             "the operator needs more than " + std::to_string(CAD_VM_NREGS) +
-                 " values live at once (the VM has 16 registers): split the computation");
-      reg_of[holder[best]] = -1;
+        fail(Code::OpTooBig, at, "an instruction needs more than " + std::to_string(CAD_VM_NREGS) + " registers");
+      const int32_t v = holder[best];
+      if (!remat_ok(v) && slot_of[v] < 0 && best_use != SIZE_MAX) {
+        int slot = -1;
+        for (int k = 0; k < CAD_VM_NSLOTS && slot < 0; k++)
+          if (slot_holder[k] < 0) slot = k;
+        if (slot < 0)
+          fail(Code::OpTooBig, at,
+               "the operator needs more than " + std::to_string(CAD_VM_NREGS + CAD_VM_NSLOTS) +
+                   " values at once (the VM's registers and spill slots)");
+        cad_vm_insn in{};
+        in.code = CAD_VM_SPILL;
+        in.a = static_cast<uint8_t>(best);
+        in.imm = slot;
+        push(in);
+        slot_of[v] = slot;
+        slot_holder[slot] = v;
+      }
+      reg_of[v] = -1;
       holder[best] = -1;
       return best;
     };
@@ -1383,7 +1756,15 @@ class Lowering {
     materialise = [&](int32_t v, size_t p, std::initializer_list<int32_t> keep) {
       if (reg_of[v] >= 0) return;
       const int r = grab(p, keep);
-      emit_leaf(v, r);
+      if (slot_of[v] >= 0) {
+        cad_vm_insn in{};
+        in.code = CAD_VM_FILL;
+        in.dst = static_cast<uint8_t>(r);
+        in.imm = slot_of[v];
+        push(in);
+      } else {
+        emit_leaf(v, r);
+      }
       define(v, r);
     };
     auto release_dead = [&](size_t p) {
@@ -1392,9 +1773,15 @@ class Lowering {
           reg_of[holder[r]] = -1;
           holder[r] = -1;
         }
+      for (int k = 0; k < CAD_VM_NSLOTS; k++)
+        if (slot_holder[k] >= 0 && next_use(slot_holder[k], p) == SIZE_MAX) {
+          slot_of[slot_holder[k]] = -1;
+          slot_holder[k] = -1;
+        }
     };
 
     for (size_t p = 0; p < seq.size(); p++) {
+      at = node_loc_[seq[p].value >= 0 ? seq[p].value : stores[seq[p].store].value];
       if (seq[p].value < 0) {
         const Store &s = stores[seq[p].store];
         materialise(s.value, p, {s.value});
@@ -1463,9 +1850,21 @@ class Lowering {
   std::map<Key, int32_t> env_;
   std::map<Key, VK> kinds_;
   std::map<const VarDecl *, int> locals_;
+  std::map<const VarDecl *, PtrBind> ptrs_;
+  std::map<std::tuple<uint8_t, uint64_t, uint64_t>, uint64_t> folded_;
+  struct Frame {
+    const FunctionDecl *fn;
+    int ret_space;  // -1: void
+    QualType ret_type;
+  };
+  std::vector<Frame> frames_;  // the helpers being inlined
   int next_space_ = 2;
   bool pure_ = false;
+  int pure_floor_ = 0;  // under pure_, the first space that may be assigned
   uint64_t steps_ = 0;
+  uint64_t unrolled_ = 0;
+  SourceLocation stmt_loc_;  // of the statement being lowered
+  std::vector<SourceLocation> node_loc_;  // per node: the statement that made it
 };
 
 // ---------------------------------------------------------------------
@@ -1722,7 +2121,15 @@ class OpConsumer : public ASTConsumer {
         continue;
       }
       std::vector<OpError> errors;
-      Checker(ctx, def, &errors).TraverseStmt(def->getBody());
+      std::vector<const FunctionDecl *> path, bodies;
+      std::set<const FunctionDecl *> done{def};
+      helpers_of(def, &path, &done, &bodies, &errors);
+      for (const FunctionDecl *h : bodies) {
+        if (h != def && tree_depth(h->getBody(), &deep) > kMaxDepth)
+          errors.push_back({Code::OpTooBig, deep, "the code is nested more than " + std::to_string(kMaxDepth) +
+                                                      " levels deep: split the expression into statements"});
+        Checker(ctx, h, &errors).TraverseStmt(h->getBody());
+      }
       for (const OpError &e : errors) error(csm, e.code, e.where, e.message);
       if (!errors.empty()) continue;
       try {
@@ -1745,6 +2152,7 @@ class OpConsumer : public ASTConsumer {
 
  private:
   void error(const clang::SourceManager &csm, Code code, SourceLocation l, const std::string &m) {
+    if (!reported_.insert({l.getRawEncoding(), m}).second) return;
     s_.diags->error(code, s_.locs->at(csm, l), m);
   }
 
@@ -1787,6 +2195,7 @@ class OpConsumer : public ASTConsumer {
   }
 
   Shared s_;
+  std::set<std::pair<unsigned, std::string>> reported_;  // a helper's error, once for all its callers
 };
 
 class OpAction : public ASTFrontendAction {
