@@ -4,31 +4,36 @@
 // tool loads (below); everything else sees operators as UserOp
 // (cadc/lib/userop.h).
 //
-// Pipeline, per file:
+// Pipeline, per file (on a thread with a 1 GiB stack):
+//   0. a pre-pass in a child process with bounded memory and CPU lexes the
+//      preprocessed file and enforces the limits on tokens and nesting
+//      before clang's parser (which recurses per nesting level) sees it.
 //   1. clang parses the file as C11 (gnu11) with __CAD_OPC__ defined, so
 //      that CAD_OP(...) of algorithms/ops/cad_op.h becomes an annotation;
 //      clang's own errors are CAD-E050.
 //   2. an AST matcher finds the functions annotated "cad_op:..."; their
 //      signature must be void f(const T *in, T *inout) with T a scalar or a
-//      struct of scalars (CAD-E051).
+//      struct of scalars (CAD-E051).  The helper functions they call (any
+//      function the file defines: calls are resolved by Sema, never by
+//      name) are collected, recursion rejected (E053).
 //   3. a RecursiveASTVisitor walks each body and rejects what is outside
 //      the subset, each at its line and column with its own code: pointers
-//      beyond the two parameters (E052), calls other than the math
-//      builtins (E053), globals and statics (E054), volatile (E056),
+//      beyond the parameters (E052), calls other than the math builtins
+//      and helpers (E053), globals and statics (E054), volatile (E056),
 //      inline assembly (E057), variable-length arrays (E058), goto, switch,
 //      break, continue and the like (E059).
 //   4. lowering: symbolic execution of the body into a value graph with
-//      constant folding and common subexpressions; loops are unrolled
-//      (their conditions must fold to constants: E055); if/else and ?: are
-//      if-converted to compare + select, so the code has no jumps and
-//      every element runs the same instructions; an early return is
-//      handled by running the rest of the body under each branch.  Reads
-//      of *inout see the element as it was on entry (stores are placed
-//      after every load they could overlap), so the result is the same
-//      when in and inout are the same element.
-//   5. scheduling and register allocation over the 16 registers (loads and
-//      constants are re-materialised when registers run out; E060 if that
-//      is not enough), then the core verifier checks what was emitted.
+//      constant folding and common subexpressions; helpers are inlined;
+//      loops are unrolled (their conditions must fold to constants: E055);
+//      if/else and ?: are if-converted to compare + select, so the code has
+//      no jumps and every element runs the same instructions; an early
+//      return is handled by running the rest of the body under each
+//      branch.  Reads of *inout see the element as it was on entry (stores
+//      are placed after every load they could overlap), so the result is
+//      the same when in and inout are the same element.
+//   5. scheduling and register allocation over the 16 registers, spilling
+//      to the VM's slots (constants and loads are computed again instead),
+//      then the core verifier checks what was emitted.
 #pragma once
 
 #include <string>
