@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from gen_ops import generate
-from test_op_corpus import GCC_COMMUTES, NEEDS, NEEDS_KERNEL, corpus_files, expectation, params, prepare_corpus
+from test_op_corpus import NEEDS, NEEDS_KERNEL, corpus_files, expectation, params, prepare_corpus
 from test_ops import OPS, prepare
 from vm import COUNT_AND_UNLOAD, cad_vm, run_cases
 
@@ -107,10 +107,8 @@ def corpus_in_the_kernel(build_dir, tmp_path_factory):
                                ("exp", work / f"{name}.exp")):
                 vm.add_file(path, f"/ops/{name}.{kind}")
             fields = ",".join(f"{off}:{kind}" for off, kind in op["fields"])
-            exact = "" if src.stem in GCC_COMMUTES else "exact"   # see test_op_corpus.py
-            base = f"kop_run /ops/{name}.img"
-            cases[f"{src.stem}:{name}"] = (f"{base} /ops/{name}.in /ops/{name}.io /ops/{name}.exp "
-                                          f"{op['elem_size']} {fields} {exact or 'loose'}")
+            cases[f"{src.stem}:{name}"] = (f"kop_run /ops/{name}.img /ops/{name}.in /ops/{name}.io /ops/{name}.exp "
+                                          f"{op['elem_size']} {fields} exact")
     run = run_cases(vm, cases, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=600)
     return run, broken
 

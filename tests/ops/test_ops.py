@@ -83,15 +83,16 @@ def differs(a: bytes, b: bytes, esz: int, fields) -> str | None:
     return None
 
 
-def native(tmp: Path, src: Path, op, extra_flags=()) -> Path:
-    """op of src compiled by gcc into a program: DRIVER IN INOUT OUT [same]
-    writes inout = in op inout for every element (with `same`, in is
-    inout)."""
+def native(tmp: Path, src: Path, op, extra_flags=(), compiler=None) -> Path:
+    """op of src compiled by gcc (or compiler: the command and its flags)
+    into a program: DRIVER IN INOUT OUT [same] writes inout = in op inout
+    for every element (with `same`, in is inout)."""
     name, esz = op["name"], op["elem_size"]
     drv = tmp / f"{name}_driver.c"
     drv.write_text(DRIVER % {"src": src, "esz": esz, "name": name})
     exe = tmp / f"{name}_native"
-    subprocess.run(["gcc", *NATIVE_FLAGS, *extra_flags, "-I", str(OPS), str(drv), "-o", str(exe), "-lm"], check=True)
+    cc = compiler or ["gcc", *NATIVE_FLAGS]
+    subprocess.run([*cc, *extra_flags, "-I", str(OPS), str(drv), "-o", str(exe), "-lm"], check=True)
     return exe
 
 
