@@ -19,6 +19,9 @@ Each mutant goes through `cadc op check --json` with a timeout.  Findings:
   not for mutants of the corpus files that wait for other work
   (test_op_corpus.NEEDS: their own tests say why they differ).
 
+With CAD_OP_PENDING=1 the findings the front end's work in progress is
+to fix (KNOWN) are printed as known and do not count.
+
 Deterministic for a seed: mutant i comes from Random(f"{seed}:{i}"), so
 `--only i` replays one.  Bounded by SECONDS.  Findings go to
 BUILD/fuzz_op/crashes/<kind>-<hash>.c (the reason in a comment at the top)
@@ -30,6 +33,7 @@ and are printed; the exit status is 1 if there were any.
 import argparse
 import hashlib
 import json
+import os
 import random
 import re
 import subprocess
@@ -42,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "algorithms" / "ops"
 SEEDS = sorted((ROOT / "tests" / "ops" / "corpus").glob("*.c")) + sorted(OPS.glob("*.c"))
 TIMEOUT = 20
+# (kind, words of the reason): findings of work in progress.
+KNOWN = [("unlocated", "too many errors emitted")]
 
 BINOPS = ["+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "<", ">", "<=", ">=", "==", "!=", "&&", "||"]
 _BINOP_RE = re.compile(r"(?<=[\w)\]] )(<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^<>])(?= [\w(*!~-])")
@@ -184,6 +190,9 @@ class Fuzzer:
         path = self.crashes / f"{kind}-{h}.c"
         why = why.replace("*/", "* /")
         path.write_text(f"/* fuzz_op_source: {kind}: {why}\n * from {origin} */\n{text}")
+        if os.environ.get("CAD_OP_PENDING") == "1" and any(k == kind and w in why for k, w in KNOWN):
+            print(f"KNOWN {kind}: {path}\n  {why[:300]}", flush=True)
+            return
         self.findings.append((f"{kind}: {why[:300]}", path))
         print(f"FINDING {kind}: {path}\n  {why[:500]}", flush=True)
 

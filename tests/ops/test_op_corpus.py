@@ -349,16 +349,12 @@ def test_corpus_op_matches_gcc_bit_exactly(build_dir, tmp_path, name):
     assert not problems, "\n".join(problems)
 
 
-_SMOKE = pytest.mark.xfail(reason="needs frontend: clang's 'too many errors emitted' is an error without a "
-                                  "location (mutant 10 of seed 1)", strict=False) \
-    if os.environ.get("CAD_OP_PENDING") == "1" else []
-
-
-@pytest.mark.parametrize("seed", [pytest.param(1, marks=_SMOKE)])
-def test_source_fuzzer_smoke(build_dir, seed):
-    """fuzz_op_source.py on its first 12 mutants of a seed (at most 10 s):
+def test_source_fuzzer_smoke(build_dir):
+    """fuzz_op_source.py on its first 12 mutants of seed 1 (at most 10 s):
     no crash, timeout, bad JSON, unlocated error, or accepted operator that
-    does not compile, run or agree with gcc."""
+    does not compile, run or agree with gcc.  (Mutant 10 finds clang's "too
+    many errors emitted" without a location: known under CAD_OP_PENDING=1,
+    see fuzz_op_source.KNOWN.)"""
     import fuzz_op_source
-    findings = fuzz_op_source.run(build_dir, 10, seed=seed, gcc=True, most=12)
+    findings = fuzz_op_source.run(build_dir, 10, seed=1, gcc=True, most=12)
     assert not findings, "\n".join(f"{p}: {why}" for why, p in findings)
