@@ -7,6 +7,7 @@
 #   make demo       the main job, end to end
 #   make bench      the benchmarks; BENCH_QUICK=1 for a short run
 #   make fuzz       both fuzzers, side by side, for FUZZ_SECONDS (default 600)
+#   make fuzz-op    the operator source fuzzer for FUZZ_OP_SECONDS (default 40; FUZZ_SEED to replay)
 #   make fuzz-kmod  cad.ko's stateful fuzzer in qemu for FUZZ_SECONDS (FUZZ_SEED to replay)
 #   make install    build, then install into PREFIX (default /usr/local; README, "Installing")
 
@@ -15,6 +16,7 @@ JOBS ?= 2
 PYTHON := /usr/bin/python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SECONDS ?= 600
+FUZZ_OP_SECONDS ?= 40
 PREFIX ?= /usr/local
 
 # Everything the project needs on Debian 12.  linux-image-amd64 and
@@ -31,7 +33,7 @@ DEBIAN_PACKAGES := \
 	python3 python3-pytest python3-jsonschema python3-matplotlib
 
 .PHONY: all deps build install test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
-	fuzz-kmod clean
+	fuzz-op fuzz-kmod clean
 
 all: build
 
@@ -61,9 +63,11 @@ test:
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# Both fuzzers for a bounded 45 s, at once.
+# Both fuzzers for a bounded 45 s, at once; then the operator source
+# fuzzer for 40 s (it runs cadc and gcc, a core each, so not beside them).
 test-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=45
+	@$(MAKE) --no-print-directory fuzz-op FUZZ_OP_SECONDS=40
 
 # pytest: the kernel tests in qemu, the benchmark report format, the demo.
 # (--durations: the slowest tests in the log, for keeping the run short.)
@@ -102,6 +106,12 @@ fuzz-cadc:
 	$(BUILD)/bin/fuzz_cadc -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 -rss_limit_mb=4096 \
 		-dict=tests/fuzz/cadc.dict -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz_cadc/crashes/ \
 		$(BUILD)/fuzz_cadc/corpus $(BUILD)/fuzz_cadc/seeds
+
+# Mutated operator sources (tests/ops/fuzz_op_source.py) through `cadc op
+# check`: no signal, no timeout, JSON, located errors; an accepted one
+# compiles, runs and agrees with gcc.  Findings in $(BUILD)/fuzz_op/crashes.
+fuzz-op:
+	$(PYTHON) tests/ops/fuzz_op_source.py $(BUILD) $(FUZZ_OP_SECONDS) --seed $(or $(FUZZ_SEED),1) --gcc
 
 # The kernel module's fuzzer (tests/kmod/fuzz_kmod.py): FUZZ_SECONDS
 # split between the settings of defer, the UBSAN build of cad.ko.

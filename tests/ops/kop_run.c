@@ -5,8 +5,12 @@
  * compares the result with EXPECTED (what gcc's native code computed on the
  * host), field by field: floating-point fields match when both are NaN.
  *
- *   kop_run IMAGE IN INOUT EXPECTED ELEM_SIZE FIELDS
+ *   kop_run IMAGE IN INOUT EXPECTED ELEM_SIZE FIELDS [MODE]
  *   FIELDS: "0:f64,8:i32" - offset:kind of every scalar field
+ *   MODE: "exact" compares NaNs bit for bit too (payload and sign, for
+ *   tests/ops/corpus); "inplace" gives INOUT as both buffers (in == inout:
+ *   cad.ko refuses it today, "buffers 0 and 1 overlap"); "exact,inplace"
+ *   both.
  *
  * Prints "kop_run: ok N elements" or the first difference; exit 0 / 1 / 2.
  * Linked statically for the qemu initramfs.
@@ -69,11 +73,15 @@ int main(int argc, char **argv)
 	volatile struct cad_status *st;
 	__u64 addrs[2];
 	size_t i, count;
-	int fd;
+	int fd, exact = 0, inplace = 0;
 
-	if (argc != 7) {
-		fprintf(stderr, "usage: kop_run IMAGE IN INOUT EXPECTED ELEM_SIZE FIELDS\n");
+	if (argc != 7 && argc != 8) {
+		fprintf(stderr, "usage: kop_run IMAGE IN INOUT EXPECTED ELEM_SIZE FIELDS [MODE]\n");
 		return 2;
+	}
+	if (argc == 8) {
+		exact = strstr(argv[7], "exact") != NULL;
+		inplace = strstr(argv[7], "inplace") != NULL;
 	}
 	img = slurp(argv[1], &n_img);
 	in = slurp(argv[2], &n_in);
@@ -95,7 +103,7 @@ int main(int argc, char **argv)
 		perror("kop_run: mmap");
 		return 2;
 	}
-	addrs[0] = (uintptr_t)in;
+	addrs[0] = (uintptr_t)(inplace ? io : in);
 	addrs[1] = (uintptr_t)io;
 	load.prog_size = (__u32)n_img;
 	load.prog = (uintptr_t)img;
@@ -138,11 +146,17 @@ int main(int argc, char **argv)
 				 : !strcmp(kind, "i16") || !strcmp(kind, "u16") ? 2 : 1;
 			int fp = kind[0] == 'f';
 
-			if (fp && is_nan(a + off, w == 8) && is_nan(b + off, w == 8))
+			if (fp && !exact && is_nan(a + off, w == 8) && is_nan(b + off, w == 8))
 				continue;
 			if (memcmp(a + off, b + off, w)) {
-				fprintf(stderr, "kop_run: element %zu field at %lu (%s) differs from native\n",
+				fprintf(stderr, "kop_run: element %zu field at %lu (%s) differs from native: ",
 					i, off, kind);
+				for (size_t k = w; k-- > 0;)
+					fprintf(stderr, "%02x", a[off + k]);
+				fprintf(stderr, " vs ");
+				for (size_t k = w; k-- > 0;)
+					fprintf(stderr, "%02x", b[off + k]);
+				fprintf(stderr, "\n");
 				return 1;
 			}
 		}

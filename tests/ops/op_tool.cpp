@@ -4,6 +4,8 @@
 //                 denormals, INT_MIN, -1, wrap-around edges)
 //   op_tool vm    OPS.cadop NAME IN INOUT OUT      inout = in op inout with the
 //                 core's interpreter (what cadrt runs in user space)
+//   op_tool vmself OPS.cadop NAME INOUT OUT     the same with in == inout (one
+//                 buffer: a reduction of a range into itself)
 //   op_tool image OPS.cadop NAME N OUT             a one-rank program that
 //                 reduces buffer 0 into buffer 1 (N elements), for cad.ko
 // Exit 0, or 2 with a message.
@@ -124,6 +126,14 @@ int main(int argc, char **argv) {
     spit(a[5], io.data(), io.size());
     return 0;
   }
+  if (a.size() == 5 && a[0] == "vmself") {
+    const cad::UserOp op = find(a[1], a[2]);
+    std::string io = slurp(a[3]);
+    if (io.size() % op.elem_size) die("inout must be a whole number of elements");
+    cad::userop_apply(op, io.data(), io.data(), io.size() / op.elem_size);
+    spit(a[4], io.data(), io.size());
+    return 0;
+  }
   if (a.size() == 5 && a[0] == "image") {
     const cad::UserOp op = find(a[1], a[2]);
     const uint64_t n = std::stoull(a[3]);
@@ -133,5 +143,5 @@ int main(int argc, char **argv) {
     spit(a[4], image.data(), image.size() * 8);
     return 0;
   }
-  die("usage: op_tool gen|vm|image ... (see the source)");
+  die("usage: op_tool gen|vm|vmself|image ... (see the source)");
 }

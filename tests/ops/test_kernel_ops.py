@@ -9,13 +9,23 @@
   checked) and maxloc, reduce at every root, reduce_scatter_block,
   persistent starts.
 - Afterwards the module's counters are zero, it unloads, and the kernel log
-  has no warning."""
+  has no warning.
+- The corpus (tests/ops/corpus, test_op_corpus.py), in one more boot for
+  all of it: every operator in cad.ko, compared bit for bit with what
+  test_op_corpus.py expects (gcc's results; NaN payloads and signs
+  included).  in != inout only: cad.ko refuses a program whose buffers
+  overlap ("buffers 0 and 1 overlap", -EINVAL), so in == inout is the user
+  space half's.  An operator today's compiler rejects fails its case
+  without a boot of its own."""
 
 import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from gen_ops import generate
+from test_op_corpus import NEEDS, NEEDS_KERNEL, corpus_files, expectation, params, prepare_corpus
 from test_ops import OPS, prepare
 from vm import COUNT_AND_UNLOAD, cad_vm, run_cases
 
@@ -65,5 +75,57 @@ def test_user_ops_in_the_kernel(build_dir, tmp_path):
           f"{sum(c.seconds for c in kop):.1f} s; uop_check: " +
           ", ".join(f"{n} {c.seconds:.1f} s" for n, c in run.cases.items() if n.startswith("uop_")))
     print(run.cases["kop_complex_mul"].output.strip(), "|", run.cases["uop_8"].output.strip())
+    assert "@@COUNTERS 0 0" in run.output and "@@UNLOADED 0" in run.output, run.output[-2000:]
+    assert not run.kernel_problems(), "\n".join(run.kernel_problems())
+
+
+@pytest.fixture(scope="module")
+def corpus_in_the_kernel(build_dir, tmp_path_factory):
+    """One boot for the whole corpus: (the run, {file: why it did not
+    compile})."""
+    tmp = tmp_path_factory.mktemp("kcorpus")
+    vm = cad_vm(build_dir)
+    vm.add_program(build_dir / "bin" / "kop_run")
+    cases, broken = {}, {}
+    for src in corpus_files():
+        work = tmp / src.stem
+        work.mkdir()
+        try:
+            prepared = prepare_corpus(build_dir, work, src)
+        except AssertionError as e:   # cadc rejects it
+            broken[src.stem] = str(e)
+            continue
+        for op, cadop, files in prepared:
+            name = op["name"]
+            count = len(files["inout"].read_bytes()) // op["elem_size"]
+            image = work / f"{name}.img"
+            subprocess.run([str(build_dir / "bin" / "op_tool"), "image", str(cadop), name, str(count), str(image)],
+                           check=True)
+            want, _ = expectation(src.stem, op, files, False)
+            (work / f"{name}.exp").write_bytes(want)
+            for kind, path in (("img", image), ("in", files["in"]), ("io", files["inout"]),
+                               ("exp", work / f"{name}.exp")):
+                vm.add_file(path, f"/ops/{name}.{kind}")
+            fields = ",".join(f"{off}:{kind}" for off, kind in op["fields"])
+            cases[f"{src.stem}:{name}"] = (f"kop_run /ops/{name}.img /ops/{name}.in /ops/{name}.io /ops/{name}.exp "
+                                          f"{op['elem_size']} {fields} exact")
+    run = run_cases(vm, cases, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=600)
+    return run, broken
+
+
+@pytest.mark.parametrize("name", params((p.stem for p in corpus_files()), {**NEEDS, **NEEDS_KERNEL}))
+def test_corpus_op_in_the_kernel(corpus_in_the_kernel, name):
+    run, broken = corpus_in_the_kernel
+    assert name not in broken, broken.get(name)
+    mine = {k: c for k, c in run.cases.items() if k.split(":")[0] == name}
+    assert mine, f"no case for {name}"
+    bad = [f"{k}: {c.command}\n{c.output}" for k, c in mine.items()
+           if c.status != 0 or "kop_run: ok" not in c.output]
+    assert not bad, "\n".join(bad)
+
+
+def test_corpus_leaves_the_kernel_clean(corpus_in_the_kernel):
+    run, _ = corpus_in_the_kernel
+    assert run.exit_code == 0, run.console[-4000:]
     assert "@@COUNTERS 0 0" in run.output and "@@UNLOADED 0" in run.output, run.output[-2000:]
     assert not run.kernel_problems(), "\n".join(run.kernel_problems())

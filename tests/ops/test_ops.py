@@ -33,7 +33,8 @@ int main(int argc, char **argv)
 	long n;
 	unsigned char *in, *io;
 	size_t i, count;
-	if (argc != 4) return 2;
+	int self = argc == 5;   /* a 4th argument: in == inout (IN is not used) */
+	if (argc != 4 && argc != 5) return 2;
 	f = fopen(argv[1], "rb"); fseek(f, 0, SEEK_END); n = ftell(f); rewind(f);
 	in = malloc(n + 1); io = malloc(n + 1);
 	if (fread(in, 1, n, f) != (size_t)n) return 2;
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
 	fclose(f);
 	count = (size_t)n / %(esz)d;
 	for (i = 0; i < count; i++)
-		%(name)s((const void *)(in + i * %(esz)d), (void *)(io + i * %(esz)d));
+		%(name)s((const void *)((self ? io : in) + i * %(esz)d), (void *)(io + i * %(esz)d));
 	f = fopen(argv[3], "wb");
 	fwrite(io, 1, n, f);
 	fclose(f);
@@ -82,6 +83,19 @@ def differs(a: bytes, b: bytes, esz: int, fields) -> str | None:
     return None
 
 
+def native(tmp: Path, src: Path, op, extra_flags=(), compiler=None) -> Path:
+    """op of src compiled by gcc (or compiler: the command and its flags)
+    into a program: DRIVER IN INOUT OUT [same] writes inout = in op inout
+    for every element (with `same`, in is inout)."""
+    name, esz = op["name"], op["elem_size"]
+    drv = tmp / f"{name}_driver.c"
+    drv.write_text(DRIVER % {"src": src, "esz": esz, "name": name})
+    exe = tmp / f"{name}_native"
+    cc = compiler or ["gcc", *NATIVE_FLAGS]
+    subprocess.run([*cc, *extra_flags, "-I", str(OPS), str(drv), "-o", str(exe), "-lm"], check=True)
+    return exe
+
+
 def prepare(build_dir, tmp: Path, src: Path, seed: int):
     """Compiles src both ways, runs both on the same data; returns the
     operators with their files."""
@@ -90,11 +104,8 @@ def prepare(build_dir, tmp: Path, src: Path, seed: int):
     ops = json.loads(cadop.read_text())["ops"]
     out = []
     for op in ops:
-        name, esz = op["name"], op["elem_size"]
-        drv = tmp / f"{name}_driver.c"
-        drv.write_text(DRIVER % {"src": src, "esz": esz, "name": name})
-        exe = tmp / f"{name}_native"
-        subprocess.run(["gcc", *NATIVE_FLAGS, "-I", str(OPS), str(drv), "-o", str(exe), "-lm"], check=True)
+        name = op["name"]
+        exe = native(tmp, src, op)
         files = {k: tmp / f"{name}.{k}" for k in ("in", "inout", "native", "vm")}
         op_tool(build_dir, "gen", cadop, name, N, seed, files["in"], files["inout"])
         subprocess.run([str(exe), files["in"], files["inout"], files["native"]], check=True)
