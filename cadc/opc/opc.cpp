@@ -62,6 +62,8 @@ class Locations {
   Locations(SourceManager &sm, uint32_t main_file, std::string main_path)
       : sm_(sm), main_(main_file), main_path_(std::move(main_path)) {}
 
+  Loc at_start() const { return Loc{main_, 1, 1, ""}; }
+
   Loc at(const clang::SourceManager &csm, SourceLocation l) {
     Loc loc;
     if (l.isInvalid()) {
@@ -110,7 +112,13 @@ class Collect : public DiagnosticConsumer {
     llvm::SmallString<256> text;
     info.FormatDiagnostic(text);
     Loc loc;
-    if (info.hasSourceManager()) loc = locs_.at(info.getSourceManager(), info.getLocation());
+    if (info.hasSourceManager() && info.getLocation().isValid()) {
+      loc = locs_.at(info.getSourceManager(), info.getLocation());
+    } else {
+      // clang's "too many errors emitted": the errors before it say where.
+      if (diags_->error_count() > 0) return;
+      loc = locs_.at_start();
+    }
     if (level == DiagnosticsEngine::Warning)
       diags_->warning(Code::OpSyntax, loc, text.str().str());
     else
@@ -264,6 +272,24 @@ const FunctionDecl *helper_of(const CallExpr *c) {
   return fd ? fd->getDefinition() : nullptr;
 }
 
+// The calls and variable references in an expression (no recursion).
+std::vector<const Stmt *> calls_and_refs(const Stmt *e) {
+  std::vector<const Stmt *> out;
+  std::vector<const Stmt *> stack{e};
+  while (!stack.empty()) {
+    const Stmt *x = stack.back();
+    stack.pop_back();
+    if (!x) continue;
+    if (isa<CallExpr>(x) || isa<DeclRefExpr>(x)) out.push_back(x);
+    if (const auto *c = dyn_cast<CallExpr>(x)) {
+      for (const Expr *a : c->arguments()) stack.push_back(a);
+      continue;
+    }
+    for (const Stmt *c : x->children()) stack.push_back(c);
+  }
+  return out;
+}
+
 // The calls in a body, without recursion (bodies may be deep).
 std::vector<const CallExpr *> calls_in(const Stmt *body) {
   std::vector<const CallExpr *> out;
@@ -414,6 +440,10 @@ class Checker : public RecursiveASTVisitor<Checker> {
   }
 
   bool VisitCastExpr(CastExpr *c) {
+    if (c->getType()->isPointerType() && c->getType()->getPointeeType().isVolatileQualified()) {
+      add(Code::OpVolatile, c->getBeginLoc(), "volatile is not allowed in an operator (here through a cast)");
+      return true;
+    }
     switch (c->getCastKind()) {
       case CK_BitCast:
       case CK_IntegralToPointer:
@@ -1459,6 +1489,28 @@ class Lowering {
            "this loop never ends: its condition is always true (loops need a constant bound; break is not supported)");
     if (init) stmt(init, nullptr);
     const std::vector<const Stmt *> list = as_list(body);
+    // The scalars the condition reads: if an iteration leaves them all as
+    // they were and the condition held, it holds for ever.
+    std::vector<const VarDecl *> cond_vars;
+    bool cond_scalars = cond != nullptr;
+    for (const Stmt *x : calls_and_refs(cond))
+      if (const auto *d = dyn_cast<DeclRefExpr>(x)) {
+        const auto *v = dyn_cast<VarDecl>(d->getDecl());
+        VK k;
+        if (v && locals_.count(v) && scalar_kind(v->getType(), &k)) cond_vars.push_back(v);
+        else if (!isa<EnumConstantDecl>(d->getDecl())) cond_scalars = false;
+      } else {
+        cond_scalars = false;  // a call
+      }
+    std::vector<int32_t> before;
+    auto cond_state = [&] {
+      std::vector<int32_t> st;
+      for (const VarDecl *v : cond_vars) {
+        auto it = env_.find({locals_.at(v), 0});
+        st.push_back(it == env_.end() ? -1 : it->second);
+      }
+      return st;
+    };
     for (unsigned n = 0;; n++) {
       if (!body_first || n > 0) {
         if (cond) {
@@ -1467,6 +1519,12 @@ class Lowering {
             fail(Code::OpLoop, cond->getBeginLoc(),
                  "the loop condition depends on the data: loops need a constant bound (they are unrolled)");
           if (!cval(c)) break;
+          const std::vector<int32_t> now = cond_state();
+          if (cond_scalars && n > 0 && now == before)
+            fail(Code::OpLoop, s->getBeginLoc(),
+                 "this loop never ends: an iteration leaves its condition's variables unchanged and the condition "
+                 "true (loops need a constant bound; break is not supported)");
+          before = now;
         } else {
           fail(Code::OpLoop, s->getBeginLoc(), "a loop without a condition never ends: loops need a constant bound");
         }
