@@ -171,34 +171,6 @@ std::string Library::rule_error(size_t i) const {
   return i < lazy->rule_error.size() ? lazy->rule_error[i] : "";
 }
 
-std::string library_hash(const nlohmann::json &doc) {
-  // The dump of doc without "hash", made without copying doc (a deep copy
-  // of every source): an object's members are in key order, as dump()
-  // writes them.
-  std::string text;
-  if (doc.is_object()) {
-    text = "{";
-    for (auto it = doc.begin(); it != doc.end(); ++it) {
-      if (it.key() == "hash") continue;
-      if (text.size() > 1) text += ',';
-      text += nlohmann::json(it.key()).dump();
-      text += ':';
-      text += it.value().dump();
-    }
-    text += '}';
-  } else {
-    text = doc.dump();
-  }
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  char buf[32];
-  snprintf(buf, sizeof(buf), "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 bool read_rules(const nlohmann::json &doc, const std::string &where, const std::vector<const Algorithm *> &algs,
                 const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags) {
   std::vector<Target> targets;
@@ -335,7 +307,7 @@ bool load_library_text(const std::string &path, const std::string &text, Library
   if (doc["program_format"].get<int>() != CAD_VERSION)
     return fail("built for CAD program format " + doc["program_format"].dump() + ", this is format " +
                 std::to_string(CAD_VERSION) + ": rebuild it with cadc build");
-  if (library_hash(doc) != doc["hash"].get<std::string>())
+  if (content_hash(doc) != doc["hash"].get<std::string>())
     return fail("hash mismatch: the file was changed or damaged since cadc build wrote it");
   lib->hash = doc["hash"].get<std::string>();
   // User-defined operators first (algorithms name them): bytecode,

@@ -48,6 +48,7 @@
 #include "library.h"
 #include "parser.h"
 #include "printer.h"
+#include "schema.h"
 #include "simulate.h"
 #include "spec.h"
 #include "sweep.h"
@@ -79,7 +80,7 @@ void library(const std::string &text) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-    doc["hash"] = cad::library_hash(doc);
+    doc["hash"] = cad::content_hash(doc);
   } catch (const nlohmann::json::exception &) {
     return;
   }
