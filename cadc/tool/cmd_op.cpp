@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "../lib/schema.h"
 #include "../lib/userop.h"
 #include "../opc/opc.h"
 #include "common.h"
@@ -69,8 +70,9 @@ bool load_ops(Session &s, const std::string &path, const OpcOptions &opts, std::
     std::string text, error;
     if (!read_file(path, kMaxSourceBytes, &text, &error)) throw UsageError(error);
     const uint32_t f = s.sm.add(path, text);
-    if (!read_cadop(text, out, &error)) {
-      s.diags.error(Code::OpBytecode, Loc{f, 0, 0, ""}, error);
+    SchemaError bad;
+    if (!read_cadop(text, out, &bad)) {
+      s.diags.error(Code::OpBytecode, Loc{f, 0, 0, bad.pointer}, bad.message);
       return false;
     }
     return true;

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from content_hash import rehashed
 from std_algorithms import ALGORITHMS, algorithm_result, every_algorithm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -911,15 +912,6 @@ def test_corrupt_library_is_a_clear_error(build_dir, tmp_path, variant):
     assert len(r.stderr) < 4000, r.stderr[:4000]  # the long name shortened
 
 
-def rehash(doc: dict) -> dict:
-    """doc with its hash made right again (as cadc build writes it)."""
-    body = {k: v for k, v in doc.items() if k != "hash"}
-    h = 0xcbf29ce484222325
-    for byte in json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode():
-        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return {**body, "hash": f"fnv1a64:{h:016x}"}
-
-
 def test_broken_algorithm_with_a_right_hash_fails_the_calls_that_reach_it(build_dir, tmp_path):
     """cadrt loads its library lazily: an algorithm's source is parsed
     when a call first selects it.  A library whose hash holds but one of
@@ -930,7 +922,7 @@ def test_broken_algorithm_with_a_right_hash_fails_the_calls_that_reach_it(build_
     src = next(s for s in doc["sources"] if s["file"] == "bcast_binomial.cad")
     src["text"] += "}\n"
     lib = tmp_path / "broken.cadlib"
-    lib.write_text(json.dumps(rehash(doc)))
+    lib.write_text(json.dumps(rehashed(doc)))
     r = run(build_dir, 2, "rt_check", "--coll", "bcast", timeout=60,
             env={"CADRT_LIBRARY": str(lib), "CADRT_ALGORITHM_BCAST": "bcast_binomial"})
     assert r.returncode == 1, r.stdout + r.stderr
