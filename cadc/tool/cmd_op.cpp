@@ -23,9 +23,14 @@ struct OpOptions {
   bool json = false;
 };
 
+// -I and -D take one value each time, as a C compiler's do: as vector
+// options they would take every word up to the next option, the file
+// included ("-I DIR FILE.c -o X").
 void add_common(CLI::App *cmd, OpOptions *o) {
-  cmd->add_option("-I,--include", o->include_dirs, "Header search folder");
-  cmd->add_option("-D,--define", o->defines, "Preprocessor definition NAME[=VALUE]");
+  for (CLI::Option *opt :
+       {cmd->add_option("-I,--include", o->include_dirs, "Header search folder (repeatable)"),
+        cmd->add_option("-D,--define", o->defines, "Preprocessor definition NAME[=VALUE] (repeatable)")})
+    opt->expected(1)->allow_extra_args(false)->take_all();
   cmd->add_flag("--json", o->json, "Diagnostics as JSON on stdout");
 }
 

@@ -251,3 +251,29 @@ def test_missing_file_and_bad_cadop(build_dir, tmp_path):
         f.write_bytes(junk)
         r = subprocess.run([cadc_bin, "op", "disasm", str(f)], capture_output=True, text=True)
         assert r.returncode == 1 and "CAD-E063" in r.stderr, r.stderr
+
+
+def test_compile_takes_options_before_and_after_the_file(build_dir, tmp_path):
+    """-I and -D take one value each, anywhere on the line, as check and disasm do."""
+    src = tmp_path / "scaled.c"
+    src.write_text('#include "cad_op.h"\n#ifndef SCALE\n#error SCALE is not defined\n#endif\n'
+                   "CAD_OP(commutative)\nvoid scaled(const double *in, double *inout) { *inout += SCALE * *in; }\n")
+    out = tmp_path / "scaled.cadop"
+    orders = [
+        ["-I", OPS, "-D", "SCALE=2", src, "-o", out],
+        [src, "-I", OPS, "-D", "SCALE=2", "-o", out],
+        ["-o", out, "-D", "SCALE=2", "-I", tmp_path, "-I", OPS, src],
+        ["-DSCALE=2", "-I", OPS, src, "--output", out],
+    ]
+    for args in orders:
+        out.unlink(missing_ok=True)
+        r = cadc(build_dir, "op", "compile", *args)
+        assert r.returncode == 0 and out.exists(), (args, r.stderr)
+        assert json.loads(out.read_text())["ops"][0]["name"] == "scaled"
+        for sub in ("check", "disasm"):
+            r = cadc(build_dir, "op", sub, *[a for a in args if a not in ("-o", "--output", out)])
+            assert r.returncode == 0, (sub, args, r.stderr)
+    r = cadc(build_dir, "op", "compile", "-I", OPS, src, "-o", out)  # without -D: the #error
+    assert r.returncode == 1 and "SCALE is not defined" in r.stderr, r.stderr
+    r = cadc(build_dir, "op", "compile", "-I", OPS, "-o", out)
+    assert r.returncode == 2 and "file is required" in r.stderr, r.stderr
