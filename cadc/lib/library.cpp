@@ -171,34 +171,6 @@ std::string Library::rule_error(size_t i) const {
   return i < lazy->rule_error.size() ? lazy->rule_error[i] : "";
 }
 
-std::string library_hash(const nlohmann::json &doc) {
-  // The dump of doc without "hash", made without copying doc (a deep copy
-  // of every source): an object's members are in key order, as dump()
-  // writes them.
-  std::string text;
-  if (doc.is_object()) {
-    text = "{";
-    for (auto it = doc.begin(); it != doc.end(); ++it) {
-      if (it.key() == "hash") continue;
-      if (text.size() > 1) text += ',';
-      text += nlohmann::json(it.key()).dump();
-      text += ':';
-      text += it.value().dump();
-    }
-    text += '}';
-  } else {
-    text = doc.dump();
-  }
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  char buf[32];
-  snprintf(buf, sizeof(buf), "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 bool read_rules(const nlohmann::json &doc, const std::string &where, const std::vector<const Algorithm *> &algs,
                 const UserOps &ops, std::vector<Rule> *out, Diagnostics *diags) {
   std::vector<Target> targets;
@@ -320,11 +292,10 @@ bool load_library_text(const std::string &path, const std::string &text, Library
     return false;
   };
   nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
-    return fail("not a library (invalid JSON): " + json_error_text(e));
-  }
+  SchemaError bad;
+  if (!parse_json_strict(text, &doc, &bad))
+    return fail(bad.pointer.empty() ? "not a library (invalid JSON): " + bad.message
+                                    : "not a valid library: " + bad.pointer + ": " + bad.message);
   if (doc.is_object() && doc.contains("cadlib") && doc["cadlib"] == 1)
     return fail("written by an older cadc (library format 1, without the domains its proofs cover): rebuild it "
                 "with cadc build");
@@ -332,22 +303,25 @@ bool load_library_text(const std::string &path, const std::string &text, Library
   if (!Schema::builtin("cadlib.schema.json").validate(doc, &errors))
     return fail("not a valid library: " + (errors[0].pointer.empty() ? "/" : errors[0].pointer) + ": " +
                 errors[0].message);
+  // The operators, each as the .cadop schema says (the library's schema
+  // leaves them to it), with names unique.
+  static const nlohmann::json kNoOps = nlohmann::json::array();
+  const nlohmann::json &op_list = doc.contains("ops") ? doc["ops"] : kNoOps;
+  if (!validate_userops_json(op_list, &bad)) return fail("not a valid library: " + bad.pointer + ": " + bad.message);
   if (doc["program_format"].get<int>() != CAD_VERSION)
     return fail("built for CAD program format " + doc["program_format"].dump() + ", this is format " +
                 std::to_string(CAD_VERSION) + ": rebuild it with cadc build");
-  if (library_hash(doc) != doc["hash"].get<std::string>())
-    return fail("hash mismatch: the file was changed or damaged since cadc build wrote it");
+  if (const std::string hash = content_hash(doc); hash != doc["hash"].get<std::string>())
+    return fail("the file was modified after it was written: hash mismatch (it records " +
+                doc["hash"].get<std::string>() + ", its content hashes to " + hash + "); rebuild it with cadc build");
   lib->hash = doc["hash"].get<std::string>();
   // User-defined operators first (algorithms name them): bytecode,
   // verified again here.
-  if (doc.contains("ops")) {
-    for (size_t i = 0; i < doc["ops"].size(); i++) {
-      UserOp op;
-      std::string why;
-      if (!userop_from_json(doc["ops"][i], &op, &why)) return fail("ops/" + std::to_string(i) + ": " + why);
-      if (lib->find_op(op.name)) return fail("ops/" + std::to_string(i) + ": a second operator named " + op.name);
-      lib->ops.push_back(std::make_shared<const UserOp>(std::move(op)));
-    }
+  for (size_t i = 0; i < op_list.size(); i++) {
+    UserOp op;
+    if (!userop_from_json(op_list[i], "/ops/" + std::to_string(i), &op, &bad))
+      return fail(bad.pointer + ": " + bad.message);
+    lib->ops.push_back(std::make_shared<const UserOp>(std::move(op)));
   }
   {
     // The sources are kept (in sm: messages quote them), each algorithm

@@ -145,7 +145,4 @@ std::string written_for(const Algorithm &a);
 // op takes only that one.
 bool takes_op(const Algorithm &a, const InstanceSpec &spec);
 
-// The document's hash: FNV-1a 64 of its compact dump without "hash".
-std::string library_hash(const nlohmann::json &doc);
-
 }  // namespace cad

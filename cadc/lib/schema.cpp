@@ -2,9 +2,11 @@
 #include "schema.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string_view>
 
 #include "pattern.h"
@@ -31,6 +33,90 @@ std::string json_error_text(const nlohmann::json::exception &e, bool without_pos
     what = what.substr(0, from) + "..." + what.substr(keep);
   }
   return what;
+}
+
+bool parse_json_strict(const std::string &text, nlohmann::json *out, SchemaError *error) {
+  // The containers open at the parser's position, outermost first: an
+  // object's keys so far and its current key, an array's current index.
+  struct Open {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+    size_t index = 0;
+  };
+  std::vector<Open> open;
+  bool duplicate = false;
+  auto where = [&]() {
+    nlohmann::json::json_pointer p;
+    for (const Open &o : open) p = o.object ? p / o.key : p / o.index;
+    return p;
+  };
+  auto value_done = [&]() {
+    if (!open.empty() && !open.back().object) open.back().index++;
+  };
+  const nlohmann::json::parser_callback_t see = [&](int, nlohmann::json::parse_event_t event,
+                                                    nlohmann::json &parsed) {
+    using E = nlohmann::json::parse_event_t;
+    switch (event) {
+      case E::object_start: open.push_back({true, {}, {}, 0}); break;
+      case E::array_start: open.push_back({false, {}, {}, 0}); break;
+      case E::object_end:
+      case E::array_end:
+        open.pop_back();
+        value_done();
+        break;
+      case E::value: value_done(); break;
+      case E::key: {
+        Open &o = open.back();
+        o.key = parsed.get_ref<const std::string &>();
+        if (!o.keys.insert(o.key).second && !duplicate) {
+          duplicate = true;
+          error->pointer = where().to_string();
+          const std::string quoted =
+              nlohmann::json(o.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+          error->message =
+              "the key " + quoted + " appears twice in this object (a reader would keep one value and drop the other)";
+        }
+        break;
+      }
+    }
+    return true;
+  };
+  try {
+    *out = nlohmann::json::parse(text, see);
+  } catch (const nlohmann::json::exception &e) {  // parse_error, or out_of_range for a number that overflows
+    *error = {"", json_error_text(e)};
+    return false;
+  }
+  return !duplicate;
+}
+
+std::string content_hash(const nlohmann::json &doc) {
+  // The dump of doc without "hash", made without copying doc (a deep copy
+  // of every source of a library): an object's members are in key order,
+  // as dump() writes them.
+  std::string text;
+  if (doc.is_object()) {
+    text = "{";
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+      if (it.key() == "hash") continue;
+      if (text.size() > 1) text += ',';
+      text += nlohmann::json(it.key()).dump();
+      text += ':';
+      text += it.value().dump();
+    }
+    text += '}';
+  } else {
+    text = doc.dump();
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 namespace {
@@ -173,6 +259,14 @@ bool Schema::validate(const nlohmann::json &v, std::vector<SchemaError> *errors)
     return false;
   }
   return check(doc_, v, Where{}, errors);
+}
+
+bool Schema::validate_def(const std::string &def, const nlohmann::json &v, const std::string &pointer,
+                          std::vector<SchemaError> *errors) const {
+  const size_t first = errors->size();
+  const bool ok = check(doc_.at("$defs").at(def), v, Where{}, errors);
+  for (size_t i = first; i < errors->size(); i++) (*errors)[i].pointer = pointer + (*errors)[i].pointer;
+  return ok;
 }
 
 bool Schema::check(const nlohmann::json &schema, const nlohmann::json &v, const Where &where,

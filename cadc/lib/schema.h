@@ -1,8 +1,10 @@
-// schema.h - a JSON Schema validator for the keywords our schemas use
-// (draft 2020-12 subset): the keywords of Schema::kKeywords.  Errors
-// carry the JSON pointer of the offending value.  A keyword our schemas
-// use must be one of these (a unit test walks schemas/): until 2026-11-29
-// maxLength, prefixItems and dependentRequired were used and not checked.
+// schema.h - reading the JSON files cadc and the runtime take from
+// outside: a strict parse (no key twice in an object), a JSON Schema
+// validator for the keywords our schemas use (draft 2020-12 subset: the
+// keywords of Schema::kKeywords), and the content hash of .cadop and
+// .cadlib files.  Errors carry the JSON pointer of the offending value.
+// A keyword our schemas use must be one of these (a unit test walks
+// schemas/): a keyword the validator does not know would pass unchecked.
 #pragma once
 
 #include <string>
@@ -24,6 +26,27 @@ struct SchemaError {
   std::string message;
 };
 
+// Parses text as nlohmann::json::parse does, and refuses what that lets
+// through: an object with a key twice (nlohmann keeps the last one, so
+// two readers of one file could see different values).  false with
+// *error: the pointer of the second occurrence and "the key \"k\" appears
+// twice in this object"; or, for text that is not JSON (or a number out
+// of range), pointer "" and json_error_text's message.
+bool parse_json_strict(const std::string &text, nlohmann::json *out, SchemaError *error);
+
+// The content hash of a .cadop or .cadlib document: "fnv1a64:" and 16
+// lowercase hex digits of FNV-1a 64 (offset basis 0xcbf29ce484222325,
+// prime 0x100000001b3) over the bytes of the document without its
+// top-level "hash" member, serialised canonically: no white space, the
+// members of every object sorted by key (bytewise), strings as UTF-8 with
+// only '"', '\\' and the control characters escaped (\b \f \n \r \t, else
+// \u00xx in lowercase) -- what nlohmann's dump() and Python's
+// json.dumps(doc, sort_keys=True, separators=(",", ":"),
+// ensure_ascii=False) both write for a document of integers, strings,
+// booleans, arrays and objects.  An integrity check, not an
+// authentication: anyone who can write the file can write its hash.
+std::string content_hash(const nlohmann::json &doc);
+
 class Schema {
  public:
   // The schema documents built into cadc, by file name under schemas/.
@@ -41,6 +64,10 @@ class Schema {
       "maximum", "oneOf", "anyOf", "$ref"};
   static constexpr const char *kAnnotations[] = {"title", "description", "$schema", "$id", "$defs"};
   bool validate(const nlohmann::json &v, std::vector<SchemaError> *errors) const;
+  // Validates v against the definition "#/$defs/<def>" of this schema;
+  // the errors' pointers start with pointer (where v is in its document).
+  bool validate_def(const std::string &def, const nlohmann::json &v, const std::string &pointer,
+                    std::vector<SchemaError> *errors) const;
 
  private:
   struct Where;  // the JSON pointer of a value, rendered on an error

@@ -3,7 +3,6 @@
 
 #include <cinttypes>
 #include <cstdio>
-#include <cctype>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -142,64 +141,91 @@ nlohmann::json userop_to_json(const UserOp &op) {
           {"type", op.type},  {"code", code},              {"consts", consts}};
 }
 
-bool userop_from_json(const nlohmann::json &j, UserOp *out, std::string *error) {
-  auto fail = [&](const std::string &m) {
-    *error = m;
+namespace {
+
+// The size of a field's kind (the kinds of cadop.schema.json), 0 if none.
+uint32_t kind_size(const std::string &kind) {
+  static const std::pair<const char *, uint32_t> kSizes[] = {
+      {"i8", 1},  {"u8", 1},  {"bool", 1}, {"i16", 2}, {"u16", 2}, {"i32", 4},
+      {"u32", 4}, {"f32", 4}, {"i64", 8},  {"u64", 8}, {"f64", 8}};
+  for (const auto &[name, size] : kSizes)
+    if (kind == name) return size;
+  return 0;
+}
+
+}  // namespace
+
+bool validate_userop_json(const nlohmann::json &j, const std::string &pointer, SchemaError *error) {
+  std::vector<SchemaError> errors;
+  if (!Schema::builtin("cadop.schema.json").validate_def("op", j, pointer, &errors)) {
+    *error = errors.front();
     return false;
-  };
-  if (!j.is_object()) return fail("an operator must be an object");
-  for (const char *k : {"name", "elem_size", "commutative", "code", "consts"})
-    if (!j.contains(k)) return fail(std::string("an operator needs \"") + k + "\"");
+  }
+  // The fields: each inside the element, in order of offset and apart.
+  const uint64_t elem_size = j["elem_size"].get<uint64_t>();
+  const nlohmann::json &fields = j["fields"];
+  uint64_t end = 0;  // of the field before
+  for (size_t k = 0; k < fields.size(); k++) {
+    const uint64_t offset = fields[k][0].get<uint64_t>();
+    const std::string &kind = fields[k][1].get_ref<const std::string &>();
+    const std::string at = pointer + "/fields/" + std::to_string(k);
+    if (offset < end) {
+      *error = {at + "/0", "a " + kind + " at byte " + std::to_string(offset) +
+                               " overlaps the field before it, which ends at byte " + std::to_string(end) +
+                               ": fields are in order of offset and apart"};
+      return false;
+    }
+    end = offset + kind_size(kind);
+    if (end > elem_size) {
+      *error = {at, "a " + kind + " at byte " + std::to_string(offset) + " ends at byte " + std::to_string(end) +
+                        ", past the end of the element (elem_size " + std::to_string(elem_size) + ")"};
+      return false;
+    }
+  }
+  return true;
+}
+
+bool validate_userops_json(const nlohmann::json &ops, SchemaError *error) {
+  for (size_t i = 0; i < ops.size(); i++) {
+    const std::string at = "/ops/" + std::to_string(i);
+    if (!validate_userop_json(ops[i], at, error)) return false;
+    for (size_t k = 0; k < i; k++)
+      if (ops[k]["name"] == ops[i]["name"]) {
+        *error = {at + "/name", "a second operator named " + ops[i]["name"].get<std::string>() +
+                                    " (the first is /ops/" + std::to_string(k) + ")"};
+        return false;
+      }
+  }
+  return true;
+}
+
+bool userop_from_json(const nlohmann::json &j, const std::string &pointer, UserOp *out, SchemaError *error) {
+  if (!validate_userop_json(j, pointer, error)) return false;
   UserOp op;
-  if (!j["name"].is_string()) return fail("\"name\" must be a string");
   op.name = j["name"].get<std::string>();
-  bool ident = !op.name.empty() && op.name.size() <= 64 && !std::isdigit(static_cast<unsigned char>(op.name[0]));
-  for (char c : op.name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (!ident) return fail("\"name\" must be a C identifier of at most 64 characters");
-  if (!j["elem_size"].is_number_unsigned() || j["elem_size"].get<uint64_t>() < 1 ||
-      j["elem_size"].get<uint64_t>() > CAD_VM_MAX_ELEM)
-    return fail(op.name + ": \"elem_size\" must be 1.." + std::to_string(CAD_VM_MAX_ELEM));
   op.elem_size = j["elem_size"].get<uint32_t>();
-  if (!j["commutative"].is_boolean()) return fail(op.name + ": \"commutative\" must be true or false");
   op.commutative = j["commutative"].get<bool>();
-  if (!j["code"].is_array() || j["code"].empty() || j["code"].size() > CAD_VM_MAX_INSNS)
-    return fail(op.name + ": \"code\" must be 1.." + std::to_string(CAD_VM_MAX_INSNS) + " instructions");
+  op.file = j["file"].get<std::string>();
+  op.line = j["line"].get<uint32_t>();
+  op.col = j["col"].get<uint32_t>();
+  op.type = j["type"].get<std::string>();
+  for (const auto &f : j["fields"]) op.fields.push_back({f[0].get<uint32_t>(), f[1].get<std::string>()});
   for (const auto &i : j["code"]) {
-    if (!i.is_array() || i.size() != 5) return fail(op.name + ": an instruction is [code, dst, a, b, imm]");
-    for (size_t f = 0; f < 4; f++)
-      if (!i[f].is_number_unsigned() || i[f].get<uint64_t>() > 255)
-        return fail(op.name + ": instruction fields code, dst, a, b are 0..255");
-    if (!i[4].is_number_integer() || i[4].get<int64_t>() < INT32_MIN || i[4].get<int64_t>() > INT32_MAX)
-      return fail(op.name + ": an instruction's imm is a 32-bit integer");
     cad_vm_insn in{};
     in.code = i[0].get<uint8_t>();
     in.dst = i[1].get<uint8_t>();
     in.a = i[2].get<uint8_t>();
     in.b = i[3].get<uint8_t>();
-    in.imm = static_cast<int32_t>(i[4].get<int64_t>());
+    in.imm = i[4].get<int32_t>();
     op.code.push_back(in);
   }
-  if (!j["consts"].is_array() || j["consts"].size() > 4096) return fail(op.name + ": \"consts\" must be an array of at most 4096");
-  for (const auto &k : j["consts"]) {
-    if (!k.is_string()) return fail(op.name + ": a constant is a string \"0x\" and 16 hex digits");
-    const std::string s = k.get<std::string>();
-    if (s.size() != 18 || s.compare(0, 2, "0x") || s.find_first_not_of("0123456789abcdef", 2) != std::string::npos)
-      return fail(op.name + ": a constant is a string \"0x\" and 16 lowercase hex digits, not \"" + s.substr(0, 40) + "\"");
-    op.consts.push_back(std::stoull(s.substr(2), nullptr, 16));
-  }
-  if (j.contains("file") && j["file"].is_string()) op.file = j["file"].get<std::string>();
-  if (j.contains("type") && j["type"].is_string()) op.type = j["type"].get<std::string>();
-  if (j.contains("line") && j["line"].is_number_unsigned()) op.line = j["line"].get<uint32_t>();
-  if (j.contains("fields") && j["fields"].is_array())
-    for (const auto &f : j["fields"]) {
-      if (!f.is_array() || f.size() != 2 || !f[0].is_number_unsigned() || !f[1].is_string() ||
-          f[0].get<uint64_t>() >= op.elem_size)
-        return fail(op.name + ": a field is [offset, kind] inside the element");
-      op.fields.push_back({f[0].get<uint32_t>(), f[1].get<std::string>()});
-    }
-  if (j.contains("col") && j["col"].is_number_unsigned()) op.col = j["col"].get<uint32_t>();
+  for (const auto &k : j["consts"])
+    op.consts.push_back(std::stoull(k.get_ref<const std::string &>().substr(2), nullptr, 16));
   const std::string why = userop_verify(op);
-  if (!why.empty()) return fail(op.name + ": the core verifier rejects its code: " + why);
+  if (!why.empty()) {
+    *error = {pointer + "/code", op.name + ": the core verifier rejects its code: " + why};
+    return false;
+  }
   *out = std::move(op);
   return true;
 }
@@ -238,44 +264,53 @@ bool userop_image(const UserOp &op, uint64_t bytes, std::vector<uint64_t> *image
 nlohmann::json cadop_document(const std::string &file, const std::vector<UserOp> &ops) {
   nlohmann::json list = nlohmann::json::array();
   for (const UserOp &op : ops) list.push_back(userop_to_json(op));
-  return {{"cadop", 1}, {"file", file}, {"ops", list}};
+  nlohmann::json doc = {{"cadop", kCadopFormat}, {"file", file}, {"ops", list}};
+  doc["hash"] = content_hash(doc);
+  return doc;
+}
+
+bool read_cadop(const std::string &text, std::vector<UserOp> *ops, SchemaError *error) {
+  nlohmann::json doc;
+  if (!parse_json_strict(text, &doc, error)) {
+    if (error->pointer.empty()) error->message = "not valid JSON: " + error->message;
+    return false;
+  }
+  if (!doc.is_object() || !doc.contains("cadop")) {
+    *error = {"", "not a .cadop file: a JSON object with \"cadop\": " + std::to_string(kCadopFormat) + " is expected"};
+    return false;
+  }
+  if (doc["cadop"] == 1) {
+    *error = {"/cadop", "written by an older cadc (.cadop format 1, without a content hash): rebuild it with cadc op "
+                        "compile"};
+    return false;
+  }
+  std::vector<SchemaError> errors;
+  if (!Schema::builtin("cadop.schema.json").validate(doc, &errors)) {
+    *error = errors.front();
+    if (error->pointer.empty()) error->pointer = "/";  // (the document's own keys)
+    return false;
+  }
+  const nlohmann::json &list = doc["ops"];
+  if (!validate_userops_json(list, error)) return false;
+  const std::string hash = content_hash(doc);
+  if (hash != doc["hash"].get_ref<const std::string &>()) {
+    *error = {"/hash", "the file was modified after it was written: hash mismatch (it records " +
+                           doc["hash"].get<std::string>() + ", its content hashes to " + hash +
+                           "); compile the operators again with cadc op compile"};
+    return false;
+  }
+  std::vector<UserOp> read(list.size());
+  for (size_t i = 0; i < list.size(); i++)
+    if (!userop_from_json(list[i], "/ops/" + std::to_string(i), &read[i], error)) return false;
+  for (UserOp &op : read) ops->push_back(std::move(op));
+  return true;
 }
 
 bool read_cadop(const std::string &text, std::vector<UserOp> *ops, std::string *error) {
-  nlohmann::json doc;
-  try {  // not parse(text, nullptr, false): it still throws on a number out of range (found by fuzz_cadc)
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception &e) {
-    *error = "not valid JSON: " + json_error_text(e);
-    return false;
-  }
-  if (!doc.is_object()) {
-    *error = "not a JSON object";
-    return false;
-  }
-  if (!doc.contains("cadop") || doc["cadop"] != 1) {
-    *error = "not a .cadop file (\"cadop\": 1 is missing)";
-    return false;
-  }
-  if (!doc.contains("ops") || !doc["ops"].is_array()) {
-    *error = "\"ops\" must be an array";
-    return false;
-  }
-  for (size_t i = 0; i < doc["ops"].size(); i++) {
-    UserOp op;
-    std::string why;
-    if (!userop_from_json(doc["ops"][i], &op, &why)) {
-      *error = "ops/" + std::to_string(i) + ": " + why;
-      return false;
-    }
-    for (const UserOp &o : *ops)
-      if (o.name == op.name) {
-        *error = "ops/" + std::to_string(i) + ": a second operator named " + op.name;
-        return false;
-      }
-    ops->push_back(std::move(op));
-  }
-  return true;
+  SchemaError e;
+  if (read_cadop(text, ops, &e)) return true;
+  *error = e.pointer.empty() ? e.message : e.pointer + ": " + e.message;
+  return false;
 }
 
 }  // namespace cad

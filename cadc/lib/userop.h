@@ -8,9 +8,11 @@
 // the same objects:
 //   {"name": "complex_mul", "elem_size": 16, "commutative": false,
 //    "file": "complex_mul.c", "line": 10, "col": 1, "type": "struct cplx",
+//    "fields": [[0, "f64"], [8, "f64"]],
 //    "code": [[code, dst, a, b, imm], ...], "consts": ["0x3ff0000000000000"]}
-// Reading one runs the core verifier on it: bytecode from a file is never
-// trusted.
+// Reading one validates it (every key, type and range; errors located by
+// JSON pointer) and runs the core verifier on it: bytecode from a file is
+// never trusted.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,11 @@
 struct cad_image_desc;
 
 namespace cad {
+
+struct SchemaError;  // schema.h: a JSON pointer and a message
+
+// The .cadop format this cadc writes and reads ("cadop"): 2 has a hash.
+constexpr int kCadopFormat = 2;
 
 struct UserOp {
   std::string name;
@@ -55,8 +62,17 @@ unsigned builtin_op(const std::string &name);
 unsigned default_dtype(unsigned op);
 
 nlohmann::json userop_to_json(const UserOp &op);
-// Reads and verifies one op object; false with *error ("ops/2: ...").
-bool userop_from_json(const nlohmann::json &j, UserOp *out, std::string *error);
+// Validates an op object that is at pointer ("/ops/2") in its document:
+// cadop.schema.json's $defs/op, then what a schema cannot say (each field
+// inside the element, the fields in order of offset and apart); false
+// with *error, located.
+bool validate_userop_json(const nlohmann::json &j, const std::string &pointer, SchemaError *error);
+// Validates the "ops" of a .cadop or .cadlib (pointer "/ops"): each op
+// as above, and no two with one name.
+bool validate_userops_json(const nlohmann::json &ops, SchemaError *error);
+// Validates one op object, reads it and runs the core verifier on it;
+// false with *error, located.
+bool userop_from_json(const nlohmann::json &j, const std::string &pointer, UserOp *out, SchemaError *error);
 
 // The core verifier on the op alone (wrapped in a one-node program); ""
 // if it accepts, else its message.
@@ -93,8 +109,15 @@ class OpSection {
 // into buffer 1 (recv) with op: verified; false with *error.
 bool userop_image(const UserOp &op, uint64_t bytes, std::vector<uint64_t> *image, std::string *error);
 
-// A .cadop document: {"cadop": 1, "file": ..., "ops": [...]}.
+// A .cadop document, hash included: {"cadop": 2, "file": ..., "ops":
+// [...], "hash": "fnv1a64:..."} (content_hash, schema.h).
 nlohmann::json cadop_document(const std::string &file, const std::vector<UserOp> &ops);
+// Reads a .cadop file's text, in this order: JSON without a key twice in
+// an object; the format; the schema and validate_userop_json, operator
+// names unique; the hash; the core verifier on each operator.  A check
+// that fails is the error (located; pointer "" for the file as a whole).
+bool read_cadop(const std::string &text, std::vector<UserOp> *ops, SchemaError *error);
+// The same, the error as one line: "/ops/0/fields/1/1: message".
 bool read_cadop(const std::string &text, std::vector<UserOp> *ops, std::string *error);
 
 }  // namespace cad

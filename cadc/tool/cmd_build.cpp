@@ -204,7 +204,7 @@ void add_build(CLI::App &app, Runner *run) {
                             {"created_by", "cadc 0.1"}, {"algorithms", listed},
                             {"sources", sources},     {"ops", ops},
                             {"rules", rules}};
-      doc["hash"] = library_hash(doc);
+      doc["hash"] = content_hash(doc);
       std::ofstream out(opt->output);
       if (!(out << doc.dump(1) << "\n")) throw UsageError("cannot write " + opt->output);
       if (!opt->json)

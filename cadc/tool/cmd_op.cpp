@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "../lib/schema.h"
 #include "../lib/userop.h"
 #include "../opc/opc.h"
 #include "common.h"
@@ -22,9 +23,14 @@ struct OpOptions {
   bool json = false;
 };
 
+// -I and -D take one value each time, as a C compiler's do: as vector
+// options they would take every word up to the next option, the file
+// included ("-I DIR FILE.c -o X").
 void add_common(CLI::App *cmd, OpOptions *o) {
-  cmd->add_option("-I,--include", o->include_dirs, "Header search folder");
-  cmd->add_option("-D,--define", o->defines, "Preprocessor definition NAME[=VALUE]");
+  for (CLI::Option *opt :
+       {cmd->add_option("-I,--include", o->include_dirs, "Header search folder (repeatable)"),
+        cmd->add_option("-D,--define", o->defines, "Preprocessor definition NAME[=VALUE] (repeatable)")})
+    opt->expected(1)->allow_extra_args(false)->take_all();
   cmd->add_flag("--json", o->json, "Diagnostics as JSON on stdout");
 }
 
@@ -69,8 +75,9 @@ bool load_ops(Session &s, const std::string &path, const OpcOptions &opts, std::
     std::string text, error;
     if (!read_file(path, kMaxSourceBytes, &text, &error)) throw UsageError(error);
     const uint32_t f = s.sm.add(path, text);
-    if (!read_cadop(text, out, &error)) {
-      s.diags.error(Code::OpBytecode, Loc{f, 0, 0, ""}, error);
+    SchemaError bad;
+    if (!read_cadop(text, out, &bad)) {
+      s.diags.error(Code::OpBytecode, Loc{f, 0, 0, bad.pointer}, bad.message);
       return false;
     }
     return true;

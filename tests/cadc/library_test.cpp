@@ -11,6 +11,7 @@
 
 #include "helpers.h"
 #include "library.h"
+#include "schema.h"
 
 namespace {
 
@@ -63,7 +64,7 @@ nlohmann::json library(nlohmann::json rules) {
       {"sources", {{{"file", "tree.cad"}, {"text", kBinomial}}, {{"file", "flat.cad"}, {"text", kLinear}}}},
       {"ops", nlohmann::json::array()},
       {"rules", rules}};
-  doc["hash"] = cad::library_hash(doc);
+  doc["hash"] = cad::content_hash(doc);
   return doc;
 }
 
@@ -141,7 +142,7 @@ TEST(Library, RejectsDamageAndBadRules) {
 
   nlohmann::json version = library(kRules);
   version["program_format"] = 2;
-  version["hash"] = cad::library_hash(version);
+  version["hash"] = cad::content_hash(version);
   EXPECT_NE(load_error(version).find("built for CAD program format 2"), std::string::npos);
 
   nlohmann::json unknown = kRules;
@@ -244,7 +245,7 @@ TEST(LibraryLazy, ChecksAtLoadWhatNeedsNoSource) {
   auto listed = [](const char *field, nlohmann::json value) {
     nlohmann::json doc = library(kRules);
     doc["algorithms"][1][field] = value;
-    doc["hash"] = cad::library_hash(doc);
+    doc["hash"] = cad::content_hash(doc);
     return lazy_error(doc);
   };
   EXPECT_NE(listed("collective", "bcats").find("load: "), std::string::npos);
@@ -260,7 +261,7 @@ TEST(LibraryLazy, AnAlgorithmsSourceOrItsRulesFailWhenFirstReached) {
   // that algorithm fail, with the source's line, and the others run.
   nlohmann::json broken = library(kRules);
   broken["sources"][0]["text"] = std::string(kBinomial) + "}\n";
-  broken["hash"] = cad::library_hash(broken);
+  broken["hash"] = cad::content_hash(broken);
   EXPECT_NE(load_error(broken).find("expected 'algorithm', found '}'"), std::string::npos) << load_error(broken);
   cad::Library lib;
   cad::Diagnostics d;
@@ -286,7 +287,7 @@ TEST(LibraryLazy, AnAlgorithmsSourceOrItsRulesFailWhenFirstReached) {
   bushy["rules"][1]["use"] = "bcast_bushy";
   nlohmann::json renamed = library(bushy);
   renamed["algorithms"][0]["name"] = "bcast_bushy";
-  renamed["hash"] = cad::library_hash(renamed);
+  renamed["hash"] = cad::content_hash(renamed);
   EXPECT_NE(lazy_error(renamed).find("lists algorithm bcast_bushy but its source tree.cad has no algorithm of that name"),
             std::string::npos)
       << lazy_error(renamed);
@@ -360,7 +361,7 @@ nlohmann::json alltoall_library(nlohmann::json rules) {
         {{"file", "flat.cad"}, {"text", kLinear}}}},
       {"ops", nlohmann::json::array()},
       {"rules", rules}};
-  doc["hash"] = cad::library_hash(doc);
+  doc["hash"] = cad::content_hash(doc);
   return doc;
 }
 
@@ -408,7 +409,7 @@ TEST(Library, AnAlgorithmsRequirementSeesInPlaceAsItsProgramWill) {
                                            {{"collective", "alltoall"}, {"use", "a2a_direct"}},
                                            {{"collective", "bcast"}, {"use", "bcast_flat"}}}}});
   doc["sources"][0]["text"] = staged_not_in_place;
-  doc["hash"] = cad::library_hash(doc);
+  doc["hash"] = cad::content_hash(doc);
   cad::Library lib;
   cad::Diagnostics d;
   ASSERT_TRUE(cad::load_library(write(doc, "requires-inplace.cadlib"), &lib, &d)) << d.list()[0].message;

@@ -1,6 +1,6 @@
-// schema_test.cpp - the JSON Schema validator (cadc/lib/schema.h): every
-// keyword our schemas use is one it checks, and the keywords added on
-// 2026-11-29 (maxLength, prefixItems, dependentRequired) check.
+// schema_test.cpp - the JSON layer of cadc/lib/schema.h: the validator
+// (every keyword our schemas use is one it checks; maxLength, prefixItems
+// and dependentRequired check), the strict parser and the content hash.
 #include <functional>
 #include <set>
 #include <string>
@@ -123,6 +123,52 @@ TEST(Schema, DependentRequired) {
   const auto e = errors_of(schema, nlohmann::json::parse(R"({"met": true})"));
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].message, "has \"met\" but lacks \"target\", which goes with it");
+}
+
+// A key twice in an object is refused at its second occurrence, located
+// through arrays and escaped keys; the same key in two objects is not.
+TEST(ParseJsonStrict, RefusesAKeyTwice) {
+  const struct {
+    const char *text, *pointer;  // pointer: nullptr if the text is accepted
+  } cases[] = {
+      {R"({"a": 1, "a": 1})", "/a"},
+      {R"({"a": {"b": [1, {"c": 2}], "d": 3, "d": 4}})", "/a/d"},
+      {R"({"x": [[], {"k": 1}, [2, 3], {"k": 1, "k": 2}]})", "/x/3/k"},
+      {R"({"a/b~": {"z": 1, "z": 1}})", "/a~1b~0/z"},
+      {R"([{"k": 1}, {"k": 1}])", nullptr},
+      {R"({"k": {"k": {"k": 1}}})", nullptr},
+  };
+  for (const auto &c : cases) {
+    nlohmann::json doc;
+    cad::SchemaError e;
+    const bool ok = cad::parse_json_strict(c.text, &doc, &e);
+    if (!c.pointer) {
+      EXPECT_TRUE(ok) << c.text << ": " << e.message;
+      continue;
+    }
+    EXPECT_FALSE(ok) << c.text;
+    EXPECT_EQ(e.pointer, c.pointer) << c.text;
+    EXPECT_NE(e.message.find("appears twice"), std::string::npos) << e.message;
+  }
+  nlohmann::json doc;
+  cad::SchemaError e;
+  EXPECT_FALSE(cad::parse_json_strict("{\"a\": 1e99999}", &doc, &e));  // out of range: an error, not a throw
+  EXPECT_EQ(e.pointer, "");
+  EXPECT_FALSE(cad::parse_json_strict("{\"a\": ", &doc, &e));
+  EXPECT_EQ(e.message.compare(0, 15, "parse error at "), 0) << e.message;
+}
+
+// The hash as docs/files.md defines it, on a document with what the
+// canonical form escapes and sorts (the value Python's json.dumps gives).
+TEST(ContentHash, IsTheDocumentedOne) {
+  const nlohmann::json doc = nlohmann::json::parse(
+      "{\"z\": [1, -2, true, null], \"hash\": \"x\", \"a\": {\"b\xc3\xa9\": \"tab\\there \\\"q\\\" \\\\ \\u0001\"}}");
+  EXPECT_EQ(cad::content_hash(doc), "fnv1a64:df88f5d255ab7541");
+  nlohmann::json other = doc;
+  other["hash"] = "fnv1a64:0000000000000000";  // the hash itself is not hashed
+  EXPECT_EQ(cad::content_hash(other), cad::content_hash(doc));
+  other["a"]["hash"] = 1;  // a nested "hash" is
+  EXPECT_NE(cad::content_hash(other), cad::content_hash(doc));
 }
 
 }  // namespace

@@ -11,6 +11,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from content_hash import content_hash
+
 ROOT = Path(__file__).resolve().parents[2]
 ALGORITHMS = sorted((ROOT / "algorithms").glob("*.cad"))
 CASES = sorted((ROOT / "tests" / "cli" / "cases").glob("*.cad"))
@@ -323,12 +325,7 @@ def test_standard_library_is_built_verified_and_hashed(build_dir):
     names = {a["name"] for a in doc["algorithms"]}
     assert names == {p.stem for p in ALGORITHMS}
     assert all(a["verified"] > 0 for a in doc["algorithms"])
-    body = {k: v for k, v in doc.items() if k != "hash"}
-    text = json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
-    h = 0xcbf29ce484222325
-    for byte in text:
-        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    assert doc["hash"] == f"fnv1a64:{h:016x}"
+    assert doc["hash"] == content_hash(doc)
 
 
 def _library_dir(tmp_path, algorithms, rules):
@@ -525,11 +522,7 @@ def test_select_refuses_bad_requests(build_dir, tmp_path):
                               {"collective": "gather", "use": "gather_linear"}, {"collective": "scatter", "use": "scatter_linear"},
                               {"collective": "allgather", "use": "allgather_ring"}, {"collective": "alltoall", "use": "alltoall_bruck"},
                               {"collective": "barrier", "use": "barrier_dissemination"}]}
-    h = 0xcbf29ce484222325
-    for byte in json.dumps({k: v for k, v in doc.items() if k != "hash"}, sort_keys=True,
-                           separators=(",", ":"), ensure_ascii=False).encode():
-        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    doc["hash"] = f"fnv1a64:{h:016x}"
+    doc["hash"] = content_hash(doc)
     hand = tmp_path / "hand.cadlib"
     hand.write_text(json.dumps(doc))
     run = cadc(build_dir, "select", hand, "reduce_scatter_block", "--ranks", "2", "--sizes", "1", "--noncommutative",

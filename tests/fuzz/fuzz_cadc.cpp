@@ -3,21 +3,24 @@
 // libraries and .cadop operator files.
 //
 // The input is taken as
-//   - a .cadlib if it is a JSON object with a "cadlib" key: its hash is
-//     recomputed first, so that mutations get past the integrity check to
-//     the schema, the sources, the operators and the rules; a library that
-//     loads then selects an algorithm for every collective and op (the
-//     built-ins and each of its operators);
+//   - a .cadlib if it is a JSON object with a "cadlib" key: loaded as it
+//     is (the strict JSON reader, the schema, the operators' validation
+//     and the hash check, which a mutation almost always fails), then with
+//     its hash recomputed, so that mutations get past the integrity check
+//     to the sources, the verifier on the operators and the rules; a
+//     library that loads then selects an algorithm for every collective
+//     and op (the built-ins and each of its operators);
 //   - a topology file if it is a JSON object that names "places" or a
 //     count of a level ("nodes", "..._per_...") and no "algorithms" (the
 //     key of an algorithm file's JSON form): one that loads places
 //     P = 1, 2, 3, 5, 8 and 64 ranks, and every query must agree with the
 //     others (a rank is the member of its domain it says it is), and its
 //     JSON form loads again;
-//   - a .cadop if it is a JSON object with a "cadop" key: every operator
-//     the verifier accepts is disassembled and run by the interpreter on
-//     elements taken from the input (block sizes 1, 7 and 64 + 3, in place
-//     and not), under the sanitizers;
+//   - a .cadop if it is a JSON object with a "cadop" key: read as it is
+//     (up to the hash check, as the .cadlib), then with its hash
+//     recomputed; every operator the verifier accepts is disassembled and
+//     run by the interpreter on elements taken from the input (block
+//     sizes 1, 7 and 64 + 3, in place and not), under the sanitizers;
 //   - the JSON form of an algorithm file if it starts with '{';
 //   - DSL text otherwise.
 // Whatever is read must either be rejected with diagnostics (all of them
@@ -48,6 +51,7 @@
 #include "library.h"
 #include "parser.h"
 #include "printer.h"
+#include "schema.h"
 #include "simulate.h"
 #include "spec.h"
 #include "sweep.h"
@@ -76,13 +80,19 @@ void render(const cad::SourceManager &sm, const cad::Diagnostics &diags) {
 // error; a lazy load of one that does not may fail at load or when a
 // selection first reaches the bad part, never crash.
 void library(const std::string &text) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-    doc["hash"] = cad::library_hash(doc);
-  } catch (const nlohmann::json::exception &) {
-    return;
+  {
+    cad::Library as_is;
+    cad::Diagnostics d;
+    (void)cad::load_library_text("fuzz.cadlib", text, &as_is, &d, /*lazy=*/true);
+    render(as_is.sm, d);
   }
+  // The loaders have no switch that skips the hash check (a check that
+  // can be switched off would be off somewhere): the fuzzer writes the
+  // hash that makes the document whole instead.
+  nlohmann::json doc;
+  cad::SchemaError bad;
+  if (!cad::parse_json_strict(text, &doc, &bad) || !doc.is_object()) return;
+  doc["hash"] = cad::content_hash(doc);
   cad::Library whole, lazy;
   cad::Diagnostics diags, lazy_diags;
   const bool ok = cad::load_library_text("fuzz.cadlib", doc.dump(), &whole, &diags);
@@ -145,7 +155,18 @@ void library(const std::string &text) {
 void operators(const std::string &text) {
   std::vector<cad::UserOp> ops;
   std::string error;
-  if (!cad::read_cadop(text, &ops, &error)) {
+  if (cad::read_cadop(text, &ops, &error)) {
+    ops.clear();
+  } else if (error.empty()) {
+    abort();
+  }
+  // Again with the hash that makes it whole (see library()), so that the
+  // verifier and the interpreter see what mutations make of the code.
+  nlohmann::json doc;
+  cad::SchemaError bad;
+  if (!cad::parse_json_strict(text, &doc, &bad) || !doc.is_object()) return;
+  doc["hash"] = cad::content_hash(doc);
+  if (!cad::read_cadop(doc.dump(), &ops, &error)) {
     if (error.empty()) abort();
     return;
   }

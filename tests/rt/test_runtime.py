@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from content_hash import rehashed
 from std_algorithms import ALGORITHMS, algorithm_result, every_algorithm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -911,13 +912,26 @@ def test_corrupt_library_is_a_clear_error(build_dir, tmp_path, variant):
     assert len(r.stderr) < 4000, r.stderr[:4000]  # the long name shortened
 
 
-def rehash(doc: dict) -> dict:
-    """doc with its hash made right again (as cadc build writes it)."""
-    body = {k: v for k, v in doc.items() if k != "hash"}
-    h = 0xcbf29ce484222325
-    for byte in json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode():
-        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return {**body, "hash": f"fnv1a64:{h:016x}"}
+def test_library_the_loaders_checks_refuse_fails_init(build_dir, tmp_path):
+    """cadrt_init runs cadc's loader (docs/files.md): a key twice, an operator
+    the .cadop schema refuses, a byte changed after cadc build each fail it
+    with the loader's located message."""
+    text = (build_dir / "lib" / "cad-std.cadlib").read_text()
+    doc = json.loads(text)
+    bad_field = json.loads(text)
+    bad_field["ops"][1]["fields"][1][0] = 12
+    variants = {
+        'not a valid library: /cadlib: the key "cadlib" appears twice':
+            text.replace('"cadlib": 2', '"cadlib": 2, "cadlib": 2', 1),
+        "not a valid library: /ops/1/fields/1: a f64 at byte 12 ends at byte 20": json.dumps(rehashed(bad_field)),
+        "the file was modified after it was written: hash mismatch":
+            json.dumps({**doc, "created_by": doc["created_by"] + "!"}),
+    }
+    for words, variant in variants.items():
+        path = tmp_path / "bad.cadlib"
+        path.write_text(variant)
+        r = run(build_dir, 2, "rt_check", "--coll", "bcast", env={"CADRT_LIBRARY": str(path)}, timeout=60)
+        assert r.returncode == 1 and "cadrt_init" in r.stderr and words in r.stderr, (words, r.stderr)
 
 
 def test_broken_algorithm_with_a_right_hash_fails_the_calls_that_reach_it(build_dir, tmp_path):
@@ -930,7 +944,7 @@ def test_broken_algorithm_with_a_right_hash_fails_the_calls_that_reach_it(build_
     src = next(s for s in doc["sources"] if s["file"] == "bcast_binomial.cad")
     src["text"] += "}\n"
     lib = tmp_path / "broken.cadlib"
-    lib.write_text(json.dumps(rehash(doc)))
+    lib.write_text(json.dumps(rehashed(doc)))
     r = run(build_dir, 2, "rt_check", "--coll", "bcast", timeout=60,
             env={"CADRT_LIBRARY": str(lib), "CADRT_ALGORITHM_BCAST": "bcast_binomial"})
     assert r.returncode == 1, r.stdout + r.stderr
