@@ -99,34 +99,99 @@ static inline __u64 cvt_u64(double x)
 	return !(x >= 0x1p63) ? cvt_s64(x) : cvt_s64(x - 0x1p63) ^ SIGN64;
 }
 
-/* C's fmin/fmax (a NaN operand yields the other), and the first operand
- * where C leaves the result open: equal operands (+0 and -0), two NaNs. */
+/*
+ * NaNs as SSE gives them: an operation on two NaNs gives its first
+ * operand's, quieted.  The compiler may commute the operands of + and *
+ * (and does, to save a register move), and not every processor follows
+ * SSE's rule (qemu's emulation gives the larger payload), so an operation
+ * runs as x op first_nan(x, y): with x a NaN that is x op x, x quieted,
+ * whichever operand the processor picks; otherwise x op y, where at most
+ * one operand is a NaN.
+ */
+#define QNAN64 0x0008000000000000ull   /* the quiet bit of a double NaN */
+#define QNAN32 0x00400000u             /* ... of a float NaN */
+#define INF64 0x7ff0000000000000ull
+#define INF32 0x7f800000u
+
+static inline double first_nan(double x, double y)
+{
+	return x != x ? x : y;
+}
+
+static inline float first_nanf(float x, float y)
+{
+	return x != x ? x : y;
+}
+
+static inline double fadd_d(double x, double y)
+{
+	return x + first_nan(x, y);
+}
+
+static inline double fsub_d(double x, double y)
+{
+	return x - first_nan(x, y);
+}
+
+static inline double fmul_d(double x, double y)
+{
+	return x * first_nan(x, y);
+}
+
+/*
+ * glibc's fmin and fmax on x86-64.  With ordered operands, minsd's
+ * x < y ? x : y (maxsd's x > y ? x : y), which gives the second of +0
+ * and -0.  With a NaN: a quiet NaN yields the other operand; a signalling
+ * one, or two NaNs, give x + y (the first NaN, quieted).
+ */
+static inline __u64 minmax_nan64(__u64 a, __u64 b)
+{
+	const bool an = (a & ~SIGN64) > INF64, bn = (b & ~SIGN64) > INF64;
+
+	if (an && (bn || !(a & QNAN64)))
+		return a | QNAN64;
+	if (bn && !(b & QNAN64))
+		return b | QNAN64;
+	return an ? b : a;
+}
+
+static inline __u64 minmax_nan32(__u32 a, __u32 b)
+{
+	const bool an = (a & 0x7fffffffu) > INF32, bn = (b & 0x7fffffffu) > INF32;
+
+	if (an && (bn || !(a & QNAN32)))
+		return a | QNAN32;
+	if (bn && !(b & QNAN32))
+		return b | QNAN32;
+	return an ? b : a;
+}
+
 static inline __u64 fmin64(__u64 a, __u64 b)
 {
 	double x = f64(a), y = f64(b);
 
-	return x <= y ? a : x > y ? b : y != y ? a : b;
+	return x < y ? a : x >= y ? b : minmax_nan64(a, b);
 }
 
 static inline __u64 fmax64(__u64 a, __u64 b)
 {
 	double x = f64(a), y = f64(b);
 
-	return x >= y ? a : x < y ? b : y != y ? a : b;
+	return x > y ? a : x <= y ? b : minmax_nan64(a, b);
 }
 
 static inline __u64 fmin32(__u64 a, __u64 b)
 {
 	float x = f32(a), y = f32(b);
 
-	return (__u32)(x <= y ? a : x > y ? b : y != y ? a : b);
+	return x < y ? (__u32)a : x >= y ? (__u32)b : minmax_nan32((__u32)a, (__u32)b);
 }
 
 static inline __u64 fmax32(__u64 a, __u64 b)
 {
 	float x = f32(a), y = f32(b);
 
-	return (__u32)(x >= y ? a : x < y ? b : y != y ? a : b);
+	return x > y ? (__u32)a : x <= y ? (__u32)b : minmax_nan32((__u32)a, (__u32)b);
 }
 
 /* ------------------------------------------------------------------ */
@@ -170,10 +235,10 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 /* t ? x : y for t = 0 or 1, as a blend with an all-ones or all-zero mask */
 #define BLEND64(t, x, y) ((((x) ^ (y)) & (0 - (t))) ^ (y))
 
-#define SEM_FADD(a, b)   bits64(f64(a) + f64(b))
-#define SEM_FSUB(a, b)   bits64(f64(a) - f64(b))
-#define SEM_FMUL(a, b)   bits64(f64(a) * f64(b))
-#define SEM_FDIV(a, b)   bits64(f64(a) / f64(b))
+#define SEM_FADD(a, b)   bits64(fadd_d(f64(a), f64(b)))
+#define SEM_FSUB(a, b)   bits64(fsub_d(f64(a), f64(b)))
+#define SEM_FMUL(a, b)   bits64(fmul_d(f64(a), f64(b)))
+#define SEM_FDIV(a, b)   bits64(f64(a) / first_nan(f64(a), f64(b)))
 #define SEM_FMIN(a, b)   fmin64(a, b)
 #define SEM_FMAX(a, b)   fmax64(a, b)
 #define SEM_FNEG(a, b)   ((a) ^ SIGN64)
@@ -184,10 +249,10 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 #define SEM_FLT(a, b)    ((__u64)(f64(a) < f64(b)))
 #define SEM_FLE(a, b)    ((__u64)(f64(a) <= f64(b)))
 
-#define SEM_SADD(a, b)   bits32(f32(a) + f32(b))
-#define SEM_SSUB(a, b)   bits32(f32(a) - f32(b))
-#define SEM_SMUL(a, b)   bits32(f32(a) * f32(b))
-#define SEM_SDIV(a, b)   bits32(f32(a) / f32(b))
+#define SEM_SADD(a, b)   bits32(f32(a) + first_nanf(f32(a), f32(b)))
+#define SEM_SSUB(a, b)   bits32(f32(a) - first_nanf(f32(a), f32(b)))
+#define SEM_SMUL(a, b)   bits32(f32(a) * first_nanf(f32(a), f32(b)))
+#define SEM_SDIV(a, b)   bits32(f32(a) / first_nanf(f32(a), f32(b)))
 #define SEM_SMIN(a, b)   fmin32(a, b)
 #define SEM_SMAX(a, b)   fmax32(a, b)
 #define SEM_SNEG(a, b)   ((__u64)((__u32)(a) ^ 0x80000000u))
@@ -501,6 +566,15 @@ static __u32 overlapping(const struct regs *g, __u32 views, __s32 off, __u32 w)
 	return m;
 }
 
+/* Bit 63 set: the double v is a NaN or an infinity (its exponent is all
+ * ones); 64-bit integer arithmetic only, which vectorises with SSE2. */
+#define NAN_BITS(v) ((((v) & INF64) ^ INF64) - 1)
+#define NAN_BITS32(v) ((((v) & INF32) ^ INF32) - 1)  /* a float's, in __u64 */
+#define PLAIN_MUL(x, y) ((x) * (y))
+#define PLAIN_ADD(x, y) ((x) + (y))
+#define PLAIN_SUB(x, y) ((x) - (y))
+#define PAIR_CHUNK 16
+
 /*
  * The NF_PAIR at q1 and its second at q2 as one loop over n elements, if
  * no view of the two fields they store is read after them (the values
@@ -515,7 +589,7 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		&c[e->prod[q1][0]], &c[e->prod[q1][1]], &c[e->prod[q2][0]], &c[e->prod[q2][1]],
 	};
 	const __u8 *P[8];
-	__u32 S[8], views = g->io_views, k, l;
+	__u32 S[8], views = g->io_views, k, l, c0, cn;
 	__u8 *const D1 = e->io + s1->imm, *const D2 = e->io + s2->imm;
 	const bool sub1 = c[q1].code == CAD_VM_FSUB, sub2 = c[q2].code == CAD_VM_FSUB;
 
@@ -530,17 +604,42 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		P[2 * k + 1] = g->p[m[k]->b];
 		S[2 * k + 1] = g->s[m[k]->b];
 	}
+/*
+ * Both results of PAIR_CHUNK elements go to t1, t2 first, computed as C
+ * writes them; if one is a NaN (or an infinity), the chunk again with
+ * SSE's NaN of two (fmul_d, fadd_d: only a NaN operand makes a NaN that
+ * the operands' order changes).  Its operands are all still there: the
+ * stores of the chunk come after.  So NaN-free data pays a check, not a
+ * blend per operation.
+ */
 #define PAIR_AT(k, st) f64(AT(P[k], st, l))
-#define PAIR_LOOP(st0, st1, st2, st3, st4, st5, st6, st7, sd) \
-	CAD_IVDEP for (l = 0; l < n; l++) {                                \
-		const double x0 = PAIR_AT(0, st0) * PAIR_AT(1, st1);       \
-		const double x1 = PAIR_AT(2, st2) * PAIR_AT(3, st3);       \
-		const double y0 = PAIR_AT(4, st4) * PAIR_AT(5, st5);       \
-		const double y1 = PAIR_AT(6, st6) * PAIR_AT(7, st7);       \
-		const double r1 = sub1 ? x0 - x1 : x0 + x1;                \
-		const double r2 = sub2 ? y0 - y1 : y0 + y1;                \
-		*(u64_u *)(D1 + (__u64)l * (sd)) = bits64(r1);             \
-		*(u64_u *)(D2 + (__u64)l * (sd)) = bits64(r2);             \
+#define PAIR_LANES(mul, add, sub, st0, st1, st2, st3, st4, st5, st6, st7)  \
+	CAD_IVDEP for (l = c0; l < c0 + cn; l++) {                         \
+		const double x0 = mul(PAIR_AT(0, st0), PAIR_AT(1, st1));   \
+		const double x1 = mul(PAIR_AT(2, st2), PAIR_AT(3, st3));   \
+		const double y0 = mul(PAIR_AT(4, st4), PAIR_AT(5, st5));   \
+		const double y1 = mul(PAIR_AT(6, st6), PAIR_AT(7, st7));   \
+		const __u64 r1 = bits64(sub1 ? sub(x0, x1) : add(x0, x1)); \
+		const __u64 r2 = bits64(sub2 ? sub(y0, y1) : add(y0, y1)); \
+                                                                           \
+		t1[l - c0] = r1;                                           \
+		t2[l - c0] = r2;                                           \
+		nan |= NAN_BITS(r1) | NAN_BITS(r2);                        \
+	}
+#define PAIR_LOOP(st0, st1, st2, st3, st4, st5, st6, st7, sd)              \
+	for (c0 = 0; c0 < n; c0 += cn) {                                   \
+		__u64 t1[PAIR_CHUNK], t2[PAIR_CHUNK], nan = 0;             \
+                                                                           \
+		cn = n - c0 < PAIR_CHUNK ? n - c0 : PAIR_CHUNK;            \
+		PAIR_LANES(PLAIN_MUL, PLAIN_ADD, PLAIN_SUB, st0, st1, st2, st3, st4, st5, st6, \
+			   st7)                                            \
+		if (nan >> 63)                                             \
+			PAIR_LANES(fmul_d, fadd_d, fsub_d, st0, st1, st2, st3, st4, st5, st6, \
+				   st7)                                    \
+		CAD_IVDEP for (l = c0; l < c0 + cn; l++) {                 \
+			*(u64_u *)(D1 + (__u64)l * (sd)) = t1[l - c0];     \
+			*(u64_u *)(D2 + (__u64)l * (sd)) = t2[l - c0];     \
+		}                                                          \
 	}
 	for (k = 0; k < 8 && S[k] == esz; k++)
 		;
@@ -551,23 +650,37 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		 * this order: written so that gcc runs both fields at once */
 		const __u8 *const X = P[0], *const Y = P[1];
 
-		CAD_IVDEP for (l = 0; l < n; l++) {
-			const __u64 o = (__u64)l * 16;
-			const double xr = f64(*(const u64_u *)(X + o));
-			const double xi = f64(*(const u64_u *)(X + o + 8));
-			const double yr = f64(*(const u64_u *)(Y + o));
-			const double yi = f64(*(const u64_u *)(Y + o + 8));
-			const double re = xr * yr - xi * yi, im = xr * yi + xi * yr;
-
-			*(u64_u *)(D1 + o) = bits64(re);
-			*(u64_u *)(D1 + o + 8) = bits64(im);
+#define CMUL_LANES(mul, add, sub)                                          \
+		CAD_IVDEP for (l = c0; l < c0 + cn; l++) {                 \
+			const __u64 o = (__u64)l * 16;                     \
+			const double xr = f64(*(const u64_u *)(X + o));    \
+			const double xi = f64(*(const u64_u *)(X + o + 8)); \
+			const double yr = f64(*(const u64_u *)(Y + o));    \
+			const double yi = f64(*(const u64_u *)(Y + o + 8)); \
+			const __u64 re = bits64(sub(mul(xr, yr), mul(xi, yi))); \
+			const __u64 im = bits64(add(mul(xr, yi), mul(xi, yr))); \
+                                                                           \
+			t[l - c0][0] = re;                                 \
+			t[l - c0][1] = im;                                 \
+			nan |= NAN_BITS(re) | NAN_BITS(im);                \
 		}
+		for (c0 = 0; c0 < n; c0 += cn) {
+			__u64 t[PAIR_CHUNK][2], nan = 0;
+
+			cn = n - c0 < PAIR_CHUNK ? n - c0 : PAIR_CHUNK;
+			CMUL_LANES(PLAIN_MUL, PLAIN_ADD, PLAIN_SUB)
+			if (nan >> 63)
+				CMUL_LANES(fmul_d, fadd_d, fsub_d)
+			cad_memcpy(D1 + (__u64)c0 * 16, t, (size_t)cn * 16);
+		}
+#undef CMUL_LANES
 	} else if (k == 8 && esz == 16) {
 		PAIR_LOOP(16, 16, 16, 16, 16, 16, 16, 16, 16)
 	} else {
 		PAIR_LOOP(S[0], S[1], S[2], S[3], S[4], S[5], S[6], S[7], esz)
 	}
 #undef PAIR_LOOP
+#undef PAIR_LANES
 #undef PAIR_AT
 	/* as before_store would: the views of the stored fields are dead */
 	g->io_views &= ~views;
@@ -751,9 +864,53 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		B = g->p[in->b]; sb_ = g->s[in->b];                        \
 		C = A; sc_ = sa_;                                          \
 		(void)C;                                                   \
+		if (FARITH(CAD_VM_##name)) {                               \
+			__u64 nan_ = 0;                                    \
+                                                                           \
+			B_DEST_FUSED();                                    \
+			if (D == A) {                                      \
+				B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l))); \
+				break;                                     \
+			}                                                  \
+			B_OPLOOP(const __u64 r_ = B_PLAIN(name, OPA(l), OPB(l)); \
+				 nan_ |= B_NAN_BITS(name, r_); OUT(l) = r_); \
+			if (nan_ >> 63)                                    \
+				B_OPLOOP(OUT(l) = B_FIRST_NAN(name, OPA(l), OUT(l))); \
+			break;                                             \
+		}                                                          \
 		B_DEST_FUSED();                                            \
 		B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l)));             \
 	} while (0)
+/* B_DOT2's sum or difference, plain (only FADD and FSUB get there) */
+#define PLAIN_DOT2(name, a, b) \
+	(CAD_VM_##name == CAD_VM_FSUB ? PLAIN_FSUB(a, b) : PLAIN_FADD(a, b))
+/*
+ * The float arithmetic.  Unless the result overwrites the first operand,
+ * it runs as C writes it, and then, if a result is a NaN (or an
+ * infinity), again over the lanes whose first operand is a NaN, whose
+ * result is that NaN quieted (SSE's NaN of two): NaN-free data pays a
+ * check, not a blend per operation.
+ */
+#define FARITH(c) (((c) >= CAD_VM_FADD && (c) <= CAD_VM_FDIV) ||           \
+		   ((c) >= CAD_VM_SADD && (c) <= CAD_VM_SDIV))
+#define B_PLAIN(name, a, b)                                                \
+	(CAD_VM_##name == CAD_VM_FADD ? PLAIN_FADD(a, b)                   \
+	 : CAD_VM_##name == CAD_VM_FSUB ? PLAIN_FSUB(a, b)                 \
+	 : CAD_VM_##name == CAD_VM_FMUL ? PLAIN_FMUL(a, b)                 \
+	 : CAD_VM_##name == CAD_VM_FDIV ? bits64(f64(a) / f64(b))          \
+	 : CAD_VM_##name == CAD_VM_SADD ? bits32(f32(a) + f32(b))          \
+	 : CAD_VM_##name == CAD_VM_SSUB ? bits32(f32(a) - f32(b))          \
+	 : CAD_VM_##name == CAD_VM_SMUL ? bits32(f32(a) * f32(b))          \
+	 : bits32(f32(a) / f32(b)))
+#define B_NAN_BITS(name, r) \
+	(CAD_VM_##name >= CAD_VM_SADD ? NAN_BITS32(r) : NAN_BITS(r))
+#define B_FIRST_NAN(name, a, r)                                            \
+	(CAD_VM_##name >= CAD_VM_SADD                                      \
+	 ? (((__u32)(a) & 0x7fffffffu) > INF32 ? (__u64)((__u32)(a) | QNAN32) : (r)) \
+	 : (((a) & ~SIGN64) > INF64 ? (a) | QNAN64 : (r)))
+#define PLAIN_FADD(a, b) bits64(f64(a) + f64(b))
+#define PLAIN_FSUB(a, b) bits64(f64(a) - f64(b))
+#define PLAIN_FMUL(a, b) bits64(f64(a) * f64(b))
 /* (a * b) op (c * d) of the two skipped FMULs prod names (dot2_plan).
  * Their operands are read as they are now: nothing wrote them since. */
 #define B_DOT2(name)      do {                                             \
@@ -765,17 +922,30 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		const __u32 s2_ = g->s[m1_->a], s3_ = g->s[m1_->b];        \
 		__u8 *D;                                                   \
 		__u32 sd_;                                                 \
+		__u64 nan_ = 0;                                            \
 		B_DEST_FUSED();                                            \
-		if ((s0_ | s1_ | s2_ | s3_ | sd_) == 8)                    \
-			B_DOT2_LOOP(name, 8, 8, 8, 8, 8);                  \
-		else                                                       \
-			B_DOT2_LOOP(name, s0_, s1_, s2_, s3_, sd_);        \
+		if ((s0_ | s1_ | s2_ | s3_ | sd_) == 8 && B_DOT2_APART())  \
+			B_DOT2_LOOP(name, 1, 8, 8, 8, 8, 8)                \
+		else if (B_DOT2_APART())                                   \
+			B_DOT2_LOOP(name, 1, s0_, s1_, s2_, s3_, sd_)      \
+		if (!B_DOT2_APART() || (nan_ >> 63))                       \
+			B_DOT2_LOOP(name, 0, s0_, s1_, s2_, s3_, sd_)      \
 	} while (0)
-#define B_DOT2_LOOP(name, k0, k1, k2, k3, kd)                              \
-		CAD_IVDEP for (l = 0; l < n; l++)                          \
-			*(u64_u *)(D + (__u64)l * (kd)) = SEM_##name(      \
-				SEM_FMUL(AT(P0, k0, l), AT(P1, k1, l)),    \
-				SEM_FMUL(AT(P2, k2, l), AT(P3, k3, l)))
+/* The result overwrites none of the operands: it can run plain first and
+ * then, if a result is a NaN (or an infinity), again with SSE's NaNs. */
+#define B_DOT2_APART() (D != P0 && D != P1 && D != P2 && D != P3)
+#define B_DOT2_LOOP(name, plain, k0, k1, k2, k3, kd)                       \
+		CAD_IVDEP for (l = 0; l < n; l++) {                        \
+			const __u64 a_ = AT(P0, k0, l), b_ = AT(P1, k1, l); \
+			const __u64 c_ = AT(P2, k2, l), d_ = AT(P3, k3, l); \
+			const __u64 x_ = (plain) ? PLAIN_FMUL(a_, b_) : SEM_FMUL(a_, b_); \
+			const __u64 y_ = (plain) ? PLAIN_FMUL(c_, d_) : SEM_FMUL(c_, d_); \
+			const __u64 r_ = (plain) ? PLAIN_DOT2(name, x_, y_) : SEM_##name(x_, y_); \
+                                                                           \
+			*(u64_u *)(D + (__u64)l * (kd)) = r_;              \
+			if (plain)                                         \
+				nan_ |= NAN_BITS(r_);                      \
+		}
 /* a op b ? x : y where x and y are a and b: a blend for the integer
  * compares, else a select of the bits.  (The f64 compares do not come
  * here: see B_FPICK.) */

@@ -302,11 +302,19 @@ struct cad_user_op {
  * shift counts are taken mod 64.  Float to integer conversion truncates;
  * NaN and out-of-range give the "integer indefinite" 0x80..0 of the
  * target width (CVT_U64_* follows gcc's x86-64 sequence).  Compares give
- * 0 or 1; FNE is true on NaN.  FMIN is a <= b ? a : a > b ? b : (b is NaN
- * ? a : b), FMAX the same with >= and <: C's fmin/fmax where C defines
- * them (a NaN operand yields the other one), and the first operand where
- * C leaves it open (fmin(+0, -0), on which glibc's answer even changes
- * with the optimisation level).
+ * 0 or 1; FNE is true on NaN.
+ *
+ * NaNs are as x86-64 SSE code gives them (gcc -O2, glibc).  A float
+ * operation (FADD FSUB FMUL FDIV and the S forms) with one NaN operand
+ * gives that NaN, quieted; with two NaN operands the result is the first
+ * operand's NaN, quieted, as SSE's addsd does; FSQRT of a signalling NaN
+ * quiets it; CVT_F64_F32 and CVT_F32_F64 keep a NaN's payload as
+ * cvtss2sd and cvtsd2ss do (quieted, widened or truncated).  FNEG and
+ * FABS only change the sign bit.  FMIN is glibc's fmin (FMAX its fmax,
+ * SMIN/SMAX fminf/fmaxf): with ordered operands minsd's a < b ? a : b
+ * (so fmin(+0, -0) is -0, the second operand, as maxsd's a > b ? a : b
+ * makes fmax(+0, -0) -0); a quiet NaN operand yields the other operand;
+ * a signalling NaN operand, or two NaNs, give a + b: the NaN as above.
  *
  * X(NAME, value, format, access width in bytes, "mnemonic")
  */

@@ -31,8 +31,12 @@ static const __u64 specials[] = {
 	0xfff8000000000001ull, 0x43e0000000000000ull, 0x43f0000000000000ull,
 	0xc3e0000000000001ull, 0x41e65a0bc0000000ull, 0xc1e65a0bc0000000ull,
 	0x41e0000000000000ull,
-	/* floats in the low half: 1.5f, -0f, inf, NaN, 3e9f, 2^63f, 1e-45f */
+	/* NaNs with payloads: signalling of both signs, quiet */
+	0x7ff0000000000001ull, 0xfff4000000000abcull, 0x7ff800000000deadull,
+	/* floats in the low half: 1.5f, -0f, inf, NaN, 3e9f, 2^63f, 1e-45f;
+	 * NaNs with payloads: signalling of both signs, quiet and negative */
 	0x3fc00000, 0x80000000, 0x7f800000, 0x7fc00000, 0x4f32d05e, 0x5f000000, 0x00000001,
+	0x7fa00001, 0xff800123, 0xffc00abc,
 };
 #define NS CAD_ARRAY_SIZE(specials)
 
@@ -116,23 +120,6 @@ static int build(struct cad_tctx *t, const struct cad_vm_insn *code, __u32 n_cod
 	return build_node(t, code, n_code, consts, n_consts, esz, count, false, prog);
 }
 
-/* The datatype of an opcode's computed float result, or 0 (results that
- * are copies, bit operations or integers must match exactly).  Two NaNs
- * may differ in payload when the compiler commutes an operation. */
-static unsigned int float_result(unsigned int code)
-{
-	switch (code) {
-	case CAD_VM_FADD: case CAD_VM_FSUB: case CAD_VM_FMUL: case CAD_VM_FDIV:
-	case CAD_VM_FSQRT: case CAD_VM_CVT_F64_F32:
-		return CAD_DT_DOUBLE;
-	case CAD_VM_SADD: case CAD_VM_SSUB: case CAD_VM_SMUL: case CAD_VM_SDIV:
-	case CAD_VM_SSQRT: case CAD_VM_CVT_F32_F64:
-		return CAD_DT_FLOAT;
-	default:
-		return 0;
-	}
-}
-
 static int run_unbin(struct cad_tctx *t, unsigned int code)
 {
 	const bool unary = cad_vm_opcode_format(code) == CAD_VMF_UN;
@@ -157,8 +144,7 @@ static int run_unbin(struct cad_tctx *t, unsigned int code)
 	cad_fpu_begin();  /* one section for the whole comparison */
 	for (i = 0; i < count; i++) {
 		want = cad_ref_vm_op_fpu(code, in[i], orig[i]);
-		if (io[i] != want &&
-		    !(float_result(code) && cad_ref_same_fpu(float_result(code), &io[i], &want)))
+		if (io[i] != want)  /* NaNs too, bit for bit */
 			break;
 	}
 	cad_fpu_end();
@@ -425,27 +411,41 @@ static __u64 chunk_at(const __u8 *p, __u64 elem_start, __u64 elem_end, __u64 k)
 	return v;
 }
 
-/* Whether the 8-byte field at byte k of the element at byte s holds a NaN
- * in both results.  Which NaN an operation on two NaNs gives follows the
- * order gcc put its operands in, in the interpreter and the reference
- * alike (C leaves it open). */
-static bool both_nan(const __u8 *a, const __u8 *b, __u64 s, __u32 esz, __u64 k)
-{
-	const __u64 at = k - (k - s) % 8, mag = ~0ull >> 1, inf = 0x7ff0000000000000ull;
-	__u64 x, y;
+/* Floating-point operands: doubles, and floats in the low half of a zero
+ * high half; NaNs of both kinds and signs, with payloads. */
+static const __u64 fp_edges[] = {
+	0, 0x8000000000000000ull, 0x3ff8000000000000ull, 0xc002000000000000ull,
+	0x7ff0000000000000ull, 0xfff0000000000000ull, 0x0000000000000001ull,
+	0x7fefffffffffffffull, 0x7ff8000000000000ull, 0xfff8000000000123ull,
+	0x7ff800000000deadull, 0x7ff0000000000001ull, 0xfff4000000000abcull,
+	0x7ff7ffffffffffffull,
+	0x3fc00000, 0x80000000, 0x7f800000, 0xff800000, 0x00000001, 0x7fc00000,
+	0xffc00abc, 0x7fc0dead, 0x7fa00001, 0xff800123,
+};
+#define NFP CAD_ARRAY_SIZE(fp_edges)
 
-	if (at + 8 > s + esz)
-		return false;
-	cad_memcpy(&x, a + at, 8);
-	cad_memcpy(&y, b + at, 8);
-	return (x & mag) > inf && (y & mag) > inf;
+/* As fill_edges, for floating-point code: the 8-byte fields of in and
+ * inout take all pairs of fp_edges in the first NFP^2 elements, then
+ * random picks (or random bits). */
+static void fill_fp(__u8 *p, __u64 count, __u32 esz, unsigned int which, __u64 *rng)
+{
+	__u64 i, c, v;
+
+	for (i = 0; i < count; i++)
+		for (c = 0; c * 8 < esz; c++) {
+			if (i < NFP * NFP)
+				v = fp_edges[(which ? i / NFP + 3 * c : i + 5 * c) % NFP];
+			else if ((v = cad_trand(rng)) & 3)
+				v = fp_edges[(v >> 2) % NFP];
+			cad_memcpy(p + i * esz + c * 8, &v, esz - c * 8 < 8 ? esz - c * 8 : 8);
+		}
 }
 
-/* One program at esz over count elements, apart or in place; nan_any:
- * any NaN matches any NaN in an 8-byte field (floating-point code). */
+/* One program at esz over count elements, apart or in place; fp: its
+ * inputs from fp_edges (floating-point code).  Bit for bit, NaNs too. */
 static int run_narrow_once(struct cad_tctx *t, const char *name, const struct cad_vm_insn *code,
 			   __u32 n, const __u64 *consts, __u32 n_consts, __u32 esz, __u64 count,
-			   bool in_place, bool nan_any)
+			   bool in_place, bool fp)
 {
 	const __u64 bytes = count * esz, mark = t->work_used;
 	__u8 *in = cad_talloc(t, bytes), *io = cad_talloc(t, bytes);
@@ -456,8 +456,8 @@ static int run_narrow_once(struct cad_tctx *t, const char *name, const struct ca
 	T_CHECK(t, in && io && orig && want, "out of work memory");
 	if (build_node(t, code, n, consts, n_consts, esz, count, in_place, &prog))
 		return -1;
-	fill_edges(in, count, esz, 0, &rng);
-	fill_edges(io, count, esz, 1, &rng);
+	(fp ? fill_fp : fill_edges)(in, count, esz, 0, &rng);
+	(fp ? fill_fp : fill_edges)(io, count, esz, 1, &rng);
 	cad_memcpy(orig, io, (size_t)bytes);
 	cad_memcpy(want, io, (size_t)bytes);
 	cad_reduce(&prog, &prog.nodes[0], io, in_place ? io : in, t->vm_scratch);
@@ -465,14 +465,8 @@ static int run_narrow_once(struct cad_tctx *t, const char *name, const struct ca
 	for (i = 0; i < count; i++)
 		ref_vm_elem(code, n, consts, want + i * esz, in_place ? want + i * esz : in + i * esz);
 	cad_fpu_end();
-	for (k = 0; k < bytes; k++) {
-		if (io[k] == want[k])
-			continue;
-		s = k - k % esz;
-		if (!nan_any || !both_nan(io, want, s, esz, k))
-			break;
-		k += 7 - (k - s) % 8;  /* the rest of the field */
-	}
+	for (k = 0; k < bytes && io[k] == want[k]; k++)
+		;
 	if (k == bytes) {
 		t->work_used = mark;
 		return 0;
@@ -491,7 +485,7 @@ static int run_narrow_once(struct cad_tctx *t, const char *name, const struct ca
 
 /* At esz and esz + 3, all counts, apart and in place. */
 static int run_narrow_prog(struct cad_tctx *t, const char *name, const struct cad_vm_insn *code,
-			   __u32 n, const __u64 *consts, __u32 n_consts, __u32 esz, bool nan_any)
+			   __u32 n, const __u64 *consts, __u32 n_consts, __u32 esz, bool fp)
 {
 	unsigned int e, c, p;
 
@@ -499,7 +493,7 @@ static int run_narrow_prog(struct cad_tctx *t, const char *name, const struct ca
 		for (c = 0; c < CAD_ARRAY_SIZE(narrow_counts); c++)
 			for (p = 0; p < 2; p++)
 				if (run_narrow_once(t, name, code, n, consts, n_consts, esz + 3 * e,
-						    narrow_counts[c], p, nan_any))
+						    narrow_counts[c], p, fp))
 					return -1;
 	return 0;
 }
@@ -645,7 +639,7 @@ struct narrow_prog {
 	struct cad_vm_insn code[NMAX_CODE];
 	__u32 n_consts;
 	__u64 consts[4];
-	bool nan_any;  /* floating point: see run_narrow_once */
+	bool fp;  /* floating point: see run_narrow_once */
 };
 
 #define NPROG(nm, esz, ...) { .name = nm, .elem_size = esz, \
@@ -656,7 +650,7 @@ struct narrow_prog {
 	.code = { __VA_ARGS__ }, .n_consts = 4, .consts = { k0, k1, k2, k3 } }
 #define FPROG(nm, esz, ...) { .name = nm, .elem_size = esz, \
 	.n_code = CAD_ARRAY_SIZE(((const struct cad_vm_insn[]){ __VA_ARGS__ })), \
-	.code = { __VA_ARGS__ }, .nan_any = true }
+	.code = { __VA_ARGS__ }, .fp = true }
 
 static const struct narrow_prog narrow_progs[] = {
 	/* narrow: MOVI of the 32-bit edges, into every op kind */
@@ -843,7 +837,7 @@ static int run_narrow_named(struct cad_tctx *t, unsigned int i)
 	const struct narrow_prog *p = &narrow_progs[i];
 
 	return run_narrow_prog(t, p->name, p->code, p->n_code, p->n_consts ? p->consts : NULL,
-			       p->n_consts, p->elem_size, p->nan_any);
+			       p->n_consts, p->elem_size, p->fp);
 }
 
 /*
