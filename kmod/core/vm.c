@@ -8,11 +8,11 @@
  *
  * Elements are processed in blocks of CAD_VM_LANES: each instruction runs
  * over the whole block before the next one, so one dispatch serves many
- * elements and the per-instruction loops vectorise.  Registers are lane
- * arrays in the caller's scratch (no large stack frame, kernel-safe).  A
- * conditional jump that goes the same way for every lane of the block
- * stays in block mode; a divergent one finishes the block lane by lane
- * from that jump.  Both modes expand the same per-opcode semantics below.
+ * elements and the per-instruction loops vectorise.  Registers and spill
+ * slots are lane arrays in the caller's scratch (no large stack frame,
+ * kernel-safe).  A conditional jump that goes the same way for every lane
+ * of the block stays in block mode; a divergent one finishes the block
+ * lane by lane from that jump.  Both modes expand the same per-opcode semantics below.
  * Integer code whose values fit 32 bits runs on 32-bit lanes in longer
  * blocks (narrow mode); in 64-bit lanes, a * b +- c * d runs as one loop
  * (dot2_plan).  Both plans are made once per call, from the code.
@@ -292,9 +292,11 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 /* ------------------------------------------------------------------ */
 
 /* The working memory of a call, in the caller's scratch: the register
- * lanes, then the plan made once per call from the code. */
+ * lanes, the spill slots' lanes, then the plan made once per call from
+ * the code. */
 struct vm_scratch {
 	__u64 R[CAD_VM_NREGS][LANES];
+	__u64 S[CAD_VM_NSLOTS][LANES];    /* narrow mode: rows of 32-bit lanes */
 	__u16 after[CAD_VM_MAX_INSNS];    /* per pc: registers read after pc */
 	__u16 prod[CAD_VM_MAX_INSNS][2];  /* NF_DOT2 at pc: its operands' FMULs */
 	__u8 flags[CAD_VM_MAX_INSNS];     /* per pc: NF_* */
@@ -310,6 +312,7 @@ struct vm_env {
 	__u8 *io;           /* first inout element of the block */
 	const __u8 *ip;     /* first in element of the block */
 	__u64 (*R)[LANES];  /* register lanes */
+	__u64 (*S)[LANES];  /* spill slot lanes (never views) */
 	const __u16 *after; /* per pc: registers read after pc */
 	const __u16 (*prod)[2]; /* per NF_DOT2 pc: its FMULs */
 	const __u8 *flags;  /* per pc: NF_* */
@@ -337,6 +340,8 @@ static void run_lane(const struct vm_env *e, __u32 pc, __u32 l)
 #define L_BIN(name, w)    R[in->dst][l] = SEM_##name(R[in->a][l], R[in->b][l])
 #define L_CMP(name, w)    L_BIN(name, w)
 #define L_SEL(name, w)    R[in->dst][l] = R[in->a][l] ? R[in->b][l] : R[in->imm][l]
+#define L_SPILL(name, w)  e->S[in->imm][l] = R[in->a][l]
+#define L_FILL(name, w)   R[in->dst][l] = e->S[in->imm][l]
 	for (;; pc++) {
 		const struct cad_vm_insn *in = &e->code[pc];
 
@@ -363,6 +368,7 @@ static __u32 reads(const struct cad_vm_insn *in)
 	case CAD_VMF_UN:
 	case CAD_VMF_ST:
 	case CAD_VMF_JCOND:
+	case CAD_VMF_SPILL:
 		return 1u << in->a;
 	default:
 		return 0;
@@ -374,7 +380,7 @@ static bool writes(const struct cad_vm_insn *in)
 {
 	switch (cad_vm_opcode_format(in->code)) {
 	case CAD_VMF_LD: case CAD_VMF_MOVI: case CAD_VMF_LDK: case CAD_VMF_UN:
-	case CAD_VMF_BIN: case CAD_VMF_CMP: case CAD_VMF_SEL:
+	case CAD_VMF_BIN: case CAD_VMF_CMP: case CAD_VMF_SEL: case CAD_VMF_FILL:
 		return true;
 	default:
 		return false;
@@ -1019,6 +1025,27 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		B_OPLOOP(const __u64 a_ = OPA(l); const __u64 b_ = OPB(l); \
 			 OUT(l) = BLEND64(NZ64(OPC(l)), a_, b_));          \
 	} while (0)
+/* A slot is lanes of its own, never a view: a SPILL copies the value as
+ * it is now (also from a view, before the memory under it changes), a
+ * FILL copies the lanes back, or stores them at once as B_DEST_FUSED
+ * does. */
+#define B_SPILL(name, w)  do {                                             \
+		B_VARS;                                                    \
+		A = g->p[in->a]; sa_ = g->s[in->a];                        \
+		B = C = A; sb_ = sc_ = sa_;                                \
+		(void)B; (void)C;                                          \
+		D = (__u8 *)e->S[in->imm];                                 \
+		sd_ = 8;                                                   \
+		B_OPLOOP(OUT(l) = OPA(l));                                 \
+	} while (0)
+#define B_FILL(name, w)   do {                                             \
+		B_VARS;                                                    \
+		A = B = C = (const __u8 *)e->S[in->imm];                   \
+		sa_ = sb_ = sc_ = 8;                                       \
+		(void)B; (void)C;                                          \
+		B_DEST_FUSED();                                            \
+		B_OPLOOP(OUT(l) = OPA(l));                                 \
+	} while (0)
 #define B_FN(name, value, fmt, width, str)                                 \
 static __attribute__((__noinline__)) __u32 b_##name(const struct vm_env *e, struct regs *g, \
 						    __u32 pc, __u32 n)     \
@@ -1113,15 +1140,18 @@ static unsigned int wlow(unsigned int w)
 
 /* The narrow plan of the code (flags per instruction); false: run wide.
  * after: registers read after each pc, for the SEXT-before-store skip;
- * *nregs: the registers written are r0 .. r(*nregs - 1) at most. */
+ * *nregs: the registers written are r0 .. r(*nregs - 1) at most;
+ * *nslots: the slots spilled to are s0 .. s(*nslots - 1) at most.  A slot
+ * has the width of the value spilled to it. */
 static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64 *consts,
-			const __u16 *after, __u8 *flags, __u32 *nregs)
+			const __u16 *after, __u8 *flags, __u32 *nregs, __u32 *nslots)
 {
-	__u8 w[CAD_VM_NREGS];
+	__u8 w[CAD_VM_NREGS], ws[CAD_VM_NSLOTS];
 	bool narrow = true;
 	__u32 pc;
 
 	cad_memset(w, 64, sizeof(w));
+	cad_memset(ws, 64, sizeof(ws));
 	for (pc = 0; pc < count; pc++) {
 		const struct cad_vm_insn *in = &code[pc];
 		const unsigned int fmt = cad_vm_opcode_format(in->code);
@@ -1129,7 +1159,8 @@ static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64
 
 		flags[pc] = 0;
 		if (fmt == CAD_VMF_UN || fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP ||
-		    fmt == CAD_VMF_ST || fmt == CAD_VMF_SEL || fmt == CAD_VMF_JCOND)
+		    fmt == CAD_VMF_ST || fmt == CAD_VMF_SEL || fmt == CAD_VMF_JCOND ||
+		    fmt == CAD_VMF_SPILL)
 			wa = w[in->a];
 		if (fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP || fmt == CAD_VMF_SEL)
 			wb = w[in->b];
@@ -1153,6 +1184,13 @@ static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64
 		case CAD_VM_ST_64:
 			narrow &= wa <= 32;
 			continue;
+		case CAD_VM_SPILL:
+			ws[in->imm] = (__u8)wa;
+			*nslots = wmax(*nslots, (__u32)in->imm + 1);
+			continue;
+		case CAD_VM_FILL:
+			wr = ws[in->imm];
+			break;
 		case CAD_VM_MOVI:
 			wr = width_of(in->imm);
 			break;
@@ -1408,7 +1446,8 @@ static __attribute__((__noinline__)) __u32 run_ldop(const struct vm_env *e, __u3
 }
 
 /* n (1..e->nl) elements of narrow code, from pc 0 to EXIT: the registers
- * are rows of e->nl 32-bit lanes in e->R, no views (every load copies).
+ * are rows of e->nl 32-bit lanes in e->R, the slots such rows in e->S, no
+ * views (every load copies).
  * Not inlined into its caller, whose frame (the plans) would then add to
  * this one's on the kernel stack. */
 static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __u32 n)
@@ -1522,6 +1561,20 @@ static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __
 				D[l] = v_;
 			break;
 		}
+		case CAD_VM_SPILL: {
+			const __u32 *A = R(M[0]);
+			__u32 *const S = (__u32 *)e->S + (__u64)in->imm * nl;
+
+			CAD_IVDEP for (l = 0; l < n; l++)
+				S[l] = A[l];
+			break;
+		}
+		case CAD_VM_FILL: {
+			const __u32 *const S = (const __u32 *)e->S + (__u64)in->imm * nl;
+
+			N_PUT(in->dst, v = S[l]);
+			break;
+		}
 		case CAD_VM_SEL: {
 			const __u32 *C = R(M[0]), *A = R(M[1]), *B = R(M[2]);
 			__u32 *D = R(in->dst);
@@ -1603,21 +1656,25 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		.io = inout,
 		.ip = in,
 		.R = w->R,
+		.S = w->S,
 		.after = w->after,
 		.prod = (const __u16 (*)[2])w->prod,
 		.flags = w->flags,
 	};
-	__u32 nregs = 0;
+	__u32 nregs = 0, nslots = 0;
 	bool narrow;
 
 	reads_after(e.code, op->code_count, w->after);
-	narrow = narrow_plan(e.code, op->code_count, e.consts, w->after, w->flags, &nregs);
+	narrow = narrow_plan(e.code, op->code_count, e.consts, w->after, w->flags, &nregs,
+			     &nslots);
 	if (narrow) {
 		__u8 (*rmap)[4] = (__u8 (*)[4])w->prod;
 		__u32 kval[NARROW_KROWS], nk, k, l;
 
 		nk = consts_plan(e.code, op->code_count, e.consts, nregs, w->flags, rmap, kval);
 		e.nl = narrow_lanes(nregs + nk);
+		if (nslots && e.nl > (__u32)(sizeof(w->S) / 4) / nslots)
+			e.nl = ((__u32)(sizeof(w->S) / 4) / nslots) & ~15u;
 		e.rmap = (const __u8 (*)[4])rmap;
 		for (k = 0; k < nk; k++) {
 			__u32 *row = (__u32 *)e.R + (__u64)(nregs + k) * e.nl;

@@ -11,7 +11,11 @@
  *   narrow-*, wide-*  the 32-bit lane mode and programs just outside it,
  *            against a one-element reference interpreter (see below);
  *   dot2-*   the products a * b +- c * d that 64-bit lanes run as one loop,
- *            and the programs whose FMULs must not be deferred, against it.
+ *            and the programs whose FMULs must not be deferred, against it;
+ *   spill-*  SPILL and FILL in every mode: narrow, wide with views, lane by
+ *            lane after a divergent jump, around deferred products;
+ *   nan-*    NaN payloads, quiet and signalling, through every mode: the
+ *            first operand's NaN of two, as SSE gives it, bit for bit.
  */
 #include "selftest.h"
 #include "ref_fpu.h"
@@ -314,8 +318,10 @@ static int run_uniform(struct cad_tctx *t)
 #define MOVI(d, k)         I(CAD_VM_MOVI, d, 0, 0, k)
 #define LDK(d, k)          I(CAD_VM_LDK, d, 0, 0, k)
 #define SEL(d, c, x, y)    I(CAD_VM_SEL, d, c, x, y)
+#define SPILL(k, r)        I(CAD_VM_SPILL, 0, r, 0, k)
+#define FILL(d, k)         I(CAD_VM_FILL, d, 0, 0, k)
 #define EXIT               I(CAD_VM_EXIT, 0, 0, 0, 0)
-#define NMAX_CODE 24
+#define NMAX_CODE 28
 
 /* 32-bit halves of the elements: all pairs come in the first N32^2. */
 static const __u32 edges32[] = {
@@ -354,7 +360,7 @@ static void fill_edges(__u8 *p, __u64 count, __u32 esz, unsigned int which, __u6
 static void ref_vm_elem(const struct cad_vm_insn *code, __u32 n, const __u64 *consts,
 			__u8 *io, const __u8 *in)
 {
-	__u64 r[CAD_VM_NREGS] = { 0 };
+	__u64 r[CAD_VM_NREGS] = { 0 }, slot[CAD_VM_NSLOTS] = { 0 };
 	__u32 pc;
 
 	for (pc = 0; pc < n; pc++) {
@@ -394,6 +400,12 @@ static void ref_vm_elem(const struct cad_vm_insn *code, __u32 n, const __u64 *co
 			break;
 		case CAD_VM_SEL:
 			r[x->dst] = r[x->a] ? r[x->b] : r[(__u32)x->imm];
+			break;
+		case CAD_VM_SPILL:
+			slot[x->imm] = r[x->a];
+			break;
+		case CAD_VM_FILL:
+			r[x->dst] = slot[x->imm];
 			break;
 		default:  /* UN, BIN, CMP */
 			r[x->dst] = cad_ref_vm_op_fpu(x->code, r[x->a], r[x->b]);
@@ -829,6 +841,76 @@ static const struct narrow_prog narrow_progs[] = {
 	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FSUB, 2, 0, 1), OP(FLT, 6, 0, 1),
 	      I(CAD_VM_JZ, 0, 6, 0, 1), OP(FMUL, 2, 0, 1), OP(FMUL, 3, 1, 1),
 	      OP(FADD, 4, 2, 3), ST(ST_64, 4, 0), EXIT),
+	/* spill, narrow: slots of narrow values (one W_LOW), the same slot
+	 * written twice, s63 (the shortest slot rows), a FILL that stores the
+	 * whole element at once */
+	NPROG("spill-narrow", 4,
+	      LD(LD_I32, 0, 0, 0), LD(LD_I32, 1, 1, 0), SPILL(63, 0), OP(MUL, 0, 0, 1),
+	      SPILL(1, 0), MOVI(0, 3), OP(ADD, 1, 1, 0), FILL(2, 1), OP(XOR, 1, 1, 2),
+	      FILL(3, 63), OP(ADD, 1, 1, 3), SPILL(1, 1), FILL(0, 63), OP(SUB, 0, 0, 1),
+	      SPILL(0, 0), FILL(4, 0), ST(ST_32, 4, 0), EXIT),
+	NPROG("spill-narrow-fields", 16,
+	      LD(LD_I16, 0, 0, 0), LD(LD_I32, 1, 1, 4), SPILL(5, 0), SPILL(6, 1),
+	      OP(LT_S, 2, 0, 1), SEL(0, 2, 0, 1), FILL(3, 5), FILL(4, 6), OP(SUB, 3, 3, 4),
+	      UN(SEXT32, 3, 3), ST(ST_64, 3, 0), ST(ST_32, 0, 8), FILL(1, 6), ST(ST_16, 1, 12),
+	      EXIT),
+	/* spill, wide: from views (the field under one then overwritten), a
+	 * FILL stored at once and one kept, a slot rewritten */
+	NPROG("spill-wide-views", 16,
+	      LD(LD_64, 0, 1, 0), SPILL(7, 0), LD(LD_64, 1, 0, 8), ST(ST_64, 1, 0),
+	      FILL(2, 7), ST(ST_64, 2, 8), LD(LD_64, 3, 1, 0), SPILL(7, 3), FILL(4, 7),
+	      OP(ADD, 5, 4, 2), ST(ST_64, 5, 0), EXIT),
+	NPROG("spill-wide-in-place", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 8), SPILL(0, 0), SPILL(1, 1), MOVI(0, 9),
+	      ST(ST_64, 0, 0), ST(ST_64, 0, 8), FILL(2, 1), FILL(3, 0), OP(SUB, 4, 2, 3),
+	      ST(ST_64, 4, 0), FILL(5, 0), ST(ST_64, 5, 8), EXIT),
+	/* spill, jumps: slots written on both paths of a divergent jump (lane
+	 * by lane from there), one written before it and read after */
+	NPROG("spill-jumps", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), SPILL(60, 1), OP(LT_U, 2, 0, 1),
+	      I(CAD_VM_JZ, 0, 2, 0, 2), SPILL(3, 0), I(CAD_VM_JA, 0, 0, 0, 1), SPILL(3, 1),
+	      MOVI(1, 0), FILL(4, 3), ST(ST_64, 4, 0), FILL(5, 60), OP(XOR, 5, 5, 4),
+	      ST(ST_64, 5, 8), EXIT),
+	/* spill, products: a SPILL reads a product (not deferred), a FILL
+	 * gives a product's operand, a FILL overwrites the operand of a
+	 * pending product (not deferred either) */
+	FPROG("spill-dot2", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FMUL, 2, 0, 1), SPILL(2, 2),
+	      LD(LD_64, 3, 0, 8), OP(FMUL, 4, 3, 1), OP(FADD, 5, 2, 4), ST(ST_64, 5, 0),
+	      FILL(6, 2), OP(FMUL, 7, 6, 0), OP(FMUL, 8, 1, 3), OP(FSUB, 9, 7, 8),
+	      ST(ST_64, 9, 8), EXIT),
+	FPROG("spill-dot2-operand-filled", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 8), SPILL(9, 1), LD(LD_64, 1, 1, 0),
+	      OP(FMUL, 2, 0, 1), FILL(0, 9), OP(FMUL, 3, 0, 1), OP(FADD, 4, 2, 3),
+	      ST(ST_64, 4, 8), EXIT),
+	/* nan: every binary float op of two loaded fields (views) stored at
+	 * once, and of copies in their own lanes kept in registers */
+	FPROG("nan-views", 64,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FADD, 2, 0, 1), ST(ST_64, 2, 16),
+	      OP(FMUL, 3, 1, 0), ST(ST_64, 3, 24), OP(FSUB, 4, 0, 1), ST(ST_64, 4, 32),
+	      OP(FDIV, 5, 1, 0), ST(ST_64, 5, 40), OP(FMIN, 6, 0, 1), ST(ST_64, 6, 48),
+	      OP(FMAX, 7, 1, 0), ST(ST_64, 7, 56), LD(LD_U32, 8, 0, 8), LD(LD_U32, 9, 1, 8),
+	      OP(SADD, 10, 8, 9), OP(SMUL, 11, 9, 8), OP(SMIN, 12, 8, 9), OP(SMAX, 13, 9, 8),
+	      ST(ST_32, 10, 0), ST(ST_32, 11, 4), ST(ST_32, 12, 8), ST(ST_32, 13, 12), EXIT),
+	FPROG("nan-own-lanes", 48,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), UN(MOV, 2, 0), UN(MOV, 3, 1),
+	      OP(FADD, 4, 2, 3), OP(FMUL, 5, 3, 2), OP(FSUB, 6, 2, 3), OP(FMIN, 7, 3, 2),
+	      OP(FMAX, 8, 2, 3), UN(FSQRT, 9, 2), UN(CVT_F32_F64, 10, 3), UN(CVT_F64_F32, 11, 2),
+	      ST(ST_64, 4, 0), ST(ST_64, 5, 8), ST(ST_64, 6, 16), ST(ST_64, 7, 24),
+	      OP(FADD, 7, 8, 9), ST(ST_64, 7, 32), UN(SSQRT, 12, 2), OP(SSUB, 12, 12, 10),
+	      ST(ST_32, 12, 40), ST(ST_32, 11, 44), EXIT),
+	/* nan: lane by lane, after a divergent jump (fp_edges has zeros) */
+	FPROG("nan-lanes", 48,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), LD(LD_64, 2, 0, 8),
+	      I(CAD_VM_JNZ, 0, 2, 0, 0), OP(FADD, 3, 0, 1), OP(FMUL, 4, 1, 0), OP(FMIN, 5, 0, 1),
+	      OP(FMAX, 6, 1, 0), OP(SADD, 7, 1, 0), OP(SMUL, 8, 0, 1), ST(ST_64, 3, 0),
+	      ST(ST_64, 4, 8), ST(ST_64, 5, 16), ST(ST_64, 6, 24), ST(ST_64, 7, 32),
+	      ST(ST_64, 8, 40), EXIT),
+	/* nan: (a * b) +- (c * d) as one loop, the products of NaN pairs */
+	FPROG("nan-dot2", 32,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), LD(LD_64, 2, 0, 8), LD(LD_64, 3, 1, 8),
+	      OP(FMUL, 4, 0, 1), OP(FMUL, 5, 3, 2), OP(FADD, 6, 4, 5), ST(ST_64, 6, 16),
+	      OP(FMUL, 4, 1, 0), OP(FMUL, 5, 2, 3), OP(FSUB, 6, 5, 4), ST(ST_64, 6, 24), EXIT),
 };
 #define N_NPROGS CAD_ARRAY_SIZE(narrow_progs)
 
