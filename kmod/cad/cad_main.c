@@ -418,7 +418,8 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		if (err)
 			return err;
 		v.version = CAD_VERSION;
-		v.features = CAD_FEAT_PIN | CAD_FEAT_STATUS_PAGE | CAD_FEAT_POLL | CAD_FEAT_USER_OPS;
+		v.features = CAD_FEAT_PIN | CAD_FEAT_STATUS_PAGE | CAD_FEAT_POLL | CAD_FEAT_USER_OPS |
+			     CAD_FEAT_VM_SLOTS;
 		v.max_programs = cad_max_programs;
 		v.status_size = CAD_STATUS_SIZE;
 		return copy_out(uarg, &v, sizeof(v), usize);

@@ -57,6 +57,7 @@ enum cad_vm_format {
 	CAD_VMF_INVALID = 0,
 	CAD_VMF_EXIT, CAD_VMF_JA, CAD_VMF_JCOND, CAD_VMF_LD, CAD_VMF_ST,
 	CAD_VMF_MOVI, CAD_VMF_LDK, CAD_VMF_UN, CAD_VMF_BIN, CAD_VMF_CMP, CAD_VMF_SEL,
+	CAD_VMF_SPILL, CAD_VMF_FILL,
 };
 /* Format of a VM opcode (CAD_VMF_INVALID if unknown) and its access width. */
 enum cad_vm_format cad_vm_opcode_format(unsigned int code);
@@ -179,10 +180,12 @@ int cad_exec_status(const struct cad_exec *ex);
 bool cad_reduce_supported(unsigned int op, unsigned int dtype);
 
 /* Elements per VM dispatch (of 64-bit lanes), and the interpreter's
- * working memory: the register lanes, then per instruction a 16-bit mask,
- * two 16-bit instruction indexes and a byte of flags (vm.c). */
+ * working memory: the register lanes, the spill slots' lanes, then per
+ * instruction a 16-bit mask, two 16-bit instruction indexes and a byte of
+ * flags (vm.c): 188 KiB. */
 #define CAD_VM_LANES        256
-#define CAD_VM_SCRATCH_SIZE (CAD_VM_NREGS * CAD_VM_LANES * 8 + CAD_VM_MAX_INSNS * 7)
+#define CAD_VM_SCRATCH_SIZE ((CAD_VM_NREGS + CAD_VM_NSLOTS) * CAD_VM_LANES * 8 + \
+			     CAD_VM_MAX_INSNS * 7)
 
 /*
  * Perform a verified REDUCE node: dst and src point at the node's

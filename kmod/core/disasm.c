@@ -118,6 +118,12 @@ static void disasm_insn(struct dout *d, const struct cad_user_op *op, __u32 pc,
 		dprint(d, "  %4u: %s r%u, r%u ? r%u : r%d\n", pc, name, in->dst, in->a, in->b,
 		       in->imm);
 		break;
+	case CAD_VMF_SPILL:
+		dprint(d, "  %4u: %s s%d, r%u\n", pc, name, in->imm, in->a);
+		break;
+	case CAD_VMF_FILL:
+		dprint(d, "  %4u: %s r%u, s%d\n", pc, name, in->dst, in->imm);
+		break;
 	default:
 		dprint(d, "  %4u: ? 0x%02x\n", pc, in->code);
 		break;

@@ -8,11 +8,11 @@
  *
  * Elements are processed in blocks of CAD_VM_LANES: each instruction runs
  * over the whole block before the next one, so one dispatch serves many
- * elements and the per-instruction loops vectorise.  Registers are lane
- * arrays in the caller's scratch (no large stack frame, kernel-safe).  A
- * conditional jump that goes the same way for every lane of the block
- * stays in block mode; a divergent one finishes the block lane by lane
- * from that jump.  Both modes expand the same per-opcode semantics below.
+ * elements and the per-instruction loops vectorise.  Registers and spill
+ * slots are lane arrays in the caller's scratch (no large stack frame,
+ * kernel-safe).  A conditional jump that goes the same way for every lane
+ * of the block stays in block mode; a divergent one finishes the block
+ * lane by lane from that jump.  Both modes expand the same per-opcode semantics below.
  * Integer code whose values fit 32 bits runs on 32-bit lanes in longer
  * blocks (narrow mode); in 64-bit lanes, a * b +- c * d runs as one loop
  * (dot2_plan).  Both plans are made once per call, from the code.
@@ -99,34 +99,99 @@ static inline __u64 cvt_u64(double x)
 	return !(x >= 0x1p63) ? cvt_s64(x) : cvt_s64(x - 0x1p63) ^ SIGN64;
 }
 
-/* C's fmin/fmax (a NaN operand yields the other), and the first operand
- * where C leaves the result open: equal operands (+0 and -0), two NaNs. */
+/*
+ * NaNs as SSE gives them: an operation on two NaNs gives its first
+ * operand's, quieted.  The compiler may commute the operands of + and *
+ * (and does, to save a register move), and not every processor follows
+ * SSE's rule (qemu's emulation gives the larger payload), so an operation
+ * runs as x op first_nan(x, y): with x a NaN that is x op x, x quieted,
+ * whichever operand the processor picks; otherwise x op y, where at most
+ * one operand is a NaN.
+ */
+#define QNAN64 0x0008000000000000ull   /* the quiet bit of a double NaN */
+#define QNAN32 0x00400000u             /* ... of a float NaN */
+#define INF64 0x7ff0000000000000ull
+#define INF32 0x7f800000u
+
+static inline double first_nan(double x, double y)
+{
+	return x != x ? x : y;
+}
+
+static inline float first_nanf(float x, float y)
+{
+	return x != x ? x : y;
+}
+
+static inline double fadd_d(double x, double y)
+{
+	return x + first_nan(x, y);
+}
+
+static inline double fsub_d(double x, double y)
+{
+	return x - first_nan(x, y);
+}
+
+static inline double fmul_d(double x, double y)
+{
+	return x * first_nan(x, y);
+}
+
+/*
+ * glibc's fmin and fmax on x86-64.  With ordered operands, minsd's
+ * x < y ? x : y (maxsd's x > y ? x : y), which gives the second of +0
+ * and -0.  With a NaN: a quiet NaN yields the other operand; a signalling
+ * one, or two NaNs, give x + y (the first NaN, quieted).
+ */
+static inline __u64 minmax_nan64(__u64 a, __u64 b)
+{
+	const bool an = (a & ~SIGN64) > INF64, bn = (b & ~SIGN64) > INF64;
+
+	if (an && (bn || !(a & QNAN64)))
+		return a | QNAN64;
+	if (bn && !(b & QNAN64))
+		return b | QNAN64;
+	return an ? b : a;
+}
+
+static inline __u64 minmax_nan32(__u32 a, __u32 b)
+{
+	const bool an = (a & 0x7fffffffu) > INF32, bn = (b & 0x7fffffffu) > INF32;
+
+	if (an && (bn || !(a & QNAN32)))
+		return a | QNAN32;
+	if (bn && !(b & QNAN32))
+		return b | QNAN32;
+	return an ? b : a;
+}
+
 static inline __u64 fmin64(__u64 a, __u64 b)
 {
 	double x = f64(a), y = f64(b);
 
-	return x <= y ? a : x > y ? b : y != y ? a : b;
+	return x < y ? a : x >= y ? b : minmax_nan64(a, b);
 }
 
 static inline __u64 fmax64(__u64 a, __u64 b)
 {
 	double x = f64(a), y = f64(b);
 
-	return x >= y ? a : x < y ? b : y != y ? a : b;
+	return x > y ? a : x <= y ? b : minmax_nan64(a, b);
 }
 
 static inline __u64 fmin32(__u64 a, __u64 b)
 {
 	float x = f32(a), y = f32(b);
 
-	return (__u32)(x <= y ? a : x > y ? b : y != y ? a : b);
+	return x < y ? (__u32)a : x >= y ? (__u32)b : minmax_nan32((__u32)a, (__u32)b);
 }
 
 static inline __u64 fmax32(__u64 a, __u64 b)
 {
 	float x = f32(a), y = f32(b);
 
-	return (__u32)(x >= y ? a : x < y ? b : y != y ? a : b);
+	return x > y ? (__u32)a : x <= y ? (__u32)b : minmax_nan32((__u32)a, (__u32)b);
 }
 
 /* ------------------------------------------------------------------ */
@@ -170,10 +235,10 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 /* t ? x : y for t = 0 or 1, as a blend with an all-ones or all-zero mask */
 #define BLEND64(t, x, y) ((((x) ^ (y)) & (0 - (t))) ^ (y))
 
-#define SEM_FADD(a, b)   bits64(f64(a) + f64(b))
-#define SEM_FSUB(a, b)   bits64(f64(a) - f64(b))
-#define SEM_FMUL(a, b)   bits64(f64(a) * f64(b))
-#define SEM_FDIV(a, b)   bits64(f64(a) / f64(b))
+#define SEM_FADD(a, b)   bits64(fadd_d(f64(a), f64(b)))
+#define SEM_FSUB(a, b)   bits64(fsub_d(f64(a), f64(b)))
+#define SEM_FMUL(a, b)   bits64(fmul_d(f64(a), f64(b)))
+#define SEM_FDIV(a, b)   bits64(f64(a) / first_nan(f64(a), f64(b)))
 #define SEM_FMIN(a, b)   fmin64(a, b)
 #define SEM_FMAX(a, b)   fmax64(a, b)
 #define SEM_FNEG(a, b)   ((a) ^ SIGN64)
@@ -184,10 +249,10 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 #define SEM_FLT(a, b)    ((__u64)(f64(a) < f64(b)))
 #define SEM_FLE(a, b)    ((__u64)(f64(a) <= f64(b)))
 
-#define SEM_SADD(a, b)   bits32(f32(a) + f32(b))
-#define SEM_SSUB(a, b)   bits32(f32(a) - f32(b))
-#define SEM_SMUL(a, b)   bits32(f32(a) * f32(b))
-#define SEM_SDIV(a, b)   bits32(f32(a) / f32(b))
+#define SEM_SADD(a, b)   bits32(f32(a) + first_nanf(f32(a), f32(b)))
+#define SEM_SSUB(a, b)   bits32(f32(a) - first_nanf(f32(a), f32(b)))
+#define SEM_SMUL(a, b)   bits32(f32(a) * first_nanf(f32(a), f32(b)))
+#define SEM_SDIV(a, b)   bits32(f32(a) / first_nanf(f32(a), f32(b)))
 #define SEM_SMIN(a, b)   fmin32(a, b)
 #define SEM_SMAX(a, b)   fmax32(a, b)
 #define SEM_SNEG(a, b)   ((__u64)((__u32)(a) ^ 0x80000000u))
@@ -227,9 +292,11 @@ static inline __u64 fmax32(__u64 a, __u64 b)
 /* ------------------------------------------------------------------ */
 
 /* The working memory of a call, in the caller's scratch: the register
- * lanes, then the plan made once per call from the code. */
+ * lanes, the spill slots' lanes, then the plan made once per call from
+ * the code. */
 struct vm_scratch {
 	__u64 R[CAD_VM_NREGS][LANES];
+	__u64 S[CAD_VM_NSLOTS][LANES];    /* narrow mode: rows of 32-bit lanes */
 	__u16 after[CAD_VM_MAX_INSNS];    /* per pc: registers read after pc */
 	__u16 prod[CAD_VM_MAX_INSNS][2];  /* NF_DOT2 at pc: its operands' FMULs */
 	__u8 flags[CAD_VM_MAX_INSNS];     /* per pc: NF_* */
@@ -245,6 +312,7 @@ struct vm_env {
 	__u8 *io;           /* first inout element of the block */
 	const __u8 *ip;     /* first in element of the block */
 	__u64 (*R)[LANES];  /* register lanes */
+	__u64 (*S)[LANES];  /* spill slot lanes (never views) */
 	const __u16 *after; /* per pc: registers read after pc */
 	const __u16 (*prod)[2]; /* per NF_DOT2 pc: its FMULs */
 	const __u8 *flags;  /* per pc: NF_* */
@@ -272,6 +340,8 @@ static void run_lane(const struct vm_env *e, __u32 pc, __u32 l)
 #define L_BIN(name, w)    R[in->dst][l] = SEM_##name(R[in->a][l], R[in->b][l])
 #define L_CMP(name, w)    L_BIN(name, w)
 #define L_SEL(name, w)    R[in->dst][l] = R[in->a][l] ? R[in->b][l] : R[in->imm][l]
+#define L_SPILL(name, w)  e->S[in->imm][l] = R[in->a][l]
+#define L_FILL(name, w)   R[in->dst][l] = e->S[in->imm][l]
 	for (;; pc++) {
 		const struct cad_vm_insn *in = &e->code[pc];
 
@@ -298,6 +368,7 @@ static __u32 reads(const struct cad_vm_insn *in)
 	case CAD_VMF_UN:
 	case CAD_VMF_ST:
 	case CAD_VMF_JCOND:
+	case CAD_VMF_SPILL:
 		return 1u << in->a;
 	default:
 		return 0;
@@ -309,7 +380,7 @@ static bool writes(const struct cad_vm_insn *in)
 {
 	switch (cad_vm_opcode_format(in->code)) {
 	case CAD_VMF_LD: case CAD_VMF_MOVI: case CAD_VMF_LDK: case CAD_VMF_UN:
-	case CAD_VMF_BIN: case CAD_VMF_CMP: case CAD_VMF_SEL:
+	case CAD_VMF_BIN: case CAD_VMF_CMP: case CAD_VMF_SEL: case CAD_VMF_FILL:
 		return true;
 	default:
 		return false;
@@ -501,6 +572,15 @@ static __u32 overlapping(const struct regs *g, __u32 views, __s32 off, __u32 w)
 	return m;
 }
 
+/* Bit 63 set: the double v is a NaN or an infinity (its exponent is all
+ * ones); 64-bit integer arithmetic only, which vectorises with SSE2. */
+#define NAN_BITS(v) ((((v) & INF64) ^ INF64) - 1)
+#define NAN_BITS32(v) ((((v) & INF32) ^ INF32) - 1)  /* a float's, in __u64 */
+#define PLAIN_MUL(x, y) ((x) * (y))
+#define PLAIN_ADD(x, y) ((x) + (y))
+#define PLAIN_SUB(x, y) ((x) - (y))
+#define PAIR_CHUNK 16
+
 /*
  * The NF_PAIR at q1 and its second at q2 as one loop over n elements, if
  * no view of the two fields they store is read after them (the values
@@ -515,7 +595,7 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		&c[e->prod[q1][0]], &c[e->prod[q1][1]], &c[e->prod[q2][0]], &c[e->prod[q2][1]],
 	};
 	const __u8 *P[8];
-	__u32 S[8], views = g->io_views, k, l;
+	__u32 S[8], views = g->io_views, k, l, c0, cn;
 	__u8 *const D1 = e->io + s1->imm, *const D2 = e->io + s2->imm;
 	const bool sub1 = c[q1].code == CAD_VM_FSUB, sub2 = c[q2].code == CAD_VM_FSUB;
 
@@ -530,17 +610,42 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		P[2 * k + 1] = g->p[m[k]->b];
 		S[2 * k + 1] = g->s[m[k]->b];
 	}
+/*
+ * Both results of PAIR_CHUNK elements go to t1, t2 first, computed as C
+ * writes them; if one is a NaN (or an infinity), the chunk again with
+ * SSE's NaN of two (fmul_d, fadd_d: only a NaN operand makes a NaN that
+ * the operands' order changes).  Its operands are all still there: the
+ * stores of the chunk come after.  So NaN-free data pays a check, not a
+ * blend per operation.
+ */
 #define PAIR_AT(k, st) f64(AT(P[k], st, l))
-#define PAIR_LOOP(st0, st1, st2, st3, st4, st5, st6, st7, sd) \
-	CAD_IVDEP for (l = 0; l < n; l++) {                                \
-		const double x0 = PAIR_AT(0, st0) * PAIR_AT(1, st1);       \
-		const double x1 = PAIR_AT(2, st2) * PAIR_AT(3, st3);       \
-		const double y0 = PAIR_AT(4, st4) * PAIR_AT(5, st5);       \
-		const double y1 = PAIR_AT(6, st6) * PAIR_AT(7, st7);       \
-		const double r1 = sub1 ? x0 - x1 : x0 + x1;                \
-		const double r2 = sub2 ? y0 - y1 : y0 + y1;                \
-		*(u64_u *)(D1 + (__u64)l * (sd)) = bits64(r1);             \
-		*(u64_u *)(D2 + (__u64)l * (sd)) = bits64(r2);             \
+#define PAIR_LANES(mul, add, sub, st0, st1, st2, st3, st4, st5, st6, st7)  \
+	CAD_IVDEP for (l = c0; l < c0 + cn; l++) {                         \
+		const double x0 = mul(PAIR_AT(0, st0), PAIR_AT(1, st1));   \
+		const double x1 = mul(PAIR_AT(2, st2), PAIR_AT(3, st3));   \
+		const double y0 = mul(PAIR_AT(4, st4), PAIR_AT(5, st5));   \
+		const double y1 = mul(PAIR_AT(6, st6), PAIR_AT(7, st7));   \
+		const __u64 r1 = bits64(sub1 ? sub(x0, x1) : add(x0, x1)); \
+		const __u64 r2 = bits64(sub2 ? sub(y0, y1) : add(y0, y1)); \
+                                                                           \
+		t1[l - c0] = r1;                                           \
+		t2[l - c0] = r2;                                           \
+		nan |= NAN_BITS(r1) | NAN_BITS(r2);                        \
+	}
+#define PAIR_LOOP(st0, st1, st2, st3, st4, st5, st6, st7, sd)              \
+	for (c0 = 0; c0 < n; c0 += cn) {                                   \
+		__u64 t1[PAIR_CHUNK], t2[PAIR_CHUNK], nan = 0;             \
+                                                                           \
+		cn = n - c0 < PAIR_CHUNK ? n - c0 : PAIR_CHUNK;            \
+		PAIR_LANES(PLAIN_MUL, PLAIN_ADD, PLAIN_SUB, st0, st1, st2, st3, st4, st5, st6, \
+			   st7)                                            \
+		if (nan >> 63)                                             \
+			PAIR_LANES(fmul_d, fadd_d, fsub_d, st0, st1, st2, st3, st4, st5, st6, \
+				   st7)                                    \
+		CAD_IVDEP for (l = c0; l < c0 + cn; l++) {                 \
+			*(u64_u *)(D1 + (__u64)l * (sd)) = t1[l - c0];     \
+			*(u64_u *)(D2 + (__u64)l * (sd)) = t2[l - c0];     \
+		}                                                          \
 	}
 	for (k = 0; k < 8 && S[k] == esz; k++)
 		;
@@ -551,23 +656,37 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		 * this order: written so that gcc runs both fields at once */
 		const __u8 *const X = P[0], *const Y = P[1];
 
-		CAD_IVDEP for (l = 0; l < n; l++) {
-			const __u64 o = (__u64)l * 16;
-			const double xr = f64(*(const u64_u *)(X + o));
-			const double xi = f64(*(const u64_u *)(X + o + 8));
-			const double yr = f64(*(const u64_u *)(Y + o));
-			const double yi = f64(*(const u64_u *)(Y + o + 8));
-			const double re = xr * yr - xi * yi, im = xr * yi + xi * yr;
-
-			*(u64_u *)(D1 + o) = bits64(re);
-			*(u64_u *)(D1 + o + 8) = bits64(im);
+#define CMUL_LANES(mul, add, sub)                                          \
+		CAD_IVDEP for (l = c0; l < c0 + cn; l++) {                 \
+			const __u64 o = (__u64)l * 16;                     \
+			const double xr = f64(*(const u64_u *)(X + o));    \
+			const double xi = f64(*(const u64_u *)(X + o + 8)); \
+			const double yr = f64(*(const u64_u *)(Y + o));    \
+			const double yi = f64(*(const u64_u *)(Y + o + 8)); \
+			const __u64 re = bits64(sub(mul(xr, yr), mul(xi, yi))); \
+			const __u64 im = bits64(add(mul(xr, yi), mul(xi, yr))); \
+                                                                           \
+			t[l - c0][0] = re;                                 \
+			t[l - c0][1] = im;                                 \
+			nan |= NAN_BITS(re) | NAN_BITS(im);                \
 		}
+		for (c0 = 0; c0 < n; c0 += cn) {
+			__u64 t[PAIR_CHUNK][2], nan = 0;
+
+			cn = n - c0 < PAIR_CHUNK ? n - c0 : PAIR_CHUNK;
+			CMUL_LANES(PLAIN_MUL, PLAIN_ADD, PLAIN_SUB)
+			if (nan >> 63)
+				CMUL_LANES(fmul_d, fadd_d, fsub_d)
+			cad_memcpy(D1 + (__u64)c0 * 16, t, (size_t)cn * 16);
+		}
+#undef CMUL_LANES
 	} else if (k == 8 && esz == 16) {
 		PAIR_LOOP(16, 16, 16, 16, 16, 16, 16, 16, 16)
 	} else {
 		PAIR_LOOP(S[0], S[1], S[2], S[3], S[4], S[5], S[6], S[7], esz)
 	}
 #undef PAIR_LOOP
+#undef PAIR_LANES
 #undef PAIR_AT
 	/* as before_store would: the views of the stored fields are dead */
 	g->io_views &= ~views;
@@ -751,9 +870,53 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		B = g->p[in->b]; sb_ = g->s[in->b];                        \
 		C = A; sc_ = sa_;                                          \
 		(void)C;                                                   \
+		if (FARITH(CAD_VM_##name)) {                               \
+			__u64 nan_ = 0;                                    \
+                                                                           \
+			B_DEST_FUSED();                                    \
+			if (D == A) {                                      \
+				B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l))); \
+				break;                                     \
+			}                                                  \
+			B_OPLOOP(const __u64 r_ = B_PLAIN(name, OPA(l), OPB(l)); \
+				 nan_ |= B_NAN_BITS(name, r_); OUT(l) = r_); \
+			if (nan_ >> 63)                                    \
+				B_OPLOOP(OUT(l) = B_FIRST_NAN(name, OPA(l), OUT(l))); \
+			break;                                             \
+		}                                                          \
 		B_DEST_FUSED();                                            \
 		B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l)));             \
 	} while (0)
+/* B_DOT2's sum or difference, plain (only FADD and FSUB get there) */
+#define PLAIN_DOT2(name, a, b) \
+	(CAD_VM_##name == CAD_VM_FSUB ? PLAIN_FSUB(a, b) : PLAIN_FADD(a, b))
+/*
+ * The float arithmetic.  Unless the result overwrites the first operand,
+ * it runs as C writes it, and then, if a result is a NaN (or an
+ * infinity), again over the lanes whose first operand is a NaN, whose
+ * result is that NaN quieted (SSE's NaN of two): NaN-free data pays a
+ * check, not a blend per operation.
+ */
+#define FARITH(c) (((c) >= CAD_VM_FADD && (c) <= CAD_VM_FDIV) ||           \
+		   ((c) >= CAD_VM_SADD && (c) <= CAD_VM_SDIV))
+#define B_PLAIN(name, a, b)                                                \
+	(CAD_VM_##name == CAD_VM_FADD ? PLAIN_FADD(a, b)                   \
+	 : CAD_VM_##name == CAD_VM_FSUB ? PLAIN_FSUB(a, b)                 \
+	 : CAD_VM_##name == CAD_VM_FMUL ? PLAIN_FMUL(a, b)                 \
+	 : CAD_VM_##name == CAD_VM_FDIV ? bits64(f64(a) / f64(b))          \
+	 : CAD_VM_##name == CAD_VM_SADD ? bits32(f32(a) + f32(b))          \
+	 : CAD_VM_##name == CAD_VM_SSUB ? bits32(f32(a) - f32(b))          \
+	 : CAD_VM_##name == CAD_VM_SMUL ? bits32(f32(a) * f32(b))          \
+	 : bits32(f32(a) / f32(b)))
+#define B_NAN_BITS(name, r) \
+	(CAD_VM_##name >= CAD_VM_SADD ? NAN_BITS32(r) : NAN_BITS(r))
+#define B_FIRST_NAN(name, a, r)                                            \
+	(CAD_VM_##name >= CAD_VM_SADD                                      \
+	 ? (((__u32)(a) & 0x7fffffffu) > INF32 ? (__u64)((__u32)(a) | QNAN32) : (r)) \
+	 : (((a) & ~SIGN64) > INF64 ? (a) | QNAN64 : (r)))
+#define PLAIN_FADD(a, b) bits64(f64(a) + f64(b))
+#define PLAIN_FSUB(a, b) bits64(f64(a) - f64(b))
+#define PLAIN_FMUL(a, b) bits64(f64(a) * f64(b))
 /* (a * b) op (c * d) of the two skipped FMULs prod names (dot2_plan).
  * Their operands are read as they are now: nothing wrote them since. */
 #define B_DOT2(name)      do {                                             \
@@ -765,17 +928,30 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		const __u32 s2_ = g->s[m1_->a], s3_ = g->s[m1_->b];        \
 		__u8 *D;                                                   \
 		__u32 sd_;                                                 \
+		__u64 nan_ = 0;                                            \
 		B_DEST_FUSED();                                            \
-		if ((s0_ | s1_ | s2_ | s3_ | sd_) == 8)                    \
-			B_DOT2_LOOP(name, 8, 8, 8, 8, 8);                  \
-		else                                                       \
-			B_DOT2_LOOP(name, s0_, s1_, s2_, s3_, sd_);        \
+		if ((s0_ | s1_ | s2_ | s3_ | sd_) == 8 && B_DOT2_APART())  \
+			B_DOT2_LOOP(name, 1, 8, 8, 8, 8, 8)                \
+		else if (B_DOT2_APART())                                   \
+			B_DOT2_LOOP(name, 1, s0_, s1_, s2_, s3_, sd_)      \
+		if (!B_DOT2_APART() || (nan_ >> 63))                       \
+			B_DOT2_LOOP(name, 0, s0_, s1_, s2_, s3_, sd_)      \
 	} while (0)
-#define B_DOT2_LOOP(name, k0, k1, k2, k3, kd)                              \
-		CAD_IVDEP for (l = 0; l < n; l++)                          \
-			*(u64_u *)(D + (__u64)l * (kd)) = SEM_##name(      \
-				SEM_FMUL(AT(P0, k0, l), AT(P1, k1, l)),    \
-				SEM_FMUL(AT(P2, k2, l), AT(P3, k3, l)))
+/* The result overwrites none of the operands: it can run plain first and
+ * then, if a result is a NaN (or an infinity), again with SSE's NaNs. */
+#define B_DOT2_APART() (D != P0 && D != P1 && D != P2 && D != P3)
+#define B_DOT2_LOOP(name, plain, k0, k1, k2, k3, kd)                       \
+		CAD_IVDEP for (l = 0; l < n; l++) {                        \
+			const __u64 a_ = AT(P0, k0, l), b_ = AT(P1, k1, l); \
+			const __u64 c_ = AT(P2, k2, l), d_ = AT(P3, k3, l); \
+			const __u64 x_ = (plain) ? PLAIN_FMUL(a_, b_) : SEM_FMUL(a_, b_); \
+			const __u64 y_ = (plain) ? PLAIN_FMUL(c_, d_) : SEM_FMUL(c_, d_); \
+			const __u64 r_ = (plain) ? PLAIN_DOT2(name, x_, y_) : SEM_##name(x_, y_); \
+                                                                           \
+			*(u64_u *)(D + (__u64)l * (kd)) = r_;              \
+			if (plain)                                         \
+				nan_ |= NAN_BITS(r_);                      \
+		}
 /* a op b ? x : y where x and y are a and b: a blend for the integer
  * compares, else a select of the bits.  (The f64 compares do not come
  * here: see B_FPICK.) */
@@ -848,6 +1024,27 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		B_DEST_FUSED();                                            \
 		B_OPLOOP(const __u64 a_ = OPA(l); const __u64 b_ = OPB(l); \
 			 OUT(l) = BLEND64(NZ64(OPC(l)), a_, b_));          \
+	} while (0)
+/* A slot is lanes of its own, never a view: a SPILL copies the value as
+ * it is now (also from a view, before the memory under it changes), a
+ * FILL copies the lanes back, or stores them at once as B_DEST_FUSED
+ * does. */
+#define B_SPILL(name, w)  do {                                             \
+		B_VARS;                                                    \
+		A = g->p[in->a]; sa_ = g->s[in->a];                        \
+		B = C = A; sb_ = sc_ = sa_;                                \
+		(void)B; (void)C;                                          \
+		D = (__u8 *)e->S[in->imm];                                 \
+		sd_ = 8;                                                   \
+		B_OPLOOP(OUT(l) = OPA(l));                                 \
+	} while (0)
+#define B_FILL(name, w)   do {                                             \
+		B_VARS;                                                    \
+		A = B = C = (const __u8 *)e->S[in->imm];                   \
+		sa_ = sb_ = sc_ = 8;                                       \
+		(void)B; (void)C;                                          \
+		B_DEST_FUSED();                                            \
+		B_OPLOOP(OUT(l) = OPA(l));                                 \
 	} while (0)
 #define B_FN(name, value, fmt, width, str)                                 \
 static __attribute__((__noinline__)) __u32 b_##name(const struct vm_env *e, struct regs *g, \
@@ -943,15 +1140,18 @@ static unsigned int wlow(unsigned int w)
 
 /* The narrow plan of the code (flags per instruction); false: run wide.
  * after: registers read after each pc, for the SEXT-before-store skip;
- * *nregs: the registers written are r0 .. r(*nregs - 1) at most. */
+ * *nregs: the registers written are r0 .. r(*nregs - 1) at most;
+ * *nslots: the slots spilled to are s0 .. s(*nslots - 1) at most.  A slot
+ * has the width of the value spilled to it. */
 static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64 *consts,
-			const __u16 *after, __u8 *flags, __u32 *nregs)
+			const __u16 *after, __u8 *flags, __u32 *nregs, __u32 *nslots)
 {
-	__u8 w[CAD_VM_NREGS];
+	__u8 w[CAD_VM_NREGS], ws[CAD_VM_NSLOTS];
 	bool narrow = true;
 	__u32 pc;
 
 	cad_memset(w, 64, sizeof(w));
+	cad_memset(ws, 64, sizeof(ws));
 	for (pc = 0; pc < count; pc++) {
 		const struct cad_vm_insn *in = &code[pc];
 		const unsigned int fmt = cad_vm_opcode_format(in->code);
@@ -959,7 +1159,8 @@ static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64
 
 		flags[pc] = 0;
 		if (fmt == CAD_VMF_UN || fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP ||
-		    fmt == CAD_VMF_ST || fmt == CAD_VMF_SEL || fmt == CAD_VMF_JCOND)
+		    fmt == CAD_VMF_ST || fmt == CAD_VMF_SEL || fmt == CAD_VMF_JCOND ||
+		    fmt == CAD_VMF_SPILL)
 			wa = w[in->a];
 		if (fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP || fmt == CAD_VMF_SEL)
 			wb = w[in->b];
@@ -983,6 +1184,13 @@ static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64
 		case CAD_VM_ST_64:
 			narrow &= wa <= 32;
 			continue;
+		case CAD_VM_SPILL:
+			ws[in->imm] = (__u8)wa;
+			*nslots = wmax(*nslots, (__u32)in->imm + 1);
+			continue;
+		case CAD_VM_FILL:
+			wr = ws[in->imm];
+			break;
 		case CAD_VM_MOVI:
 			wr = width_of(in->imm);
 			break;
@@ -1238,7 +1446,8 @@ static __attribute__((__noinline__)) __u32 run_ldop(const struct vm_env *e, __u3
 }
 
 /* n (1..e->nl) elements of narrow code, from pc 0 to EXIT: the registers
- * are rows of e->nl 32-bit lanes in e->R, no views (every load copies).
+ * are rows of e->nl 32-bit lanes in e->R, the slots such rows in e->S, no
+ * views (every load copies).
  * Not inlined into its caller, whose frame (the plans) would then add to
  * this one's on the kernel stack. */
 static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __u32 n)
@@ -1352,6 +1561,20 @@ static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __
 				D[l] = v_;
 			break;
 		}
+		case CAD_VM_SPILL: {
+			const __u32 *A = R(M[0]);
+			__u32 *const S = (__u32 *)e->S + (__u64)in->imm * nl;
+
+			CAD_IVDEP for (l = 0; l < n; l++)
+				S[l] = A[l];
+			break;
+		}
+		case CAD_VM_FILL: {
+			const __u32 *const S = (const __u32 *)e->S + (__u64)in->imm * nl;
+
+			N_PUT(in->dst, v = S[l]);
+			break;
+		}
 		case CAD_VM_SEL: {
 			const __u32 *C = R(M[0]), *A = R(M[1]), *B = R(M[2]);
 			__u32 *D = R(in->dst);
@@ -1433,21 +1656,25 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		.io = inout,
 		.ip = in,
 		.R = w->R,
+		.S = w->S,
 		.after = w->after,
 		.prod = (const __u16 (*)[2])w->prod,
 		.flags = w->flags,
 	};
-	__u32 nregs = 0;
+	__u32 nregs = 0, nslots = 0;
 	bool narrow;
 
 	reads_after(e.code, op->code_count, w->after);
-	narrow = narrow_plan(e.code, op->code_count, e.consts, w->after, w->flags, &nregs);
+	narrow = narrow_plan(e.code, op->code_count, e.consts, w->after, w->flags, &nregs,
+			     &nslots);
 	if (narrow) {
 		__u8 (*rmap)[4] = (__u8 (*)[4])w->prod;
 		__u32 kval[NARROW_KROWS], nk, k, l;
 
 		nk = consts_plan(e.code, op->code_count, e.consts, nregs, w->flags, rmap, kval);
 		e.nl = narrow_lanes(nregs + nk);
+		if (nslots && e.nl > (__u32)(sizeof(w->S) / 4) / nslots)
+			e.nl = ((__u32)(sizeof(w->S) / 4) / nslots) & ~15u;
 		e.rmap = (const __u8 (*)[4])rmap;
 		for (k = 0; k < nk; k++) {
 			__u32 *row = (__u32 *)e.R + (__u64)(nregs + k) * e.nl;

@@ -5,24 +5,34 @@
  * Accepts code in which: every opcode is known and its unused fields are
  * 0; registers exist; loads and stores stay inside one element; constants
  * exist; every jump goes forward and lands inside the code; every
- * instruction is reachable; no register is read before it is written on
- * every path to the read; the last instruction is EXIT.  Because jumps only
- * go forward, one pass in program order sees every predecessor of an
- * instruction before the instruction itself, so the "defined registers"
- * dataflow is exact in one pass and every element terminates in at most
- * code_count steps.
+ * instruction is reachable; no register or spill slot is read before it
+ * is written on every path to the read; the last instruction is EXIT.
+ * Because jumps only go forward, one pass in program order sees every
+ * predecessor of an instruction before the instruction itself, so the
+ * "defined registers and slots" dataflow is exact in one pass and every
+ * element terminates in at most code_count steps.
  */
 #include "verify_priv.h"
 
 #define REACHED 0x10000u   /* per-instruction state: reachable ... */
 #define DEFMASK 0x0ffffu   /* ... and the registers defined on every path */
 
-static void flow_to(__u32 *state, __u32 target, __u32 defined)
+/* Per instruction: the registers (with REACHED) and the spill slots
+ * defined on every path to it. */
+struct vm_state {
+	__u64 slots;
+	__u32 regs;
+};
+
+static void flow_to(struct vm_state *state, __u32 target, __u32 defined, __u64 slots)
 {
-	if (state[target] & REACHED)
-		state[target] &= REACHED | defined;
-	else
-		state[target] = REACHED | defined;
+	if (state[target].regs & REACHED) {
+		state[target].regs &= REACHED | defined;
+		state[target].slots &= slots;
+	} else {
+		state[target].regs = REACHED | defined;
+		state[target].slots = slots;
+	}
 }
 
 static int check_reg(struct vctx *v, const char *field, unsigned int r)
@@ -41,6 +51,14 @@ static int check_read(struct vctx *v, __u32 defined, unsigned int r)
 		return err;
 	if (!(defined & (1u << r)))
 		return cad_vreject(v, -EINVAL, "reads r%u before it is written", r);
+	return 0;
+}
+
+static int check_slot(struct vctx *v, __s32 s)
+{
+	if (s < 0 || s >= CAD_VM_NSLOTS)
+		return cad_vreject(v, -EINVAL, "spill slot s%d does not exist (s0..s%u)", s,
+				   CAD_VM_NSLOTS - 1);
 	return 0;
 }
 
@@ -83,10 +101,11 @@ static int check_access(struct vctx *v, const char *what, __s32 off, unsigned in
 }
 
 static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct cad_vm_insn *in,
-		      __u32 pc, __u32 *state)
+		      __u32 pc, struct vm_state *state)
 {
 	const __u32 n = op->code_count;
-	__u32 defined = state[pc] & DEFMASK;
+	__u32 defined = state[pc].regs & DEFMASK;
+	__u64 slots = state[pc].slots;
 	__u32 target = 0;
 	bool falls = true, writes = false;
 	int err = 0;
@@ -101,7 +120,7 @@ static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct
 		if (!err)
 			err = check_jump(v, pc, in->imm, n, &target);
 		if (!err)
-			flow_to(state, target, defined);
+			flow_to(state, target, defined, slots);
 		falls = false;
 		break;
 	case CAD_VMF_JCOND:
@@ -111,7 +130,7 @@ static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct
 		if (!err)
 			err = check_jump(v, pc, in->imm, n, &target);
 		if (!err)
-			flow_to(state, target, defined);
+			flow_to(state, target, defined, slots);
 		break;
 	case CAD_VMF_LD:
 		err = check_zero(v, in, false, false, true, false);
@@ -179,6 +198,26 @@ static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct
 			err = check_read(v, defined, (unsigned int)in->imm);
 		writes = true;
 		break;
+	case CAD_VMF_SPILL:
+		err = check_zero(v, in, true, false, true, false);
+		if (!err)
+			err = check_read(v, defined, in->a);
+		if (!err)
+			err = check_slot(v, in->imm);
+		if (!err)
+			slots |= 1ull << in->imm;
+		break;
+	case CAD_VMF_FILL:
+		err = check_zero(v, in, false, true, true, false);
+		if (!err)
+			err = check_reg(v, "destination", in->dst);
+		if (!err)
+			err = check_slot(v, in->imm);
+		if (!err && !(slots & (1ull << in->imm)))
+			err = cad_vreject(v, -EINVAL, "reads slot s%d before it is written",
+					  in->imm);
+		writes = true;
+		break;
 	case CAD_VMF_INVALID:
 	default:
 		return cad_vreject(v, -EINVAL, "unknown opcode 0x%02x", in->code);
@@ -190,7 +229,7 @@ static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct
 	if (falls) {
 		if (pc + 1 == n)
 			return cad_vreject(v, -EINVAL, "falls off the end: the last instruction must be exit");
-		flow_to(state, pc + 1, defined);
+		flow_to(state, pc + 1, defined, slots);
 	}
 	return 0;
 }
@@ -198,17 +237,18 @@ static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct
 int cad_vm_verify_op(struct vctx *v, const struct cad_user_op *op)
 {
 	const struct cad_vm_insn *code = v->p->code + op->code_first;
-	__u32 *state, pc;
+	struct vm_state *state;
+	__u32 pc;
 	int err = 0;
 
 	state = cad_zalloc((size_t)op->code_count * sizeof(*state));
 	if (!state)
 		return cad_vreject(v, -ENOMEM, "out of memory verifying %u instructions",
 				   op->code_count);
-	state[0] = REACHED;
+	state[0].regs = REACHED;
 	for (pc = 0; pc < op->code_count && !err; pc++) {
 		v->insn = pc;
-		if (!(state[pc] & REACHED))
+		if (!(state[pc].regs & REACHED))
 			err = cad_vreject(v, -EINVAL, "unreachable instruction");
 		else
 			err = check_insn(v, op, &code[pc], pc, state);

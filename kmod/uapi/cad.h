@@ -270,6 +270,7 @@ struct cad_user_op {
 };
 
 #define CAD_VM_NREGS     16
+#define CAD_VM_NSLOTS    64     /* spill slots of 64 bits, per element */
 #define CAD_VM_MAX_ELEM  256
 #define CAD_VM_MAX_INSNS 4096   /* instructions of one operator, at most */
 
@@ -277,9 +278,13 @@ struct cad_user_op {
  * The reduction VM applies one operator to one element pair: `in` (read
  * only) and `inout` (read and written).  Registers r0..r15 are 64-bit; all
  * are undefined at entry, and reading one before it is written on every
- * path is rejected.  Integers live in a register extended as their C type
- * says (the compiler emits SEXT/ZEXT); a double is its IEEE bits; a float
- * is its IEEE bits in the low 32 bits with the upper 32 bits zero.
+ * path is rejected.  Spill slots s0..s63 hold 64 bits each, per element,
+ * where a register allocator keeps values it has no register for; like
+ * the registers they are undefined at entry, and a FILL of a slot not
+ * written on every path to it is rejected.  Integers live in a register
+ * extended as their C type says (the compiler emits SEXT/ZEXT); a double
+ * is its IEEE bits; a float is its IEEE bits in the low 32 bits with the
+ * upper 32 bits zero.
  *
  * Instruction formats (cad_vm_insn fields not listed must be 0):
  *   EXIT   -                 end of the operator for this element
@@ -295,6 +300,8 @@ struct cad_user_op {
  *   BIN    dst, a, b         r[dst] = f(r[a], r[b])
  *   CMP    dst, a, b         r[dst] = r[a] op r[b] ? 1 : 0 (encoded as BIN)
  *   SEL    dst, a, b, imm    r[dst] = r[a] != 0 ? r[b] : r[imm]
+ *   SPILL  a, imm            slot[imm] = r[a], 0 <= imm < CAD_VM_NSLOTS
+ *   FILL   dst, imm          r[dst] = slot[imm], 0 <= imm < CAD_VM_NSLOTS
  *
  * Semantics that C leaves undefined are defined here, as on x86-64:
  * integer arithmetic wraps; DIV by 0 gives 0 and MOD by 0 gives the
@@ -302,11 +309,19 @@ struct cad_user_op {
  * shift counts are taken mod 64.  Float to integer conversion truncates;
  * NaN and out-of-range give the "integer indefinite" 0x80..0 of the
  * target width (CVT_U64_* follows gcc's x86-64 sequence).  Compares give
- * 0 or 1; FNE is true on NaN.  FMIN is a <= b ? a : a > b ? b : (b is NaN
- * ? a : b), FMAX the same with >= and <: C's fmin/fmax where C defines
- * them (a NaN operand yields the other one), and the first operand where
- * C leaves it open (fmin(+0, -0), on which glibc's answer even changes
- * with the optimisation level).
+ * 0 or 1; FNE is true on NaN.
+ *
+ * NaNs are as x86-64 SSE code gives them (gcc -O2, glibc).  A float
+ * operation (FADD FSUB FMUL FDIV and the S forms) with one NaN operand
+ * gives that NaN, quieted; with two NaN operands the result is the first
+ * operand's NaN, quieted, as SSE's addsd does; FSQRT of a signalling NaN
+ * quiets it; CVT_F64_F32 and CVT_F32_F64 keep a NaN's payload as
+ * cvtss2sd and cvtsd2ss do (quieted, widened or truncated).  FNEG and
+ * FABS only change the sign bit.  FMIN is glibc's fmin (FMAX its fmax,
+ * SMIN/SMAX fminf/fmaxf): with ordered operands minsd's a < b ? a : b
+ * (so fmin(+0, -0) is -0, the second operand, as maxsd's a > b ? a : b
+ * makes fmax(+0, -0) -0); a quiet NaN operand yields the other operand;
+ * a signalling NaN operand, or two NaNs, give a + b: the NaN as above.
  *
  * X(NAME, value, format, access width in bytes, "mnemonic")
  */
@@ -326,6 +341,8 @@ struct cad_user_op {
 	X(ST_16,       0x19, ST,    2, "st.16")                         \
 	X(ST_32,       0x1a, ST,    4, "st.32")                         \
 	X(ST_64,       0x1b, ST,    8, "st.64")                         \
+	X(SPILL,       0x1c, SPILL, 8, "spill")                         \
+	X(FILL,        0x1d, FILL,  8, "fill")                          \
 	X(MOVI,        0x20, MOVI,  0, "movi")                          \
 	X(LDK,         0x21, LDK,   0, "ldk")                           \
 	X(MOV,         0x22, UN,    0, "mov")                           \
@@ -444,6 +461,7 @@ struct cad_vm_insn {
 #define CAD_FEAT_STATUS_PAGE (1ull << 1)  /* completion in an mmapped page */
 #define CAD_FEAT_POLL        (1ull << 2)  /* poll() and read() on completions */
 #define CAD_FEAT_USER_OPS    (1ull << 3)  /* the reduction VM runs in the kernel */
+#define CAD_FEAT_VM_SLOTS    (1ull << 4)  /* the VM has SPILL, FILL and CAD_VM_NSLOTS */
 
 struct cad_ioc_version {
 	__u32 size;

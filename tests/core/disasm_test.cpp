@@ -52,10 +52,11 @@ TEST(Disasm, EveryNodeKindAndInstructionFormat) {
       {CAD_VM_LD_64, 0, 0, 0, 0},  {CAD_VM_LD_I32, 1, 1, 0, 8}, {CAD_VM_JZ, 0, 1, 0, 2},
       {CAD_VM_MOVI, 2, 0, 0, -7},  {CAD_VM_JA, 0, 0, 0, 1},     {CAD_VM_LDK, 2, 0, 0, 0},
       {CAD_VM_FNEG, 3, 0, 0, 0},   {CAD_VM_FADD, 4, 3, 0, 0},   {CAD_VM_SEL, 5, 1, 4, 2},
-      {CAD_VM_ST_64, 0, 5, 0, 0},  {CAD_VM_EXIT, 0, 0, 0, 0},
+      {CAD_VM_SPILL, 0, 5, 0, 63}, {CAD_VM_FILL, 6, 0, 0, 63},  {CAD_VM_ST_64, 0, 6, 0, 0},
+      {CAD_VM_EXIT, 0, 0, 0, 0},
   };
   const __u64 consts[] = {0x4000000000000000ull};
-  const cad_user_op op = {14, 16, 0, 11, 0, 1, 0, 1};
+  const cad_user_op op = {14, 16, 0, 13, 0, 1, 0, 1};
   cad_image_desc d{};
   d.rank = 1;
   d.nranks = 3;
@@ -70,7 +71,7 @@ TEST(Disasm, EveryNodeKindAndInstructionFormat) {
   d.ops = &op;
   d.n_ops = 1;
   d.code = code;
-  d.n_code = 11;
+  d.n_code = 13;
   d.consts = consts;
   d.n_consts = 1;
   d.lines = lines;
@@ -101,8 +102,10 @@ TEST(Disasm, EveryNodeKindAndInstructionFormat) {
             "     6: fneg r3, r0\n"
             "     7: fadd r4, r3, r0\n"
             "     8: sel r5, r1 ? r4 : r2\n"
-            "     9: st.64 inout+0, r5\n"
-            "    10: exit\n");
+            "     9: spill s63, r5\n"
+            "    10: fill r6, s63\n"
+            "    11: st.64 inout+0, r6\n"
+            "    12: exit\n");
   char line[128];
   EXPECT_EQ(cad_disasm_node(&p, 5, line, sizeof(line)), 65);
   EXPECT_STREQ(line, "node 5 send b1[0:64] -> rank 0 tag 1 receiver-reads   ; t.cad:9:1");

@@ -151,6 +151,62 @@ static __u64 cvt_u64_gcc(double x)
 	return (__u64)x;  /* gcc's x86-64 sequence, which the ABI adopts */
 }
 
+/* NaNs as SSE's addsd gives them: a NaN operand quieted, the first of two;
+ * otherwise r, the operation's result. */
+static __u64 sse_nan64(__u64 a, __u64 b, __u64 r)
+{
+	const __u64 mag = 0x7fffffffffffffffull, inf = 0x7ff0000000000000ull;
+
+	if ((a & mag) > inf)
+		return a | 0x0008000000000000ull;
+	if ((b & mag) > inf)
+		return b | 0x0008000000000000ull;
+	return r;
+}
+
+static __u64 sse_nan32(__u64 a, __u64 b, __u64 r)
+{
+	const __u32 x = (__u32)a, y = (__u32)b;
+
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return x | 0x00400000u;
+	if ((y & 0x7fffffffu) > 0x7f800000u)
+		return y | 0x00400000u;
+	return r;
+}
+
+/* glibc's fmin/fmax (x86-64, s_fmin.S): with ordered operands minsd's
+ * (maxsd's) choice, lt: whether to take a; with a NaN, a + b when either
+ * NaN is signalling or both are NaNs, else the operand that is not NaN. */
+static __u64 glibc_minmax(__u64 a, __u64 b, bool a_nan, bool b_nan, bool a_snan, bool b_snan,
+			  bool take_a, __u64 sum)
+{
+	if (!a_nan && !b_nan)
+		return take_a ? a : b;
+	if ((a_nan && b_nan) || a_snan || b_snan)
+		return sum;
+	return a_nan ? b : a;
+}
+
+static __u64 glibc_fminmax64(__u64 a, __u64 b, bool max)
+{
+	const double x = d_of(a), y = d_of(b);
+	const bool an = x != x, bn = y != y;
+
+	return glibc_minmax(a, b, an, bn, an && !(a & 0x0008000000000000ull),
+			    bn && !(b & 0x0008000000000000ull), max ? x > y : x < y,
+			    sse_nan64(a, b, 0));
+}
+
+static __u64 glibc_fminmax32(__u64 a, __u64 b, bool max)
+{
+	const float x = f_of(a), y = f_of(b);
+	const bool an = x != x, bn = y != y;
+
+	return glibc_minmax((__u32)a, (__u32)b, an, bn, an && !(a & 0x00400000u),
+			    bn && !(b & 0x00400000u), max ? x > y : x < y, sse_nan32(a, b, 0));
+}
+
 __u64 cad_ref_vm_op_fpu(unsigned int code, __u64 a, __u64 b)
 {
 	const __s64 sa = (__s64)a, sb = (__s64)b;
@@ -196,49 +252,28 @@ __u64 cad_ref_vm_op_fpu(unsigned int code, __u64 a, __u64 b)
 	case CAD_VM_LE_S:   return sa <= sb;
 	case CAD_VM_LT_U:   return a < b;
 	case CAD_VM_LE_U:   return a <= b;
-	case CAD_VM_FADD:   return d_bits(da + db);
-	case CAD_VM_FSUB:   return d_bits(da - db);
-	case CAD_VM_FMUL:   return d_bits(da * db);
-	case CAD_VM_FDIV:   return d_bits(da / db);
-	/* the ABI's fmin/fmax: C's, and the first operand where C is silent */
-	case CAD_VM_FMIN:
-		if (da <= db)
-			return a;
-		if (da > db)
-			return b;
-		return db != db ? a : b;
-	case CAD_VM_FMAX:
-		if (da >= db)
-			return a;
-		if (da < db)
-			return b;
-		return db != db ? a : b;
+	case CAD_VM_FADD:   return sse_nan64(a, b, d_bits(da + db));
+	case CAD_VM_FSUB:   return sse_nan64(a, b, d_bits(da - db));
+	case CAD_VM_FMUL:   return sse_nan64(a, b, d_bits(da * db));
+	case CAD_VM_FDIV:   return sse_nan64(a, b, d_bits(da / db));
+	case CAD_VM_FMIN:   return glibc_fminmax64(a, b, false);
+	case CAD_VM_FMAX:   return glibc_fminmax64(a, b, true);
 	case CAD_VM_FNEG:   return d_bits(-da);
 	case CAD_VM_FABS:   return d_bits(__builtin_fabs(da));
-	case CAD_VM_FSQRT:  return d_bits(__builtin_sqrt(da));
+	case CAD_VM_FSQRT:  return sse_nan64(a, a, d_bits(__builtin_sqrt(da)));
 	case CAD_VM_FEQ:    return da == db;
 	case CAD_VM_FNE:    return da != db;
 	case CAD_VM_FLT:    return da < db;
 	case CAD_VM_FLE:    return da <= db;
-	case CAD_VM_SADD:   return f_bits(fa + fb);
-	case CAD_VM_SSUB:   return f_bits(fa - fb);
-	case CAD_VM_SMUL:   return f_bits(fa * fb);
-	case CAD_VM_SDIV:   return f_bits(fa / fb);
-	case CAD_VM_SMIN:
-		if (fa <= fb)
-			return (__u32)a;
-		if (fa > fb)
-			return (__u32)b;
-		return (__u32)(fb != fb ? a : b);
-	case CAD_VM_SMAX:
-		if (fa >= fb)
-			return (__u32)a;
-		if (fa < fb)
-			return (__u32)b;
-		return (__u32)(fb != fb ? a : b);
+	case CAD_VM_SADD:   return sse_nan32(a, b, f_bits(fa + fb));
+	case CAD_VM_SSUB:   return sse_nan32(a, b, f_bits(fa - fb));
+	case CAD_VM_SMUL:   return sse_nan32(a, b, f_bits(fa * fb));
+	case CAD_VM_SDIV:   return sse_nan32(a, b, f_bits(fa / fb));
+	case CAD_VM_SMIN:   return glibc_fminmax32(a, b, false);
+	case CAD_VM_SMAX:   return glibc_fminmax32(a, b, true);
 	case CAD_VM_SNEG:   return f_bits(-fa);
 	case CAD_VM_SABS:   return (__u32)a & 0x7fffffffu;
-	case CAD_VM_SSQRT:  return f_bits(__builtin_sqrtf(fa));
+	case CAD_VM_SSQRT:  return sse_nan32(a, a, f_bits(__builtin_sqrtf(fa)));
 	case CAD_VM_SEQ:    return fa == fb;
 	case CAD_VM_SNE:    return fa != fb;
 	case CAD_VM_SLT:    return fa < fb;
@@ -254,8 +289,16 @@ __u64 cad_ref_vm_op_fpu(unsigned int code, __u64 a, __u64 b)
 	case CAD_VM_CVT_S64_F32: return (__u64)(__s64)fa;
 	case CAD_VM_CVT_U64_F32: return cvt_u64_gcc(fa);
 	case CAD_VM_CVT_S32_F32: return (__u64)(__s64)(__s32)fa;
-	case CAD_VM_CVT_F64_F32: return d_bits((double)fa);
-	case CAD_VM_CVT_F32_F64: return f_bits((float)da);
+	/* a NaN's payload as cvtss2sd and cvtsd2ss keep it, quieted */
+	case CAD_VM_CVT_F64_F32:
+		if (fa != fa)
+			return (a & 0x80000000u) << 32 | 0x7ff8000000000000ull |
+			       (a & 0x003fffffu) << 29;
+		return d_bits((double)fa);
+	case CAD_VM_CVT_F32_F64:
+		if (da != da)
+			return (a >> 32 & 0x80000000u) | 0x7fc00000u | (a >> 29 & 0x003fffffu);
+		return f_bits((float)da);
 	}
 	return 0xdeadbeefdeadbeefull;
 }

@@ -54,6 +54,8 @@ TEST(Tables, VmOpcodesHaveFormatsAndUniqueMnemonics) {
     if (f == CAD_VMF_LD || f == CAD_VMF_ST) {
       EXPECT_TRUE(w == 1 || w == 2 || w == 4 || w == 8) << name;
       EXPECT_NE(name.find(std::to_string(w * 8)), std::string::npos) << name;
+    } else if (f == CAD_VMF_SPILL || f == CAD_VMF_FILL) {
+      EXPECT_EQ(w, 8u) << name;  // a slot holds 64 bits
     } else {
       EXPECT_EQ(w, 0u) << name;
     }

@@ -11,7 +11,11 @@
  *   narrow-*, wide-*  the 32-bit lane mode and programs just outside it,
  *            against a one-element reference interpreter (see below);
  *   dot2-*   the products a * b +- c * d that 64-bit lanes run as one loop,
- *            and the programs whose FMULs must not be deferred, against it.
+ *            and the programs whose FMULs must not be deferred, against it;
+ *   spill-*  SPILL and FILL in every mode: narrow, wide with views, lane by
+ *            lane after a divergent jump, around deferred products;
+ *   nan-*    NaN payloads, quiet and signalling, through every mode: the
+ *            first operand's NaN of two, as SSE gives it, bit for bit.
  */
 #include "selftest.h"
 #include "ref_fpu.h"
@@ -31,8 +35,12 @@ static const __u64 specials[] = {
 	0xfff8000000000001ull, 0x43e0000000000000ull, 0x43f0000000000000ull,
 	0xc3e0000000000001ull, 0x41e65a0bc0000000ull, 0xc1e65a0bc0000000ull,
 	0x41e0000000000000ull,
-	/* floats in the low half: 1.5f, -0f, inf, NaN, 3e9f, 2^63f, 1e-45f */
+	/* NaNs with payloads: signalling of both signs, quiet */
+	0x7ff0000000000001ull, 0xfff4000000000abcull, 0x7ff800000000deadull,
+	/* floats in the low half: 1.5f, -0f, inf, NaN, 3e9f, 2^63f, 1e-45f;
+	 * NaNs with payloads: signalling of both signs, quiet and negative */
 	0x3fc00000, 0x80000000, 0x7f800000, 0x7fc00000, 0x4f32d05e, 0x5f000000, 0x00000001,
+	0x7fa00001, 0xff800123, 0xffc00abc,
 };
 #define NS CAD_ARRAY_SIZE(specials)
 
@@ -116,23 +124,6 @@ static int build(struct cad_tctx *t, const struct cad_vm_insn *code, __u32 n_cod
 	return build_node(t, code, n_code, consts, n_consts, esz, count, false, prog);
 }
 
-/* The datatype of an opcode's computed float result, or 0 (results that
- * are copies, bit operations or integers must match exactly).  Two NaNs
- * may differ in payload when the compiler commutes an operation. */
-static unsigned int float_result(unsigned int code)
-{
-	switch (code) {
-	case CAD_VM_FADD: case CAD_VM_FSUB: case CAD_VM_FMUL: case CAD_VM_FDIV:
-	case CAD_VM_FSQRT: case CAD_VM_CVT_F64_F32:
-		return CAD_DT_DOUBLE;
-	case CAD_VM_SADD: case CAD_VM_SSUB: case CAD_VM_SMUL: case CAD_VM_SDIV:
-	case CAD_VM_SSQRT: case CAD_VM_CVT_F32_F64:
-		return CAD_DT_FLOAT;
-	default:
-		return 0;
-	}
-}
-
 static int run_unbin(struct cad_tctx *t, unsigned int code)
 {
 	const bool unary = cad_vm_opcode_format(code) == CAD_VMF_UN;
@@ -157,8 +148,7 @@ static int run_unbin(struct cad_tctx *t, unsigned int code)
 	cad_fpu_begin();  /* one section for the whole comparison */
 	for (i = 0; i < count; i++) {
 		want = cad_ref_vm_op_fpu(code, in[i], orig[i]);
-		if (io[i] != want &&
-		    !(float_result(code) && cad_ref_same_fpu(float_result(code), &io[i], &want)))
+		if (io[i] != want)  /* NaNs too, bit for bit */
 			break;
 	}
 	cad_fpu_end();
@@ -328,8 +318,10 @@ static int run_uniform(struct cad_tctx *t)
 #define MOVI(d, k)         I(CAD_VM_MOVI, d, 0, 0, k)
 #define LDK(d, k)          I(CAD_VM_LDK, d, 0, 0, k)
 #define SEL(d, c, x, y)    I(CAD_VM_SEL, d, c, x, y)
+#define SPILL(k, r)        I(CAD_VM_SPILL, 0, r, 0, k)
+#define FILL(d, k)         I(CAD_VM_FILL, d, 0, 0, k)
 #define EXIT               I(CAD_VM_EXIT, 0, 0, 0, 0)
-#define NMAX_CODE 24
+#define NMAX_CODE 28
 
 /* 32-bit halves of the elements: all pairs come in the first N32^2. */
 static const __u32 edges32[] = {
@@ -368,7 +360,7 @@ static void fill_edges(__u8 *p, __u64 count, __u32 esz, unsigned int which, __u6
 static void ref_vm_elem(const struct cad_vm_insn *code, __u32 n, const __u64 *consts,
 			__u8 *io, const __u8 *in)
 {
-	__u64 r[CAD_VM_NREGS] = { 0 };
+	__u64 r[CAD_VM_NREGS] = { 0 }, slot[CAD_VM_NSLOTS] = { 0 };
 	__u32 pc;
 
 	for (pc = 0; pc < n; pc++) {
@@ -409,6 +401,12 @@ static void ref_vm_elem(const struct cad_vm_insn *code, __u32 n, const __u64 *co
 		case CAD_VM_SEL:
 			r[x->dst] = r[x->a] ? r[x->b] : r[(__u32)x->imm];
 			break;
+		case CAD_VM_SPILL:
+			slot[x->imm] = r[x->a];
+			break;
+		case CAD_VM_FILL:
+			r[x->dst] = slot[x->imm];
+			break;
 		default:  /* UN, BIN, CMP */
 			r[x->dst] = cad_ref_vm_op_fpu(x->code, r[x->a], r[x->b]);
 			break;
@@ -425,27 +423,41 @@ static __u64 chunk_at(const __u8 *p, __u64 elem_start, __u64 elem_end, __u64 k)
 	return v;
 }
 
-/* Whether the 8-byte field at byte k of the element at byte s holds a NaN
- * in both results.  Which NaN an operation on two NaNs gives follows the
- * order gcc put its operands in, in the interpreter and the reference
- * alike (C leaves it open). */
-static bool both_nan(const __u8 *a, const __u8 *b, __u64 s, __u32 esz, __u64 k)
-{
-	const __u64 at = k - (k - s) % 8, mag = ~0ull >> 1, inf = 0x7ff0000000000000ull;
-	__u64 x, y;
+/* Floating-point operands: doubles, and floats in the low half of a zero
+ * high half; NaNs of both kinds and signs, with payloads. */
+static const __u64 fp_edges[] = {
+	0, 0x8000000000000000ull, 0x3ff8000000000000ull, 0xc002000000000000ull,
+	0x7ff0000000000000ull, 0xfff0000000000000ull, 0x0000000000000001ull,
+	0x7fefffffffffffffull, 0x7ff8000000000000ull, 0xfff8000000000123ull,
+	0x7ff800000000deadull, 0x7ff0000000000001ull, 0xfff4000000000abcull,
+	0x7ff7ffffffffffffull,
+	0x3fc00000, 0x80000000, 0x7f800000, 0xff800000, 0x00000001, 0x7fc00000,
+	0xffc00abc, 0x7fc0dead, 0x7fa00001, 0xff800123,
+};
+#define NFP CAD_ARRAY_SIZE(fp_edges)
 
-	if (at + 8 > s + esz)
-		return false;
-	cad_memcpy(&x, a + at, 8);
-	cad_memcpy(&y, b + at, 8);
-	return (x & mag) > inf && (y & mag) > inf;
+/* As fill_edges, for floating-point code: the 8-byte fields of in and
+ * inout take all pairs of fp_edges in the first NFP^2 elements, then
+ * random picks (or random bits). */
+static void fill_fp(__u8 *p, __u64 count, __u32 esz, unsigned int which, __u64 *rng)
+{
+	__u64 i, c, v;
+
+	for (i = 0; i < count; i++)
+		for (c = 0; c * 8 < esz; c++) {
+			if (i < NFP * NFP)
+				v = fp_edges[(which ? i / NFP + 3 * c : i + 5 * c) % NFP];
+			else if ((v = cad_trand(rng)) & 3)
+				v = fp_edges[(v >> 2) % NFP];
+			cad_memcpy(p + i * esz + c * 8, &v, esz - c * 8 < 8 ? esz - c * 8 : 8);
+		}
 }
 
-/* One program at esz over count elements, apart or in place; nan_any:
- * any NaN matches any NaN in an 8-byte field (floating-point code). */
+/* One program at esz over count elements, apart or in place; fp: its
+ * inputs from fp_edges (floating-point code).  Bit for bit, NaNs too. */
 static int run_narrow_once(struct cad_tctx *t, const char *name, const struct cad_vm_insn *code,
 			   __u32 n, const __u64 *consts, __u32 n_consts, __u32 esz, __u64 count,
-			   bool in_place, bool nan_any)
+			   bool in_place, bool fp)
 {
 	const __u64 bytes = count * esz, mark = t->work_used;
 	__u8 *in = cad_talloc(t, bytes), *io = cad_talloc(t, bytes);
@@ -456,8 +468,8 @@ static int run_narrow_once(struct cad_tctx *t, const char *name, const struct ca
 	T_CHECK(t, in && io && orig && want, "out of work memory");
 	if (build_node(t, code, n, consts, n_consts, esz, count, in_place, &prog))
 		return -1;
-	fill_edges(in, count, esz, 0, &rng);
-	fill_edges(io, count, esz, 1, &rng);
+	(fp ? fill_fp : fill_edges)(in, count, esz, 0, &rng);
+	(fp ? fill_fp : fill_edges)(io, count, esz, 1, &rng);
 	cad_memcpy(orig, io, (size_t)bytes);
 	cad_memcpy(want, io, (size_t)bytes);
 	cad_reduce(&prog, &prog.nodes[0], io, in_place ? io : in, t->vm_scratch);
@@ -465,14 +477,8 @@ static int run_narrow_once(struct cad_tctx *t, const char *name, const struct ca
 	for (i = 0; i < count; i++)
 		ref_vm_elem(code, n, consts, want + i * esz, in_place ? want + i * esz : in + i * esz);
 	cad_fpu_end();
-	for (k = 0; k < bytes; k++) {
-		if (io[k] == want[k])
-			continue;
-		s = k - k % esz;
-		if (!nan_any || !both_nan(io, want, s, esz, k))
-			break;
-		k += 7 - (k - s) % 8;  /* the rest of the field */
-	}
+	for (k = 0; k < bytes && io[k] == want[k]; k++)
+		;
 	if (k == bytes) {
 		t->work_used = mark;
 		return 0;
@@ -491,7 +497,7 @@ static int run_narrow_once(struct cad_tctx *t, const char *name, const struct ca
 
 /* At esz and esz + 3, all counts, apart and in place. */
 static int run_narrow_prog(struct cad_tctx *t, const char *name, const struct cad_vm_insn *code,
-			   __u32 n, const __u64 *consts, __u32 n_consts, __u32 esz, bool nan_any)
+			   __u32 n, const __u64 *consts, __u32 n_consts, __u32 esz, bool fp)
 {
 	unsigned int e, c, p;
 
@@ -499,7 +505,7 @@ static int run_narrow_prog(struct cad_tctx *t, const char *name, const struct ca
 		for (c = 0; c < CAD_ARRAY_SIZE(narrow_counts); c++)
 			for (p = 0; p < 2; p++)
 				if (run_narrow_once(t, name, code, n, consts, n_consts, esz + 3 * e,
-						    narrow_counts[c], p, nan_any))
+						    narrow_counts[c], p, fp))
 					return -1;
 	return 0;
 }
@@ -645,7 +651,7 @@ struct narrow_prog {
 	struct cad_vm_insn code[NMAX_CODE];
 	__u32 n_consts;
 	__u64 consts[4];
-	bool nan_any;  /* floating point: see run_narrow_once */
+	bool fp;  /* floating point: see run_narrow_once */
 };
 
 #define NPROG(nm, esz, ...) { .name = nm, .elem_size = esz, \
@@ -656,7 +662,7 @@ struct narrow_prog {
 	.code = { __VA_ARGS__ }, .n_consts = 4, .consts = { k0, k1, k2, k3 } }
 #define FPROG(nm, esz, ...) { .name = nm, .elem_size = esz, \
 	.n_code = CAD_ARRAY_SIZE(((const struct cad_vm_insn[]){ __VA_ARGS__ })), \
-	.code = { __VA_ARGS__ }, .nan_any = true }
+	.code = { __VA_ARGS__ }, .fp = true }
 
 static const struct narrow_prog narrow_progs[] = {
 	/* narrow: MOVI of the 32-bit edges, into every op kind */
@@ -835,6 +841,76 @@ static const struct narrow_prog narrow_progs[] = {
 	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FSUB, 2, 0, 1), OP(FLT, 6, 0, 1),
 	      I(CAD_VM_JZ, 0, 6, 0, 1), OP(FMUL, 2, 0, 1), OP(FMUL, 3, 1, 1),
 	      OP(FADD, 4, 2, 3), ST(ST_64, 4, 0), EXIT),
+	/* spill, narrow: slots of narrow values (one W_LOW), the same slot
+	 * written twice, s63 (the shortest slot rows), a FILL that stores the
+	 * whole element at once */
+	NPROG("spill-narrow", 4,
+	      LD(LD_I32, 0, 0, 0), LD(LD_I32, 1, 1, 0), SPILL(63, 0), OP(MUL, 0, 0, 1),
+	      SPILL(1, 0), MOVI(0, 3), OP(ADD, 1, 1, 0), FILL(2, 1), OP(XOR, 1, 1, 2),
+	      FILL(3, 63), OP(ADD, 1, 1, 3), SPILL(1, 1), FILL(0, 63), OP(SUB, 0, 0, 1),
+	      SPILL(0, 0), FILL(4, 0), ST(ST_32, 4, 0), EXIT),
+	NPROG("spill-narrow-fields", 16,
+	      LD(LD_I16, 0, 0, 0), LD(LD_I32, 1, 1, 4), SPILL(5, 0), SPILL(6, 1),
+	      OP(LT_S, 2, 0, 1), SEL(0, 2, 0, 1), FILL(3, 5), FILL(4, 6), OP(SUB, 3, 3, 4),
+	      UN(SEXT32, 3, 3), ST(ST_64, 3, 0), ST(ST_32, 0, 8), FILL(1, 6), ST(ST_16, 1, 12),
+	      EXIT),
+	/* spill, wide: from views (the field under one then overwritten), a
+	 * FILL stored at once and one kept, a slot rewritten */
+	NPROG("spill-wide-views", 16,
+	      LD(LD_64, 0, 1, 0), SPILL(7, 0), LD(LD_64, 1, 0, 8), ST(ST_64, 1, 0),
+	      FILL(2, 7), ST(ST_64, 2, 8), LD(LD_64, 3, 1, 0), SPILL(7, 3), FILL(4, 7),
+	      OP(ADD, 5, 4, 2), ST(ST_64, 5, 0), EXIT),
+	NPROG("spill-wide-in-place", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 8), SPILL(0, 0), SPILL(1, 1), MOVI(0, 9),
+	      ST(ST_64, 0, 0), ST(ST_64, 0, 8), FILL(2, 1), FILL(3, 0), OP(SUB, 4, 2, 3),
+	      ST(ST_64, 4, 0), FILL(5, 0), ST(ST_64, 5, 8), EXIT),
+	/* spill, jumps: slots written on both paths of a divergent jump (lane
+	 * by lane from there), one written before it and read after */
+	NPROG("spill-jumps", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), SPILL(60, 1), OP(LT_U, 2, 0, 1),
+	      I(CAD_VM_JZ, 0, 2, 0, 2), SPILL(3, 0), I(CAD_VM_JA, 0, 0, 0, 1), SPILL(3, 1),
+	      MOVI(1, 0), FILL(4, 3), ST(ST_64, 4, 0), FILL(5, 60), OP(XOR, 5, 5, 4),
+	      ST(ST_64, 5, 8), EXIT),
+	/* spill, products: a SPILL reads a product (not deferred), a FILL
+	 * gives a product's operand, a FILL overwrites the operand of a
+	 * pending product (not deferred either) */
+	FPROG("spill-dot2", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FMUL, 2, 0, 1), SPILL(2, 2),
+	      LD(LD_64, 3, 0, 8), OP(FMUL, 4, 3, 1), OP(FADD, 5, 2, 4), ST(ST_64, 5, 0),
+	      FILL(6, 2), OP(FMUL, 7, 6, 0), OP(FMUL, 8, 1, 3), OP(FSUB, 9, 7, 8),
+	      ST(ST_64, 9, 8), EXIT),
+	FPROG("spill-dot2-operand-filled", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 8), SPILL(9, 1), LD(LD_64, 1, 1, 0),
+	      OP(FMUL, 2, 0, 1), FILL(0, 9), OP(FMUL, 3, 0, 1), OP(FADD, 4, 2, 3),
+	      ST(ST_64, 4, 8), EXIT),
+	/* nan: every binary float op of two loaded fields (views) stored at
+	 * once, and of copies in their own lanes kept in registers */
+	FPROG("nan-views", 64,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), OP(FADD, 2, 0, 1), ST(ST_64, 2, 16),
+	      OP(FMUL, 3, 1, 0), ST(ST_64, 3, 24), OP(FSUB, 4, 0, 1), ST(ST_64, 4, 32),
+	      OP(FDIV, 5, 1, 0), ST(ST_64, 5, 40), OP(FMIN, 6, 0, 1), ST(ST_64, 6, 48),
+	      OP(FMAX, 7, 1, 0), ST(ST_64, 7, 56), LD(LD_U32, 8, 0, 8), LD(LD_U32, 9, 1, 8),
+	      OP(SADD, 10, 8, 9), OP(SMUL, 11, 9, 8), OP(SMIN, 12, 8, 9), OP(SMAX, 13, 9, 8),
+	      ST(ST_32, 10, 0), ST(ST_32, 11, 4), ST(ST_32, 12, 8), ST(ST_32, 13, 12), EXIT),
+	FPROG("nan-own-lanes", 48,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), UN(MOV, 2, 0), UN(MOV, 3, 1),
+	      OP(FADD, 4, 2, 3), OP(FMUL, 5, 3, 2), OP(FSUB, 6, 2, 3), OP(FMIN, 7, 3, 2),
+	      OP(FMAX, 8, 2, 3), UN(FSQRT, 9, 2), UN(CVT_F32_F64, 10, 3), UN(CVT_F64_F32, 11, 2),
+	      ST(ST_64, 4, 0), ST(ST_64, 5, 8), ST(ST_64, 6, 16), ST(ST_64, 7, 24),
+	      OP(FADD, 7, 8, 9), ST(ST_64, 7, 32), UN(SSQRT, 12, 2), OP(SSUB, 12, 12, 10),
+	      ST(ST_32, 12, 40), ST(ST_32, 11, 44), EXIT),
+	/* nan: lane by lane, after a divergent jump (fp_edges has zeros) */
+	FPROG("nan-lanes", 48,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), LD(LD_64, 2, 0, 8),
+	      I(CAD_VM_JNZ, 0, 2, 0, 0), OP(FADD, 3, 0, 1), OP(FMUL, 4, 1, 0), OP(FMIN, 5, 0, 1),
+	      OP(FMAX, 6, 1, 0), OP(SADD, 7, 1, 0), OP(SMUL, 8, 0, 1), ST(ST_64, 3, 0),
+	      ST(ST_64, 4, 8), ST(ST_64, 5, 16), ST(ST_64, 6, 24), ST(ST_64, 7, 32),
+	      ST(ST_64, 8, 40), EXIT),
+	/* nan: (a * b) +- (c * d) as one loop, the products of NaN pairs */
+	FPROG("nan-dot2", 32,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), LD(LD_64, 2, 0, 8), LD(LD_64, 3, 1, 8),
+	      OP(FMUL, 4, 0, 1), OP(FMUL, 5, 3, 2), OP(FADD, 6, 4, 5), ST(ST_64, 6, 16),
+	      OP(FMUL, 4, 1, 0), OP(FMUL, 5, 2, 3), OP(FSUB, 6, 5, 4), ST(ST_64, 6, 24), EXIT),
 };
 #define N_NPROGS CAD_ARRAY_SIZE(narrow_progs)
 
@@ -843,7 +919,7 @@ static int run_narrow_named(struct cad_tctx *t, unsigned int i)
 	const struct narrow_prog *p = &narrow_progs[i];
 
 	return run_narrow_prog(t, p->name, p->code, p->n_code, p->n_consts ? p->consts : NULL,
-			       p->n_consts, p->elem_size, p->nan_any);
+			       p->n_consts, p->elem_size, p->fp);
 }
 
 /*

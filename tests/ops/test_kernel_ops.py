@@ -3,7 +3,8 @@
 - Differential: every operator of algorithms/ops/ and the generated ones of
   test_ops.py, loaded into cad.ko as a one-rank program (kop_run.c) over
   random elements biased to special values; the result must equal what the
-  same C compiled natively by gcc computed on the host.
+  same C compiled natively by gcc computed on the host.  Also the
+  hand-written spill_fill.cadop against its reference (spill_fill.py).
 - End to end: uop_check under cadrun with CADRT_ENGINE=kernel for N in
   {2, 3, 4, 8}: allreduce with complex multiply, affine composition (order
   checked) and maxloc, reduce at every root, reduce_scatter_block,
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import spill_fill
 from gen_ops import generate
 from test_op_corpus import NEEDS, NEEDS_KERNEL, corpus_files, expectation, params, prepare_corpus
 from test_ops import OPS, prepare
@@ -60,6 +62,18 @@ def test_user_ops_in_the_kernel(build_dir, tmp_path):
             fields = ",".join(f"{off}:{kind}" for off, kind in op["fields"])
             cases[f"kop_{name}"] = (f"kop_run /ops/{name}.img /ops/{name}.in /ops/{name}.io /ops/{name}.exp "
                                     f"{op['elem_size']} {fields}")
+    # SPILL and FILL, hand-written (spill_fill.py)
+    ins, ios = spill_fill.inputs(N_KERNEL, seed=12)
+    work = tmp_path / "spill_fill"
+    work.mkdir()
+    for kind, data in (("in", ins), ("io", ios), ("exp", spill_fill.expected(ins, ios))):
+        (work / kind).write_bytes(data)
+        vm.add_file(work / kind, f"/ops/spill_fill.{kind}")
+    subprocess.run([str(build_dir / "bin" / "op_tool"), "image", str(spill_fill.CADOP), spill_fill.NAME,
+                    str(N_KERNEL), str(work / "img")], check=True)
+    vm.add_file(work / "img", "/ops/spill_fill.img")
+    cases["kop_spill_fill"] = (f"kop_run /ops/spill_fill.img /ops/spill_fill.in /ops/spill_fill.io "
+                               f"/ops/spill_fill.exp {spill_fill.ESZ} {spill_fill.FIELDS}")
     for n in (2, 3, 4, 8):
         cases[f"uop_{n}"] = f"CADRT_ENGINE=kernel cadrun -n {n} --timeout 200 uop_check"
     run = run_cases(vm, cases, before="insmod /cad.ko", after=COUNT_AND_UNLOAD, timeout=900)

@@ -137,3 +137,14 @@ def test_generated_op_matches_native(build_dir, tmp_path, name, text):
         fields = [tuple(f) for f in op["fields"]]
         problem = differs(files["vm"].read_bytes(), files["native"].read_bytes(), op["elem_size"], fields)
         assert problem is None, f"{op['name']}: {problem}\n{text}"
+
+
+def test_spill_fill_by_hand(build_dir, tmp_path):
+    """A hand-written operator with SPILL and FILL (spill_fill.py): the
+    .cadop loader takes the opcodes and the VM gives the reference."""
+    import spill_fill as sf
+    ins, ios = sf.inputs(N, seed=11)
+    (tmp_path / "in").write_bytes(ins)
+    (tmp_path / "io").write_bytes(ios)
+    op_tool(build_dir, "vm", sf.CADOP, sf.NAME, tmp_path / "in", tmp_path / "io", tmp_path / "out")
+    assert (tmp_path / "out").read_bytes() == sf.expected(ins, ios)

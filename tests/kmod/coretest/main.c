@@ -9,6 +9,7 @@
  *   CADTEST SUMMARY passed=379 failed=0
  * tests/kmod/test_coretest.py boots a VM, loads this module and reads them.
  */
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -28,10 +29,10 @@ static int __init cad_coretest_init(void)
 		return -ENOMEM;
 	t->work = vmalloc(CAD_TWORK_SIZE);
 	t->work_size = CAD_TWORK_SIZE;
-	t->vm_scratch = kmalloc(CAD_VM_SCRATCH_SIZE, GFP_KERNEL);
+	t->vm_scratch = kvmalloc(CAD_VM_SCRATCH_SIZE, GFP_KERNEL);  /* 188 KiB */
 	if (!t->work || !t->vm_scratch) {
 		vfree(t->work);
-		kfree(t->vm_scratch);
+		kvfree(t->vm_scratch);
 		kfree(t);
 		return -ENOMEM;
 	}
@@ -50,7 +51,7 @@ static int __init cad_coretest_init(void)
 	}
 	pr_info("CADTEST SUMMARY passed=%u failed=%u\n", passed, failed);
 	vfree(t->work);
-	kfree(t->vm_scratch);
+	kvfree(t->vm_scratch);
 	kfree(t);
 	return 0;
 }
