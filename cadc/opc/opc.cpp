@@ -39,12 +39,6 @@
 
 #include "cad_core.h"
 
-#ifndef CAD_VM_NSLOTS  // TEMP until the VM branch lands
-#define CAD_VM_NSLOTS 64
-#define CAD_VM_SPILL 0x1c
-#define CAD_VM_FILL 0x1d
-#endif
-
 #ifndef CAD_CLANG_RESOURCE_DIR
 #error "CAD_CLANG_RESOURCE_DIR must name clang's resource directory"
 #endif
@@ -1392,7 +1386,7 @@ class Lowering {
         if (r->getRetValue()) fail(Code::OpSignature, s->getBeginLoc(), "an operator returns nothing");
         return kLeft;
       }
-      const Frame &f = frames_.back();
+      const Frame f = frames_.back();  // a copy: the value may inline calls, which grow frames_
       VK k;
       const std::vector<int32_t> vals =
           scalar_kind(f.ret_type, &k) ? std::vector<int32_t>{rv(r->getRetValue())} : agg(r->getRetValue());

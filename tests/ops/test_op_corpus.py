@@ -77,33 +77,14 @@ SEED = 20261207
 N_RANDOM = 600
 
 # Files that need gcc flags beyond test_ops.NATIVE_FLAGS.
-NATIVE_EXTRA = {"shadow_sqrt_fabs": ["-fno-builtin"]}
+# gcc takes fmin/fmax (and their f forms) for commutative builtins and may
+# swap their arguments in the call to libm, so that two NaNs give the
+# other one: the reference for operators that pass NaNs to them is glibc
+# called in source order (-fno-builtin), which is the VM's semantics.
+NATIVE_EXTRA = {"shadow_sqrt_fabs": ["-fno-builtin"], "nan_fminmax": ["-fno-builtin"], "f32_math": ["-fno-builtin"]}
 
 # name -> (the work it waits for, why it fails against today's compiler).
-_HELPERS = "calls a helper function (E053 today): helpers are to be inlined"
-_TWO_NAN = ("a + or * of two NaNs gives the second operand's NaN, or the quiet one "
-            "rather than the signalling one's, where the first operand's is due")
-NEEDS: dict[str, tuple[str, str]] = {
-    **{n: ("frontend", _HELPERS) for n in (
-        "bitops_u64", "float_int_conv", "helper_early_return", "helper_gcd", "int_div_edges",
-        "loop_in_helper_struct", "sat_add")},
-    # these will also meet the two-NaN rule once they compile
-    **{n: ("frontend, vm", _HELPERS) for n in (
-        "affine_compose", "double_double", "helper_nested_calls", "helper_static_scalar",
-        "helper_struct_value", "vec3_norm")},
-    "clip8": ("frontend, vm", "E060 '16 values live' (no spilling yet)"),
-    "matmul4": ("frontend, vm", "E060 '16 values live' (no spilling yet)"),
-    "double_counter_loop": ("frontend", "E055 'depends on the data' for a constant-bound double counter"),
-    "inf_nan_consts": ("frontend, vm", "INFINITY/NAN/HUGE_VAL are E053 calls to __builtin_inff/nanf/huge_val"),
-    "shadow_fmax_static": ("frontend", "the file's own static fmax is taken for the math builtin"),
-    "shadow_sqrt_fabs": ("frontend, vm", "the file's own sqrt and fabs are taken for the math builtins"),
-    "shadow_fabsf_static": ("frontend", "the file's own static fabsf and fminf are taken for the builtins"),
-    **{n: ("vm", _TWO_NAN) for n in (
-        "arrays_in_struct", "complex_f32", "f32_math", "kahan", "mixed_fields", "nan_arith_f32", "nan_arith_f64",
-        "nested_loops", "signed_zero", "subnormals", "welford")},
-    "nan_fminmax": ("vm", "fmin/fmax return a signalling NaN as it is, or the other operand, where glibc "
-                          "returns a quiet NaN"),
-}
+NEEDS: dict[str, tuple[str, str]] = {}
 
 # In cad.ko only (its VM is built by the kernel's gcc, which may pick other
 # operands of a two-NaN + or * than the user-space build).
@@ -117,7 +98,7 @@ FIRST_OPERAND = {"nan_arith_f64": 0, "nan_arith_f32": 1}
 # Operators where gcc -O2 returns another NaN than the C source order for a
 # `+` or `*` of two NaNs (see the docstring): their NaN results are
 # expected as clang -O0 computes them.
-GCC_COMMUTES = {"arrays_in_struct", "complex_f32", "f32_math", "kahan", "nested_loops", "shadow_sqrt_fabs",
+GCC_COMMUTES = {"affine_compose", "double_double", "helper_struct_value", "arrays_in_struct", "complex_f32", "f32_math", "kahan", "nested_loops", "shadow_sqrt_fabs",
                 "signed_zero", "subnormals"}
 ORDER_FLAGS = ["-O0", "-fwrapv", "-ffp-contract=off", "-fno-strict-aliasing"]
 
