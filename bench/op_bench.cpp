@@ -4,7 +4,9 @@
 // interpreter as cadrt and cad.ko run it) against the same C files compiled
 // by gcc -O3 (op_native.c), over 1 MiB of elements, in one process,
 // repetitions interleaved.  Ratio = native time / interpreted time (1.0 is
-// as fast as native); target >= 0.5 for each.
+// as fast as native); target >= 0.5 for each.  The operators of bench/ops
+// (compiled into CAD_BENCH_OPS_DIR) need more values at once than the
+// VM's 16 registers: they measure spilling, target >= 0.4.
 //   op_bench [--lib FILE] [--json OUT] [--reps N]
 #include <time.h>
 
@@ -26,6 +28,8 @@ void native_complex_mul(void *inout, const void *in, size_t n);
 void native_dsum(void *inout, const void *in, size_t n);
 void native_maxloc(void *inout, const void *in, size_t n);
 void native_sat_add_i16(void *inout, const void *in, size_t n);
+void native_matmul4(void *inout, const void *in, size_t n);
+void native_clip8(void *inout, const void *in, size_t n);
 }
 
 namespace {
@@ -39,7 +43,16 @@ double now() {
 struct Case {
   const char *op;
   void (*native)(void *, const void *, size_t);
+  double target;
+  bool spills;  // from bench/ops, not the library
 };
+
+bool read_file(const std::string &path, std::string *text) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  text->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return true;
+}
 
 }  // namespace
 
@@ -62,21 +75,37 @@ int main(int argc, char **argv) {
     std::cerr << "op_bench: " << lib_path << ": " << (diags.empty() ? "cannot load" : diags.list()[0].message) << "\n";
     return 2;
   }
-  const Case cases[] = {{"complex_mul", native_complex_mul},
-                        {"maxloc", native_maxloc},
-                        {"sat_add_i16", native_sat_add_i16},
-                        {"dsum", native_dsum}};
+  const Case cases[] = {{"complex_mul", native_complex_mul, 0.5, false},
+                        {"maxloc", native_maxloc, 0.5, false},
+                        {"sat_add_i16", native_sat_add_i16, 0.5, false},
+                        {"dsum", native_dsum, 0.5, false},
+                        {"matmul4", native_matmul4, 0.4, true},
+                        {"clip8", native_clip8, 0.4, true}};
   const size_t bytes = size_t{1} << 20;
   std::mt19937_64 rng(42);
   std::vector<uint64_t> scratch(CAD_VM_SCRATCH_SIZE / 8 + 1);
   std::string results;
   for (const Case &c : cases) {
-    auto op = lib.find_op(c.op);
+    std::shared_ptr<const cad::UserOp> op;
+    if (c.spills) {
+      const std::string path = std::string(CAD_BENCH_OPS_DIR) + "/" + c.op + ".cadop";
+      std::string text, error;
+      std::vector<cad::UserOp> ops;
+      if (!read_file(path, &text) || !cad::read_cadop(text, &ops, &error) || ops.empty()) {
+        std::cerr << "op_bench: " << path << ": " << (error.empty() ? "cannot read" : error) << "\n";
+        return 2;
+      }
+      op = std::make_shared<const cad::UserOp>(ops[0]);
+    } else {
+      op = lib.find_op(c.op);
+    }
     if (!op) {
       std::cerr << "op_bench: the library has no operator " << c.op << "\n";
       return 2;
     }
     const size_t n = bytes / op->elem_size;
+    int spills = 0;
+    for (const cad_vm_insn &in : op->code) spills += in.code == CAD_VM_SPILL || in.code == CAD_VM_FILL;
     std::vector<uint64_t> image;
     std::string error;
     if (!cad::userop_image(*op, n * op->elem_size, &image, &error)) {
@@ -100,6 +129,16 @@ int main(int argc, char **argv) {
       const double e = static_cast<double>(rng() % 4001) / 1000.0 - 2.0;
       std::memcpy(&base[k], &e, 8);
     }
+    if (std::string(c.op) == "clip8")  // lanes in [-2, 2] (about half clipped), counts below 100
+      for (size_t e = 0; e + op->elem_size <= bytes; e += op->elem_size)
+        for (uint8_t *buf : {in.data(), base.data()}) {
+          for (int l = 0; l < 8; l++) {
+            const float f = static_cast<float>(rng() % 4001) / 1000.0f - 2.0f;
+            std::memcpy(&buf[e + 4 * l], &f, 4);
+          }
+          const int32_t k = static_cast<int32_t>(rng() % 100);
+          std::memcpy(&buf[e + 32], &k, 4);
+        }
     if (std::string(c.op) == "maxloc" || std::string(c.op) == "sat_add_i16")
       for (size_t k = 0; k < bytes; k += 2) {
         const uint16_t v = static_cast<uint16_t>(rng());
@@ -131,7 +170,7 @@ int main(int argc, char **argv) {
     const double med = sorted[sorted.size() / 2];
     std::printf("%-12s %3u B  interpreted/native: %.2fx (min %.2f, max %.2f)  native %.2f ns/elem, VM %.2f ns/elem  %s\n",
                 c.op, op->elem_size, med, sorted.front(), sorted.back(), tn_best * 1e9 / static_cast<double>(n),
-                tv_best * 1e9 / static_cast<double>(n), med >= 0.5 ? "target met" : "target >= 0.5 NOT met");
+                tv_best * 1e9 / static_cast<double>(n), med >= c.target ? "target met" : "target NOT met");
     std::string reps_json;
     for (double x : ratio) reps_json += (reps_json.empty() ? "" : ", ") + std::to_string(x);
     results += std::string(results.empty() ? "" : ",\n") + "    { \"name\": \"vm " + c.op +
@@ -139,8 +178,9 @@ int main(int argc, char **argv) {
                ", \"min\": " + std::to_string(sorted.front()) + ", \"max\": " + std::to_string(sorted.back()) +
                ", \"params\": { \"bytes\": " + std::to_string(bytes) + ", \"elements\": " + std::to_string(n) +
                ", \"elem_size\": " + std::to_string(op->elem_size) + ", \"instructions\": " +
-               std::to_string(op->code.size()) + " }, \"target\": \">= 0.5\", \"met\": " +
-               (med >= 0.5 ? "true" : "false") + ", \"repetitions\": [" + reps_json + "] }";
+               std::to_string(op->code.size()) + ", \"spills\": " + std::to_string(spills) +
+               " }, \"target\": \">= " + (c.target == 0.5 ? "0.5" : "0.4") + "\", \"met\": " +
+               (med >= c.target ? "true" : "false") + ", \"repetitions\": [" + reps_json + "] }";
   }
   if (!json.empty()) {
     char date[32];
