@@ -1735,9 +1735,10 @@ class Lowering {
     // when it is next needed, any other value is spilled to a slot (once:
     // values never change) and filled back.  On a tie, the value that
     // needs no spill goes.
-    auto grab = [&](size_t p, std::initializer_list<int32_t> keep) -> int {
+    auto grab = [&](size_t p, std::initializer_list<int32_t> keep, int avoid = -1) -> int {
       for (int r = 0; r < CAD_VM_NREGS; r++)
-        if (holder[r] < 0) return r;
+        if (holder[r] < 0 && r != avoid) return r;
+      if (avoid >= 0 && holder[avoid] < 0) return avoid;
       int best = -1;
       size_t best_use = 0;
       bool best_cheap = false;
@@ -1863,7 +1864,13 @@ class Lowering {
       // Operands whose last use this is free their registers first, so
       // that the result may take one of them.
       release_dead(p);
-      const int r = grab(p + 1, {n.a, n.b, n.c});
+      // A floating-point result written over its first operand makes the
+      // interpreter take its exact two-NaN path for every element (it
+      // needs the operand after the result): another register if one is
+      // free.
+      const bool fp = n.code >= CAD_VM_FADD && n.code <= CAD_VM_SSQRT &&
+                      cad_vm_opcode_format(n.code) == CAD_VMF_BIN;
+      const int r = grab(p + 1, {n.a, n.b, n.c}, fp ? static_cast<int>(in.a) : -1);
       in.dst = static_cast<uint8_t>(r);
       push(in);
       define(v, r);
