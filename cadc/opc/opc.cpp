@@ -266,33 +266,17 @@ const FunctionDecl *helper_of(const CallExpr *c) {
   return fd ? fd->getDefinition() : nullptr;
 }
 
-// The calls and variable references in an expression (no recursion).
-std::vector<const Stmt *> calls_and_refs(const Stmt *e) {
-  std::vector<const Stmt *> out;
-  std::vector<const Stmt *> stack{e};
+// The nodes under s of class T (and T's subclasses), without recursion:
+// the tree may be deep.
+template <typename T>
+std::vector<const T *> nodes_under(const Stmt *s) {
+  std::vector<const T *> out;
+  std::vector<const Stmt *> stack{s};
   while (!stack.empty()) {
     const Stmt *x = stack.back();
     stack.pop_back();
     if (!x) continue;
-    if (isa<CallExpr>(x) || isa<DeclRefExpr>(x)) out.push_back(x);
-    if (const auto *c = dyn_cast<CallExpr>(x)) {
-      for (const Expr *a : c->arguments()) stack.push_back(a);
-      continue;
-    }
-    for (const Stmt *c : x->children()) stack.push_back(c);
-  }
-  return out;
-}
-
-// The calls in a body, without recursion (bodies may be deep).
-std::vector<const CallExpr *> calls_in(const Stmt *body) {
-  std::vector<const CallExpr *> out;
-  std::vector<const Stmt *> stack{body};
-  while (!stack.empty()) {
-    const Stmt *x = stack.back();
-    stack.pop_back();
-    if (!x) continue;
-    if (const auto *c = dyn_cast<CallExpr>(x)) out.push_back(c);
+    if (const auto *t = dyn_cast<T>(x)) out.push_back(t);
     for (const Stmt *c : x->children()) stack.push_back(c);
   }
   std::reverse(out.begin(), out.end());
@@ -474,7 +458,7 @@ class Checker : public RecursiveASTVisitor<Checker> {
 void helpers_of(const FunctionDecl *f, std::vector<const FunctionDecl *> *path, std::set<const FunctionDecl *> *done,
                 std::vector<const FunctionDecl *> *order, std::vector<OpError> *errors) {
   path->push_back(f);
-  for (const CallExpr *c : calls_in(f->getBody())) {
+  for (const CallExpr *c : nodes_under<CallExpr>(f->getBody())) {
     const FunctionDecl *h = helper_of(c);
     if (!h) continue;
     auto on_path = std::find(path->begin(), path->end(), h);
@@ -1231,7 +1215,7 @@ class Lowering {
         store_leaves({space, 0, pd->getType()}, val_args[i], where);
       }
     }
-    Frame f{fd, rt->isVoidType() ? -1 : next_space_++, rt};
+    Frame f{rt->isVoidType() ? -1 : next_space_++, rt};
     frames_.push_back(f);
     const auto *body = cast<CompoundStmt>(fd->getBody());
     std::vector<const Stmt *> list(body->body_begin(), body->body_end());
@@ -1487,15 +1471,13 @@ class Lowering {
     // they were and the condition held, it holds for ever.
     std::vector<const VarDecl *> cond_vars;
     bool cond_scalars = cond != nullptr;
-    for (const Stmt *x : calls_and_refs(cond))
-      if (const auto *d = dyn_cast<DeclRefExpr>(x)) {
-        const auto *v = dyn_cast<VarDecl>(d->getDecl());
-        VK k;
-        if (v && locals_.count(v) && scalar_kind(v->getType(), &k)) cond_vars.push_back(v);
-        else if (!isa<EnumConstantDecl>(d->getDecl())) cond_scalars = false;
-      } else {
-        cond_scalars = false;  // a call
-      }
+    // (A call's callee is a reference to a function: no longer scalars.)
+    for (const DeclRefExpr *d : nodes_under<DeclRefExpr>(cond)) {
+      const auto *v = dyn_cast<VarDecl>(d->getDecl());
+      VK k;
+      if (v && locals_.count(v) && scalar_kind(v->getType(), &k)) cond_vars.push_back(v);
+      else if (!isa<EnumConstantDecl>(d->getDecl())) cond_scalars = false;
+    }
     std::vector<int32_t> before;
     auto cond_state = [&] {
       std::vector<int32_t> st;
@@ -1912,7 +1894,6 @@ class Lowering {
   std::map<const VarDecl *, PtrBind> ptrs_;
   std::map<std::tuple<uint8_t, uint64_t, uint64_t>, uint64_t> folded_;
   struct Frame {
-    const FunctionDecl *fn;
     int ret_space;  // -1: void
     QualType ret_type;
   };
