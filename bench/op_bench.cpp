@@ -4,9 +4,10 @@
 // interpreter as cadrt and cad.ko run it) against the same C files compiled
 // by gcc -O3 (op_native.c), over 1 MiB of elements, in one process,
 // repetitions interleaved.  Ratio = native time / interpreted time (1.0 is
-// as fast as native); target >= 0.5 for each.  The operators of bench/ops
-// (compiled into CAD_BENCH_OPS_DIR) need more values at once than the
-// VM's 16 registers: they measure spilling, target >= 0.4.
+// as fast as native); target >= 0.5 for each.  matmul4 (of the operator
+// corpus) and clip8 (bench/ops), compiled into CAD_BENCH_OPS_DIR, need
+// more values at once than the VM's 16 registers: they measure spilling,
+// target >= 0.4.
 //   op_bench [--lib FILE] [--json OUT] [--reps N]
 #include <time.h>
 
@@ -21,6 +22,7 @@
 
 #include "cad_core.h"
 #include "library.h"
+#include "source.h"
 #include "userop.h"
 
 extern "C" {
@@ -44,15 +46,9 @@ struct Case {
   const char *op;
   void (*native)(void *, const void *, size_t);
   double target;
-  bool spills;  // from bench/ops, not the library
+  bool spills;  // from CAD_BENCH_OPS_DIR, not the library
 };
 
-bool read_file(const std::string &path, std::string *text) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  text->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return true;
-}
 
 }  // namespace
 
@@ -91,8 +87,9 @@ int main(int argc, char **argv) {
       const std::string path = std::string(CAD_BENCH_OPS_DIR) + "/" + c.op + ".cadop";
       std::string text, error;
       std::vector<cad::UserOp> ops;
-      if (!read_file(path, &text) || !cad::read_cadop(text, &ops, &error) || ops.empty()) {
-        std::cerr << "op_bench: " << path << ": " << (error.empty() ? "cannot read" : error) << "\n";
+      if (!cad::read_file(path, cad::kMaxSourceBytes, &text, &error) || !cad::read_cadop(text, &ops, &error) ||
+          ops.empty()) {
+        std::cerr << "op_bench: " << path << ": " << (error.empty() ? "no operator" : error) << "\n";
         return 2;
       }
       op = std::make_shared<const cad::UserOp>(ops[0]);

@@ -1,5 +1,5 @@
 /* op_native.c - the operators of algorithms/ops/ compiled natively by gcc
- * (-O3), and those of bench/ops, applied over arrays: the reference of
+ * (-O3), and the spilling ones of bench/CMakeLists.txt, applied over arrays: the reference of
  * bench/op_bench.cpp. */
 #include <stddef.h>
 
@@ -7,7 +7,7 @@
 #include "../algorithms/ops/dsum.c"
 #include "../algorithms/ops/maxloc.c"
 #include "../algorithms/ops/sat_add_i16.c"
-#include "ops/matmul4.c"
+#include "../tests/ops/corpus/matmul4.c"
 #include "ops/clip8.c"
 
 #define LOOP(fn, T)                                                             \
@@ -23,5 +23,5 @@ LOOP(complex_mul, struct cplx)
 LOOP(dsum, double)
 LOOP(maxloc, struct dloc)
 LOOP(sat_add_i16, int16_t)
-LOOP(matmul4, struct mat4)
+LOOP(matmul4, struct m4)
 LOOP(clip8, struct clip8)
