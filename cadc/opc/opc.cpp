@@ -1687,7 +1687,11 @@ class Lowering {
     };
     std::vector<int32_t> reg_of(nodes_.size(), -1), slot_of(nodes_.size(), -1);
     int32_t holder[CAD_VM_NREGS], slot_holder[CAD_VM_NSLOTS];
+    // freed[r]: how many instructions had been emitted when register r was
+    // last released; -1 while it has never held a value.
+    long freed[CAD_VM_NREGS];
     std::fill(std::begin(holder), std::end(holder), -1);
+    std::fill(std::begin(freed), std::end(freed), -1L);
     std::fill(std::begin(slot_holder), std::end(slot_holder), -1);
     SourceLocation at = fd_->getLocation();  // of the statement whose code is emitted
     std::vector<cad_vm_insn> code;
@@ -1716,10 +1720,19 @@ class Lowering {
     // a constant or a load that no store overwrites is computed again
     // when it is next needed, any other value is spilled to a slot (once:
     // values never change) and filled back.  On a tie, the value that
-    // needs no spill goes.
+    // needs no spill goes.  With `avoid` (a floating-point result), the
+    // free register released longest ago is taken, never avoid itself
+    // when another is free: reusing a register just read would make the
+    // result overwrite an operand that the interpreter's fused plans (a
+    // deferred product, the NaN check) still need.
     auto grab = [&](size_t p, std::initializer_list<int32_t> keep, int avoid = -1) -> int {
+      int oldest = -1;
       for (int r = 0; r < CAD_VM_NREGS; r++)
-        if (holder[r] < 0 && r != avoid) return r;
+        if (holder[r] < 0 && r != avoid) {
+          if (avoid < 0) return r;
+          if (oldest < 0 || freed[r] < freed[oldest]) oldest = r;
+        }
+      if (oldest >= 0) return oldest;
       if (avoid >= 0 && holder[avoid] < 0) return avoid;
       int best = -1;
       size_t best_use = 0;
@@ -1756,6 +1769,7 @@ class Lowering {
       }
       reg_of[v] = -1;
       holder[best] = -1;
+      freed[best] = static_cast<long>(code.size());
       return best;
     };
     std::function<void(int32_t, size_t, std::initializer_list<int32_t>)> materialise;
@@ -1807,6 +1821,7 @@ class Lowering {
         if (holder[r] >= 0 && next_use(holder[r], p) == SIZE_MAX) {
           reg_of[holder[r]] = -1;
           holder[r] = -1;
+          freed[r] = static_cast<long>(code.size());
         }
       for (int k = 0; k < CAD_VM_NSLOTS; k++)
         if (slot_holder[k] >= 0 && next_use(slot_holder[k], p) == SIZE_MAX) {
@@ -1859,6 +1874,7 @@ class Lowering {
       if (next_use(v, p) == SIZE_MAX) {
         reg_of[v] = -1;
         holder[r] = -1;
+        freed[r] = static_cast<long>(code.size());
       }
     }
     cad_vm_insn exit_insn{};
