@@ -55,13 +55,15 @@ struct Case {
 int main(int argc, char **argv) {
   std::string lib_path = CAD_STD_LIBRARY, json;
   int reps = 15;
+  std::string only;  // --op: that case alone (for profiling)
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     if (a == "--lib" && i + 1 < argc) lib_path = argv[++i];
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--op" && i + 1 < argc) only = argv[++i];
     else {
-      std::cerr << "usage: op_bench [--lib FILE] [--json OUT] [--reps N]\n";
+      std::cerr << "usage: op_bench [--lib FILE] [--json OUT] [--reps N] [--op NAME]\n";
       return 2;
     }
   }
@@ -82,6 +84,7 @@ int main(int argc, char **argv) {
   std::vector<uint64_t> scratch(CAD_VM_SCRATCH_SIZE / 8 + 1);
   std::string results;
   for (const Case &c : cases) {
+    if (!only.empty() && only != c.op) continue;
     std::shared_ptr<const cad::UserOp> op;
     if (c.spills) {
       const std::string path = std::string(CAD_BENCH_OPS_DIR) + "/" + c.op + ".cadop";
