@@ -34,6 +34,8 @@
 		       * before it, which are skipped (ldop_plan) */
 #define NF_PAIR 0x8   /* per-pc flag: an NF_DOT2 stored at once, whose next
 		       * instruction run is another (pair_plan) */
+#define NF_MAC  0x10  /* per-pc flag: FADD/FSUB of a register and one
+		       * skipped FMUL */
 
 typedef __s8  s8_u  CAD_UNALIGNED;
 typedef __s16 s16_u CAD_UNALIGNED;
@@ -298,7 +300,7 @@ struct vm_scratch {
 	__u64 R[CAD_VM_NREGS][LANES];
 	__u64 S[CAD_VM_NSLOTS][LANES];    /* narrow mode: rows of 32-bit lanes */
 	__u16 after[CAD_VM_MAX_INSNS];    /* per pc: registers read after pc */
-	__u16 prod[CAD_VM_MAX_INSNS][2];  /* NF_DOT2 at pc: its operands' FMULs */
+	__u16 prod[CAD_VM_MAX_INSNS][2];  /* NF_DOT2, NF_MAC at pc: its operands' FMULs */
 	__u8 flags[CAD_VM_MAX_INSNS];     /* per pc: NF_* */
 };
 
@@ -314,7 +316,7 @@ struct vm_env {
 	__u64 (*R)[LANES];  /* register lanes */
 	__u64 (*S)[LANES];  /* spill slot lanes (never views) */
 	const __u16 *after; /* per pc: registers read after pc */
-	const __u16 (*prod)[2]; /* per NF_DOT2 pc: its FMULs */
+	const __u16 (*prod)[2]; /* per NF_DOT2, NF_MAC pc: its FMULs (NO_PC: none) */
 	const __u8 *flags;  /* per pc: NF_* */
 	__u32 nl;           /* narrow mode: 32-bit lanes per register */
 	const __u8 (*rmap)[4]; /* narrow mode, per pc: the rows its operands
@@ -421,7 +423,9 @@ static void reads_after(const struct cad_vm_insn *code, __u32 n, __u16 *after)
  * The wide plan's products: an FADD or FSUB whose operands are both
  * results of FMULs read by nothing else runs as one loop, (a * b) op
  * (c * d), with the products in CPU registers instead of lanes: the FMULs
- * are skipped (NF_SKIP), the sum (NF_DOT2) reads their operands.  Each
+ * are skipped (NF_SKIP), the sum (NF_DOT2) reads their operands.  With
+ * one such operand, x op (c * d) or (c * d) op x is one loop likewise
+ * (NF_MAC; prod names NO_PC for the register x).  Each
  * operation is still rounded on its own (the core is built with
  * -ffp-contract=off).  An FMUL at p is deferred to its reader q when
  * between them nothing reads its result or writes its operands or its
@@ -446,16 +450,21 @@ static void dot2_plan(const struct cad_vm_insn *code, __u32 count, const __u16 *
 	for (pc = 0; pc < count; pc++) {
 		const struct cad_vm_insn *in = &code[pc];
 		const __u32 rd = reads(in);
+		/* a product operand: pending, and dead after pc unless pc overwrites it */
+		const bool pa = pend[in->a] != NO_PC &&
+				(!(after[pc] & (1u << in->a)) || in->dst == in->a);
+		const bool pb = pend[in->b] != NO_PC &&
+				(!(after[pc] & (1u << in->b)) || in->dst == in->b);
 
 		if ((in->code == CAD_VM_FADD || in->code == CAD_VM_FSUB) && in->a != in->b &&
-		    pend[in->a] != NO_PC && pend[in->b] != NO_PC &&
-		    (!(after[pc] & (1u << in->a)) || in->dst == in->a) &&
-		    (!(after[pc] & (1u << in->b)) || in->dst == in->b)) {
-			flags[pend[in->a]] |= NF_SKIP;
-			flags[pend[in->b]] |= NF_SKIP;
-			flags[pc] |= NF_DOT2;
-			prod[pc][0] = pend[in->a];
-			prod[pc][1] = pend[in->b];
+		    (pa || pb)) {
+			prod[pc][0] = pa ? pend[in->a] : NO_PC;
+			prod[pc][1] = pb ? pend[in->b] : NO_PC;
+			if (pa)
+				flags[pend[in->a]] |= NF_SKIP;
+			if (pb)
+				flags[pend[in->b]] |= NF_SKIP;
+			flags[pc] |= pa && pb ? NF_DOT2 : NF_MAC;
 		}
 		for (r = 0; r < CAD_VM_NREGS; r++)
 			if (pend[r] != NO_PC &&
@@ -721,14 +730,14 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 #define B_K(a, b, d, body)                                                 \
 		CAD_IVDEP for (l = 0; l < n; l++) {                        \
 			const __u64 ka_ = (a), kb_ = (b), kc_ = sc_, kd_ = (d); \
-			(void)ka_; (void)kb_; (void)kc_;                   \
+			(void)ka_; (void)kb_; (void)kc_; (void)kd_;       \
 			body;                                              \
 		}
 #define B_OPLOOP(body) do {                                                \
 		if ((sa_ | sb_ | sc_ | sd_) == 8) {                        \
 			CAD_IVDEP for (l = 0; l < n; l++) {                \
 				const __u64 ka_ = 8, kb_ = 8, kc_ = 8, kd_ = 8; \
-				(void)ka_; (void)kb_; (void)kc_;           \
+				(void)ka_; (void)kb_; (void)kc_; (void)kd_; \
 				body;                                      \
 			}                                                  \
 		} else if (esz == 16 && sc_ == 8 && (sa_ | sb_ | sd_) <= 24) { \
@@ -801,7 +810,7 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 #define B_LD(name, w)     do {                                             \
 		const __u8 *p_ = (in->a ? e->io : e->ip) + in->imm;        \
 		B_DEST();                                                  \
-		if ((w) == 8) {                                            \
+		if ((w) == 8 && esz <= 16) {                               \
 			g->p[in->dst] = p_;                                \
 			g->s[in->dst] = esz;                               \
 			g->off[in->dst] = in->imm;                         \
@@ -865,6 +874,11 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 			B_DOT2(name);                                      \
 			break;                                             \
 		}                                                          \
+		if ((CAD_VM_##name == CAD_VM_FADD || CAD_VM_##name == CAD_VM_FSUB) && \
+		    (e->flags[pc] & NF_MAC)) {                             \
+			B_MAC(name);                                       \
+			break;                                             \
+		}                                                          \
 		B_VARS;                                                    \
 		A = g->p[in->a]; sa_ = g->s[in->a];                        \
 		B = g->p[in->b]; sb_ = g->s[in->b];                        \
@@ -874,8 +888,13 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 			__u64 nan_ = 0;                                    \
                                                                            \
 			B_DEST_FUSED();                                    \
-			if (D == A) {                                      \
-				B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l))); \
+			if (D == A) {  /* in place: operands checked first */ \
+				B_OPLOOP(nan_ |= B_NAN_BITS(name, OPA(l)) | \
+					 B_NAN_BITS(name, OPB(l)));        \
+				if (nan_ >> 63)                            \
+					B_OPLOOP(OUT(l) = SEM_##name(OPA(l), OPB(l))); \
+				else                                       \
+					B_OPLOOP(OUT(l) = B_PLAIN(name, OPA(l), OPB(l))); \
 				break;                                     \
 			}                                                  \
 			B_OPLOOP(const __u64 r_ = B_PLAIN(name, OPA(l), OPB(l)); \
@@ -891,11 +910,12 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 #define PLAIN_DOT2(name, a, b) \
 	(CAD_VM_##name == CAD_VM_FSUB ? PLAIN_FSUB(a, b) : PLAIN_FADD(a, b))
 /*
- * The float arithmetic.  Unless the result overwrites the first operand,
- * it runs as C writes it, and then, if a result is a NaN (or an
- * infinity), again over the lanes whose first operand is a NaN, whose
- * result is that NaN quieted (SSE's NaN of two): NaN-free data pays a
- * check, not a blend per operation.
+ * The float arithmetic runs as C writes it, and then, if a result is a
+ * NaN (or an infinity), again over the lanes whose first operand is a
+ * NaN, whose result is that NaN quieted (SSE's NaN of two): NaN-free data
+ * pays a check, not a blend per operation.  A result that overwrites its
+ * first operand checks the operands first instead, and runs exactly
+ * (SEM_) over the block if one is a NaN or an infinity.
  */
 #define FARITH(c) (((c) >= CAD_VM_FADD && (c) <= CAD_VM_FDIV) ||           \
 		   ((c) >= CAD_VM_SADD && (c) <= CAD_VM_SDIV))
@@ -929,17 +949,29 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		__u8 *D;                                                   \
 		__u32 sd_;                                                 \
 		__u64 nan_ = 0;                                            \
+		bool apart_, exact_ = false;                               \
 		B_DEST_FUSED();                                            \
-		if ((s0_ | s1_ | s2_ | s3_ | sd_) == 8 && B_DOT2_APART())  \
+		apart_ = B_DOT2_APART();                                   \
+		if (!apart_) {                                             \
+			B_NAN_IN4(s0_, s1_, s2_, s3_);                     \
+			exact_ = nan_ >> 63;                               \
+		}                                                          \
+		if (!exact_ && (s0_ | s1_ | s2_ | s3_ | sd_) == 8)         \
 			B_DOT2_LOOP(name, 1, 8, 8, 8, 8, 8)                \
-		else if (B_DOT2_APART())                                   \
+		else if (!exact_)                                          \
 			B_DOT2_LOOP(name, 1, s0_, s1_, s2_, s3_, sd_)      \
-		if (!B_DOT2_APART() || (nan_ >> 63))                       \
+		if (exact_ || (apart_ && (nan_ >> 63)))                    \
 			B_DOT2_LOOP(name, 0, s0_, s1_, s2_, s3_, sd_)      \
 	} while (0)
 /* The result overwrites none of the operands: it can run plain first and
- * then, if a result is a NaN (or an infinity), again with SSE's NaNs. */
+ * then, if a result is a NaN (or an infinity), again with SSE's NaNs.
+ * When it overwrites one, the operands are checked first instead: with
+ * no NaN among them (nor an infinity), the plain result is exact. */
 #define B_DOT2_APART() (D != P0 && D != P1 && D != P2 && D != P3)
+#define B_NAN_IN4(k0, k1, k2, k3)                                          \
+		CAD_IVDEP for (l = 0; l < n; l++)                          \
+			nan_ |= NAN_BITS(AT(P0, k0, l)) | NAN_BITS(AT(P1, k1, l)) | \
+				NAN_BITS(AT(P2, k2, l)) | NAN_BITS(AT(P3, k3, l))
 #define B_DOT2_LOOP(name, plain, k0, k1, k2, k3, kd)                       \
 		CAD_IVDEP for (l = 0; l < n; l++) {                        \
 			const __u64 a_ = AT(P0, k0, l), b_ = AT(P1, k1, l); \
@@ -947,6 +979,56 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 			const __u64 x_ = (plain) ? PLAIN_FMUL(a_, b_) : SEM_FMUL(a_, b_); \
 			const __u64 y_ = (plain) ? PLAIN_FMUL(c_, d_) : SEM_FMUL(c_, d_); \
 			const __u64 r_ = (plain) ? PLAIN_DOT2(name, x_, y_) : SEM_##name(x_, y_); \
+                                                                           \
+			*(u64_u *)(D + (__u64)l * (kd)) = r_;              \
+			if (plain)                                         \
+				nan_ |= NAN_BITS(r_);                      \
+		}
+/* x op (c * d), or (c * d) op x when the product is the first operand
+ * (pf), of the skipped FMUL prod names (dot2_plan), as B_DOT2 does. */
+#define B_MAC(name)       do {                                             \
+		const bool pf_ = e->prod[pc][0] != NO_PC;                  \
+		const struct cad_vm_insn *m_ = &e->code[e->prod[pc][pf_ ? 0 : 1]]; \
+		const __u32 rx_ = pf_ ? in->b : in->a;                     \
+		const __u8 *P0 = g->p[rx_], *P2 = g->p[m_->a], *P3 = g->p[m_->b]; \
+		const __u8 *const P1 = P0;                                 \
+		const __u32 s0_ = g->s[rx_], s2_ = g->s[m_->a], s3_ = g->s[m_->b]; \
+		__u8 *D;                                                   \
+		__u32 sd_;                                                 \
+		__u64 nan_ = 0;                                            \
+		bool apart_, exact_ = false;                               \
+		B_DEST_FUSED();                                            \
+		apart_ = B_DOT2_APART();                                   \
+		if (!apart_) {                                             \
+			B_NAN_IN4(s0_, s0_, s2_, s3_);                     \
+			exact_ = nan_ >> 63;                               \
+		}                                                          \
+		if (!exact_ && (s0_ | s2_ | s3_ | sd_) == 8) {             \
+			if (pf_)                                           \
+				B_MAC_LOOP(name, 1, 1, 8, 8, 8, 8)         \
+			else                                               \
+				B_MAC_LOOP(name, 1, 0, 8, 8, 8, 8)         \
+		} else if (!exact_) {                                      \
+			if (pf_)                                           \
+				B_MAC_LOOP(name, 1, 1, s0_, s2_, s3_, sd_) \
+			else                                               \
+				B_MAC_LOOP(name, 1, 0, s0_, s2_, s3_, sd_) \
+		}                                                          \
+		if (exact_ || (apart_ && (nan_ >> 63))) {                  \
+			if (pf_)                                           \
+				B_MAC_LOOP(name, 0, 1, s0_, s2_, s3_, sd_) \
+			else                                               \
+				B_MAC_LOOP(name, 0, 0, s0_, s2_, s3_, sd_) \
+		}                                                          \
+	} while (0)
+#define B_MAC_LOOP(name, plain, pf, k0, k2, k3, kd)                        \
+		CAD_IVDEP for (l = 0; l < n; l++) {                        \
+			const __u64 x_ = AT(P0, k0, l);                    \
+			const __u64 c_ = AT(P2, k2, l), d_ = AT(P3, k3, l); \
+			const __u64 y_ = (plain) ? PLAIN_FMUL(c_, d_) : SEM_FMUL(c_, d_); \
+			const __u64 r_ = (plain) ? ((pf) ? PLAIN_DOT2(name, y_, x_) \
+							 : PLAIN_DOT2(name, x_, y_)) \
+					: ((pf) ? SEM_##name(y_, x_) : SEM_##name(x_, y_)); \
                                                                            \
 			*(u64_u *)(D + (__u64)l * (kd)) = r_;              \
 			if (plain)                                         \
@@ -1066,8 +1148,11 @@ CAD_VM_OPCODES(B_FN)
  * n (1..LANES) elements from pc 0 to EXIT.
  *
  * Registers are read through g: normally their own lanes in R, but a load
- * of an 8-byte field copies nothing and makes the register a view of the
- * element memory, with the elements' stride.  Results are written to the
+ * of an 8-byte field of an element of at most 16 bytes copies nothing and
+ * makes the register a view of the element memory, with the elements'
+ * stride.  (Larger elements are copied into lanes: every instruction that
+ * reads the field then runs vectorised, instead of striding over memory
+ * that a block of them no longer keeps in the L1 cache.)  Results are written to the
  * register's own lanes, or, when the next instruction only stores them as
  * an 8-byte field, straight into inout.  A view is materialised before
  * the memory under it may change: before a store into the bytes it

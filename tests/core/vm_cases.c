@@ -12,6 +12,7 @@
  *            against a one-element reference interpreter (see below);
  *   dot2-*   the products a * b +- c * d that 64-bit lanes run as one loop,
  *            and the programs whose FMULs must not be deferred, against it;
+ *   mac-*    x +- a * b and a * b +- x as one loop, in place too;
  *   spill-*  SPILL and FILL in every mode: narrow, wide with views, lane by
  *            lane after a divergent jump, around deferred products;
  *   nan-*    NaN payloads, quiet and signalling, through every mode: the
@@ -911,6 +912,38 @@ static const struct narrow_prog narrow_progs[] = {
 	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), LD(LD_64, 2, 0, 8), LD(LD_64, 3, 1, 8),
 	      OP(FMUL, 4, 0, 1), OP(FMUL, 5, 3, 2), OP(FADD, 6, 4, 5), ST(ST_64, 6, 16),
 	      OP(FMUL, 4, 1, 0), OP(FMUL, 5, 2, 3), OP(FSUB, 6, 5, 4), ST(ST_64, 6, 24), EXIT),
+	/* mac: x +- (a * b) and (a * b) +- x as one loop, of views and of
+	 * own lanes, stored at once or kept */
+	FPROG("mac-views", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), LD(LD_64, 2, 0, 8), OP(FMUL, 3, 1, 2),
+	      OP(FADD, 4, 0, 3), OP(FMUL, 5, 2, 0), OP(FSUB, 6, 5, 1), ST(ST_64, 6, 8),
+	      ST(ST_64, 4, 0), EXIT),
+	FPROG("mac-own-lanes", 24,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), UN(MOV, 2, 0), UN(MOV, 3, 1),
+	      OP(FMUL, 4, 2, 3), OP(FSUB, 5, 3, 4), OP(FMUL, 6, 5, 2), OP(FADD, 7, 6, 3),
+	      ST(ST_64, 7, 0), ST(ST_64, 5, 8), ST(ST_64, 4, 16), EXIT),
+	/* mac, in place: the result overwrites the register operand, the
+	 * product's register, a product operand (checked first, then plain) */
+	FPROG("mac-in-place", 24,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), UN(MOV, 2, 0), UN(MOV, 3, 1),
+	      OP(FMUL, 4, 0, 1), OP(FADD, 2, 2, 4), ST(ST_64, 2, 0), OP(FMUL, 5, 3, 0),
+	      OP(FSUB, 5, 1, 5), ST(ST_64, 5, 8), OP(FMUL, 6, 3, 2), OP(FSUB, 3, 6, 3),
+	      ST(ST_64, 3, 16), EXIT),
+	/* mac: a chain over 128-byte elements (loads copied to lanes), the
+	 * last sum stored at once with the element's stride */
+	FPROG("mac-chain-128", 128,
+	      MOVI(0, 0), LD(LD_64, 1, 0, 0), LD(LD_64, 2, 1, 0), OP(FMUL, 3, 1, 2),
+	      OP(FADD, 4, 0, 3), LD(LD_64, 1, 0, 8), LD(LD_64, 2, 1, 32), OP(FMUL, 3, 1, 2),
+	      OP(FADD, 5, 4, 3), LD(LD_64, 1, 0, 16), LD(LD_64, 2, 1, 64), OP(FMUL, 3, 1, 2),
+	      OP(FADD, 4, 5, 3), LD(LD_64, 1, 0, 24), LD(LD_64, 2, 1, 96), OP(FMUL, 3, 1, 2),
+	      OP(FADD, 5, 4, 3), ST(ST_64, 5, 120), LD(LD_64, 6, 1, 8), OP(FMUL, 7, 6, 6),
+	      OP(FSUB, 6, 6, 7), ST(ST_64, 6, 8), EXIT),
+	/* in place: a binary float op over its first operand (operands
+	 * checked first), in 64-bit lanes and in floats */
+	FPROG("nan-in-place", 16,
+	      LD(LD_64, 0, 0, 0), LD(LD_64, 1, 1, 0), UN(MOV, 2, 0), OP(FADD, 2, 2, 1),
+	      OP(FDIV, 2, 2, 0), ST(ST_64, 2, 0), LD(LD_U32, 3, 0, 8), LD(LD_U32, 4, 1, 8),
+	      OP(SMUL, 3, 3, 4), OP(SSUB, 3, 3, 4), ST(ST_32, 3, 8), EXIT),
 };
 #define N_NPROGS CAD_ARRAY_SIZE(narrow_progs)
 
