@@ -9,7 +9,7 @@
 #   make fuzz       both fuzzers, side by side, for FUZZ_SECONDS (default 600)
 #   make fuzz-op    the operator source fuzzer for FUZZ_OP_SECONDS (default 40; FUZZ_SEED to replay)
 #   make fuzz-kmod  cad.ko's stateful fuzzer in qemu for FUZZ_SECONDS (FUZZ_SEED to replay)
-#   make install    build, then install into PREFIX (default /usr/local; README, "Installing")
+#   make install    build, then install into PREFIX (default /usr/local; README, "Install")
 
 BUILD ?= build
 JOBS ?= 2
