@@ -2,8 +2,8 @@
 
 - README.md is a user page of at most 300 lines;
 - no prose line over 120 characters (code blocks and tables may be wider);
-- no ISO dates and nothing that looks like a commit hash: the history of a
-  figure or a decision belongs in commit messages;
+- no ISO dates, issue numbers or anything that looks like a commit hash:
+  the history of a figure or a decision belongs in commit messages;
 - every relative link resolves to a file inside the repository, and to a
   heading of it where the link names an anchor;
 - every fenced block whose info string is `sh {test}` runs, in order, in
@@ -27,6 +27,7 @@ RUNNABLE = "sh {test}"
 DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
 # A word of 7 to 40 hex digits with at least one digit and one letter:
 # what an abbreviated or full commit hash looks like.
+ISSUE = re.compile(r"\b[Ii]ssues? #?\d+\b")
 HEX = re.compile(r"\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,40}\b")
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^\s*(```+|~~~+)(.*)$")
@@ -105,6 +106,8 @@ def test_no_dates_or_commit_hashes(page):
             bad.append(f"{rel(page)}:{n}: a date, {m.group(0)}")
         for m in HEX.finditer(line):
             bad.append(f"{rel(page)}:{n}: what looks like a commit hash, {m.group(0)}")
+        for m in ISSUE.finditer(line):
+            bad.append(f"{rel(page)}:{n}: an issue number, {m.group(0)}")
     assert not bad, "history belongs in commit messages:\n" + "\n".join(bad)
 
 
