@@ -9,7 +9,7 @@
 #   make fuzz       both fuzzers, side by side, for FUZZ_SECONDS (default 600)
 #   make fuzz-op    the operator source fuzzer for FUZZ_OP_SECONDS (default 40; FUZZ_SEED to replay)
 #   make fuzz-kmod  cad.ko's stateful fuzzer in qemu for FUZZ_SECONDS (FUZZ_SEED to replay)
-#   make install    build, then install into PREFIX (default /usr/local; README, "Installing")
+#   make install    build, then install into PREFIX (default /usr/local; README, "Install")
 
 BUILD ?= build
 JOBS ?= 2
@@ -126,7 +126,7 @@ demo:
 
 # The whole suite in one run; BENCH_QUICK=1 for a short one. Each program
 # writes bench/results/<name>.json; report.py validates them, writes
-# bench/report.md with its plots and the README's generated tables.
+# bench/report.md with its tables and plots (the README only links to it).
 MPIRUN_BENCH = mpirun --allow-run-as-root --oversubscribe -n 2 --bind-to core \
 	-x LD_PRELOAD=$(abspath $(BUILD))/lib/libcadmpi.so $(if $(BENCH_QUICK),-x BENCH_QUICK=$(BENCH_QUICK))
 # rt_bench with CADRT_VERBOSE=1, its stderr kept in bench/results/rt-<name>.log:
@@ -153,7 +153,7 @@ bench: build
 	$(BUILD)/bin/cadrun -n 3 --bind core $(BUILD)/bin/seg_bench --json bench/results/segments.json
 	$(PYTHON) bench/sim_check.py $(BUILD) --json bench/results/simulate.json
 	$(PYTHON) bench/kernel_vm.py $(BUILD) --json bench/results/kernel-vm.json
-	$(PYTHON) bench/report.py --readme README.md
+	$(PYTHON) bench/report.py
 
 clean:
 	rm -rf $(BUILD)

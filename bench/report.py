@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/report.py - bench/report.md and its plots from bench/results/*.json.
 
-    /usr/bin/python3 bench/report.py [--results DIR] [--out bench/report.md] [--readme README.md]
+    /usr/bin/python3 bench/report.py [--results DIR] [--out bench/report.md]
 
 Every result file is validated against schemas/bench-result.schema.json
 first (a file that does not conform is an error, not a gap in the report).
@@ -13,9 +13,8 @@ not, then every figure of every file, and draws what has a shape:
 - overlap and CPU time loss per engine in the qemu VM (kernel-vm.json);
 - the interpreter against native code (ops.json, core.json).
 
-With --readme, the block between <!-- bench:targets:begin --> and
-<!-- bench:targets:end --> in the README is replaced by the targets table,
-so the README states each target beside the latest measured figure.
+The report is the only generated document: the README links to it and
+holds no figures of its own.
 Plots are PNGs in bench/report/ (matplotlib from Debian, Agg backend).
 """
 
@@ -29,7 +28,6 @@ from pathlib import Path
 import jsonschema
 
 ROOT = Path(__file__).resolve().parents[1]
-BEGIN, END = "<!-- bench:targets:begin -->", "<!-- bench:targets:end -->"
 
 
 def load(results_dir: Path):
@@ -425,7 +423,11 @@ def report(runs, out: Path, plots):
              "`BENCH_QUICK=1 make bench` for a short run). Every figure is a ratio or a percentage against a "
              "reference measured in the same run, or a time whose reference is in the same file; medians of "
              "the repetitions, with min–max.", "",
-             "## Targets", "", targets_table(runs, "results/"), "", "## Plots", ""]
+             "## Targets", "", targets_table(runs, "results/"), ""]
+    for name, body in blocks(runs, "results/").items():
+        if name in SECTIONS:
+            lines += [f"## {SECTIONS[name]}", "", body, ""]
+    lines += ["## Plots", ""]
     for p in plots:
         lines += [f"![{p.stem}](report/{p.name})", ""]
     lines += ["## Every figure", ""]
@@ -483,7 +485,7 @@ def strip_engine(name):
 
 
 # The collectives the runtime issue sets targets for, and the size from
-# which its overlap target holds: the README's rt tables show these.
+# which its overlap target holds: the report's rt tables show these.
 RT_TARGETED = ("ibcast", "iallreduce", "ialltoall")
 RT_OVERLAP_MIN = 65536
 
@@ -494,7 +496,7 @@ def rt_overlapped(p):
 
 
 def blocks(runs, prefix):
-    """The README's generated blocks, by name."""
+    """The report's summary tables, by name (SECTIONS gives their headings)."""
     def rt_keep(r):
         p = r["params"]
         if r["name"].startswith("latency ratio ") and p["of"] == "cadrt/openmpi":
@@ -534,6 +536,19 @@ def blocks(runs, prefix):
         "ops": pivot(runs, "ops", lambda r: True, prefix),
         "simulate": simulate_table(runs, prefix),
     }
+
+
+SECTIONS = {
+    "rt": "The runtime against Open MPI, per engine (`rt_bench`)",
+    "rt-persistent": "Persistent, blocking and in-place collectives (`rt_bench`)",
+    "codelets": "Overlap codelets: availability, CPU loss, background progress (`rt_codelets`)",
+    "kernel-vm": "The kernel engine against the others, in qemu (`kernel_vm.py`)",
+    "segments": "Pipeline segment size against the LogGP optimum (`seg_bench`)",
+    "simulate": "`cadc simulate` against measurement (`sim_check.py`)",
+    "ops": "User-defined operators: the interpreter against native code (`op_bench`)",
+    "core": "The core (`core_bench`)",
+    "compiler": "The compiler (`cadc_bench`)",
+}
 
 
 def simulate_table(runs, prefix):
@@ -600,33 +615,16 @@ def targets_table(runs, prefix):
                                      "permitted):\n\n") + rt
 
 
-def update_readme(readme: Path, runs):
-    text = readme.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"report.py: {readme} has no {BEGIN} ... {END} block")
-    for name, body in blocks(runs, "bench/results/").items():
-        b, e = f"<!-- bench:{name}:begin -->", f"<!-- bench:{name}:end -->"
-        if b not in text or e not in text:
-            continue
-        head, rest = text.split(b, 1)
-        _, tail = rest.split(e, 1)
-        text = head + b + "\n" + body + "\n" + e + tail
-    readme.write_text(text)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "report.md")
-    ap.add_argument("--readme", type=Path)
     a = ap.parse_args()
     runs = load(a.results)
     plots = figures(runs, a.out.parent / "report")
     for stale in set((a.out.parent / "report").glob("*.png")) - set(plots):
         stale.unlink()  # a plot no figure makes any more
     report(runs, a.out, plots)
-    if a.readme:
-        update_readme(a.readme, runs)
     print(f"report.py: {a.out} ({sum(len(d['results']) for _, d in runs)} figures from {len(runs)} files, "
           f"{len(plots)} plots)")
 

@@ -21,7 +21,7 @@
  * swapped; the verifier and the selection rules take it at its word.  The
  * element type is a scalar or a struct of scalars (arrays and nested
  * structs of scalars included), at most 256 bytes.  `cadc op check FILE.c`
- * says what is allowed (cadc/README.md, "User-defined operators").
+ * says what is allowed (docs/operators.md).
  *
  * The same file compiles as plain C with gcc or clang (the marker is then
  * only an attribute), which is how the tests compare the interpreted

@@ -3,11 +3,11 @@
 //
 // The schemas' patterns are ours; the strings they are matched against
 // come from files cadc and the runtime did not write (libraries, algorithm
-// files).  std::regex was used before 2026-11-29 and had two faults here:
-// libstdc++'s matcher recurses once per character, so a 100 000-character
-// name in a .cadlib overflowed the stack (a crash where the loader owes a
-// clear error), and compiling a handful of bracket expressions took about
-// half of each rank's cadrt_init (locale lookups for every byte).
+// files).  Not std::regex: libstdc++'s matcher recurses once per
+// character, so a 100 000-character name in a .cadlib would overflow the
+// stack (a crash where the loader owes a clear error), and compiling its
+// bracket expressions costs each rank's cadrt_init locale lookups for
+// every byte.
 //
 // Pattern takes the subset JSON Schema recommends for interoperability
 // (draft 2020-12, "Regular Expressions"), in ECMAScript syntax: literal

@@ -131,8 +131,8 @@ const nlohmann::json *keyword(const nlohmann::json &s, std::string_view k) {
 }  // namespace
 
 // The JSON pointer of a value, rendered only when an error needs it (a
-// string per value visited was most of the validator's time: every rank's
-// cadrt_init validates the library, 2026-11-29).
+// string per value visited would be most of the validator's time, and
+// every rank's cadrt_init validates the library).
 struct Schema::Where {
   const Where *up = nullptr;
   const std::string *key = nullptr;  // an object's member, else

@@ -55,13 +55,12 @@ struct CostModel {
   double gamma_ns = 0.25;  // per byte reduced (a round figure: a sum streams two inputs)
   uint32_t cpus = 0;       // CPUs the ranks share, rank r on r mod cpus; 0: one per rank
   // Eager messages (above): up to eager_bytes, alpha_eager_ns per message,
-  // half on each side (an 8-byte ping-pong on cadrt's thread engine, one
-  // way, on the 2-core VM: 0.8 us on 2026-12-02).
+  // half on each side (an 8-byte ping-pong's one-way time on cadrt's
+  // thread engine on the 2-core VM).
   uint64_t eager_bytes = 1984;
   double alpha_eager_ns = 800;
-  // A CPU's turn from one rank's work to another's (above): medians of
-  // 5.8-7.7 us in three runs of bench/sim_check.py at 3 and 4 ranks on the
-  // 2-core VM, 2026-12-02.
+  // A CPU's turn from one rank's work to another's (above): about what
+  // bench/sim_check.py measures at 3 and 4 ranks on the 2-core VM.
   double switch_ns = 6000;
 };
 

@@ -125,13 +125,9 @@ std::unique_ptr<Staging> g_staging;
 // an array; a non-blocking one's handle is then MPI_REQUEST_NULL to the
 // program and kept, with its Ours, for the next call (a small collective
 // in a loop allocates nothing).  A persistent one stays until the program
-// frees it; MPI_Start starts its collective again.  (Until 2026-12-06 a
-// non-blocking collective was an MPI generalized request, which MPI
-// completed: MPI_Grequest_start, MPI_Grequest_complete and MPI's wait on
-// it, with its query and free callbacks, were about 640 of the 2219
-// instructions a 1-byte MPI_Ibcast + MPI_Wait took at the root; and a
-// persistent one a receive MPI_Start started and a message to ourselves
-// completed, about 980 of 2255.)  A failure is raised by the call that
+// frees it; MPI_Start starts its collective again.  (Not an MPI
+// generalized request: MPI's callbacks for one cost a small collective a
+// large share of its instructions.)  A failure is raised by the call that
 // completes the handle (raise_failure()): MPI_ERR_OTHER on the
 // collective's communicator, or MPI_ERR_IN_STATUS with MPI_ERR_OTHER in
 // its status from the array forms.

@@ -130,9 +130,8 @@ CADRT_HOT int collective(const Call &c, cadrt_request *req) {
   // the receive buffer its own block is copied to, and dropped).  Every
   // rank selects the same algorithm whether it passes CADRT_IN_PLACE or
   // not (a rooted collective's root alone does), so the choice of program
-  // is the same on all.  Until 2026-12-06 an algorithm without `inplace`
-  // ran on the aliased buffers, never verified so, and could give wrong
-  // results (a test library's allreduce did).  The copy is the one MPI
+  // is the same on all.  An algorithm without `inplace` was never verified
+  // on aliased buffers, so it never runs on them.  The copy is the one MPI
   // libraries make for an in-place call to an algorithm without an
   // in-place form (Open MPI's in-place alltoall goes through a temporary
   // buffer too).
@@ -520,9 +519,8 @@ int cadrt_request_peek(cadrt_request req, int *flag) {
 
 // As MPI implementations do (MPI 4.1 says so: a loop of
 // MPI_Request_get_status alone must complete the operation), one turn of
-// progress when the request has not completed; until 2026-12-06 it only
-// looked, and a program polling it alone under the poll engine never saw
-// a collective complete.
+// progress when the request has not completed, so a program polling it
+// alone under the poll engine sees its collective complete.
 int cadrt_request_get_status(cadrt_request req, int *flag) {
   if (!flag) {
     cadrt::clear_error();

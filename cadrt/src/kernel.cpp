@@ -136,8 +136,8 @@ int Runtime::kernel_load(cadrt_request_s *r) {
     err = load();
   }
   // At the module's limit of programs per file: make room from programs
-  // no collective runs now.  (Until 2026-11-27 a process with more than
-  // 512 persistent requests, active or not, could not start the next.)
+  // no collective runs now, so a process may hold more persistent
+  // requests than the module holds programs.
   while (err == -EMFILE && l.handle == ~0u && kernel_unload_idle()) {
     log[0] = 0;
     err = load();

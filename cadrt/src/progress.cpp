@@ -886,32 +886,21 @@ bool Runtime::push_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 // program asks the sender to write (the receiver sends a CTS for it), it
 // is CADRT_PUSH_MAX bytes or more, or it is half a lane or more and part
 // of an exchange (both ranks push, and each must wait for the other to
-// take chunks out: an ialltoall of 4 MiB, 2 MiB each way, ran at
-// 1.08-1.15x Open MPI pushed against 1.03-1.04x read, 2026-12-02; a
-// one-way 4 MiB ibcast at 0.56x against 0.99-1.10x).  Under auto, for
-// an instance whose caller waited at once the last time (first_look).  A
-// caller that computes between its start and its wait pushes one-way
-// sends below kComputingPushMax only: there the two memcpys cost the two
-// CPUs less than the receiver's process_vm_readv costs it alone, and a
-// pushing root's send completes when its chunks are in, not when a late
-// receiver has read them (64 KiB, 2 ranks, the thread engine: read, the
-// receiver's start 6.0-6.4 us and the root's wait up to 1.9; pushed, the
-// root's start 2.5-2.6 us, the receiver's start and wait 3.4-3.8) -- the OSU overlap of
-// ibcast 64 KiB without test calls 17-24 % against 0-14 % on the poll,
-// thread and signal engines (interleaved rt_bench runs, 2026-12-03).
-// From 256 KiB such a caller keeps the receiver's single copy, which
-// leaves the sender's CPU to its work (256 KiB: 14-17 % pushed against
-// 22-36 % read); and so do its exchanges, whose two sides both compute.
-// And under auto a one-way send only in a size class where the node's
-// pairs measured one-way pushes faster (push_classes, Runtime::push_upto):
-// an exchange keeps its rule, as the pairs do not time exchanges -- taking
-// their classes made iallreduce of 256 KiB and 1 MiB and ialltoall of
-// 1 MiB 5-30 % slower (interleaved rt_bench runs, 2026-12-03), while an
-// ibcast of 256 KiB gained 5-8 %.  An exchange is pushed below bulk_max
-// only (since 2026-12-06): what lanes_upto() timed for exchanges through
-// the lanes, or CADRT_BULK_MAX.  Before, lanes that won at 16 KiB there
-// carried every exchange under half a lane (forced so, ialltoall of
-// 256 KiB 1.16-1.24x Open MPI's, against 1.05x limited to 64 KiB).
+// take chunks out, which is slower than the receivers' reads).  Under
+// auto, for an instance whose caller waited at once the last time
+// (first_look).  A caller that computes between its start and its wait
+// pushes one-way sends below kComputingPushMax only: there the two
+// memcpys cost the two CPUs less than the receiver's process_vm_readv
+// costs it alone, and a pushing root's send completes when its chunks are
+// in, not when a late receiver has read them (rt_bench's ibcast overlap
+// at 64 KiB).  From kComputingPushMax such a caller keeps the receiver's
+// single copy, which leaves the sender's CPU to its work; and so do its
+// exchanges, whose two sides both compute.  Under auto a one-way send is
+// pushed only in a size class where the node's pairs measured one-way
+// pushes faster (push_classes, Runtime::push_upto); an exchange keeps its
+// own rule, as the pairs do not time exchanges.  An exchange is pushed
+// below bulk_max only: what lanes_upto() timed for exchanges through the
+// lanes, or CADRT_BULK_MAX.
 bool Runtime::pushes(uint64_t len, bool exchange, bool computes) const {
   if (len >= push_max) return false;
   if (computes && (exchange || len >= kComputingPushMax)) return false;
@@ -965,8 +954,7 @@ void Runtime::push_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgH
 // destination's address), and while it waits both copy chunks, the receiver
 // reading, the sender writing with process_vm_writev, each claiming the
 // next chunk from the Split's counter.  Two CPUs make the copy in about
-// half the time (two processes, 1 MiB, 2026-11-25: 56 us against 111 us
-// alone), and a sender that is away at its
+// half the time, and a sender that is away at its
 // work loses nothing: it never sees the offer until its next call, and
 // the receiver reads the rest meanwhile, so the overlap of a broadcast is
 // the single copy's.  The receiver waits at the end only for chunks the
@@ -1015,16 +1003,10 @@ bool Runtime::split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const Msg
   // Offered whether the sender waits yet or not: one away at its work
   // never sees the offer until its next call (the receiver reads the rest
   // meanwhile, as unsplit), and one on its way from its start to its wait
-  // takes a share when it gets there.  Until 2026-12-06 only a sender
-  // already waiting was offered one: under the thread engine, whose start
-  // returns later, a third of the 256 KiB broadcasts of a start + wait
-  // loop found the root not yet waiting and were read alone, 11 us
-  // against 7 (cadrt_wait, two ranks bound to cores), 1.0-1.13x Open
-  // MPI's in rt_bench against 0.60-0.66x now on every engine.  In an
-  // exchange (this rank sends to the sender too) the sender has its own
-  // copy to make: offered only once it waits, as before (ialltoall of
-  // 1 MiB, interleaved runs: about 1.0x Open MPI's either way, 0.90-1.19
-  // over the repetitions; this keeps exchanges as they were).
+  // takes a share when it gets there (under the thread engine, whose
+  // start returns later, a root often is not waiting yet).  In an exchange
+  // (this rank sends to the sender too) the sender has its own copy to
+  // make: offered only once it waits.
   if (!split || remote(ep) || !splittable(n.len) || used == 0xff ||
       (r->inst->sends_to_peer(n.peer) && !seg.rank(ep).committed.load(std::memory_order_relaxed)))
     return false;
@@ -1220,14 +1202,10 @@ int64_t Runtime::copy_ns(uint64_t len) const {
 // The offer is made unless it costs more.  It pays when the sender comes
 // while the receiver computes and early enough (a 64 KiB broadcast whose
 // caller computes long: up to C - X); not when a late sender meets a
-// receiver back soon (with the root 3 us late in a 64 KiB ibcast whose
-// computation lasts its pure latency, the OSU method, X 3, C 3.4, G 3.9 us
-// on the 2-core VM: offers always made gave an overlap of 16-20 %,
-// reading at the wait 42-43 %, Open MPI 33-39 %, the same evening), nor
-// when the receiver is already waiting (X > G: the copy it makes there
-// costs the idle time, the sender's costs its work).  Until the caller
-// has been seen once (G unknown), no offer: the receiver reads, as it did
-// before offers (2026-12-06).
+// receiver back soon (rt_bench's ibcast of 64 KiB with the root 3 us
+// late), nor when the receiver is already waiting (X > G: the copy it
+// makes there costs the idle time, the sender's costs its work).  Until
+// the caller has been seen once (G unknown), no offer: the receiver reads.
 bool Runtime::offer_pays(const cadrt_request_s *r, uint64_t len) const {
   if (offers_always) return true;
   const int64_t G = r->inst->gap_ns.load(std::memory_order_relaxed);
@@ -1613,10 +1591,8 @@ bool Runtime::exposed(const cadrt_request_s *r) const {
 
 // A peer's ABORT for r, which drains: it answers everything that peer
 // owed r (it will not read or write r's buffers again: it sent the ABORT
-// after its last copy, from the same pass).  Until 2026-11-27 only a FIN or
-// a RELEASE did, and a peer that failed after taking an RTS of this rank
-// never sent one: this rank drained until that peer's process exited, for
-// ever if the peer went on with other collectives.
+// after its last copy, from the same pass), so a peer that failed after
+// taking an RTS of this rank does not leave it draining for ever.
 void Runtime::aborted(cadrt_request_s *r, uint32_t ep) {
   note_abort(r, ep);
   if (!exposed(r)) finish(r);
@@ -1842,8 +1818,8 @@ void Runtime::sleep_until_message(int timeout_ms, bool progress_thread, const bo
 // A peer that cadrun saw die or leave without cadrt_finalize, or that this
 // rank found wrote a corrupt ring or lane: every active request on a
 // communicator the peer belongs to fails (one without it runs on: its
-// messages go between its members only; before 2026-11-27 every request
-// failed); if this rank is the one found corrupt, every request.  While a failed request waits for a
+// messages go between its members only); if this rank is the one found
+// corrupt, every request.  While a failed request waits for a
 // peer's answer, that peer is also looked for by its pid (without cadrun,
 // as under mpirun, nobody else marks it dead).  A corruption is kept here,
 // not only as the peer's state in the segment: the peer itself overwrites

@@ -297,7 +297,7 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
   // And the placement the program was made for: ranks that see the
   // machine differently (CADRT_TOPOLOGY on some ranks only) make a
   // hierarchical algorithm's trees differently, and such programs run
-  // together hung (until 2026-11-27) or met the wrong peers.
+  // together would hang or meet the wrong peers.
   agreed += "|topo" + std::to_string(topology_digest(*spec.topo));
   inst->fp = fnv(0xcbf29ce484222325ull, agreed);
   if (auto put = cache_.emplace(key, inst); put.second) {
@@ -344,13 +344,9 @@ CADRT_HOT cadrt_request_s *Runtime::new_request(const Instance *inst) {
   // broadcast and an allreduce; broadcasts from several roots; every
   // collective at a few sizes) keeps one for each instead of setting up
   // the executor and the scratch at every call; else the least recently
-  // recycled, whose memory is then set up for inst.  Until 2026-12-01 new
-  // ones stopped at 4 spares and the most recent was taken: in a loop of a
-  // barrier and an alltoall, each took the other's request, freed its
-  // scratch and allocated its own again at every call (Bruck's 4 MiB at
-  // 1 MiB blocks: 16 ms a call, 38 times what it takes now).  Until
-  // 2026-12-02 at most 16 were kept: a loop of 17 instances set every call
-  // up afresh.
+  // recycled, whose memory is then set up for inst.  (Taking another
+  // instance's spare frees its scratch and allocates this one's: in a loop
+  // of two collectives that would happen at every call.)
   size_t k = spare_inst_.size();
   while (k > 0 && spare_inst_[k - 1] != inst) k--;  // (the most recent first)
   if (k == 0) {

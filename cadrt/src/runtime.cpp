@@ -643,9 +643,9 @@ int Runtime::probe_cma() {
   const char *want = env("CADRT_CMA");
   const bool off = want && strcmp(want, "0") == 0;
   // Every rank meets both barriers, whatever its own CADRT_CMA says: a
-  // rank with CMA off that skipped the first met the others' first at its
-  // second and left them waiting in their second for ever (until
-  // 2026-11-27).  One rank's "0" turns the single copy off for the node.
+  // rank with CMA off that skipped the first would meet the others' first
+  // at its second and leave them waiting in their second for ever.  One
+  // rank's "0" turns the single copy off for the node.
   if (off)
     seg.header().cma_denied.store(1);
   else  // Yama's ptrace_scope 1 lets only ancestors attach: allow the job.
@@ -691,22 +691,14 @@ static long long ns(int64_t t) { return t == INT64_MAX ? -1ll : static_cast<long
 // process_vm_readv pays microseconds for the call and its pinning before
 // its first byte, a lane only its two memcpys, so on a VM whose vCPUs sit
 // apart the lanes may win for the blocks of a small alltoall and lose from
-// 64 KiB (2026-11-26: ialltoall of 32 KiB 4.8 us through the lanes, 5.9
-// by single copies; of 256 KiB 16-18 us against 13.7-14.8).  Up to 1 MiB
-// since 2026-12-06: until then lanes that won at 256 KiB served every
-// size, and two copies through memory past the caches lose to one (lanes
-// forced on, that day: ialltoall of 1 MiB 1.8x Open MPI's, against 0.93x
-// by single copies) -- the likeliest cause of a make bench whose thread
-// engine alone measured ialltoall at 1.5x from 256 KiB on, its init
-// unlogged.  A step, not an
-// interpolated crossover: a granted transfer pays a round trip more than
-// the measured exchange, and between two sizes the measurement says
-// nothing.  Two memcpys of private memory, which this measured before
-// 2026-11-25, do not see what a lane pays on a
-// machine whose two CPUs sit on different caches of the host: there a
-// memcpy into lines the other CPU has just read costs 6 times a private
-// one (7 us for 64 KiB), and the lanes lose to the single copy by 2x at
-// 256 KiB, where two private memcpys said they would win by 4x.  Under
+// 64 KiB.  Up to 1 MiB, because two copies through memory past the caches
+// lose to one, so a win at a middle size says nothing of the largest.  A
+// step, not an interpolated crossover: a granted transfer pays a round
+// trip more than the measured exchange, and between two sizes the
+// measurement says nothing.  Through the lanes, not two memcpys of
+// private memory, which do not see what a lane pays on a machine whose two
+// CPUs sit on different caches of the host (there a memcpy into lines the
+// other CPU has just read costs several times a private one).  Under
 // qemu's emulation (the kernel tests) the balance can go either way.  A
 // rank whose partner does not take part (another CADRT_BULK, or no
 // partner on this node) measures two private memcpys as before.  Called
@@ -825,14 +817,11 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
 // meanwhile, as a split does.  The best of 5 of each: about 1 ms of
 // copies, and ~10 ms here in all with the pages of the buffers and the
 // lane (a page costs 6-12 us to map in this sandbox).
-// Why classes, not one limit: on this machine (2 ranks, 2026-12-03) the
-// split read beats pushes at 256 KiB while pushes win at 64 KiB and from
-// 1 MiB (an ibcast of 256 KiB at 0.81-0.82x Open MPI read, 0.87-0.91x
-// pushed); and where a CPU reads another process's pages about as fast as
-// it copies its own (large messages past the caches, where a push moves
-// every byte twice through memory) the single copy can win from some
-// size on.  Until 2026-12-03 pushes went up to any size once the
-// exchange of lanes_upto() won at 16 KiB.  Called between two barriers of
+// Why classes, not one limit: the split read can beat pushes at a middle
+// size while pushes win below and above it; and where a CPU reads another
+// process's pages about as fast as it copies its own (large messages past
+// the caches, where a push moves every byte twice through memory) the
+// single copy can win from some size on.  Called between two barriers of
 // the node's ranks, after lanes_upto() (init_joined); a partner that
 // does not keep step within 50 ms ends it, the classes not measured taken
 // for losses.
@@ -841,10 +830,9 @@ uint64_t Runtime::push_upto(uint32_t partner) {
   constexpr uint64_t kAbort = UINT64_MAX, kDone = UINT64_MAX - 1;  // (steps)
   const bool sender = me < partner;
   RankInfo &mine = seg.rank(me), &theirs = seg.rank(partner);
-  // Its pages at once (MAP_POPULATE): a fault per page cost ~3 ms per MiB
-  // in the sandbox of 2026-12-03, twice what the mapping costs populated.
-  // Then written once, as before this was mapped populated (whether that
-  // still matters was not measured apart from the machine's noise).
+  // Its pages at once (MAP_POPULATE): a fault per page costs more than
+  // the mapping populated.  Then written once, so the timed copies find
+  // the pages as a collective's buffers are.
   const size_t size = kPushProbe[kPushClasses - 1];
   void *map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (map == MAP_FAILED) {
@@ -955,10 +943,7 @@ uint64_t Runtime::push_upto(uint32_t partner) {
   if (ok) mine.probe_step.store(kDone, std::memory_order_release);
   // A push wins unless the read is more than 10 % faster: these reads
   // leave out what a split costs beside the copies (its RTS, a claim per
-  // chunk, the FIN), more than a push's protocol costs it.  Measured
-  // 2026-12-03 (2 ranks): at 1 MiB read here 31-35 us, pushed 31; the
-  // same in rt_bench's ibcast 40-47 us read, 34.6 pushed; at 256 KiB read
-  // 7.2 here, 10 there, pushed 9.3 and 10.9.
+  // chunk, the FIN), more than a push's protocol costs it.
   uint64_t mask = 0x100;
   for (int i = 0; i < kPushClasses; i++)
     if (push[i] != INT64_MAX && read[i] != INT64_MAX && push[i] * 10 < read[i] * 11) mask |= 1u << i;
@@ -1537,9 +1522,8 @@ int Runtime::init_joined() {
     }
     // Pushes where the lanes pay at all: the pair measurement found them
     // faster at 16 KiB at least (or CADRT_BULK=1).  (It times exchanges,
-    // not one-way pushes, and a process_vm_readv of the rank's own memory:
-    // on the VM of 2026-12-02 it put the lanes' limit at 64 KiB, where
-    // pushes of up to 4 MiB measured faster than the single copy.)  Where
+    // not one-way pushes, and a process_vm_readv of the rank's own memory,
+    // so its limit for exchanges says nothing of one-way pushes.)  Where
     // one-way pushes go is push_upto()'s (CADRT_PUSH=auto and CADRT_BULK=auto;
     // under CADRT_PUSH=1 or CADRT_BULK=1 up to CADRT_PUSH_MAX only).  Then
     // no grants: a lane is pushed into by its sender only.
@@ -1578,12 +1562,9 @@ int Runtime::init_joined() {
     // measurements (the meet after them, with CMA) and, past probe_cma's
     // last barrier, in this init, so none pushes for an earlier one; and
     // none pushes for this one before agree_engine()'s barrier, which
-    // every local rank meets after this (until 2026-12-05 the no-CMA path
-    // met once more here for that).  Until 2026-12-05 such a lane was retired instead:
-    // under load one direction of a pair then never pushed (0 of 10
-    // one-way sends of a class the node pushes, the other direction 10),
-    // and without CMA that pair's large messages went in fragments through
-    // the ring.
+    // every local rank meets after this.  Emptied, not retired: a retired
+    // lane would leave one direction of a pair never pushing, and without
+    // CMA that pair's large messages in fragments through the ring.
     for (uint32_t ep = 0; ep < nep; ep++)
       if (ep != me && !remote(ep)) empty_lane(seg.lane(ep, me));
   }

@@ -160,8 +160,8 @@ struct cadrt_comm_s {
   std::vector<std::vector<int64_t>> places;  // of each rank, for splits
   // The entries of the runtime's instance cache this communicator made
   // (keyed by its topology: nobody finds them once it is freed), so that
-  // cadrt_comm_free erases them without a scan of the whole cache (until
-  // 2026-11-27 freeing N communicators took time in N squared).
+  // cadrt_comm_free erases them without a scan of the whole cache (so
+  // freeing N communicators does not take time in N squared).
   // (Valid while cached_epoch is the runtime's cache_epoch_: cadrt_finalize
   // clears the cache, and a communicator may be freed after it.)
   std::vector<std::map<std::string, std::shared_ptr<const cadrt::Instance>>::iterator> cached;

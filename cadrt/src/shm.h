@@ -84,8 +84,7 @@ static_assert(sizeof(MsgHeader) == kHeaderBytes, "a slot header is 64 bytes");
 // An eager message of at most kInline bytes travels in its header, in addr
 // and off (which an eager message does not use), with frag 0: the consumer
 // takes one cache line of the slot instead of two (the header's and the
-// payload's).  (On the 2-core VM of 2026-11-24 an interleaved A/B of an
-// 8-byte broadcast measured no difference beyond the noise.)
+// payload's).
 constexpr uint32_t kInline = 16;
 static_assert(offsetof(MsgHeader, off) == offsetof(MsgHeader, addr) + 8, "addr and off are adjacent");
 inline unsigned char *inline_bytes(MsgHeader &h) { return reinterpret_cast<unsigned char *>(&h.addr); }
@@ -227,13 +226,9 @@ struct alignas(64) Split {
   std::atomic<uint64_t> sent;   // done << 63 | chunks the sender claimed and wrote (or failed to write)
 };
 constexpr uint32_t kSplitSlots = 8;
-// A split's chunk, 128 KiB at every size: until 2026-12-01 chunks below
-// 1 MiB were 64 KiB, and a split broadcast of 256-768 KiB ran at
-// 1.0-1.4x Open MPI, slower than unsplit; with 128 KiB ones at 0.6-0.9x
-// from 512 KiB and 0.77-1.13x at 256 KiB (two processes, interleaved A/B
-// runs of rt_bench on the poll, thread and signal engines; 1 MiB
-// unchanged, 0.6-0.8x).  Each chunk costs a claim and a
-// process_vm_readv/writev of its own.
+// A split's chunk, 128 KiB at every size: each chunk costs a claim and a
+// process_vm_readv/writev of its own, and smaller chunks made split
+// broadcasts below 1 MiB slower than unsplit ones (rt_bench's ibcast).
 constexpr uint64_t kSplitChunk = 131072;
 inline uint64_t split_chunks(uint64_t len) { return (len + kSplitChunk - 1) / kSplitChunk; }
 // A message of len bytes may be split (both sides agree on it).
@@ -278,8 +273,8 @@ inline uint64_t lane_bytes(uint32_t n) { return sizeof(Lane) + static_cast<uint6
 // kLeft: the rank's process ended (with status 0) while it was still a
 // member, without cadrt_finalize -- said by its own exit path
 // (~Runtime) or by cadrun, which saw it exit.  Its peers take it as dead,
-// with that reason.  (Until 2026-11-27 cadrun took it as kExited, and a
-// peer waiting for one of its messages waited for ever.)
+// with that reason, so a peer waiting for one of its messages does not
+// wait for ever.
 enum RankState : uint32_t { kStarting = 0, kAlive = 1, kExited = 2, kDead = 3, kLeft = 4 };
 inline bool rank_failed(uint32_t state) { return state == kDead || state == kLeft; }
 

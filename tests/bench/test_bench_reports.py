@@ -349,14 +349,14 @@ def test_kernel_vm_needs_json_or_wakeup(build_dir):
 
 def test_report_from_the_committed_results(tmp_path):
     """bench/report.py turns the results in bench/results into a report with
-    every target and its plots, and rewrites the README's targets block."""
-    readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- bench:targets:begin -->\nstale\n<!-- bench:targets:end -->\nmiddle\n"
-                      "<!-- bench:rt:begin -->\nold\n<!-- bench:rt:end -->\nrest\n")
+    every target, the summary tables and the plots; it writes nothing else
+    (the README links to the report and holds no figures)."""
     out = tmp_path / "report.md"
-    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "report.py"), "--out", str(out),
-                          "--readme", str(readme)], capture_output=True, text=True, timeout=300)
+    readme_before = (ROOT / "README.md").read_text()
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "report.py"), "--out", str(out)],
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
+    assert (ROOT / "README.md").read_text() == readme_before
     text = out.read_text()
     targets = 0
     for path in sorted((ROOT / "bench" / "results").glob("*.json")):
@@ -364,16 +364,26 @@ def test_report_from_the_committed_results(tmp_path):
             assert f"| {r['name']} |" in text, r["name"]
             targets += "target" in r
     assert text.count("**met**") + text.count("not met") >= 2 * targets  # the targets table and the listing
+    for heading in ("## Targets", "## The runtime against Open MPI", "## The kernel engine against the others",
+                    "## `cadc simulate` against measurement", "## Plots", "## Every figure"):
+        assert heading in text, heading
+    rt = text.split("## The runtime against Open MPI", 1)[1].split("\n## ", 1)[0]
+    assert "| latency ratio ibcast 1MiB |" in rt and "(results/rt-" in rt
+    assert "<!-- bench:" not in text
     pngs = sorted(p.name for p in (tmp_path / "report").glob("*.png"))
     for png in ("overlap-ibcast.png", "overlap-igather.png", "latency-ratio.png", "bandwidth.png", "vm-cpu-loss.png",
                 "interpreter.png", "verifier.png"):
         assert png in pngs, (png, pngs)
     for p in pngs:
         assert (tmp_path / "report" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    new = readme.read_text()
-    assert "stale" not in new and "old" not in new and new.startswith("intro\n") and new.endswith("rest\n")
-    assert "\nmiddle\n" in new and "| latency ratio ibcast 1MiB |" in new
-    assert new.count("| ") > targets
+
+
+def test_report_takes_no_readme(tmp_path):
+    """--readme is gone: a call that still passes it fails instead of
+    silently leaving a README's old figures."""
+    run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "report.py"), "--out", str(tmp_path / "r.md"),
+                          "--readme", str(tmp_path / "README.md")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "--readme" in run.stderr, run.stderr
 
 
 def test_report_rejects_a_malformed_result(tmp_path):

@@ -459,8 +459,8 @@ def test_select_gives_the_rules_choice_for_a_grid_of_calls(build_dir):
                              "algorithm": "alltoall_rotated", "params": {}}]
 
 
-def test_select_example_in_the_readme_is_what_it_prints(build_dir):
-    text = (ROOT / "README.md").read_text()
+def test_select_example_in_the_docs_is_what_it_prints(build_dir):
+    text = (ROOT / "docs" / "cadc.md").read_text()
     block = text[text.index("$ cadc select build/lib/cad-std.cadlib"):]
     block = block[:block.index("```")].splitlines()
     args = block[0].split()[2:]  # (after "$ cadc")

@@ -20,7 +20,7 @@
  *                               bcast_chain_pipeline:seg=8192), overriding
  *                               the rules; read at a communicator's first
  *                               call with given arguments
- *   CADRT_ENGINE=poll|thread|signal|kernel|auto   see README.md, "Engines"
+ *   CADRT_ENGINE=poll|thread|signal|kernel|auto   see docs/runtime.md, "Engines"
  *   CADRT_THREAD_SPIN=1         the progress thread spins instead of sleeping
  *   CADRT_THREAD_CPU=N          pin the progress thread to CPU N
  *   CADRT_TOPOLOGY=FILE         a topology file (cadc topo) instead of hwloc
@@ -236,7 +236,7 @@ int cadrt_req_free(cadrt_request *req);
  * promises to call cadrt_test often, and the signal engine neither wakes
  * its helper nor interrupts the caller for each message; peers take it
  * as waiting (as in cadrt_wait), so exchanges with them may go through
- * the shared-memory lanes (README, Transports).  They nest. */
+ * the shared-memory lanes (docs/runtime.md, "Transports").  They nest. */
 void cadrt_poll_begin(void);
 void cadrt_poll_end(void);
 
