@@ -9,7 +9,7 @@
 # needs with one symlink per file: objects land in OUT, the sources stay
 # clean, and relative #includes resolve as in the repository.  Modules
 # built in one tree share the core's objects (cad.ko and cad_coretest.ko:
-# the core was two thirds of each one's 50 s of compiling, 2026-11-29).
+# the core was two thirds of each one's compile time).
 set -eu
 src=$1 out=$2 kdir=$3 moddirs=$4
 shift 4

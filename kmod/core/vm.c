@@ -1043,10 +1043,8 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 /* The same for an f64 compare, over doubles loaded and stored as doubles:
  * only then is it gcc's maxpd or minpd (a < b ? b : a is exactly maxpd's
  * b > a ? b : a, NaNs and signed zeros included).  Loaded as integers and
- * selected as doubles, as B_PICK did until 2026-12-02, gcc folds the
- * select back to one of integers, a compare and three logical operations
- * (since 8c11778, when each instruction's loops got a function of their
- * own: MAX f64 went from 0.8x native to 0.45x). */
+ * selected as doubles, gcc folds the select back to one of integers, a
+ * compare and three logical operations, at about half the speed. */
 #define FAT(P, s, l) (*(const f64_u *)((P) + (__u64)(l) * (s)))
 #define FOUT(l) (*(f64_u *)(D + (__u64)(l) * kd_))
 #define B_FPICK(name, swap)                                                \
