@@ -18,10 +18,9 @@ def function_text(objdump: str, name: str) -> str:
 def test_an_f64_compare_that_picks_an_operand_runs_as_maxpd_and_minpd(build_dir, obj):
     """FLT then a SEL of its operands (MAX and MIN over doubles as cadc
     writes them) runs, with all strides 8, as gcc's maxpd / minpd: exact
-    for a < b ? b : a, NaNs and signed zeros included.  From 8c11778 to
-    2026-12-02 the loop selected integer loads and gcc made it a compare
-    and three logical operations: VM MAX went from 0.8x native to 0.45x
-    (README, "The core")."""
+    for a < b ? b : a, NaNs and signed zeros included.  A loop that selects
+    integer loads instead becomes a compare and three logical operations,
+    at about half the speed."""
     path = build_dir / obj
     assert path.exists(), f"{path} is not built"
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(path)], capture_output=True, text=True,
