@@ -464,6 +464,8 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		err = COPY_IN(h, uarg, &usize);
 		if (err)
 			return err;
+		if (h.reserved)
+			return -EINVAL;
 		err = cad_run_op(f, cmd, h.handle, 0, &result);
 		if (err || cmd != CAD_IOC_TEST)
 			return err;

@@ -522,7 +522,7 @@ struct cad_ioc_handle {
 	__u32 size;
 	__u32 handle;
 	__s32 result;                /* out (TEST): 0 done, -EINPROGRESS, or -errno */
-	__u32 reserved;
+	__u32 reserved;              /* 0, else -EINVAL */
 };
 
 /* The status page: slot h for handle h.  gen counts the starts of the

@@ -37,6 +37,11 @@
  *                              memory) and the pinned-memory limit, which
  *                              is per user: a second process of the same
  *                              user meets the first one's pins
+ *   kcad_check reserved        the table of reserved and unused fields:
+ *                              one row per field of the program image and
+ *                              of the ioctls' structs, each refused with
+ *                              -EINVAL (-E2BIG for bytes past a struct)
+ *                              and nothing done
  *   kcad_check wide N read|spin|bystander
  *                              2 ranks, one transfer of N bytes, more than
  *                              a pass may copy: the pass cuts it (the
@@ -746,6 +751,207 @@ static int do_reject(void)
 	free(img);
 	free(img1);
 	free(red);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* reserved: every reserved or unused field, one row each              */
+
+/* One rank: buffer 1 = op(buffer 1, buffer 0) with a user-defined op of
+ * 8-byte elements (inout = in), a source line and an op: an image with
+ * every section that has a reserved field. */
+static void *reserved_image(uint32_t *size)
+{
+	static const char str[] = "\0send\0recv\0f.c\0copy";
+	static const struct cad_buffer bufs[2] = {
+		{ .kind = CAD_BUF_SEND, .access = CAD_ACC_READ, .size = 64, .name = 1 },
+		{ .kind = CAD_BUF_RECV, .access = CAD_ACC_READ | CAD_ACC_WRITE, .size = 64, .name = 6 },
+	};
+	static const struct cad_node nodes[1] = {
+		{ .kind = CAD_NODE_REDUCE, .dtype = CAD_DT_USER, .op = CAD_OP_USER, .src_buf = 0, .dst_buf = 1,
+		  .len = 64, .line = 0 },
+	};
+	static const struct cad_line lines[1] = { { .file = 11, .line = 1, .col = 1 } };
+	static const struct cad_vm_insn code[3] = {
+		{ .code = CAD_VM_LD_64, .dst = 0, .a = 0, .imm = 0 },
+		{ .code = CAD_VM_ST_64, .a = 0, .imm = 0 },
+		{ .code = CAD_VM_EXIT },
+	};
+	static const struct cad_user_op ops[1] = {
+		{ .name = 15, .elem_size = 8, .code_first = 0, .code_count = 3, .flags = CAD_UOP_COMMUTATIVE,
+		  .line = 0 },
+	};
+	struct cad_image_desc d = { .rank = 0, .nranks = 1, .buffers = bufs, .n_buffers = 2, .nodes = nodes,
+				    .n_nodes = 1, .ops = ops, .n_ops = 1, .code = code, .n_code = 3, .lines = lines,
+				    .n_lines = 1, .strings = str, .n_strings = sizeof(str) };
+	const uint64_t sz = cad_image_size(&d);
+	void *img = aligned_alloc(8, (sz + 7) & ~7ull);
+
+	if (!img || cad_image_write(&d, img, sz)) {
+		fprintf(stderr, "kcad_check: cannot write an image\n");
+		exit(2);
+	}
+	*size = (uint32_t)sz;
+	return img;
+}
+
+/* The address of entry i of section sec of img. */
+static void *reserved_entry(void *img, unsigned int sec, uint32_t i)
+{
+	const struct cad_prog_header *h = img;
+
+	return (char *)img + h->sec[sec].off + (size_t)i * h->sec[sec].entsize;
+}
+
+/* An ioctl's struct followed by 8 more bytes (the size protocol's tail). */
+struct tailed {
+	union {
+		uint32_t size;
+		struct cad_ioc_version v;
+		struct cad_ioc_join j;
+		struct cad_ioc_load l;
+		struct cad_ioc_start s;
+		struct cad_ioc_handle h;
+	} u;
+	uint64_t tail[2];
+};
+
+static int do_reserved(void)
+{
+	const uint64_t key = job_key();
+	static uint64_t in[8] __attribute__((aligned(64))), out[8] __attribute__((aligned(64)));
+	uint64_t addrs[2] = { (uintptr_t)in, (uintptr_t)out };
+	uint32_t size, h;
+	void *good = reserved_image(&size);
+	void *img = malloc(size);
+	struct load_res r;
+	struct dev d;
+	int err, res;
+
+	err = dev_open(&d, key, 0, 1);
+	CHECK("reserved-join", err == 0, "got %d", err);
+	for (int i = 0; i < 8; i++)
+		in[i] = 40 + i, out[i] = 0;
+	r = load(d.fd, good, size, addrs, 2, 1, CAD_LOAD_START, 1);
+	res = r.err ? r.err : wait_run(&d, r.handle, 1, 0);
+	CHECK("reserved-baseline-image-runs", res == 0 && out[7] == 47, "got %d (%s), out[7] = %llu", res, r.log,
+	      (unsigned long long)out[7]);
+	h = r.handle;
+
+	/* The program image: each field set in a copy of the good image. */
+	{
+		/* A field: at off in entry 0 of section sec (-1: the header),
+		 * width bytes, set to value. */
+		struct row {
+			const char *name;
+			int sec;
+			uint32_t entry;
+			size_t off, width;
+			uint32_t value;
+			const char *log;
+		};
+#define ROW(n, sec, entry, type, field, value, log) \
+	{ n, sec, entry, offsetof(type, field), sizeof(((type *)0)->field), value, log }
+		const struct row rows[] = {
+			ROW("image-header.flags", -1, 0, struct cad_prog_header, flags, 1, "unknown flags"),
+			ROW("image-section.reserved", -1, 0, struct cad_prog_header, sec[CAD_SEC_NODES].reserved, 1,
+			    "reserved field is not 0"),
+			ROW("image-buffer.reserved", CAD_SEC_BUFFERS, 1, struct cad_buffer, reserved, 1,
+			    "reserved field is not 0"),
+			ROW("image-node.reserved", CAD_SEC_NODES, 0, struct cad_node, reserved, 1, "reserved field is not 0"),
+			ROW("image-node.flags-unused", CAD_SEC_NODES, 0, struct cad_node, flags, 1, "node 0"),
+			ROW("image-node.peer-unused", CAD_SEC_NODES, 0, struct cad_node, peer, 1, "node 0"),
+			ROW("image-line.reserved", CAD_SEC_LINES, 0, struct cad_line, reserved, 1, "reserved field is not 0"),
+			ROW("image-user_op.flags", CAD_SEC_OPS, 0, struct cad_user_op, flags, 3, "flags"),
+			ROW("image-vm_insn.b-unused", CAD_SEC_CODE, 1, struct cad_vm_insn, b, 1, "unused field b is not 0"),
+			ROW("image-vm_insn.imm-unused", CAD_SEC_CODE, 2, struct cad_vm_insn, imm, 1,
+			    "unused field imm is not 0"),
+		};
+#undef ROW
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+			char name[80];
+
+			unsigned char *at;
+
+			memcpy(img, good, size);
+			at = (rows[i].sec < 0 ? (unsigned char *)img
+					      : (unsigned char *)reserved_entry(img, rows[i].sec, rows[i].entry)) +
+			     rows[i].off;
+			if (rows[i].width == 1)
+				*at = (uint8_t)rows[i].value;
+			else if (rows[i].width == 2)
+				*(uint16_t *)at = (uint16_t)rows[i].value;
+			else
+				*(uint32_t *)at = rows[i].value;
+			snprintf(name, sizeof(name), "reserved-%s", rows[i].name);
+			r = load(d.fd, img, size, addrs, 2, 1, 0, 0);
+			EXPECT_LOAD(name, r, -EINVAL, rows[i].log);
+			if (!r.err)
+				handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+		}
+	}
+
+	/* The ioctls' own fields: flags and reserved, -EINVAL, and nothing
+	 * done (the handle is still there after a refused FREE). */
+	{
+		static const struct { const char *name; unsigned long cmd; } hrows[] = {
+			{ "reserved-ioc_handle.reserved-test", CAD_IOC_TEST },
+			{ "reserved-ioc_handle.reserved-cancel", CAD_IOC_CANCEL },
+			{ "reserved-ioc_handle.reserved-free", CAD_IOC_FREE },
+		};
+		for (size_t i = 0; i < sizeof(hrows) / sizeof(hrows[0]); i++) {
+			struct cad_ioc_handle a = { .size = sizeof(a), .handle = h, .reserved = 1 };
+
+			err = ioctl(d.fd, hrows[i].cmd, &a) ? errno : 0;
+			CHECK(hrows[i].name, err == EINVAL, "got %d", err);
+		}
+		err = handle_op(d.fd, CAD_IOC_TEST, h, &res);
+		CHECK("reserved-refused-free-kept-the-handle", err == 0 && res == 0, "got %d result %d", err, res);
+	}
+	{
+		struct cad_ioc_join j = { .size = sizeof(j), .rank = 0, .nranks = 1, .flags = 1, .key = key + 1 };
+		int fd = open("/dev/cad", O_RDWR);
+
+		err = ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0;
+		CHECK("reserved-ioc_join.flags", err == EINVAL, "got %d", err);
+		close(fd);
+	}
+	{
+		struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)good,
+					  .buf_addrs = (uintptr_t)addrs, .nbufs = 2, .flags = 2 };
+
+		err = ioctl(d.fd, CAD_IOC_LOAD, &l) ? errno : 0;
+		CHECK("reserved-ioc_load.flags", err == EINVAL && l.handle == ~0u, "got %d handle %u", err, l.handle);
+	}
+	/* Bytes past the struct the module knows: -E2BIG for every ioctl. */
+	{
+		static const struct { const char *name; unsigned long cmd; uint32_t known; } trows[] = {
+			{ "reserved-tail-version", CAD_IOC_VERSION, sizeof(struct cad_ioc_version) },
+			{ "reserved-tail-join", CAD_IOC_JOIN, sizeof(struct cad_ioc_join) },
+			{ "reserved-tail-load", CAD_IOC_LOAD, sizeof(struct cad_ioc_load) },
+			{ "reserved-tail-start", CAD_IOC_START, sizeof(struct cad_ioc_start) },
+			{ "reserved-tail-test", CAD_IOC_TEST, sizeof(struct cad_ioc_handle) },
+			{ "reserved-tail-cancel", CAD_IOC_CANCEL, sizeof(struct cad_ioc_handle) },
+			{ "reserved-tail-free", CAD_IOC_FREE, sizeof(struct cad_ioc_handle) },
+		};
+		for (size_t i = 0; i < sizeof(trows) / sizeof(trows[0]); i++) {
+			struct tailed t;
+
+			memset(&t, 0, sizeof(t));
+			t.u.size = trows[i].known + 8;
+			((unsigned char *)&t)[trows[i].known + 3] = 1;
+			if (trows[i].cmd == CAD_IOC_TEST || trows[i].cmd == CAD_IOC_CANCEL || trows[i].cmd == CAD_IOC_FREE)
+				t.u.h.handle = h;
+			err = ioctl(d.fd, trows[i].cmd, &t) ? errno : 0;
+			CHECK(trows[i].name, err == E2BIG, "got %d", err);
+		}
+		err = handle_op(d.fd, CAD_IOC_TEST, h, &res);
+		CHECK("reserved-refused-tail-kept-the-handle", err == 0 && res == 0, "got %d result %d", err, res);
+	}
+	handle_op(d.fd, CAD_IOC_FREE, h, NULL);
+	close(d.fd);
+	free(img);
+	free(good);
 	return 0;
 }
 
@@ -2774,6 +2980,8 @@ int main(int argc, char **argv)
 		do_inflight(!strcmp(argv[2], "free"), strtoull(argv[3], NULL, 0));
 	else if (!strcmp(what, "pins"))
 		do_pins();
+	else if (!strcmp(what, "reserved"))
+		do_reserved();
 	else if (!strcmp(what, "fuzz") && argc >= 4) {
 		if (do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0), argc - 4, argv + 4))
 			return 2;
@@ -2782,7 +2990,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

@@ -54,6 +54,8 @@ CASES = {
     "cycles": "kcad_check cycles 10000",
     # Buffers in shared file mappings, shared memory; the pinned limit per user.
     "pins": "kcad_check pins",
+    # Every reserved or unused field of the image and of the ioctls' structs.
+    "reserved": "kcad_check reserved",
     # A program that would copy for minutes holds up nobody for more than
     # a pass, and its process dies within one.
     "busy-read": "kcad_check busy read",
@@ -290,3 +292,18 @@ def test_the_fuzzer_ran_collectives(vm_run):
         assert rounds >= 2 and ops >= 1000 and verified >= 50, (name, c.output)
         assert images >= 6 and op_runs >= 20, (name, c.output)
         assert algs == len(FUZZ_ALGS) and alg_runs >= 20 and restarts >= 20, (name, c.output)
+
+
+def test_every_reserved_field_is_checked(vm_run):
+    """One row per reserved or unused field: the image's (header, section,
+    buffer, node, line, operator, VM instruction) and the ioctls' (flags,
+    cad_ioc_handle.reserved for TEST, CANCEL and FREE, bytes past each
+    struct); a refused FREE leaves the handle loaded."""
+    passed = set(re.findall(r"KCAD PASS (\S+)", vm_run.cases["reserved"].output))
+    rows = ["image-header.flags", "image-section.reserved", "image-buffer.reserved", "image-node.reserved",
+            "image-node.flags-unused", "image-node.peer-unused", "image-line.reserved", "image-user_op.flags",
+            "image-vm_insn.b-unused", "image-vm_insn.imm-unused", "ioc_handle.reserved-test",
+            "ioc_handle.reserved-cancel", "ioc_handle.reserved-free", "ioc_join.flags", "ioc_load.flags",
+            "refused-free-kept-the-handle", "refused-tail-kept-the-handle", "baseline-image-runs",
+            *(f"tail-{c}" for c in ("version", "join", "load", "start", "test", "cancel", "free"))]
+    assert {f"reserved-{r}" for r in rows} <= passed, sorted({f"reserved-{r}" for r in rows} - passed)
