@@ -39,8 +39,14 @@
  * user may run any number of processes, so only a bound per user bounds
  * anything.  0 at load: half the machine's memory, at least 1 GiB. */
 unsigned int cad_max_pinned_mb;
-module_param_named(max_pinned_mb, cad_max_pinned_mb, uint, 0644);
-MODULE_PARM_DESC(max_pinned_mb, "Memory a user may have pinned by the module, MiB (default: half the RAM, at least 1024)");
+CAD_PARAM_RANGE(max_pinned_mb, cad_max_pinned_mb, 1, CAD_MAX_PINNED_MB);
+MODULE_PARM_DESC(max_pinned_mb, "Memory a user may have pinned by the module, MiB (default: half the RAM, at least 1024; at most 2^30)");
+
+/* All users together: 0 at load, the machine's memory (a page pinned
+ * by several programs counts once for each). */
+unsigned int cad_max_pinned_total_mb;
+CAD_PARAM_RANGE(max_pinned_total_mb, cad_max_pinned_total_mb, 1, CAD_MAX_PINNED_MB);
+MODULE_PARM_DESC(max_pinned_total_mb, "Memory all users together may have pinned by the module, MiB (default: the RAM, at least 1024; at most 2^30)");
 
 unsigned int cad_max_programs = CAD_MAX_PROGRAMS;
 CAD_PARAM_RANGE(max_programs, cad_max_programs, 1, CAD_MAX_PROGRAMS);
@@ -504,6 +510,10 @@ static int __init cad_init(void)
 
 	if (!cad_max_pinned_mb)
 		cad_max_pinned_mb = max_t(unsigned long, 1024, (totalram_pages() >> (20 - PAGE_SHIFT)) / 2);
+	if (!cad_max_pinned_total_mb)
+		cad_max_pinned_total_mb = max_t(unsigned long, 1024, totalram_pages() >> (20 - PAGE_SHIFT));
+	cad_max_pinned_mb = min_t(unsigned int, cad_max_pinned_mb, CAD_MAX_PINNED_MB);
+	cad_max_pinned_total_mb = min_t(unsigned int, cad_max_pinned_total_mb, CAD_MAX_PINNED_MB);
 	cad_wq = alloc_workqueue("cad", WQ_UNBOUND, 0);
 	if (!cad_wq)
 		return -ENOMEM;

@@ -41,6 +41,10 @@
 
 #include "../core/cad_core.h"
 
+/* The largest value of the pinned-memory limits, MiB: 1 PiB, so that a
+ * limit in pages fits any counter. */
+#define CAD_MAX_PINNED_MB (1u << 30)
+
 /* Tombstones a group keeps at most: past that, the oldest goes.  They are
  * found by (ctx, seq) in 2^CAD_TOMB_HASH_BITS buckets (at most 8 a bucket
  * on average when full), since every start looks while there are any. */
@@ -194,6 +198,7 @@ extern atomic64_t cad_deferred;
 extern atomic64_t cad_split;
 extern atomic64_t cad_cut;
 extern unsigned int cad_max_pinned_mb;
+extern unsigned int cad_max_pinned_total_mb;
 extern unsigned int cad_max_programs;
 extern unsigned int cad_max_image_kb;
 extern unsigned int cad_max_scratch_mb;

@@ -42,6 +42,13 @@
  *                              of the ioctls' structs, each refused with
  *                              -EINVAL (-E2BIG for bytes past a struct)
  *                              and nothing done
+ *   kcad_check memlock         pins are charged to RLIMIT_MEMLOCK: at 64 KiB a
+ *                              process of uid 1000 cannot load a program
+ *                              that pins more (-ENOMEM, the limit named),
+ *                              runs one that fits 100 times with refused
+ *                              loads between (nothing leaks), and nothing
+ *                              stays pinned once it exits; root
+ *                              (CAP_IPC_LOCK) is exempt
  *   kcad_check wide N read|spin|bystander
  *                              2 ranks, one transfer of N bytes, more than
  *                              a pass may copy: the pass cuts it (the
@@ -88,6 +95,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -952,6 +960,105 @@ static int do_reserved(void)
 	close(d.fd);
 	free(img);
 	free(good);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* memlock: pins charged to RLIMIT_MEMLOCK                             */
+
+/* A load of reduce_one(bytes) with page-aligned buffers in d; freed
+ * again; 0 or -errno (the log in log). */
+static int memlock_load(struct dev *d, uint64_t bytes, int run, char *log, size_t logsize)
+{
+	uint32_t size;
+	void *img = reduce_one(&size, bytes);
+	double *src = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	double *dst = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t a[3] = { (uintptr_t)src, (uintptr_t)dst, 0 };
+	struct load_res r;
+	int res;
+
+	for (uint64_t i = 0; i < bytes / sizeof(double); i++)
+		src[i] = (double)i, dst[i] = 1;
+	r = load(d->fd, img, size, a, 3, 1, run ? CAD_LOAD_START : 0, 1);
+	res = r.err;
+	if (!res && run) {
+		res = wait_run(d, r.handle, 1, 0);
+		if (!res && dst[bytes / sizeof(double) - 1] != (double)(bytes / sizeof(double) - 1) + 1)
+			res = -EIO;
+	}
+	if (r.handle != ~0u)
+		handle_op(d->fd, CAD_IOC_FREE, r.handle, NULL);
+	snprintf(log, logsize, "%s", r.log);
+	munmap(src, bytes);
+	munmap(dst, bytes);
+	free(img);
+	return res;
+}
+
+/* Child: RLIMIT_MEMLOCK 64 KiB, then uid 1000 (no CAP_IPC_LOCK); exit 0 if
+ * the module refuses a program needing more (its first buffer pinned,
+ * its second over the limit), with the limit named, and then runs one
+ * that fits many times, a refused one between each (every refusal gives
+ * back what it had pinned; every free too). */
+static int memlock_child(uint64_t key, int drop)
+{
+	const struct rlimit lim = { 64 << 10, 64 << 10 };
+	char log[512];
+	struct dev d;
+	int err;
+
+	if (setrlimit(RLIMIT_MEMLOCK, &lim))
+		return 3;
+	if (drop && (setgid(1000) || setuid(1000)))
+		return 4;
+	if (dev_open(&d, key, 0, 1))
+		return 5;
+	err = memlock_load(&d, 64 << 10, 0, log, sizeof(log));
+	if (drop && (err != -ENOMEM || !strstr(log, "RLIMIT_MEMLOCK") || !strstr(log, "ulimit -l"))) {
+		printf("KCAD memlock: a 64 KiB program: %d (%s)\n", err, log);
+		return 6;
+	}
+	if (!drop && err) {
+		printf("KCAD memlock: with CAP_IPC_LOCK, a 64 KiB program: %d (%s)\n", err, log);
+		return 7;
+	}
+	for (int i = 0; drop && i < 100; i++) {
+		err = memlock_load(&d, 4096, 1, log, sizeof(log));
+		if (err) {
+			printf("KCAD memlock: run %d of a program within the limit: %d (%s)\n", i, err, log);
+			return 8;
+		}
+		err = memlock_load(&d, 48 << 10, 0, log, sizeof(log));
+		if (err != -ENOMEM) {
+			printf("KCAD memlock: load %d of a program over the limit: %d (%s)\n", i, err, log);
+			return 9;
+		}
+	}
+	close(d.fd);
+	return 0;
+}
+
+static int do_memlock(void)
+{
+	const uint64_t key = job_key();
+	int st;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0)
+		_exit(memlock_child(key, 1));
+	waitpid(pid, &st, 0);
+	CHECK("memlock-refused-and-given-back", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+	CHECK("memlock-nothing-pinned-after-exit", get_param("pinned_pages") == 0, "%lu pages pinned",
+	      get_param("pinned_pages"));
+	pid = fork();
+	if (pid == 0)
+		_exit(memlock_child(key + 1, 0));
+	waitpid(pid, &st, 0);
+	CHECK("memlock-cap-ipc-lock-exempt", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+	CHECK("memlock-nothing-pinned-at-the-end", get_param("pinned_pages") == 0, "%lu pages pinned",
+	      get_param("pinned_pages"));
 	return 0;
 }
 
@@ -2982,6 +3089,8 @@ int main(int argc, char **argv)
 		do_pins();
 	else if (!strcmp(what, "reserved"))
 		do_reserved();
+	else if (!strcmp(what, "memlock"))
+		do_memlock();
 	else if (!strcmp(what, "fuzz") && argc >= 4) {
 		if (do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0), argc - 4, argv + 4))
 			return 2;
@@ -2990,7 +3099,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

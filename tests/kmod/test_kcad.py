@@ -56,6 +56,8 @@ CASES = {
     "pins": "kcad_check pins",
     # Every reserved or unused field of the image and of the ioctls' structs.
     "reserved": "kcad_check reserved",
+    # Pins charged to RLIMIT_MEMLOCK (64 KiB) of uid 1000; root is exempt.
+    "memlock": "kcad_check memlock",
     # A program that would copy for minutes holds up nobody for more than
     # a pass, and its process dies within one.
     "busy-read": "kcad_check busy read",
@@ -307,3 +309,11 @@ def test_every_reserved_field_is_checked(vm_run):
             "refused-free-kept-the-handle", "refused-tail-kept-the-handle", "baseline-image-runs",
             *(f"tail-{c}" for c in ("version", "join", "load", "start", "test", "cancel", "free"))]
     assert {f"reserved-{r}" for r in rows} <= passed, sorted({f"reserved-{r}" for r in rows} - passed)
+
+
+def test_memlock_refusal_names_the_limit_in_the_kernel_log(vm_run):
+    """A pin over RLIMIT_MEMLOCK is refused with -ENOMEM (the memlock
+    case), and the kernel log says which limit and how to raise it."""
+    assert re.search(r"KCAD PASS memlock-refused-and-given-back", vm_run.cases["memlock"].output)
+    assert re.search(r"cad: kcad_check\[\d+\] uid 1000: cannot pin \d+ KiB more: it exceeds the 64 KiB "
+                     r"RLIMIT_MEMLOCK.*ulimit -l", vm_run.dmesg), vm_run.dmesg[-3000:]
