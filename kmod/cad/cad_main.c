@@ -239,7 +239,11 @@ static int join(struct cad_file *f, const struct cad_ioc_join *a)
 		mutex_unlock(&cad_groups_lock);
 		if (!g)
 			break;
-		mutex_lock(&g->lock);
+		if (mutex_lock_killable(&g->lock)) {
+			cad_group_put(g);
+			err = -EINTR;
+			break;
+		}
 		if (g->dead)
 			err = -EAGAIN;  /* its last member left meanwhile: a new one */
 		else if (g->members[a->rank])

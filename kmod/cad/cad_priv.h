@@ -23,7 +23,13 @@
  * `inflight`, and nothing frees them or tells their owners they ended
  * while that is not 0.  One pass does a bounded amount of work (struct
  * cad_budget in cad_run.c) and leaves the rest to a member asleep in
- * read() or to the group's work item.
+ * read() or to the group's work item.  Nothing that holds a group's lock
+ * waits for user space: no page is pinned or looked up and no user memory
+ * is read or written under it (a fault may wait for a FUSE server or a
+ * userfaultfd handler as long as it likes).  So an ioctl waits for the
+ * lock killably (mutex_lock_killable: -EINTR); a release, a work item
+ * and the end of a read(), which must go on, wait uninterruptibly, but
+ * no longer than a pass.
  */
 #ifndef CAD_PRIV_H
 #define CAD_PRIV_H
@@ -155,6 +161,7 @@ struct cad_run {
 	u32 nbufs;
 	bool running;
 	bool started;
+	bool revalidating;              /* its START looks its pages up, lock dropped */
 	atomic_t stale;                 /* a watched mapping changed */
 	int result;
 	u32 gen;

@@ -335,7 +335,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 }
 
 /* After an invalidation: whether the process still maps the pinned pages
- * at the buffer's addresses.  The owner's context, group lock held. */
+ * at the buffer's addresses.  The owner's context, group lock not held
+ * (looking the pages up may fault). */
 static bool still_mapped(struct cad_kbuf *b)
 {
 	struct page *tmp[64];
@@ -1215,7 +1216,8 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 		if (signal_pending(current))
 			return -ERESTARTSYS;
 		if (g) {
-			mutex_lock(&g->lock);
+			if (mutex_lock_killable(&g->lock))
+				return -EINTR;
 			take_over(g);
 			f->waiting = true;
 			mutex_unlock(&g->lock);
@@ -1225,7 +1227,8 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 		if (g) {
 			/* Whatever was handed to this process while it slept is
 			 * done here (a pass of it), even when a signal ends the
-			 * wait. */
+			 * wait; and waiting must be cleared, so this lock is not
+			 * killable (no holder of it waits for user space). */
 			mutex_lock(&g->lock);
 			f->waiting = false;
 			take_over(g);
@@ -1438,17 +1441,44 @@ static void progress(struct cad_group *g, struct cad_budget *b)
 		go_on_later(g);
 }
 
+/**
+ * start_locked() - start r as collective seq of its communicator
+ * @g: r's group, its lock held
+ * @r: a loaded run of the calling process
+ * @seq: the collective's number
+ *
+ * A run whose mappings changed since it was pinned is looked up again
+ * first (revalidate()), without the group lock: looking pages up may
+ * fault, and a fault may wait for user space (a FUSE file, userfaultfd)
+ * for as long as it likes, which no other member, work item or release
+ * waiting for the lock may be made to wait for.  Meanwhile r is marked
+ * revalidating: nobody starts or frees it, and the lock is taken back
+ * (uninterruptibly, to clear that mark) before it goes on.
+ *
+ * Return: 0 (started, perhaps already ended), -EBUSY if r runs, is being
+ * copied into or out of or revalidated, or another run of the file runs
+ * collective seq of its communicator; -ESTALE if its pages are no longer
+ * mapped where they were pinned.
+ */
 static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 {
 	struct cad_tomb *t;
 
-	if (r->running || r->inflight || find_running(r->file, r->ctx, seq))
+	if (r->running || r->inflight || r->revalidating || find_running(r->file, r->ctx, seq))
 		return -EBUSY;
 	if (atomic_read(&r->stale)) {
-		int err = revalidate(r);
+		int err;
 
+		r->revalidating = true;
+		mutex_unlock(&g->lock);
+		err = revalidate(r);
+		mutex_lock(&g->lock);
+		r->revalidating = false;
 		if (err)
 			return err;
+		/* (another run of the file may have started seq meanwhile) */
+		if (r->running || r->inflight || find_running(r->file, r->ctx, seq))
+			return -EBUSY;
 	}
 	r->seq = seq;
 	r->started = true;
@@ -1651,19 +1681,23 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 	if (!err && r->prog.n_ops && !READ_ONCE(g->vm_scratch)) {
 		void *s = kvzalloc(CAD_VM_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
 
-		mutex_lock(&g->lock);
-		if (!g->vm_scratch)
-			g->vm_scratch = s, s = NULL;
-		mutex_unlock(&g->lock);
+		if (mutex_lock_killable(&g->lock)) {
+			err = -EINTR;
+		} else {
+			if (!g->vm_scratch)
+				g->vm_scratch = s, s = NULL;
+			mutex_unlock(&g->lock);
+			if (!g->vm_scratch)
+				err = -ENOMEM;
+		}
 		kvfree(s);
-		if (!g->vm_scratch)
-			err = -ENOMEM;
 	}
+	if (!err && mutex_lock_killable(&g->lock))
+		err = -EINTR;  /* killed while waiting: r goes below */
 	if (!err) {
 		/* Read once: root may change it meanwhile (it is <= CAD_MAX_PROGRAMS). */
 		const u32 max = READ_ONCE(cad_max_programs);
 
-		mutex_lock(&g->lock);
 		for (h = 0; h < max && f->runs[h]; h++)
 			;
 		if (h == max) {
@@ -1695,7 +1729,8 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 
 	if (!g)
 		return -ENOTCONN;
-	mutex_lock(&g->lock);
+	if (mutex_lock_killable(&g->lock))
+		return -EINTR;
 	r = lookup(f, handle);
 	if (!r) {
 		err = -EBADF;
@@ -1706,6 +1741,8 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 			err = -EINVAL;
 		else
 			*result = r->running || r->publish_pending ? -EINPROGRESS : r->result;
+	} else if (cmd == CAD_IOC_FREE && r->revalidating) {
+		err = -EBUSY;  /* its START, in another thread, goes on with it */
 	} else {  /* CANCEL, FREE */
 		if (r->running)
 			fail_collective(g, r, -ECANCELED);

@@ -49,6 +49,11 @@
  *                              loads between (nothing leaks), and nothing
  *                              stays pinned once it exits; root
  *                              (CAP_IPC_LOCK) is exempt
+ *   kcad_check stall           rank 0's buffer is remapped onto a FUSE file
+ *                              whose reads are never answered, so its START
+ *                              stalls looking the pages up: rank 1's load
+ *                              and start return at once and it dies at once
+ *                              when killed; rank 0 ends once the server goes
  *   kcad_check wide N read|spin|bystander
  *                              2 ranks, one transfer of N bytes, more than
  *                              a pass may copy: the pass cuts it (the
@@ -94,6 +99,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/fuse.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1059,6 +1065,213 @@ static int do_memlock(void)
 	CHECK("memlock-cap-ipc-lock-exempt", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
 	CHECK("memlock-nothing-pinned-at-the-end", get_param("pinned_pages") == 0, "%lu pages pinned",
 	      get_param("pinned_pages"));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* stall: a member whose pages fault into a FUSE server that never      */
+/* answers holds up no other member                                      */
+
+/* A FUSE file system of one file, /f, whose reads are never answered
+ * (the server: every other request it answers, or ENOSYS). */
+static void stall_server(int fd)
+{
+	static unsigned char buf[1 << 20];
+
+	for (;;) {
+		const ssize_t n = read(fd, buf, sizeof(buf));
+		const struct fuse_in_header *in = (const void *)buf;
+		struct {
+			struct fuse_out_header h;
+			union {
+				struct fuse_init_out init;
+				struct fuse_entry_out entry;
+				struct fuse_attr_out attr;
+				struct fuse_open_out open;
+			} u;
+		} out;
+		struct fuse_attr *a = NULL;
+		size_t len = sizeof(out.h);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < (ssize_t)sizeof(*in))
+			_exit(0);  /* unmounted, or aborted */
+		memset(&out, 0, sizeof(out));
+		out.h.unique = in->unique;
+		switch (in->opcode) {
+		case FUSE_INIT: {
+			const struct fuse_init_in *ii = (const void *)(in + 1);
+
+			out.u.init.major = FUSE_KERNEL_VERSION;
+			out.u.init.minor = ii->minor < FUSE_KERNEL_MINOR_VERSION ? ii->minor : FUSE_KERNEL_MINOR_VERSION;
+			out.u.init.max_readahead = ii->max_readahead;
+			out.u.init.max_write = 4096;
+			len += sizeof(out.u.init);
+			break;
+		}
+		case FUSE_LOOKUP:
+			if (in->nodeid != FUSE_ROOT_ID || strcmp((const char *)(in + 1), "f")) {
+				out.h.error = -ENOENT;
+				break;
+			}
+			out.u.entry.nodeid = 2;
+			out.u.entry.generation = 1;
+			out.u.entry.entry_valid = out.u.entry.attr_valid = 3600;
+			a = &out.u.entry.attr;
+			len += sizeof(out.u.entry);
+			break;
+		case FUSE_GETATTR:
+			out.u.attr.attr_valid = 3600;
+			a = &out.u.attr.attr;
+			len += sizeof(out.u.attr);
+			break;
+		case FUSE_OPEN:
+		case FUSE_OPENDIR:
+			out.u.open.fh = 1;
+			len += sizeof(out.u.open);
+			break;
+		case FUSE_READ:
+			continue;  /* never answered */
+		case FUSE_FLUSH:
+		case FUSE_RELEASE:
+		case FUSE_RELEASEDIR:
+		case FUSE_DESTROY:
+			break;
+		case FUSE_FORGET:
+		case FUSE_BATCH_FORGET:
+		case FUSE_INTERRUPT:
+			continue;  /* no answer */
+		default:
+			out.h.error = -ENOSYS;
+			break;
+		}
+		if (a) {
+			const int root = in->opcode == FUSE_GETATTR && in->nodeid == FUSE_ROOT_ID;
+
+			a->ino = root ? FUSE_ROOT_ID : 2;
+			a->mode = root ? S_IFDIR | 0755 : S_IFREG | 0444;
+			a->nlink = root ? 2 : 1;
+			a->size = root ? 0 : 65536;
+			a->blocks = a->size / 512;
+			a->blksize = 4096;
+		}
+		out.h.len = (uint32_t)len;
+		if (write(fd, &out, len) < 0 && errno != ENOENT)
+			_exit(0);
+	}
+}
+
+/* Waits up to secs for pid to end; its status, or -1 if it did not. */
+static int wait_pid_for(pid_t pid, double secs)
+{
+	const double until = now() + secs;
+	int st;
+
+	do {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		usleep(10000);
+	} while (now() < until);
+	return -1;
+}
+
+/* Waits up to secs for a byte on fd: 1 if one came. */
+static int wait_byte(int fd, double secs)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	return poll(&p, 1, (int)(secs * 1000)) == 1 && read(fd, &c, 1) == 1;
+}
+
+static int do_stall(void)
+{
+	const uint64_t key = job_key();
+	char opts[128];
+	int fuse, a_pipe[2], b_pipe[2], st;
+	pid_t server, a, b;
+
+	mkdir("/tmp/stallfs", 0755);
+	fuse = open("/dev/fuse", O_RDWR);
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fuse);
+	if (fuse < 0 || mount("stallfs", "/tmp/stallfs", "fuse", MS_NOSUID | MS_NODEV, opts)) {
+		CHECK("stall-fuse-mount", 0, "/dev/fuse %d, mount: %s (insmod fuse.ko first)", fuse, strerror(errno));
+		return 0;
+	}
+	server = fork();
+	if (server == 0)
+		stall_server(fuse);
+	close(fuse);  /* the server's is the last: when it dies, the connection is aborted */
+	if (pipe(a_pipe) || pipe(b_pipe))
+		return 1;
+
+	/* Rank 0: its send buffer, read only, is pinned; then the FUSE file
+	 * is mapped at its address, so its START looks the pages up again,
+	 * which faults into the server: a read never answered. */
+	a = fork();
+	if (a == 0) {
+		struct dev d;
+		uint32_t size;
+		void *img = exchange(0, &size);
+		static uint64_t rbuf;
+		void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint64_t addrs[2] = { (uintptr_t)p, (uintptr_t)&rbuf };
+		struct load_res r;
+		int f;
+
+		if (dev_open(&d, key, 0, 2))
+			_exit(11);
+		r = load(d.fd, img, size, addrs, 2, 1, 0, 0);
+		if (r.err) {
+			printf("KCAD stall: rank 0 load: %d %s\n", r.err, r.log);
+			_exit(12);
+		}
+		f = open("/tmp/stallfs/f", O_RDONLY);
+		if (f < 0 || mmap(p, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, f, 0) != p) {
+			printf("KCAD stall: rank 0: the FUSE file: %s\n", strerror(errno));
+			_exit(13);
+		}
+		(void)!write(a_pipe[1], "s", 1);
+		printf("KCAD stall: rank 0 start: %d\n", start(d.fd, r.handle, 1));
+		_exit(14);
+	}
+	CHECK("stall-rank-0-starts", wait_byte(a_pipe[0], 10), "rank 0 did not get to its start");
+	usleep(300000);  /* rank 0 is in its fault now */
+
+	/* Rank 1 loads and starts (the group's lock), and is killed. */
+	b = fork();
+	if (b == 0) {
+		struct dev d;
+		uint32_t size;
+		void *img = exchange(1, &size);
+		static uint64_t s = 7, rbuf;
+		uint64_t addrs[2] = { (uintptr_t)&s, (uintptr_t)&rbuf };
+		struct load_res r;
+
+		if (dev_open(&d, key, 1, 2))
+			_exit(21);
+		r = load(d.fd, img, size, addrs, 2, 1, CAD_LOAD_START, 1);
+		(void)!write(b_pipe[1], r.err ? "e" : "b", 1);
+		for (;;)
+			pause();
+	}
+	CHECK("stall-peer-not-held-up", wait_byte(b_pipe[0], 3), "rank 1's load and start did not return in 3 s");
+	kill(b, SIGKILL);
+	st = wait_pid_for(b, 3);
+	CHECK("stall-peer-killable", st != -1 && WIFSIGNALED(st), "rank 1 did not end within 3 s of SIGKILL");
+
+	/* The stalled member ends once the server goes (the connection is
+	 * aborted, its read fails). */
+	kill(a, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	st = wait_pid_for(a, 10);
+	CHECK("stall-stalled-member-ends-with-the-server", st != -1, "rank 0 did not end");
+	if (b > 0 && st == -1)
+		waitpid(b, NULL, 0);
+	umount2("/tmp/stallfs", MNT_DETACH);
+	CHECK("stall-nothing-pinned", get_param("pinned_pages") == 0, "%lu pages pinned", get_param("pinned_pages"));
 	return 0;
 }
 
@@ -3091,6 +3304,8 @@ int main(int argc, char **argv)
 		do_reserved();
 	else if (!strcmp(what, "memlock"))
 		do_memlock();
+	else if (!strcmp(what, "stall"))
+		do_stall();
 	else if (!strcmp(what, "fuzz") && argc >= 4) {
 		if (do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0), argc - 4, argv + 4))
 			return 2;
@@ -3099,7 +3314,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

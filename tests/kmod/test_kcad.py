@@ -58,6 +58,10 @@ CASES = {
     "reserved": "kcad_check reserved",
     # Pins charged to RLIMIT_MEMLOCK (64 KiB) of uid 1000; root is exempt.
     "memlock": "kcad_check memlock",
+    # A member whose START faults into a FUSE server that never answers
+    # holds up no other member's start or death (the distribution's
+    # fuse.ko, added by kcad_vm()).
+    "stall": "insmod /fuse.ko 2>/dev/null; kcad_check stall",
     # A program that would copy for minutes holds up nobody for more than
     # a pass, and its process dies within one.
     "busy-read": "kcad_check busy read",
@@ -177,10 +181,13 @@ def fuzz_files(build_dir, work):
 def kcad_vm(build_dir, work):
     """The VM of these tests and of `make fuzz-kmod` (fuzz_kmod.py): the
     module built with UBSAN (kmod/cad/cad_ubsan.c), in a kernel booted with
-    SLUB's and the page allocator's checks (KERNEL_DEBUG), with kcad_check
-    and the fuzzer's files (made in work)."""
+    SLUB's and the page allocator's checks (KERNEL_DEBUG), with kcad_check,
+    the fuzzer's files (made in work) and the distribution's fuse.ko."""
     vm = cad_vm(build_dir, module="kmod/ubsan/cad.ko", append=KERNEL_DEBUG)
     vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
+    fuse = Path(f"/lib/modules/{vm.version}/kernel/fs/fuse/fuse.ko")
+    if fuse.exists():
+        vm.add_file(fuse, "/fuse.ko")
     for host, path in fuzz_files(build_dir, work):
         vm.add_file(host, path)
     return vm
