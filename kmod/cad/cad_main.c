@@ -22,7 +22,8 @@
 /* Parameters and counters                                             */
 
 /* A writable uint parameter that refuses values outside [lo, hi] (and
- * keeps the one it had). */
+ * keeps the one it had).  Every writable parameter is one: none takes a
+ * value the code was not written for. */
 #define CAD_PARAM_RANGE(name, var, lo, hi)                                   \
 	static int set_##name(const char *val, const struct kernel_param *kp) \
 	{                                                                     \
@@ -52,9 +53,11 @@ unsigned int cad_max_programs = CAD_MAX_PROGRAMS;
 CAD_PARAM_RANGE(max_programs, cad_max_programs, 1, CAD_MAX_PROGRAMS);
 MODULE_PARM_DESC(max_programs, "Programs loaded per open file (1.." __stringify(CAD_MAX_PROGRAMS) ")");
 
+/* At most the verifier's own limit (cad_default_limits). */
+#define CAD_MAX_IMAGE_KB 262144
 unsigned int cad_max_image_kb = 64 << 10;
-module_param_named(max_image_kb, cad_max_image_kb, uint, 0644);
-MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB");
+CAD_PARAM_RANGE(max_image_kb, cad_max_image_kb, 1, CAD_MAX_IMAGE_KB);
+MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB (1.." __stringify(CAD_MAX_IMAGE_KB) ")");
 
 /* The scratch buffers of one program are kernel memory (charged to the
  * process's memory cgroup, like its image); below 2 GiB, so that no
@@ -93,20 +96,22 @@ MODULE_PARM_DESC(defer, "Who copies a matched transfer: 0 the caller, 1 an idle 
  * hardware a 32 KiB memcpy (~1 us) is shorter than waking a worker on a
  * busy CPU too. */
 unsigned int cad_defer_min = 32768;
-module_param_named(defer_min, cad_defer_min, uint, 0644);
-MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never deferred");
+CAD_PARAM_RANGE(defer_min, cad_defer_min, 0, 1u << 30);
+MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never deferred (0..2^30)");
 
 /* With defer=2, a transfer with no direction hint of at least split_min
  * bytes that neither side's call matched (a completion cascading in a
  * third process) is copied half by the receiver's CPU and half by the
  * sender's, at the same time; 0 never splits. */
 unsigned int cad_split_min = 16384;
-module_param_named(split_min, cad_split_min, uint, 0644);
-MODULE_PARM_DESC(split_min, "With defer=2, unhinted transfers from this size (bytes) matched by neither side are copied half by each side's CPU; 0: never");
+CAD_PARAM_RANGE(split_min, cad_split_min, 0, 1u << 30);
+MODULE_PARM_DESC(split_min, "With defer=2, unhinted transfers from this size (bytes) matched by neither side are copied half by each side's CPU; 0: never (0..2^30)");
 
+/* A group's arrays are sized by its ranks: 65536 of them are 576 KiB. */
+#define CAD_MAX_RANKS 65536
 static unsigned int cad_max_ranks = 4096;
-module_param_named(max_ranks, cad_max_ranks, uint, 0644);
-MODULE_PARM_DESC(max_ranks, "Ranks of one group");
+CAD_PARAM_RANGE(max_ranks, cad_max_ranks, 1, CAD_MAX_RANKS);
+MODULE_PARM_DESC(max_ranks, "Ranks of one group (1.." __stringify(CAD_MAX_RANKS) ")");
 
 atomic64_t cad_pinned_pages = ATOMIC64_INIT(0);
 atomic64_t cad_live_objects = ATOMIC64_INIT(0);

@@ -175,7 +175,8 @@ struct cad_run {
 
 /* cad_run.c */
 int cad_run_load(struct cad_file *f, struct cad_ioc_load *arg);
-/* START (seq), TEST (*result), CANCEL or FREE of a handle. */
+/* START (seq), TEST (*result), CANCEL or FREE of a handle; all but TEST
+ * only from the process that loaded it (-EPERM). */
 int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *result);
 /* A member leaves (its file is released): its runs go, its peers' runs
  * that still need it fail with -EPIPE.  Group lock held. */

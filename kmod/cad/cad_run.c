@@ -1729,6 +1729,11 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 
 	if (!g)
 		return -ENOTCONN;
+	/* A program is started, cancelled and freed only by the process
+	 * that loaded it (the opener, as load() requires): not by a child
+	 * that inherited the file, nor one it was passed to. */
+	if (cmd != CAD_IOC_TEST && current->mm != f->mm)
+		return -EPERM;
 	if (mutex_lock_killable(&g->lock))
 		return -EINTR;
 	r = lookup(f, handle);

@@ -54,6 +54,9 @@
  *                              stalls looking the pages up: rank 1's load
  *                              and start return at once and it dies at once
  *                              when killed; rank 0 ends once the server goes
+ *   kcad_check owner           a child that inherited the file cannot start,
+ *                              cancel or free its parent's program (-EPERM),
+ *                              may test it; the parent still owns it
  *   kcad_check wide N read|spin|bystander
  *                              2 ranks, one transfer of N bytes, more than
  *                              a pass may copy: the pass cuts it (the
@@ -1272,6 +1275,52 @@ static int do_stall(void)
 		waitpid(b, NULL, 0);
 	umount2("/tmp/stallfs", MNT_DETACH);
 	CHECK("stall-nothing-pinned", get_param("pinned_pages") == 0, "%lu pages pinned", get_param("pinned_pages"));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* owner: START, CANCEL and FREE only from the loading process         */
+
+static int do_owner(void)
+{
+	const uint64_t key = job_key();
+	static double al[8] __attribute__((aligned(64))), o2[8] __attribute__((aligned(64)));
+	uint64_t a[3] = { (uintptr_t)al, (uintptr_t)o2, 0 };
+	uint32_t size;
+	void *img = reduce_one(&size, 64);
+	struct load_res r;
+	struct dev d;
+	int err, res, st;
+	pid_t pid;
+
+	err = dev_open(&d, key, 0, 1);
+	CHECK("owner-join", err == 0, "got %d", err);
+	r = load(d.fd, img, size, a, 3, 1, CAD_LOAD_START, 1);
+	res = r.err ? r.err : wait_run(&d, r.handle, 1, 0);
+	CHECK("owner-load-and-run", res == 0, "got %d: %s", res, r.log);
+	pid = fork();
+	if (pid == 0) {
+		/* The child shares the file: each of these is refused, TEST
+		 * answers, and a LOAD is refused as before. */
+		int e1 = start(d.fd, r.handle, 2), e2 = handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL);
+		int e3 = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL), e4 = handle_op(d.fd, CAD_IOC_TEST, r.handle, &res);
+		struct load_res l = load(d.fd, img, size, a, 3, 1, 0, 0);
+
+		printf("KCAD owner: child: start %d cancel %d free %d test %d (%d) load %d\n", e1, e2, e3, e4, res, l.err);
+		_exit(e1 == -EPERM && e2 == -EPERM && e3 == -EPERM && e4 == 0 && res == 0 && l.err == -EINVAL ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	CHECK("owner-child-cannot-start-cancel-free", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+	for (int i = 0; i < 8; i++)
+		al[i] = 1;
+	err = start(d.fd, r.handle, 2);
+	res = err ? err : wait_run(&d, r.handle, 2, 0);
+	CHECK("owner-parent-still-owns-it", res == 0 && d.st[r.handle].gen == 2, "got %d gen %u", res,
+	      d.st[r.handle].gen);
+	err = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+	CHECK("owner-parent-frees-it", err == 0, "got %d", err);
+	close(d.fd);
+	free(img);
 	return 0;
 }
 
@@ -3304,6 +3353,8 @@ int main(int argc, char **argv)
 		do_reserved();
 	else if (!strcmp(what, "memlock"))
 		do_memlock();
+	else if (!strcmp(what, "owner"))
+		do_owner();
 	else if (!strcmp(what, "stall"))
 		do_stall();
 	else if (!strcmp(what, "fuzz") && argc >= 4) {
@@ -3314,7 +3365,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

@@ -62,6 +62,8 @@ CASES = {
     # holds up no other member's start or death (the distribution's
     # fuse.ko, added by kcad_vm()).
     "stall": "insmod /fuse.ko 2>/dev/null; kcad_check stall",
+    # START, CANCEL and FREE only from the process that loaded the program.
+    "owner": "kcad_check owner",
     # A program that would copy for minutes holds up nobody for more than
     # a pass, and its process dies within one.
     "busy-read": "kcad_check busy read",
@@ -72,6 +74,18 @@ CASES = {
                     "! echo 2048 > $P/max_scratch_mb && test $(cat $P/max_scratch_mb) = 1024 && "
                     "echo 1 > $P/defer && test $(cat $P/defer) = 1 && "
                     "echo 2 > $P/defer && test $(cat $P/defer) = 2 && test $(cat $P/max_programs) = 512 && "
+                    # every writable parameter has bounds
+                    "m=$(cat $P/max_pinned_mb) && ! echo 0 > $P/max_pinned_mb && "
+                    "! echo 1073741825 > $P/max_pinned_mb && test $(cat $P/max_pinned_mb) = $m && "
+                    "t=$(cat $P/max_pinned_total_mb) && test $t -ge 1024 && ! echo 0 > $P/max_pinned_total_mb && "
+                    "! echo 1073741825 > $P/max_pinned_total_mb && test $(cat $P/max_pinned_total_mb) = $t && "
+                    "! echo 0 > $P/max_image_kb && ! echo 262145 > $P/max_image_kb && "
+                    "test $(cat $P/max_image_kb) = 65536 && "
+                    "! echo 1073741825 > $P/defer_min && test $(cat $P/defer_min) = 32768 && "
+                    "! echo 1073741825 > $P/split_min && test $(cat $P/split_min) = 16384 && "
+                    "! echo 0 > $P/max_ranks && ! echo 65537 > $P/max_ranks && test $(cat $P/max_ranks) = 4096 && "
+                    "echo 65536 > $P/max_ranks && echo 4096 > $P/max_ranks && "
+                    "for f in $P/*; do ! echo 4294967295 2>/dev/null > $f || exit 1; done && "
                     "echo 'KCAD PASS param-bounds' && echo 'KCAD SUMMARY passed=1 failed=0'",
 }
 # The same with each setting of the module parameter defer (the default is
