@@ -146,6 +146,8 @@ struct workqueue_struct *cad_wq;
 
 static void group_free(struct cad_group *g)
 {
+	if (g->cred)
+		put_cred(g->cred);
 	cad_group_free_tombs(g);
 	kvfree(g->vm_scratch);
 	kvfree(g->members);
@@ -176,6 +178,39 @@ void cad_group_put(struct cad_group *g)
 	group_free(g);
 }
 
+/**
+ * may_join() - whether the calling process may join a group
+ * @g: the group
+ *
+ * Only from the user namespace the group was made in.  There, with the
+ * creator's effective uid or CAP_SYS_ADMIN; and with what ptrace's
+ * PTRACE_MODE_ATTACH_REALCREDS asks of a tracer, against the creator's
+ * credentials when it made the group: the caller's real uid is the
+ * creator's real, effective and saved uid, its real gid the creator's
+ * three gids, or it has CAP_SYS_PTRACE in the creator's namespace.
+ * (Members copy each other's memory, as process_vm_readv does, which
+ * asks for as much.)  ptrace_may_access() itself, which also consults
+ * the creator's dumpable flag and the security modules (Yama), is not
+ * exported to modules.
+ *
+ * Return: true if it may.
+ */
+static bool may_join(const struct cad_group *g)
+{
+	const struct cred *c = current_cred(), *t = g->cred;
+
+	if (c->user_ns != t->user_ns)
+		return false;
+	if (capable(CAP_SYS_ADMIN))
+		return true;
+	if (!uid_eq(c->euid, t->euid))
+		return false;
+	if (uid_eq(c->uid, t->euid) && uid_eq(c->uid, t->suid) && uid_eq(c->uid, t->uid) &&
+	    gid_eq(c->gid, t->egid) && gid_eq(c->gid, t->sgid) && gid_eq(c->gid, t->gid))
+		return true;
+	return ns_capable(t->user_ns, CAP_SYS_PTRACE);
+}
+
 /* The group of key, found or made, with a reference for the caller; a
  * dead one (its last member left) is taken off the list on the way.
  * cad_groups_lock held. */
@@ -190,7 +225,7 @@ static struct cad_group *find_group(const struct cad_ioc_join *a, int *err)
 			unlist(g);
 			continue;
 		}
-		if (!uid_eq(current_euid(), g->owner) && !capable(CAP_SYS_ADMIN))
+		if (!may_join(g))
 			*err = -EPERM;
 		else if (g->nranks != a->nranks)
 			*err = -EINVAL;
@@ -214,7 +249,7 @@ static struct cad_group *find_group(const struct cad_ioc_join *a, int *err)
 	}
 	g->key = a->key;
 	g->nranks = a->nranks;
-	g->owner = current_euid();
+	g->cred = get_current_cred();
 	mutex_init(&g->lock);
 	INIT_LIST_HEAD(&g->work);
 	refcount_set(&g->refs, 1);
@@ -505,7 +540,7 @@ static const struct file_operations cad_fops = {
 };
 
 /* Anyone may open it: the verifier is the gate for programs, and a group
- * admits only its creator's user (or root). */
+ * admits only its creator's user, in its user namespace (may_join()). */
 static struct miscdevice cad_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "cad",

@@ -41,6 +41,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/uidgid.h>
+#include <linux/cred.h>
 #include <linux/mm_types.h>
 #include <linux/mmu_notifier.h>
 #include <linux/sched/user.h>
@@ -76,7 +77,7 @@ struct cad_group {
 	struct list_head link;          /* in cad_groups */
 	u64 key;
 	u32 nranks;
-	kuid_t owner;                   /* the creator's effective uid */
+	const struct cred *cred;        /* the creator's, when it made the group */
 	struct mutex lock;
 	struct cad_file **members;      /* [nranks]: NULL until joined, after leaving */
 	u8 *gone;                       /* [nranks]: joined once, left since */

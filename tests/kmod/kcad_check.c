@@ -57,6 +57,10 @@
  *   kcad_check owner           a child that inherited the file cannot start,
  *                              cancel or free its parent's program (-EPERM),
  *                              may test it; the parent still owns it
+ *   kcad_check access          a group made by uid 1000 admits uid 1000 with
+ *                              gid 1000, not uid 1001, nor uid 1000 with
+ *                              gid 1001 or in a user namespace of its own
+ *                              (-EPERM)
  *   kcad_check wide N read|spin|bystander
  *                              2 ranks, one transfer of N bytes, more than
  *                              a pass may copy: the pass cuts it (the
@@ -91,6 +95,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -1321,6 +1327,71 @@ static int do_owner(void)
 	CHECK("owner-parent-frees-it", err == 0, "got %d", err);
 	close(d.fd);
 	free(img);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* access: who may join a group                                        */
+
+/* In a child: take uid and gid (no supplementary groups), perhaps a user
+ * namespace of its own, and try to join rank 1 of key's group of 2: the
+ * errno (0 if it joined), 100 + errno if a step before failed. */
+static int access_try(uint64_t key, uid_t uid, gid_t gid, int newns)
+{
+	struct cad_ioc_join j = { .size = sizeof(j), .rank = 1, .nranks = 2, .key = key };
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		int fd;
+
+		if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+			_exit(100 + errno);
+		if (newns && unshare(CLONE_NEWUSER))
+			_exit(100 + errno);
+		fd = open("/dev/cad", O_RDWR);
+		if (fd < 0)
+			_exit(100 + errno);
+		_exit(ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0);
+	}
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+static int do_access(void)
+{
+	const uint64_t key = job_key();
+	int ready[2], done[2], err;
+	pid_t creator;
+	char c;
+
+	if (pipe(ready) || pipe(done))
+		return 1;
+	creator = fork();
+	if (creator == 0) {
+		struct cad_ioc_join j = { .size = sizeof(j), .rank = 0, .nranks = 2, .key = key };
+		int fd;
+
+		if (setgroups(0, NULL) || setgid(1000) || setuid(1000))
+			_exit(3);
+		fd = open("/dev/cad", O_RDWR);
+		if (fd < 0 || ioctl(fd, CAD_IOC_JOIN, &j))
+			_exit(4);
+		(void)!write(ready[1], "r", 1);
+		(void)!read(done[0], &c, 1);
+		_exit(0);
+	}
+	CHECK("access-creator-uid-1000-joins", read(ready[0], &c, 1) == 1, "the creator did not join");
+	err = access_try(key, 1001, 1001, 0);
+	CHECK("access-other-uid", err == EPERM, "uid 1001: %d", err);
+	err = access_try(key, 1000, 1001, 0);
+	CHECK("access-same-uid-other-gid", err == EPERM, "uid 1000 gid 1001: %d", err);
+	err = access_try(key, 1000, 1000, 1);
+	CHECK("access-other-user-namespace", err == EPERM, "uid 1000 in a user namespace of its own: %d", err);
+	err = access_try(key, 1000, 1000, 0);
+	CHECK("access-same-credentials", err == 0, "uid 1000 gid 1000: %d", err);
+	(void)!write(done[1], "d", 1);
+	waitpid(creator, NULL, 0);
 	return 0;
 }
 
@@ -3357,6 +3428,8 @@ int main(int argc, char **argv)
 		do_owner();
 	else if (!strcmp(what, "stall"))
 		do_stall();
+	else if (!strcmp(what, "access"))
+		do_access();
 	else if (!strcmp(what, "fuzz") && argc >= 4) {
 		if (do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0), argc - 4, argv + 4))
 			return 2;
@@ -3365,7 +3438,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | access | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

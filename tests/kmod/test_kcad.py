@@ -64,6 +64,8 @@ CASES = {
     "stall": "insmod /fuse.ko 2>/dev/null; kcad_check stall",
     # START, CANCEL and FREE only from the process that loaded the program.
     "owner": "kcad_check owner",
+    # Joining needs the creator's credentials and user namespace.
+    "access": "kcad_check access",
     # A program that would copy for minutes holds up nobody for more than
     # a pass, and its process dies within one.
     "busy-read": "kcad_check busy read",
