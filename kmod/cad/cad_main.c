@@ -22,7 +22,8 @@
 /* Parameters and counters                                             */
 
 /* A writable uint parameter that refuses values outside [lo, hi] (and
- * keeps the one it had). */
+ * keeps the one it had).  Every writable parameter is one: none takes a
+ * value the code was not written for. */
 #define CAD_PARAM_RANGE(name, var, lo, hi)                                   \
 	static int set_##name(const char *val, const struct kernel_param *kp) \
 	{                                                                     \
@@ -39,16 +40,24 @@
  * user may run any number of processes, so only a bound per user bounds
  * anything.  0 at load: half the machine's memory, at least 1 GiB. */
 unsigned int cad_max_pinned_mb;
-module_param_named(max_pinned_mb, cad_max_pinned_mb, uint, 0644);
-MODULE_PARM_DESC(max_pinned_mb, "Memory a user may have pinned by the module, MiB (default: half the RAM, at least 1024)");
+CAD_PARAM_RANGE(max_pinned_mb, cad_max_pinned_mb, 1, CAD_MAX_PINNED_MB);
+MODULE_PARM_DESC(max_pinned_mb, "Memory a user may have pinned by the module, MiB (default: half the RAM, at least 1024; at most 2^30)");
+
+/* All users together: 0 at load, the machine's memory (a page pinned
+ * by several programs counts once for each). */
+unsigned int cad_max_pinned_total_mb;
+CAD_PARAM_RANGE(max_pinned_total_mb, cad_max_pinned_total_mb, 1, CAD_MAX_PINNED_MB);
+MODULE_PARM_DESC(max_pinned_total_mb, "Memory all users together may have pinned by the module, MiB (default: the RAM, at least 1024; at most 2^30)");
 
 unsigned int cad_max_programs = CAD_MAX_PROGRAMS;
 CAD_PARAM_RANGE(max_programs, cad_max_programs, 1, CAD_MAX_PROGRAMS);
 MODULE_PARM_DESC(max_programs, "Programs loaded per open file (1.." __stringify(CAD_MAX_PROGRAMS) ")");
 
+/* At most the verifier's own limit (cad_default_limits). */
+#define CAD_MAX_IMAGE_KB 262144
 unsigned int cad_max_image_kb = 64 << 10;
-module_param_named(max_image_kb, cad_max_image_kb, uint, 0644);
-MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB");
+CAD_PARAM_RANGE(max_image_kb, cad_max_image_kb, 1, CAD_MAX_IMAGE_KB);
+MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB (1.." __stringify(CAD_MAX_IMAGE_KB) ")");
 
 /* The scratch buffers of one program are kernel memory (charged to the
  * process's memory cgroup, like its image); below 2 GiB, so that no
@@ -87,20 +96,22 @@ MODULE_PARM_DESC(defer, "Who copies a matched transfer: 0 the caller, 1 an idle 
  * hardware a 32 KiB memcpy (~1 us) is shorter than waking a worker on a
  * busy CPU too. */
 unsigned int cad_defer_min = 32768;
-module_param_named(defer_min, cad_defer_min, uint, 0644);
-MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never deferred");
+CAD_PARAM_RANGE(defer_min, cad_defer_min, 0, 1u << 30);
+MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never deferred (0..2^30)");
 
 /* With defer=2, a transfer with no direction hint of at least split_min
  * bytes that neither side's call matched (a completion cascading in a
  * third process) is copied half by the receiver's CPU and half by the
  * sender's, at the same time; 0 never splits. */
 unsigned int cad_split_min = 16384;
-module_param_named(split_min, cad_split_min, uint, 0644);
-MODULE_PARM_DESC(split_min, "With defer=2, unhinted transfers from this size (bytes) matched by neither side are copied half by each side's CPU; 0: never");
+CAD_PARAM_RANGE(split_min, cad_split_min, 0, 1u << 30);
+MODULE_PARM_DESC(split_min, "With defer=2, unhinted transfers from this size (bytes) matched by neither side are copied half by each side's CPU; 0: never (0..2^30)");
 
+/* A group's arrays are sized by its ranks: 65536 of them are 576 KiB. */
+#define CAD_MAX_RANKS 65536
 static unsigned int cad_max_ranks = 4096;
-module_param_named(max_ranks, cad_max_ranks, uint, 0644);
-MODULE_PARM_DESC(max_ranks, "Ranks of one group");
+CAD_PARAM_RANGE(max_ranks, cad_max_ranks, 1, CAD_MAX_RANKS);
+MODULE_PARM_DESC(max_ranks, "Ranks of one group (1.." __stringify(CAD_MAX_RANKS) ")");
 
 atomic64_t cad_pinned_pages = ATOMIC64_INIT(0);
 atomic64_t cad_live_objects = ATOMIC64_INIT(0);
@@ -135,6 +146,8 @@ struct workqueue_struct *cad_wq;
 
 static void group_free(struct cad_group *g)
 {
+	if (g->cred)
+		put_cred(g->cred);
 	cad_group_free_tombs(g);
 	kvfree(g->vm_scratch);
 	kvfree(g->members);
@@ -165,6 +178,39 @@ void cad_group_put(struct cad_group *g)
 	group_free(g);
 }
 
+/**
+ * may_join() - whether the calling process may join a group
+ * @g: the group
+ *
+ * Only from the user namespace the group was made in.  There, with the
+ * creator's effective uid or CAP_SYS_ADMIN; and with what ptrace's
+ * PTRACE_MODE_ATTACH_REALCREDS asks of a tracer, against the creator's
+ * credentials when it made the group: the caller's real uid is the
+ * creator's real, effective and saved uid, its real gid the creator's
+ * three gids, or it has CAP_SYS_PTRACE in the creator's namespace.
+ * (Members copy each other's memory, as process_vm_readv does, which
+ * asks for as much.)  ptrace_may_access() itself, which also consults
+ * the creator's dumpable flag and the security modules (Yama), is not
+ * exported to modules.
+ *
+ * Return: true if it may.
+ */
+static bool may_join(const struct cad_group *g)
+{
+	const struct cred *c = current_cred(), *t = g->cred;
+
+	if (c->user_ns != t->user_ns)
+		return false;
+	if (capable(CAP_SYS_ADMIN))
+		return true;
+	if (!uid_eq(c->euid, t->euid))
+		return false;
+	if (uid_eq(c->uid, t->euid) && uid_eq(c->uid, t->suid) && uid_eq(c->uid, t->uid) &&
+	    gid_eq(c->gid, t->egid) && gid_eq(c->gid, t->sgid) && gid_eq(c->gid, t->gid))
+		return true;
+	return ns_capable(t->user_ns, CAP_SYS_PTRACE);
+}
+
 /* The group of key, found or made, with a reference for the caller; a
  * dead one (its last member left) is taken off the list on the way.
  * cad_groups_lock held. */
@@ -179,7 +225,7 @@ static struct cad_group *find_group(const struct cad_ioc_join *a, int *err)
 			unlist(g);
 			continue;
 		}
-		if (!uid_eq(current_euid(), g->owner) && !capable(CAP_SYS_ADMIN))
+		if (!may_join(g))
 			*err = -EPERM;
 		else if (g->nranks != a->nranks)
 			*err = -EINVAL;
@@ -203,7 +249,7 @@ static struct cad_group *find_group(const struct cad_ioc_join *a, int *err)
 	}
 	g->key = a->key;
 	g->nranks = a->nranks;
-	g->owner = current_euid();
+	g->cred = get_current_cred();
 	mutex_init(&g->lock);
 	INIT_LIST_HEAD(&g->work);
 	refcount_set(&g->refs, 1);
@@ -233,7 +279,11 @@ static int join(struct cad_file *f, const struct cad_ioc_join *a)
 		mutex_unlock(&cad_groups_lock);
 		if (!g)
 			break;
-		mutex_lock(&g->lock);
+		if (mutex_lock_killable(&g->lock)) {
+			cad_group_put(g);
+			err = -EINTR;
+			break;
+		}
 		if (g->dead)
 			err = -EAGAIN;  /* its last member left meanwhile: a new one */
 		else if (g->members[a->rank])
@@ -464,6 +514,8 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		err = COPY_IN(h, uarg, &usize);
 		if (err)
 			return err;
+		if (h.reserved)
+			return -EINVAL;
 		err = cad_run_op(f, cmd, h.handle, 0, &result);
 		if (err || cmd != CAD_IOC_TEST)
 			return err;
@@ -488,7 +540,7 @@ static const struct file_operations cad_fops = {
 };
 
 /* Anyone may open it: the verifier is the gate for programs, and a group
- * admits only its creator's user (or root). */
+ * admits only its creator's user, in its user namespace (may_join()). */
 static struct miscdevice cad_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "cad",
@@ -502,6 +554,10 @@ static int __init cad_init(void)
 
 	if (!cad_max_pinned_mb)
 		cad_max_pinned_mb = max_t(unsigned long, 1024, (totalram_pages() >> (20 - PAGE_SHIFT)) / 2);
+	if (!cad_max_pinned_total_mb)
+		cad_max_pinned_total_mb = max_t(unsigned long, 1024, totalram_pages() >> (20 - PAGE_SHIFT));
+	cad_max_pinned_mb = min_t(unsigned int, cad_max_pinned_mb, CAD_MAX_PINNED_MB);
+	cad_max_pinned_total_mb = min_t(unsigned int, cad_max_pinned_total_mb, CAD_MAX_PINNED_MB);
 	cad_wq = alloc_workqueue("cad", WQ_UNBOUND, 0);
 	if (!cad_wq)
 		return -ENOMEM;

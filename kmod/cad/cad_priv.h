@@ -23,7 +23,13 @@
  * `inflight`, and nothing frees them or tells their owners they ended
  * while that is not 0.  One pass does a bounded amount of work (struct
  * cad_budget in cad_run.c) and leaves the rest to a member asleep in
- * read() or to the group's work item.
+ * read() or to the group's work item.  Nothing that holds a group's lock
+ * waits for user space: no page is pinned or looked up and no user memory
+ * is read or written under it (a fault may wait for a FUSE server or a
+ * userfaultfd handler as long as it likes).  So an ioctl waits for the
+ * lock killably (mutex_lock_killable: -EINTR); a release, a work item
+ * and the end of a read(), which must go on, wait uninterruptibly, but
+ * no longer than a pass.
  */
 #ifndef CAD_PRIV_H
 #define CAD_PRIV_H
@@ -35,11 +41,16 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/uidgid.h>
+#include <linux/cred.h>
 #include <linux/mm_types.h>
 #include <linux/mmu_notifier.h>
 #include <linux/sched/user.h>
 
 #include "../core/cad_core.h"
+
+/* The largest value of the pinned-memory limits, MiB: 1 PiB, so that a
+ * limit in pages fits any counter. */
+#define CAD_MAX_PINNED_MB (1u << 30)
 
 /* Tombstones a group keeps at most: past that, the oldest goes.  They are
  * found by (ctx, seq) in 2^CAD_TOMB_HASH_BITS buckets (at most 8 a bucket
@@ -66,7 +77,7 @@ struct cad_group {
 	struct list_head link;          /* in cad_groups */
 	u64 key;
 	u32 nranks;
-	kuid_t owner;                   /* the creator's effective uid */
+	const struct cred *cred;        /* the creator's, when it made the group */
 	struct mutex lock;
 	struct cad_file **members;      /* [nranks]: NULL until joined, after leaving */
 	u8 *gone;                       /* [nranks]: joined once, left since */
@@ -151,6 +162,7 @@ struct cad_run {
 	u32 nbufs;
 	bool running;
 	bool started;
+	bool revalidating;              /* its START looks its pages up, lock dropped */
 	atomic_t stale;                 /* a watched mapping changed */
 	int result;
 	u32 gen;
@@ -164,7 +176,8 @@ struct cad_run {
 
 /* cad_run.c */
 int cad_run_load(struct cad_file *f, struct cad_ioc_load *arg);
-/* START (seq), TEST (*result), CANCEL or FREE of a handle. */
+/* START (seq), TEST (*result), CANCEL or FREE of a handle; all but TEST
+ * only from the process that loaded it (-EPERM). */
 int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *result);
 /* A member leaves (its file is released): its runs go, its peers' runs
  * that still need it fail with -EPIPE.  Group lock held. */
@@ -194,6 +207,7 @@ extern atomic64_t cad_deferred;
 extern atomic64_t cad_split;
 extern atomic64_t cad_cut;
 extern unsigned int cad_max_pinned_mb;
+extern unsigned int cad_max_pinned_total_mb;
 extern unsigned int cad_max_programs;
 extern unsigned int cad_max_image_kb;
 extern unsigned int cad_max_scratch_mb;

@@ -25,10 +25,13 @@
  * started it, or a later collective of the communicator, or left (at most
  * CAD_MAX_TOMBS a group: past that the oldest goes).
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/shmem_fs.h>
 #include <linux/hugetlb_inline.h>
 #include <linux/slab.h>
@@ -58,26 +61,114 @@ static const struct mmu_interval_notifier_ops notifier_ops = {
 	.invalidate = on_invalidate,
 };
 
-/* Pinned pages are charged to the opener's user, and shown in its mm's
- * VmPin.  Not to the mm alone: the pins live as long as the file, which
- * may outlive the process that pinned (an exec, a fork, SCM_RIGHTS), so a
- * per-mm count would let one user pin without bound. */
+/* Pinned pages are charged to the opener's user, as io_uring and RDMA
+ * charge theirs (user->locked_vm), and shown in its mm's VmPin.  Not to
+ * the mm alone: the pins live as long as the file, which may outlive the
+ * process that pinned (an exec, a fork, SCM_RIGHTS), so a per-mm count
+ * would let one user pin without bound.  They count in cad_pinned_pages
+ * too, the module's total. */
 static void uncharge(struct cad_file *f, u64 npages)
 {
 	atomic_long_sub(npages, &f->user->locked_vm);
 	atomic64_sub(npages, &f->mm->pinned_vm);
+	atomic64_sub(npages, &cad_pinned_pages);
 }
 
-static bool charge(struct cad_file *f, u64 npages)
-{
-	const u64 limit = (u64)READ_ONCE(cad_max_pinned_mb) << (20 - PAGE_SHIFT);
+/* The limits charge() holds pins to; which one refused a pin. */
+enum cad_pin_limit {
+	CAD_LIMIT_NONE,
+	CAD_LIMIT_MEMLOCK,      /* the loader's RLIMIT_MEMLOCK */
+	CAD_LIMIT_USER,         /* max_pinned_mb, per user */
+	CAD_LIMIT_TOTAL,        /* max_pinned_total_mb, all users */
+};
 
-	if ((u64)atomic_long_add_return(npages, &f->user->locked_vm) > limit) {
-		atomic_long_sub(npages, &f->user->locked_vm);
-		return false;
+/**
+ * charge() - count pages about to be pinned against the limits
+ * @f: the file whose user the pages are charged to
+ * @npages: how many
+ * @limit: out: the limit that refused them, in pages
+ *
+ * The user's locked_vm may reach neither max_pinned_mb nor, unless the
+ * caller has CAP_IPC_LOCK, the caller's RLIMIT_MEMLOCK (the budget io_uring
+ * and RDMA take their pins from too); the module's total may not reach
+ * max_pinned_total_mb.  Each is raised with a compare-exchange, so that
+ * two loads at once cannot both pass a limit that has room for one.
+ * uncharge() gives the pages back.
+ *
+ * Return: CAD_LIMIT_NONE with the pages charged, else the limit that
+ * refused them (nothing charged).
+ */
+static enum cad_pin_limit charge(struct cad_file *f, u64 npages, u64 *limit)
+{
+	const u64 user_max = (u64)READ_ONCE(cad_max_pinned_mb) << (20 - PAGE_SHIFT);
+	const u64 total_max = (u64)READ_ONCE(cad_max_pinned_total_mb) << (20 - PAGE_SHIFT);
+	enum cad_pin_limit which = CAD_LIMIT_USER;
+	u64 max = user_max;
+	long cur, next;
+	s64 tcur;
+
+	if (!capable(CAP_IPC_LOCK)) {
+		const u64 memlock = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+
+		if (memlock < max) {
+			max = memlock;
+			which = CAD_LIMIT_MEMLOCK;
+		}
 	}
+	cur = atomic_long_read(&f->user->locked_vm);
+	do {
+		if (npages > max || cur < 0 || (u64)cur > max - npages) {
+			*limit = max;
+			return which;
+		}
+		next = cur + (long)npages;
+	} while (!atomic_long_try_cmpxchg(&f->user->locked_vm, &cur, next));
+
+	tcur = atomic64_read(&cad_pinned_pages);
+	do {
+		if (npages > total_max || (u64)tcur > total_max - npages) {
+			atomic_long_sub(npages, &f->user->locked_vm);
+			*limit = total_max;
+			return CAD_LIMIT_TOTAL;
+		}
+	} while (!atomic64_try_cmpxchg(&cad_pinned_pages, &tcur, tcur + npages));
 	atomic64_add(npages, &f->mm->pinned_vm);
-	return true;
+	return CAD_LIMIT_NONE;
+}
+
+/**
+ * refuse_pin() - say why pages could not be pinned
+ * @which: the limit that refused them (charge())
+ * @limit: that limit, in pages
+ * @npages: the pages the buffer needs
+ * @index: the buffer's index in the program
+ * @name: the buffer's name
+ * @log: the load's log
+ *
+ * Into the load's log, and (ratelimited) into the kernel's, for the
+ * administrator: which limit, and how to raise it.
+ *
+ * Return: -ENOMEM.
+ */
+static int refuse_pin(enum cad_pin_limit which, u64 limit, u64 npages, u32 index, const char *name,
+		      struct cad_log *log)
+{
+	static const char *const what[] = {
+		[CAD_LIMIT_MEMLOCK] = "RLIMIT_MEMLOCK of the process, shared with io_uring and RDMA pins "
+				      "(raise it: ulimit -l, limits.conf memlock, systemd LimitMEMLOCK; "
+				      "or give the process CAP_IPC_LOCK)",
+		[CAD_LIMIT_USER] = "limit per user (max_pinned_mb), a parameter of cad.ko",
+		[CAD_LIMIT_TOTAL] = "limit for all users (max_pinned_total_mb), a parameter of cad.ko",
+	};
+	const unsigned long long kib = limit << (PAGE_SHIFT - 10);
+
+	cad_logf(log, "buffer %u (%s): pinning %llu more pages (%llu KiB) exceeds the %llu KiB %s",
+		 index, name, npages, npages << (PAGE_SHIFT - 10), kib, what[which]);
+	pr_warn_ratelimited("cad: %s[%d] uid %u: cannot pin %llu KiB more: it exceeds the %llu KiB %s\n",
+			    current->comm, task_pid_nr(current),
+			    from_kuid_munged(current_user_ns(), current_uid()),
+			    npages << (PAGE_SHIFT - 10), kib, what[which]);
+	return -ENOMEM;
 }
 
 /* A shared mapping of a file that is not shared memory: a page of one
@@ -129,7 +220,6 @@ static void unpin_buffer(struct cad_file *f, struct cad_kbuf *b)
 		else
 			unpin_user_pages(b->pages, b->npages);
 		uncharge(f, b->npages);
-		atomic64_sub(b->npages, &cad_pinned_pages);
 		kvfree(b->pages);
 	}
 	kvfree(b->scratch);
@@ -150,7 +240,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 {
 	const u64 off = addr & ~PAGE_MASK;
 	const u64 first = addr & PAGE_MASK;
-	u64 npages, done = 0;
+	u64 npages, limit, done = 0;
+	enum cad_pin_limit which;
 	bool refused = false;  /* by us, with a message of its own */
 	int err;
 
@@ -160,11 +251,9 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		return -EFAULT;
 	}
 	npages = (off + size + PAGE_SIZE - 1) >> PAGE_SHIFT;
-	if (!charge(f, npages)) {
-		cad_logf(log, "buffer %u (%s): pinning %llu more pages exceeds the limit of %u MiB per user (max_pinned_mb)",
-			 index, name, npages, cad_max_pinned_mb);
-		return -ENOMEM;
-	}
+	which = charge(f, npages, &limit);
+	if (which != CAD_LIMIT_NONE)
+		return refuse_pin(which, limit, npages, index, name, log);
 	b->pages = kvmalloc_array(npages, sizeof(*b->pages), GFP_KERNEL_ACCOUNT);
 	if (!b->pages) {
 		uncharge(f, npages);
@@ -231,7 +320,6 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	b->uaddr = first;
 	b->npages = npages;
 	b->dirty = write;
-	atomic64_add(npages, &cad_pinned_pages);
 	if (npages == 1 && !IS_ENABLED(CONFIG_HIGHMEM)) {
 		b->kaddr = (u8 *)page_address(b->pages[0]) + off;
 	} else {
@@ -247,7 +335,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 }
 
 /* After an invalidation: whether the process still maps the pinned pages
- * at the buffer's addresses.  The owner's context, group lock held. */
+ * at the buffer's addresses.  The owner's context, group lock not held
+ * (looking the pages up may fault). */
 static bool still_mapped(struct cad_kbuf *b)
 {
 	struct page *tmp[64];
@@ -1127,7 +1216,8 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 		if (signal_pending(current))
 			return -ERESTARTSYS;
 		if (g) {
-			mutex_lock(&g->lock);
+			if (mutex_lock_killable(&g->lock))
+				return -EINTR;
 			take_over(g);
 			f->waiting = true;
 			mutex_unlock(&g->lock);
@@ -1137,7 +1227,8 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 		if (g) {
 			/* Whatever was handed to this process while it slept is
 			 * done here (a pass of it), even when a signal ends the
-			 * wait. */
+			 * wait; and waiting must be cleared, so this lock is not
+			 * killable (no holder of it waits for user space). */
 			mutex_lock(&g->lock);
 			f->waiting = false;
 			take_over(g);
@@ -1350,17 +1441,44 @@ static void progress(struct cad_group *g, struct cad_budget *b)
 		go_on_later(g);
 }
 
+/**
+ * start_locked() - start r as collective seq of its communicator
+ * @g: r's group, its lock held
+ * @r: a loaded run of the calling process
+ * @seq: the collective's number
+ *
+ * A run whose mappings changed since it was pinned is looked up again
+ * first (revalidate()), without the group lock: looking pages up may
+ * fault, and a fault may wait for user space (a FUSE file, userfaultfd)
+ * for as long as it likes, which no other member, work item or release
+ * waiting for the lock may be made to wait for.  Meanwhile r is marked
+ * revalidating: nobody starts or frees it, and the lock is taken back
+ * (uninterruptibly, to clear that mark) before it goes on.
+ *
+ * Return: 0 (started, perhaps already ended), -EBUSY if r runs, is being
+ * copied into or out of or revalidated, or another run of the file runs
+ * collective seq of its communicator; -ESTALE if its pages are no longer
+ * mapped where they were pinned.
+ */
 static int start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 {
 	struct cad_tomb *t;
 
-	if (r->running || r->inflight || find_running(r->file, r->ctx, seq))
+	if (r->running || r->inflight || r->revalidating || find_running(r->file, r->ctx, seq))
 		return -EBUSY;
 	if (atomic_read(&r->stale)) {
-		int err = revalidate(r);
+		int err;
 
+		r->revalidating = true;
+		mutex_unlock(&g->lock);
+		err = revalidate(r);
+		mutex_lock(&g->lock);
+		r->revalidating = false;
 		if (err)
 			return err;
+		/* (another run of the file may have started seq meanwhile) */
+		if (r->running || r->inflight || find_running(r->file, r->ctx, seq))
+			return -EBUSY;
 	}
 	r->seq = seq;
 	r->started = true;
@@ -1538,7 +1656,7 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 	int err;
 
 	if (a->log_size) {
-		logmem = kzalloc(min_t(u32, a->log_size, 4096), GFP_KERNEL);
+		logmem = kzalloc(min_t(u32, a->log_size, 4096), GFP_KERNEL_ACCOUNT);
 		if (!logmem)
 			return -ENOMEM;
 	}
@@ -1563,19 +1681,23 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 	if (!err && r->prog.n_ops && !READ_ONCE(g->vm_scratch)) {
 		void *s = kvzalloc(CAD_VM_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
 
-		mutex_lock(&g->lock);
-		if (!g->vm_scratch)
-			g->vm_scratch = s, s = NULL;
-		mutex_unlock(&g->lock);
+		if (mutex_lock_killable(&g->lock)) {
+			err = -EINTR;
+		} else {
+			if (!g->vm_scratch)
+				g->vm_scratch = s, s = NULL;
+			mutex_unlock(&g->lock);
+			if (!g->vm_scratch)
+				err = -ENOMEM;
+		}
 		kvfree(s);
-		if (!g->vm_scratch)
-			err = -ENOMEM;
 	}
+	if (!err && mutex_lock_killable(&g->lock))
+		err = -EINTR;  /* killed while waiting: r goes below */
 	if (!err) {
 		/* Read once: root may change it meanwhile (it is <= CAD_MAX_PROGRAMS). */
 		const u32 max = READ_ONCE(cad_max_programs);
 
-		mutex_lock(&g->lock);
 		for (h = 0; h < max && f->runs[h]; h++)
 			;
 		if (h == max) {
@@ -1607,7 +1729,13 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 
 	if (!g)
 		return -ENOTCONN;
-	mutex_lock(&g->lock);
+	/* A program is started, cancelled and freed only by the process
+	 * that loaded it (the opener, as load() requires): not by a child
+	 * that inherited the file, nor one it was passed to. */
+	if (cmd != CAD_IOC_TEST && current->mm != f->mm)
+		return -EPERM;
+	if (mutex_lock_killable(&g->lock))
+		return -EINTR;
 	r = lookup(f, handle);
 	if (!r) {
 		err = -EBADF;
@@ -1618,6 +1746,8 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 			err = -EINVAL;
 		else
 			*result = r->running || r->publish_pending ? -EINPROGRESS : r->result;
+	} else if (cmd == CAD_IOC_FREE && r->revalidating) {
+		err = -EBUSY;  /* its START, in another thread, goes on with it */
 	} else {  /* CANCEL, FREE */
 		if (r->running)
 			fail_collective(g, r, -ECANCELED);

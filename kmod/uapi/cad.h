@@ -507,7 +507,14 @@ struct cad_ioc_load {
 
 /* START fails with -ESTALE once the process changed the mapping of one of
  * the program's buffers since it was loaded (the module watches them):
- * free it and load again. */
+ * free it and load again.  START, CANCEL and FREE fail with -EPERM in any
+ * process but the one that opened the file and loaded the program (a
+ * child that inherited the file, a process it was passed to); TEST works
+ * in any.  An ioctl that waits for the group's lock ends with -EINTR
+ * when the process is killed.  LOAD fails with -ENOMEM when the buffers'
+ * pages would exceed the caller's RLIMIT_MEMLOCK (shared with io_uring
+ * and RDMA pins; not applied with CAP_IPC_LOCK) or the module's limits
+ * per user and in all (docs/kernel-limits.md); the log says which. */
 struct cad_ioc_start {
 	__u32 size;
 	__u32 handle;
@@ -522,7 +529,7 @@ struct cad_ioc_handle {
 	__u32 size;
 	__u32 handle;
 	__s32 result;                /* out (TEST): 0 done, -EINPROGRESS, or -errno */
-	__u32 reserved;
+	__u32 reserved;              /* 0, else -EINVAL */
 };
 
 /* The status page: slot h for handle h.  gen counts the starts of the

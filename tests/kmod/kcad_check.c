@@ -37,6 +37,30 @@
  *                              memory) and the pinned-memory limit, which
  *                              is per user: a second process of the same
  *                              user meets the first one's pins
+ *   kcad_check reserved        the table of reserved and unused fields:
+ *                              one row per field of the program image and
+ *                              of the ioctls' structs, each refused with
+ *                              -EINVAL (-E2BIG for bytes past a struct)
+ *                              and nothing done
+ *   kcad_check memlock         pins are charged to RLIMIT_MEMLOCK: at 64 KiB a
+ *                              process of uid 1000 cannot load a program
+ *                              that pins more (-ENOMEM, the limit named),
+ *                              runs one that fits 100 times with refused
+ *                              loads between (nothing leaks), and nothing
+ *                              stays pinned once it exits; root
+ *                              (CAP_IPC_LOCK) is exempt
+ *   kcad_check stall           rank 0's buffer is remapped onto a FUSE file
+ *                              whose reads are never answered, so its START
+ *                              stalls looking the pages up: rank 1's load
+ *                              and start return at once and it dies at once
+ *                              when killed; rank 0 ends once the server goes
+ *   kcad_check owner           a child that inherited the file cannot start,
+ *                              cancel or free its parent's program (-EPERM),
+ *                              may test it; the parent still owns it
+ *   kcad_check access          a group made by uid 1000 admits uid 1000 with
+ *                              gid 1000, not uid 1001, nor uid 1000 with
+ *                              gid 1001 or in a user namespace of its own
+ *                              (-EPERM)
  *   kcad_check wide N read|spin|bystander
  *                              2 ranks, one transfer of N bytes, more than
  *                              a pass may copy: the pass cuts it (the
@@ -71,6 +95,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -82,7 +108,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/fuse.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -746,6 +774,624 @@ static int do_reject(void)
 	free(img);
 	free(img1);
 	free(red);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* reserved: every reserved or unused field, one row each              */
+
+/* One rank: buffer 1 = op(buffer 1, buffer 0) with a user-defined op of
+ * 8-byte elements (inout = in), a source line and an op: an image with
+ * every section that has a reserved field. */
+static void *reserved_image(uint32_t *size)
+{
+	static const char str[] = "\0send\0recv\0f.c\0copy";
+	static const struct cad_buffer bufs[2] = {
+		{ .kind = CAD_BUF_SEND, .access = CAD_ACC_READ, .size = 64, .name = 1 },
+		{ .kind = CAD_BUF_RECV, .access = CAD_ACC_READ | CAD_ACC_WRITE, .size = 64, .name = 6 },
+	};
+	static const struct cad_node nodes[1] = {
+		{ .kind = CAD_NODE_REDUCE, .dtype = CAD_DT_USER, .op = CAD_OP_USER, .src_buf = 0, .dst_buf = 1,
+		  .len = 64, .line = 0 },
+	};
+	static const struct cad_line lines[1] = { { .file = 11, .line = 1, .col = 1 } };
+	static const struct cad_vm_insn code[3] = {
+		{ .code = CAD_VM_LD_64, .dst = 0, .a = 0, .imm = 0 },
+		{ .code = CAD_VM_ST_64, .a = 0, .imm = 0 },
+		{ .code = CAD_VM_EXIT },
+	};
+	static const struct cad_user_op ops[1] = {
+		{ .name = 15, .elem_size = 8, .code_first = 0, .code_count = 3, .flags = CAD_UOP_COMMUTATIVE,
+		  .line = 0 },
+	};
+	struct cad_image_desc d = { .rank = 0, .nranks = 1, .buffers = bufs, .n_buffers = 2, .nodes = nodes,
+				    .n_nodes = 1, .ops = ops, .n_ops = 1, .code = code, .n_code = 3, .lines = lines,
+				    .n_lines = 1, .strings = str, .n_strings = sizeof(str) };
+	const uint64_t sz = cad_image_size(&d);
+	void *img = aligned_alloc(8, (sz + 7) & ~7ull);
+
+	if (!img || cad_image_write(&d, img, sz)) {
+		fprintf(stderr, "kcad_check: cannot write an image\n");
+		exit(2);
+	}
+	*size = (uint32_t)sz;
+	return img;
+}
+
+/* The address of entry i of section sec of img. */
+static void *reserved_entry(void *img, unsigned int sec, uint32_t i)
+{
+	const struct cad_prog_header *h = img;
+
+	return (char *)img + h->sec[sec].off + (size_t)i * h->sec[sec].entsize;
+}
+
+/* An ioctl's struct followed by 8 more bytes (the size protocol's tail). */
+struct tailed {
+	union {
+		uint32_t size;
+		struct cad_ioc_version v;
+		struct cad_ioc_join j;
+		struct cad_ioc_load l;
+		struct cad_ioc_start s;
+		struct cad_ioc_handle h;
+	} u;
+	uint64_t tail[2];
+};
+
+static int do_reserved(void)
+{
+	const uint64_t key = job_key();
+	static uint64_t in[8] __attribute__((aligned(64))), out[8] __attribute__((aligned(64)));
+	uint64_t addrs[2] = { (uintptr_t)in, (uintptr_t)out };
+	uint32_t size, h;
+	void *good = reserved_image(&size);
+	void *img = malloc(size);
+	struct load_res r;
+	struct dev d;
+	int err, res;
+
+	err = dev_open(&d, key, 0, 1);
+	CHECK("reserved-join", err == 0, "got %d", err);
+	for (int i = 0; i < 8; i++)
+		in[i] = 40 + i, out[i] = 0;
+	r = load(d.fd, good, size, addrs, 2, 1, CAD_LOAD_START, 1);
+	res = r.err ? r.err : wait_run(&d, r.handle, 1, 0);
+	CHECK("reserved-baseline-image-runs", res == 0 && out[7] == 47, "got %d (%s), out[7] = %llu", res, r.log,
+	      (unsigned long long)out[7]);
+	h = r.handle;
+
+	/* The program image: each field set in a copy of the good image. */
+	{
+		/* A field: at off in entry 0 of section sec (-1: the header),
+		 * width bytes, set to value. */
+		struct row {
+			const char *name;
+			int sec;
+			uint32_t entry;
+			size_t off, width;
+			uint32_t value;
+			const char *log;
+		};
+#define ROW(n, sec, entry, type, field, value, log) \
+	{ n, sec, entry, offsetof(type, field), sizeof(((type *)0)->field), value, log }
+		const struct row rows[] = {
+			ROW("image-header.flags", -1, 0, struct cad_prog_header, flags, 1, "unknown flags"),
+			ROW("image-section.reserved", -1, 0, struct cad_prog_header, sec[CAD_SEC_NODES].reserved, 1,
+			    "reserved field is not 0"),
+			ROW("image-buffer.reserved", CAD_SEC_BUFFERS, 1, struct cad_buffer, reserved, 1,
+			    "reserved field is not 0"),
+			ROW("image-node.reserved", CAD_SEC_NODES, 0, struct cad_node, reserved, 1, "reserved field is not 0"),
+			ROW("image-node.flags-unused", CAD_SEC_NODES, 0, struct cad_node, flags, 1, "node 0"),
+			ROW("image-node.peer-unused", CAD_SEC_NODES, 0, struct cad_node, peer, 1, "node 0"),
+			ROW("image-line.reserved", CAD_SEC_LINES, 0, struct cad_line, reserved, 1, "reserved field is not 0"),
+			ROW("image-user_op.flags", CAD_SEC_OPS, 0, struct cad_user_op, flags, 3, "flags"),
+			ROW("image-vm_insn.b-unused", CAD_SEC_CODE, 1, struct cad_vm_insn, b, 1, "unused field b is not 0"),
+			ROW("image-vm_insn.imm-unused", CAD_SEC_CODE, 2, struct cad_vm_insn, imm, 1,
+			    "unused field imm is not 0"),
+		};
+#undef ROW
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+			char name[80];
+
+			unsigned char *at;
+
+			memcpy(img, good, size);
+			at = (rows[i].sec < 0 ? (unsigned char *)img
+					      : (unsigned char *)reserved_entry(img, rows[i].sec, rows[i].entry)) +
+			     rows[i].off;
+			if (rows[i].width == 1)
+				*at = (uint8_t)rows[i].value;
+			else if (rows[i].width == 2)
+				*(uint16_t *)at = (uint16_t)rows[i].value;
+			else
+				*(uint32_t *)at = rows[i].value;
+			snprintf(name, sizeof(name), "reserved-%s", rows[i].name);
+			r = load(d.fd, img, size, addrs, 2, 1, 0, 0);
+			EXPECT_LOAD(name, r, -EINVAL, rows[i].log);
+			if (!r.err)
+				handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+		}
+	}
+
+	/* The ioctls' own fields: flags and reserved, -EINVAL, and nothing
+	 * done (the handle is still there after a refused FREE). */
+	{
+		static const struct { const char *name; unsigned long cmd; } hrows[] = {
+			{ "reserved-ioc_handle.reserved-test", CAD_IOC_TEST },
+			{ "reserved-ioc_handle.reserved-cancel", CAD_IOC_CANCEL },
+			{ "reserved-ioc_handle.reserved-free", CAD_IOC_FREE },
+		};
+		for (size_t i = 0; i < sizeof(hrows) / sizeof(hrows[0]); i++) {
+			struct cad_ioc_handle a = { .size = sizeof(a), .handle = h, .reserved = 1 };
+
+			err = ioctl(d.fd, hrows[i].cmd, &a) ? errno : 0;
+			CHECK(hrows[i].name, err == EINVAL, "got %d", err);
+		}
+		err = handle_op(d.fd, CAD_IOC_TEST, h, &res);
+		CHECK("reserved-refused-free-kept-the-handle", err == 0 && res == 0, "got %d result %d", err, res);
+	}
+	{
+		struct cad_ioc_join j = { .size = sizeof(j), .rank = 0, .nranks = 1, .flags = 1, .key = key + 1 };
+		int fd = open("/dev/cad", O_RDWR);
+
+		err = ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0;
+		CHECK("reserved-ioc_join.flags", err == EINVAL, "got %d", err);
+		close(fd);
+	}
+	{
+		struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)good,
+					  .buf_addrs = (uintptr_t)addrs, .nbufs = 2, .flags = 2 };
+
+		err = ioctl(d.fd, CAD_IOC_LOAD, &l) ? errno : 0;
+		CHECK("reserved-ioc_load.flags", err == EINVAL && l.handle == ~0u, "got %d handle %u", err, l.handle);
+	}
+	/* Bytes past the struct the module knows: -E2BIG for every ioctl. */
+	{
+		static const struct { const char *name; unsigned long cmd; uint32_t known; } trows[] = {
+			{ "reserved-tail-version", CAD_IOC_VERSION, sizeof(struct cad_ioc_version) },
+			{ "reserved-tail-join", CAD_IOC_JOIN, sizeof(struct cad_ioc_join) },
+			{ "reserved-tail-load", CAD_IOC_LOAD, sizeof(struct cad_ioc_load) },
+			{ "reserved-tail-start", CAD_IOC_START, sizeof(struct cad_ioc_start) },
+			{ "reserved-tail-test", CAD_IOC_TEST, sizeof(struct cad_ioc_handle) },
+			{ "reserved-tail-cancel", CAD_IOC_CANCEL, sizeof(struct cad_ioc_handle) },
+			{ "reserved-tail-free", CAD_IOC_FREE, sizeof(struct cad_ioc_handle) },
+		};
+		for (size_t i = 0; i < sizeof(trows) / sizeof(trows[0]); i++) {
+			struct tailed t;
+
+			memset(&t, 0, sizeof(t));
+			t.u.size = trows[i].known + 8;
+			((unsigned char *)&t)[trows[i].known + 3] = 1;
+			if (trows[i].cmd == CAD_IOC_TEST || trows[i].cmd == CAD_IOC_CANCEL || trows[i].cmd == CAD_IOC_FREE)
+				t.u.h.handle = h;
+			err = ioctl(d.fd, trows[i].cmd, &t) ? errno : 0;
+			CHECK(trows[i].name, err == E2BIG, "got %d", err);
+		}
+		err = handle_op(d.fd, CAD_IOC_TEST, h, &res);
+		CHECK("reserved-refused-tail-kept-the-handle", err == 0 && res == 0, "got %d result %d", err, res);
+	}
+	handle_op(d.fd, CAD_IOC_FREE, h, NULL);
+	close(d.fd);
+	free(img);
+	free(good);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* memlock: pins charged to RLIMIT_MEMLOCK                             */
+
+/* A load of reduce_one(bytes) with page-aligned buffers in d; freed
+ * again; 0 or -errno (the log in log). */
+static int memlock_load(struct dev *d, uint64_t bytes, int run, char *log, size_t logsize)
+{
+	uint32_t size;
+	void *img = reduce_one(&size, bytes);
+	double *src = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	double *dst = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t a[3] = { (uintptr_t)src, (uintptr_t)dst, 0 };
+	struct load_res r;
+	int res;
+
+	for (uint64_t i = 0; i < bytes / sizeof(double); i++)
+		src[i] = (double)i, dst[i] = 1;
+	r = load(d->fd, img, size, a, 3, 1, run ? CAD_LOAD_START : 0, 1);
+	res = r.err;
+	if (!res && run) {
+		res = wait_run(d, r.handle, 1, 0);
+		if (!res && dst[bytes / sizeof(double) - 1] != (double)(bytes / sizeof(double) - 1) + 1)
+			res = -EIO;
+	}
+	if (r.handle != ~0u)
+		handle_op(d->fd, CAD_IOC_FREE, r.handle, NULL);
+	snprintf(log, logsize, "%s", r.log);
+	munmap(src, bytes);
+	munmap(dst, bytes);
+	free(img);
+	return res;
+}
+
+/* Child: RLIMIT_MEMLOCK 64 KiB, then uid 1000 (no CAP_IPC_LOCK); exit 0 if
+ * the module refuses a program needing more (its first buffer pinned,
+ * its second over the limit), with the limit named, and then runs one
+ * that fits many times, a refused one between each (every refusal gives
+ * back what it had pinned; every free too). */
+static int memlock_child(uint64_t key, int drop)
+{
+	const struct rlimit lim = { 64 << 10, 64 << 10 };
+	char log[512];
+	struct dev d;
+	int err;
+
+	if (setrlimit(RLIMIT_MEMLOCK, &lim))
+		return 3;
+	if (drop && (setgid(1000) || setuid(1000)))
+		return 4;
+	if (dev_open(&d, key, 0, 1))
+		return 5;
+	err = memlock_load(&d, 64 << 10, 0, log, sizeof(log));
+	if (drop && (err != -ENOMEM || !strstr(log, "RLIMIT_MEMLOCK") || !strstr(log, "ulimit -l"))) {
+		printf("KCAD memlock: a 64 KiB program: %d (%s)\n", err, log);
+		return 6;
+	}
+	if (!drop && err) {
+		printf("KCAD memlock: with CAP_IPC_LOCK, a 64 KiB program: %d (%s)\n", err, log);
+		return 7;
+	}
+	for (int i = 0; drop && i < 100; i++) {
+		err = memlock_load(&d, 4096, 1, log, sizeof(log));
+		if (err) {
+			printf("KCAD memlock: run %d of a program within the limit: %d (%s)\n", i, err, log);
+			return 8;
+		}
+		err = memlock_load(&d, 48 << 10, 0, log, sizeof(log));
+		if (err != -ENOMEM) {
+			printf("KCAD memlock: load %d of a program over the limit: %d (%s)\n", i, err, log);
+			return 9;
+		}
+	}
+	close(d.fd);
+	return 0;
+}
+
+static int do_memlock(void)
+{
+	const uint64_t key = job_key();
+	int st;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0)
+		_exit(memlock_child(key, 1));
+	waitpid(pid, &st, 0);
+	CHECK("memlock-refused-and-given-back", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+	CHECK("memlock-nothing-pinned-after-exit", get_param("pinned_pages") == 0, "%lu pages pinned",
+	      get_param("pinned_pages"));
+	pid = fork();
+	if (pid == 0)
+		_exit(memlock_child(key + 1, 0));
+	waitpid(pid, &st, 0);
+	CHECK("memlock-cap-ipc-lock-exempt", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+	CHECK("memlock-nothing-pinned-at-the-end", get_param("pinned_pages") == 0, "%lu pages pinned",
+	      get_param("pinned_pages"));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* stall: a member whose pages fault into a FUSE server that never      */
+/* answers holds up no other member                                      */
+
+/* A FUSE file system of one file, /f, whose reads are never answered
+ * (the server: every other request it answers, or ENOSYS). */
+static void stall_server(int fd)
+{
+	static unsigned char buf[1 << 20];
+
+	for (;;) {
+		const ssize_t n = read(fd, buf, sizeof(buf));
+		const struct fuse_in_header *in = (const void *)buf;
+		struct {
+			struct fuse_out_header h;
+			union {
+				struct fuse_init_out init;
+				struct fuse_entry_out entry;
+				struct fuse_attr_out attr;
+				struct fuse_open_out open;
+			} u;
+		} out;
+		struct fuse_attr *a = NULL;
+		size_t len = sizeof(out.h);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < (ssize_t)sizeof(*in))
+			_exit(0);  /* unmounted, or aborted */
+		memset(&out, 0, sizeof(out));
+		out.h.unique = in->unique;
+		switch (in->opcode) {
+		case FUSE_INIT: {
+			const struct fuse_init_in *ii = (const void *)(in + 1);
+
+			out.u.init.major = FUSE_KERNEL_VERSION;
+			out.u.init.minor = ii->minor < FUSE_KERNEL_MINOR_VERSION ? ii->minor : FUSE_KERNEL_MINOR_VERSION;
+			out.u.init.max_readahead = ii->max_readahead;
+			out.u.init.max_write = 4096;
+			len += sizeof(out.u.init);
+			break;
+		}
+		case FUSE_LOOKUP:
+			if (in->nodeid != FUSE_ROOT_ID || strcmp((const char *)(in + 1), "f")) {
+				out.h.error = -ENOENT;
+				break;
+			}
+			out.u.entry.nodeid = 2;
+			out.u.entry.generation = 1;
+			out.u.entry.entry_valid = out.u.entry.attr_valid = 3600;
+			a = &out.u.entry.attr;
+			len += sizeof(out.u.entry);
+			break;
+		case FUSE_GETATTR:
+			out.u.attr.attr_valid = 3600;
+			a = &out.u.attr.attr;
+			len += sizeof(out.u.attr);
+			break;
+		case FUSE_OPEN:
+		case FUSE_OPENDIR:
+			out.u.open.fh = 1;
+			len += sizeof(out.u.open);
+			break;
+		case FUSE_READ:
+			continue;  /* never answered */
+		case FUSE_FLUSH:
+		case FUSE_RELEASE:
+		case FUSE_RELEASEDIR:
+		case FUSE_DESTROY:
+			break;
+		case FUSE_FORGET:
+		case FUSE_BATCH_FORGET:
+		case FUSE_INTERRUPT:
+			continue;  /* no answer */
+		default:
+			out.h.error = -ENOSYS;
+			break;
+		}
+		if (a) {
+			const int root = in->opcode == FUSE_GETATTR && in->nodeid == FUSE_ROOT_ID;
+
+			a->ino = root ? FUSE_ROOT_ID : 2;
+			a->mode = root ? S_IFDIR | 0755 : S_IFREG | 0444;
+			a->nlink = root ? 2 : 1;
+			a->size = root ? 0 : 65536;
+			a->blocks = a->size / 512;
+			a->blksize = 4096;
+		}
+		out.h.len = (uint32_t)len;
+		if (write(fd, &out, len) < 0 && errno != ENOENT)
+			_exit(0);
+	}
+}
+
+/* Waits up to secs for pid to end; its status, or -1 if it did not. */
+static int wait_pid_for(pid_t pid, double secs)
+{
+	const double until = now() + secs;
+	int st;
+
+	do {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		usleep(10000);
+	} while (now() < until);
+	return -1;
+}
+
+/* Waits up to secs for a byte on fd: 1 if one came. */
+static int wait_byte(int fd, double secs)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	return poll(&p, 1, (int)(secs * 1000)) == 1 && read(fd, &c, 1) == 1;
+}
+
+static int do_stall(void)
+{
+	const uint64_t key = job_key();
+	char opts[128];
+	int fuse, a_pipe[2], b_pipe[2], st;
+	pid_t server, a, b;
+
+	mkdir("/tmp/stallfs", 0755);
+	fuse = open("/dev/fuse", O_RDWR);
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fuse);
+	if (fuse < 0 || mount("stallfs", "/tmp/stallfs", "fuse", MS_NOSUID | MS_NODEV, opts)) {
+		CHECK("stall-fuse-mount", 0, "/dev/fuse %d, mount: %s (insmod fuse.ko first)", fuse, strerror(errno));
+		return 0;
+	}
+	server = fork();
+	if (server == 0)
+		stall_server(fuse);
+	close(fuse);  /* the server's is the last: when it dies, the connection is aborted */
+	if (pipe(a_pipe) || pipe(b_pipe))
+		return 1;
+
+	/* Rank 0: its send buffer, read only, is pinned; then the FUSE file
+	 * is mapped at its address, so its START looks the pages up again,
+	 * which faults into the server: a read never answered. */
+	a = fork();
+	if (a == 0) {
+		struct dev d;
+		uint32_t size;
+		void *img = exchange(0, &size);
+		static uint64_t rbuf;
+		void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint64_t addrs[2] = { (uintptr_t)p, (uintptr_t)&rbuf };
+		struct load_res r;
+		int f;
+
+		if (dev_open(&d, key, 0, 2))
+			_exit(11);
+		r = load(d.fd, img, size, addrs, 2, 1, 0, 0);
+		if (r.err) {
+			printf("KCAD stall: rank 0 load: %d %s\n", r.err, r.log);
+			_exit(12);
+		}
+		f = open("/tmp/stallfs/f", O_RDONLY);
+		if (f < 0 || mmap(p, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, f, 0) != p) {
+			printf("KCAD stall: rank 0: the FUSE file: %s\n", strerror(errno));
+			_exit(13);
+		}
+		(void)!write(a_pipe[1], "s", 1);
+		printf("KCAD stall: rank 0 start: %d\n", start(d.fd, r.handle, 1));
+		_exit(14);
+	}
+	CHECK("stall-rank-0-starts", wait_byte(a_pipe[0], 10), "rank 0 did not get to its start");
+	usleep(300000);  /* rank 0 is in its fault now */
+
+	/* Rank 1 loads and starts (the group's lock), and is killed. */
+	b = fork();
+	if (b == 0) {
+		struct dev d;
+		uint32_t size;
+		void *img = exchange(1, &size);
+		static uint64_t s = 7, rbuf;
+		uint64_t addrs[2] = { (uintptr_t)&s, (uintptr_t)&rbuf };
+		struct load_res r;
+
+		if (dev_open(&d, key, 1, 2))
+			_exit(21);
+		r = load(d.fd, img, size, addrs, 2, 1, CAD_LOAD_START, 1);
+		(void)!write(b_pipe[1], r.err ? "e" : "b", 1);
+		for (;;)
+			pause();
+	}
+	CHECK("stall-peer-not-held-up", wait_byte(b_pipe[0], 3), "rank 1's load and start did not return in 3 s");
+	kill(b, SIGKILL);
+	st = wait_pid_for(b, 3);
+	CHECK("stall-peer-killable", st != -1 && WIFSIGNALED(st), "rank 1 did not end within 3 s of SIGKILL");
+
+	/* The stalled member ends once the server goes (the connection is
+	 * aborted, its read fails). */
+	kill(a, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	st = wait_pid_for(a, 10);
+	CHECK("stall-stalled-member-ends-with-the-server", st != -1, "rank 0 did not end");
+	if (b > 0 && st == -1)
+		waitpid(b, NULL, 0);
+	umount2("/tmp/stallfs", MNT_DETACH);
+	CHECK("stall-nothing-pinned", get_param("pinned_pages") == 0, "%lu pages pinned", get_param("pinned_pages"));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* owner: START, CANCEL and FREE only from the loading process         */
+
+static int do_owner(void)
+{
+	const uint64_t key = job_key();
+	static double al[8] __attribute__((aligned(64))), o2[8] __attribute__((aligned(64)));
+	uint64_t a[3] = { (uintptr_t)al, (uintptr_t)o2, 0 };
+	uint32_t size;
+	void *img = reduce_one(&size, 64);
+	struct load_res r;
+	struct dev d;
+	int err, res, st;
+	pid_t pid;
+
+	err = dev_open(&d, key, 0, 1);
+	CHECK("owner-join", err == 0, "got %d", err);
+	r = load(d.fd, img, size, a, 3, 1, CAD_LOAD_START, 1);
+	res = r.err ? r.err : wait_run(&d, r.handle, 1, 0);
+	CHECK("owner-load-and-run", res == 0, "got %d: %s", res, r.log);
+	pid = fork();
+	if (pid == 0) {
+		/* The child shares the file: each of these is refused, TEST
+		 * answers, and a LOAD is refused as before. */
+		int e1 = start(d.fd, r.handle, 2), e2 = handle_op(d.fd, CAD_IOC_CANCEL, r.handle, NULL);
+		int e3 = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL), e4 = handle_op(d.fd, CAD_IOC_TEST, r.handle, &res);
+		struct load_res l = load(d.fd, img, size, a, 3, 1, 0, 0);
+
+		printf("KCAD owner: child: start %d cancel %d free %d test %d (%d) load %d\n", e1, e2, e3, e4, res, l.err);
+		_exit(e1 == -EPERM && e2 == -EPERM && e3 == -EPERM && e4 == 0 && res == 0 && l.err == -EINVAL ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	CHECK("owner-child-cannot-start-cancel-free", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+	for (int i = 0; i < 8; i++)
+		al[i] = 1;
+	err = start(d.fd, r.handle, 2);
+	res = err ? err : wait_run(&d, r.handle, 2, 0);
+	CHECK("owner-parent-still-owns-it", res == 0 && d.st[r.handle].gen == 2, "got %d gen %u", res,
+	      d.st[r.handle].gen);
+	err = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+	CHECK("owner-parent-frees-it", err == 0, "got %d", err);
+	close(d.fd);
+	free(img);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* access: who may join a group                                        */
+
+/* In a child: take uid and gid (no supplementary groups), perhaps a user
+ * namespace of its own, and try to join rank 1 of key's group of 2: the
+ * errno (0 if it joined), 100 + errno if a step before failed. */
+static int access_try(uint64_t key, uid_t uid, gid_t gid, int newns)
+{
+	struct cad_ioc_join j = { .size = sizeof(j), .rank = 1, .nranks = 2, .key = key };
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		int fd;
+
+		if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+			_exit(100 + errno);
+		if (newns && unshare(CLONE_NEWUSER))
+			_exit(100 + errno);
+		fd = open("/dev/cad", O_RDWR);
+		if (fd < 0)
+			_exit(100 + errno);
+		_exit(ioctl(fd, CAD_IOC_JOIN, &j) ? errno : 0);
+	}
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+static int do_access(void)
+{
+	const uint64_t key = job_key();
+	int ready[2], done[2], err;
+	pid_t creator;
+	char c;
+
+	if (pipe(ready) || pipe(done))
+		return 1;
+	creator = fork();
+	if (creator == 0) {
+		struct cad_ioc_join j = { .size = sizeof(j), .rank = 0, .nranks = 2, .key = key };
+		int fd;
+
+		if (setgroups(0, NULL) || setgid(1000) || setuid(1000))
+			_exit(3);
+		fd = open("/dev/cad", O_RDWR);
+		if (fd < 0 || ioctl(fd, CAD_IOC_JOIN, &j))
+			_exit(4);
+		(void)!write(ready[1], "r", 1);
+		(void)!read(done[0], &c, 1);
+		_exit(0);
+	}
+	CHECK("access-creator-uid-1000-joins", read(ready[0], &c, 1) == 1, "the creator did not join");
+	err = access_try(key, 1001, 1001, 0);
+	CHECK("access-other-uid", err == EPERM, "uid 1001: %d", err);
+	err = access_try(key, 1000, 1001, 0);
+	CHECK("access-same-uid-other-gid", err == EPERM, "uid 1000 gid 1001: %d", err);
+	err = access_try(key, 1000, 1000, 1);
+	CHECK("access-other-user-namespace", err == EPERM, "uid 1000 in a user namespace of its own: %d", err);
+	err = access_try(key, 1000, 1000, 0);
+	CHECK("access-same-credentials", err == 0, "uid 1000 gid 1000: %d", err);
+	(void)!write(done[1], "d", 1);
+	waitpid(creator, NULL, 0);
 	return 0;
 }
 
@@ -2774,6 +3420,16 @@ int main(int argc, char **argv)
 		do_inflight(!strcmp(argv[2], "free"), strtoull(argv[3], NULL, 0));
 	else if (!strcmp(what, "pins"))
 		do_pins();
+	else if (!strcmp(what, "reserved"))
+		do_reserved();
+	else if (!strcmp(what, "memlock"))
+		do_memlock();
+	else if (!strcmp(what, "owner"))
+		do_owner();
+	else if (!strcmp(what, "stall"))
+		do_stall();
+	else if (!strcmp(what, "access"))
+		do_access();
 	else if (!strcmp(what, "fuzz") && argc >= 4) {
 		if (do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0), argc - 4, argv + 4))
 			return 2;
@@ -2782,7 +3438,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | access | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

@@ -54,6 +54,18 @@ CASES = {
     "cycles": "kcad_check cycles 10000",
     # Buffers in shared file mappings, shared memory; the pinned limit per user.
     "pins": "kcad_check pins",
+    # Every reserved or unused field of the image and of the ioctls' structs.
+    "reserved": "kcad_check reserved",
+    # Pins charged to RLIMIT_MEMLOCK (64 KiB) of uid 1000; root is exempt.
+    "memlock": "kcad_check memlock",
+    # A member whose START faults into a FUSE server that never answers
+    # holds up no other member's start or death (the distribution's
+    # fuse.ko, added by kcad_vm()).
+    "stall": "insmod /fuse.ko 2>/dev/null; kcad_check stall",
+    # START, CANCEL and FREE only from the process that loaded the program.
+    "owner": "kcad_check owner",
+    # Joining needs the creator's credentials and user namespace.
+    "access": "kcad_check access",
     # A program that would copy for minutes holds up nobody for more than
     # a pass, and its process dies within one.
     "busy-read": "kcad_check busy read",
@@ -64,6 +76,18 @@ CASES = {
                     "! echo 2048 > $P/max_scratch_mb && test $(cat $P/max_scratch_mb) = 1024 && "
                     "echo 1 > $P/defer && test $(cat $P/defer) = 1 && "
                     "echo 2 > $P/defer && test $(cat $P/defer) = 2 && test $(cat $P/max_programs) = 512 && "
+                    # every writable parameter has bounds
+                    "m=$(cat $P/max_pinned_mb) && ! echo 0 > $P/max_pinned_mb && "
+                    "! echo 1073741825 > $P/max_pinned_mb && test $(cat $P/max_pinned_mb) = $m && "
+                    "t=$(cat $P/max_pinned_total_mb) && test $t -ge 1024 && ! echo 0 > $P/max_pinned_total_mb && "
+                    "! echo 1073741825 > $P/max_pinned_total_mb && test $(cat $P/max_pinned_total_mb) = $t && "
+                    "! echo 0 > $P/max_image_kb && ! echo 262145 > $P/max_image_kb && "
+                    "test $(cat $P/max_image_kb) = 65536 && "
+                    "! echo 1073741825 > $P/defer_min && test $(cat $P/defer_min) = 32768 && "
+                    "! echo 1073741825 > $P/split_min && test $(cat $P/split_min) = 16384 && "
+                    "! echo 0 > $P/max_ranks && ! echo 65537 > $P/max_ranks && test $(cat $P/max_ranks) = 4096 && "
+                    "echo 65536 > $P/max_ranks && echo 4096 > $P/max_ranks && "
+                    "for f in $P/*; do ! echo 4294967295 2>/dev/null > $f || exit 1; done && "
                     "echo 'KCAD PASS param-bounds' && echo 'KCAD SUMMARY passed=1 failed=0'",
 }
 # The same with each setting of the module parameter defer (the default is
@@ -173,10 +197,13 @@ def fuzz_files(build_dir, work):
 def kcad_vm(build_dir, work):
     """The VM of these tests and of `make fuzz-kmod` (fuzz_kmod.py): the
     module built with UBSAN (kmod/cad/cad_ubsan.c), in a kernel booted with
-    SLUB's and the page allocator's checks (KERNEL_DEBUG), with kcad_check
-    and the fuzzer's files (made in work)."""
+    SLUB's and the page allocator's checks (KERNEL_DEBUG), with kcad_check,
+    the fuzzer's files (made in work) and the distribution's fuse.ko."""
     vm = cad_vm(build_dir, module="kmod/ubsan/cad.ko", append=KERNEL_DEBUG)
     vm.add_file(build_dir / "bin" / "kcad_check", "/bin/kcad_check")
+    fuse = Path(f"/lib/modules/{vm.version}/kernel/fs/fuse/fuse.ko")
+    if fuse.exists():
+        vm.add_file(fuse, "/fuse.ko")
     for host, path in fuzz_files(build_dir, work):
         vm.add_file(host, path)
     return vm
@@ -290,3 +317,26 @@ def test_the_fuzzer_ran_collectives(vm_run):
         assert rounds >= 2 and ops >= 1000 and verified >= 50, (name, c.output)
         assert images >= 6 and op_runs >= 20, (name, c.output)
         assert algs == len(FUZZ_ALGS) and alg_runs >= 20 and restarts >= 20, (name, c.output)
+
+
+def test_every_reserved_field_is_checked(vm_run):
+    """One row per reserved or unused field: the image's (header, section,
+    buffer, node, line, operator, VM instruction) and the ioctls' (flags,
+    cad_ioc_handle.reserved for TEST, CANCEL and FREE, bytes past each
+    struct); a refused FREE leaves the handle loaded."""
+    passed = set(re.findall(r"KCAD PASS (\S+)", vm_run.cases["reserved"].output))
+    rows = ["image-header.flags", "image-section.reserved", "image-buffer.reserved", "image-node.reserved",
+            "image-node.flags-unused", "image-node.peer-unused", "image-line.reserved", "image-user_op.flags",
+            "image-vm_insn.b-unused", "image-vm_insn.imm-unused", "ioc_handle.reserved-test",
+            "ioc_handle.reserved-cancel", "ioc_handle.reserved-free", "ioc_join.flags", "ioc_load.flags",
+            "refused-free-kept-the-handle", "refused-tail-kept-the-handle", "baseline-image-runs",
+            *(f"tail-{c}" for c in ("version", "join", "load", "start", "test", "cancel", "free"))]
+    assert {f"reserved-{r}" for r in rows} <= passed, sorted({f"reserved-{r}" for r in rows} - passed)
+
+
+def test_memlock_refusal_names_the_limit_in_the_kernel_log(vm_run):
+    """A pin over RLIMIT_MEMLOCK is refused with -ENOMEM (the memlock
+    case), and the kernel log says which limit and how to raise it."""
+    assert re.search(r"KCAD PASS memlock-refused-and-given-back", vm_run.cases["memlock"].output)
+    assert re.search(r"cad: kcad_check\[\d+\] uid 1000: cannot pin \d+ KiB more: it exceeds the 64 KiB "
+                     r"RLIMIT_MEMLOCK.*ulimit -l", vm_run.dmesg), vm_run.dmesg[-3000:]
