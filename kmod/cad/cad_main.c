@@ -86,15 +86,10 @@ CAD_PARAM_RANGE(defer, cad_defer, 0, 2);
 MODULE_PARM_DESC(defer, "Who copies a matched transfer: 0 the caller, 1 an idle member, 2 a work item on another CPU");
 
 /* 32 KiB: handing a shorter copy to another CPU costs more than making
- * it.  In qemu (2026-12-03, the KACC codelet, 1000 iterations of a
- * 12.5 kB broadcast beside 4x4 products, five runs each): with 4096 the
- * start that queues the work item spends ~3.5 us in queue_work_on (the
- * inter-processor interrupt) against ~2 us for the copy itself, and the
- * broadcast took 1.7-2.3x as long (its copy floor 14 % of the elapsed
- * time against 32 %, the bare ioctl's share 5.4 % against 9.2 %) at the
- * same CPU loss (69 %); with 40x40 products 14 % against 11 %.  On
- * hardware a 32 KiB memcpy (~1 us) is shorter than waking a worker on a
- * busy CPU too. */
+ * it.  Queueing the work item (queue_work_on, an inter-processor
+ * interrupt) takes longer than copying 4 KiB, in qemu (the KACC codelet
+ * of bench/report.md) and on hardware, where a 32 KiB memcpy (~1 us) is
+ * shorter than waking a worker on a busy CPU. */
 unsigned int cad_defer_min = 32768;
 CAD_PARAM_RANGE(defer_min, cad_defer_min, 0, 1u << 30);
 MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never deferred (0..2^30)");

@@ -268,8 +268,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		 * (mm_take_all_locks) and gives up with -EINTR when any signal
 		 * is pending -- a profiler's SIGPROF, an alarm.  The load is
 		 * undone: restart it after the handler (the caller sees EINTR
-		 * only from a handler without SA_RESTART).  Found by
-		 * fuzz-kmod's SIGALRM, 2026-11-27. */
+		 * only from a handler without SA_RESTART).  fuzz-kmod's
+		 * SIGALRM exercises it. */
 		return err == -EINTR ? -ERESTARTSYS : err;
 	}
 	/* Mapping by mapping: FOLL_WRITE where the mapping takes it, so that a
@@ -870,8 +870,8 @@ static u64 transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_ru
  * work item waits under TCG), but completing the transfer -- successors
  * made ready, further matches and copies, page revalidation, wake-ups --
  * is the group's state under its mutex, and sleeps; a worker would still
- * be needed after the copy, on the same CPU.  (README, "Why a work item
- * and not an interrupt".)
+ * be needed after the copy, on the same CPU (docs/kernel.md, "How it
+ * runs").
  *
  * A deferred transfer is a cad_match of one or two parts (cad_xfer).  Its
  * nodes stay ISSUED until every part is copied.  A queued part is on the
