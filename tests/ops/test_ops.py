@@ -106,9 +106,12 @@ class Builds:
     def __init__(self, build_dir, root: Path):
         self.build_dir, self.root = build_dir, root
         self._made: dict[tuple, Path] = {}
+        self._folders = 0
 
     def _folder(self) -> Path:
-        d = self.root / str(len(self._made))
+        """A new folder (one per build: a build that failed left its own)."""
+        self._folders += 1
+        d = self.root / str(self._folders)
         d.mkdir()
         return d
 
