@@ -96,18 +96,54 @@ def native(tmp: Path, src: Path, op, extra_flags=(), compiler=None) -> Path:
     return exe
 
 
-def prepare(build_dir, tmp: Path, src: Path, seed: int):
-    """Compiles src both ways, runs both on the same data; returns the
-    operators with their files."""
-    cadop = tmp / (src.stem + ".cadop")
-    cadc(build_dir, "op", "compile", src, "-o", cadop, "-I", OPS)
+class Builds:
+    """What cadc and gcc make of operator sources, each made once: the
+    suites that run the same operators over other data (test_ops.py on
+    the host, test_kernel_ops.py in cad.ko) share one (the op_builds
+    fixture, tests/ops/conftest.py).  Keyed by the source's text, so a
+    generated operator written to two folders is built once."""
+
+    def __init__(self, build_dir, root: Path):
+        self.build_dir, self.root = build_dir, root
+        self._made: dict[tuple, Path] = {}
+        self._folders = 0
+
+    def _folder(self) -> Path:
+        """A new folder (one per build: a build that failed left its own)."""
+        self._folders += 1
+        d = self.root / str(self._folders)
+        d.mkdir()
+        return d
+
+    def cadop(self, src: Path) -> Path:
+        """`cadc op compile src`'s .cadop."""
+        key = ("cadop", src.read_text())
+        if key not in self._made:
+            cadop = self._folder() / (src.stem + ".cadop")
+            cadc(self.build_dir, "op", "compile", src, "-o", cadop, "-I", OPS)
+            self._made[key] = cadop
+        return self._made[key]
+
+    def native(self, src: Path, op) -> Path:
+        """native()'s program for op of src (gcc, NATIVE_FLAGS)."""
+        key = ("native", src.read_text(), op["name"], op["elem_size"])
+        if key not in self._made:
+            self._made[key] = native(self._folder(), src, op)
+        return self._made[key]
+
+
+def prepare(build_dir, tmp: Path, src: Path, seed: int, n: int = N, builds: Builds | None = None):
+    """Compiles src both ways (or takes what builds has made of it), runs
+    both on the same n elements; returns the operators with their files."""
+    builds = builds or Builds(build_dir, tmp)
+    cadop = builds.cadop(src)
     ops = json.loads(cadop.read_text())["ops"]
     out = []
     for op in ops:
         name = op["name"]
-        exe = native(tmp, src, op)
+        exe = builds.native(src, op)
         files = {k: tmp / f"{name}.{k}" for k in ("in", "inout", "native", "vm")}
-        op_tool(build_dir, "gen", cadop, name, N, seed, files["in"], files["inout"])
+        op_tool(build_dir, "gen", cadop, name, n, seed, files["in"], files["inout"])
         subprocess.run([str(exe), files["in"], files["inout"], files["native"]], check=True)
         op_tool(build_dir, "vm", cadop, name, files["in"], files["inout"], files["vm"])
         out.append((op, cadop, files))
@@ -119,8 +155,8 @@ def standard_ops():
 
 
 @pytest.mark.parametrize("src", standard_ops(), ids=lambda p: p.stem)
-def test_standard_op_matches_native(build_dir, tmp_path, src):
-    for op, _, files in prepare(build_dir, tmp_path, src, seed=1):
+def test_standard_op_matches_native(build_dir, op_builds, tmp_path, src):
+    for op, _, files in prepare(build_dir, tmp_path, src, seed=1, builds=op_builds):
         fields = [tuple(f) for f in op["fields"]]
         problem = differs(files["vm"].read_bytes(), files["native"].read_bytes(), op["elem_size"], fields)
         assert problem is None, f"{op['name']}: {problem}"
@@ -130,10 +166,10 @@ GENERATED = generate(seed=6, count=40)
 
 
 @pytest.mark.parametrize("name,text", GENERATED, ids=[n for n, _ in GENERATED])
-def test_generated_op_matches_native(build_dir, tmp_path, name, text):
+def test_generated_op_matches_native(build_dir, op_builds, tmp_path, name, text):
     src = tmp_path / name
     src.write_text(text)
-    for op, _, files in prepare(build_dir, tmp_path, src, seed=int(name[3:-2]) + 100):
+    for op, _, files in prepare(build_dir, tmp_path, src, seed=int(name[3:-2]) + 100, builds=op_builds):
         fields = [tuple(f) for f in op["fields"]]
         problem = differs(files["vm"].read_bytes(), files["native"].read_bytes(), op["elem_size"], fields)
         assert problem is None, f"{op['name']}: {problem}\n{text}"
