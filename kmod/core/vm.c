@@ -948,30 +948,34 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		const __u32 s2_ = g->s[m1_->a], s3_ = g->s[m1_->b];        \
 		__u8 *D;                                                   \
 		__u32 sd_;                                                 \
-		__u64 nan_ = 0;                                            \
-		bool apart_, exact_ = false;                               \
 		B_DEST_FUSED();                                            \
-		apart_ = B_DOT2_APART();                                   \
+		B_FUSED_RUN(B_DOT2_LOOP, name, s0_, s1_, s2_, s3_);        \
+	} while (0)
+/*
+ * A fused loop of operands P0..P3 (strides k0..k3) into D, run by LOOP
+ * (name, plain, k0, k1, k2, k3, kd).  When the result overwrites none of
+ * the operands, it runs plain first and then, if a result is a NaN (or an
+ * infinity), again with SSE's NaNs.  When it overwrites one, the operands
+ * are checked first instead: with no NaN among them (nor an infinity),
+ * the plain result is exact.  All strides 8 is the vectorised loop.
+ */
+#define B_FUSED_RUN(LOOP, name, k0, k1, k2, k3) do {                       \
+		const bool apart_ = D != P0 && D != P1 && D != P2 && D != P3; \
+		bool exact_ = false;                                       \
+		__u64 nan_ = 0;                                            \
 		if (!apart_) {                                             \
-			B_NAN_IN4(s0_, s1_, s2_, s3_);                     \
+			CAD_IVDEP for (l = 0; l < n; l++)                  \
+				nan_ |= NAN_BITS(AT(P0, k0, l)) | NAN_BITS(AT(P1, k1, l)) | \
+					NAN_BITS(AT(P2, k2, l)) | NAN_BITS(AT(P3, k3, l)); \
 			exact_ = nan_ >> 63;                               \
 		}                                                          \
-		if (!exact_ && (s0_ | s1_ | s2_ | s3_ | sd_) == 8)         \
-			B_DOT2_LOOP(name, 1, 8, 8, 8, 8, 8)                \
+		if (!exact_ && ((k0) | (k1) | (k2) | (k3) | sd_) == 8)     \
+			LOOP(name, 1, 8, 8, 8, 8, 8)                       \
 		else if (!exact_)                                          \
-			B_DOT2_LOOP(name, 1, s0_, s1_, s2_, s3_, sd_)      \
+			LOOP(name, 1, k0, k1, k2, k3, sd_)                 \
 		if (exact_ || (apart_ && (nan_ >> 63)))                    \
-			B_DOT2_LOOP(name, 0, s0_, s1_, s2_, s3_, sd_)      \
+			LOOP(name, 0, k0, k1, k2, k3, sd_)                 \
 	} while (0)
-/* The result overwrites none of the operands: it can run plain first and
- * then, if a result is a NaN (or an infinity), again with SSE's NaNs.
- * When it overwrites one, the operands are checked first instead: with
- * no NaN among them (nor an infinity), the plain result is exact. */
-#define B_DOT2_APART() (D != P0 && D != P1 && D != P2 && D != P3)
-#define B_NAN_IN4(k0, k1, k2, k3)                                          \
-		CAD_IVDEP for (l = 0; l < n; l++)                          \
-			nan_ |= NAN_BITS(AT(P0, k0, l)) | NAN_BITS(AT(P1, k1, l)) | \
-				NAN_BITS(AT(P2, k2, l)) | NAN_BITS(AT(P3, k3, l))
 #define B_DOT2_LOOP(name, plain, k0, k1, k2, k3, kd)                       \
 		CAD_IVDEP for (l = 0; l < n; l++) {                        \
 			const __u64 a_ = AT(P0, k0, l), b_ = AT(P1, k1, l); \
@@ -995,32 +999,15 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 		const __u32 s0_ = g->s[rx_], s2_ = g->s[m_->a], s3_ = g->s[m_->b]; \
 		__u8 *D;                                                   \
 		__u32 sd_;                                                 \
-		__u64 nan_ = 0;                                            \
-		bool apart_, exact_ = false;                               \
 		B_DEST_FUSED();                                            \
-		apart_ = B_DOT2_APART();                                   \
-		if (!apart_) {                                             \
-			B_NAN_IN4(s0_, s0_, s2_, s3_);                     \
-			exact_ = nan_ >> 63;                               \
-		}                                                          \
-		if (!exact_ && (s0_ | s2_ | s3_ | sd_) == 8) {             \
-			if (pf_)                                           \
-				B_MAC_LOOP(name, 1, 1, 8, 8, 8, 8)         \
-			else                                               \
-				B_MAC_LOOP(name, 1, 0, 8, 8, 8, 8)         \
-		} else if (!exact_) {                                      \
-			if (pf_)                                           \
-				B_MAC_LOOP(name, 1, 1, s0_, s2_, s3_, sd_) \
-			else                                               \
-				B_MAC_LOOP(name, 1, 0, s0_, s2_, s3_, sd_) \
-		}                                                          \
-		if (exact_ || (apart_ && (nan_ >> 63))) {                  \
-			if (pf_)                                           \
-				B_MAC_LOOP(name, 0, 1, s0_, s2_, s3_, sd_) \
-			else                                               \
-				B_MAC_LOOP(name, 0, 0, s0_, s2_, s3_, sd_) \
-		}                                                          \
+		if (pf_)                                                   \
+			B_FUSED_RUN(B_MAC_LOOP_PF, name, s0_, s0_, s2_, s3_); \
+		else                                                       \
+			B_FUSED_RUN(B_MAC_LOOP_XF, name, s0_, s0_, s2_, s3_); \
 	} while (0)
+/* B_MAC's loops in B_FUSED_RUN's form (P1 is P0): product first, or x */
+#define B_MAC_LOOP_PF(name, plain, k0, k1, k2, k3, kd) B_MAC_LOOP(name, plain, 1, k0, k2, k3, kd)
+#define B_MAC_LOOP_XF(name, plain, k0, k1, k2, k3, kd) B_MAC_LOOP(name, plain, 0, k0, k2, k3, kd)
 #define B_MAC_LOOP(name, plain, pf, k0, k2, k3, kd)                        \
 		CAD_IVDEP for (l = 0; l < n; l++) {                        \
 			const __u64 x_ = AT(P0, k0, l);                    \
