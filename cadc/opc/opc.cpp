@@ -1715,6 +1715,12 @@ class Lowering {
              "the operator needs more than " + std::to_string(CAD_VM_MAX_INSNS) + " VM instructions");
       code.push_back(in);
     };
+    // Register r's value leaves it (it stays in its slot, if spilled).
+    auto release = [&](int r) {
+      reg_of[holder[r]] = -1;
+      holder[r] = -1;
+      freed[r] = static_cast<long>(code.size());
+    };
     // A free register at position p; never one of keep.  When all are
     // taken, the value used furthest ahead leaves its register (Belady):
     // a constant or a load that no store overwrites is computed again
@@ -1767,9 +1773,7 @@ class Lowering {
         slot_of[v] = slot;
         slot_holder[slot] = v;
       }
-      reg_of[v] = -1;
-      holder[best] = -1;
-      freed[best] = static_cast<long>(code.size());
+      release(best);
       return best;
     };
     std::function<void(int32_t, size_t, std::initializer_list<int32_t>)> materialise;
@@ -1818,11 +1822,7 @@ class Lowering {
     };
     auto release_dead = [&](size_t p) {
       for (int r = 0; r < CAD_VM_NREGS; r++)
-        if (holder[r] >= 0 && next_use(holder[r], p) == SIZE_MAX) {
-          reg_of[holder[r]] = -1;
-          holder[r] = -1;
-          freed[r] = static_cast<long>(code.size());
-        }
+        if (holder[r] >= 0 && next_use(holder[r], p) == SIZE_MAX) release(r);
       for (int k = 0; k < CAD_VM_NSLOTS; k++)
         if (slot_holder[k] >= 0 && next_use(slot_holder[k], p) == SIZE_MAX) {
           slot_of[slot_holder[k]] = -1;
@@ -1871,11 +1871,7 @@ class Lowering {
       in.dst = static_cast<uint8_t>(r);
       push(in);
       define(v, r);
-      if (next_use(v, p) == SIZE_MAX) {
-        reg_of[v] = -1;
-        holder[r] = -1;
-        freed[r] = static_cast<long>(code.size());
-      }
+      if (next_use(v, p) == SIZE_MAX) release(r);
     }
     cad_vm_insn exit_insn{};
     exit_insn.code = CAD_VM_EXIT;
