@@ -16,6 +16,7 @@
 
 #include "printer.h"
 #include "runtime.h"
+#include "settings.h"
 
 namespace cadrt {
 
@@ -163,8 +164,8 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
   const cad::Algorithm *alg = nullptr;
   const std::string var = "CADRT_ALGORITHM_" + upper(coll);
   std::vector<std::string> trace;  // CADRT_EXPLAIN
-  const char *forced = getenv(var.c_str());
-  if (forced && *forced) {
+  const char *forced = setting(var.c_str());
+  if (forced) {
     // NAME, or NAME:param=value,... (the parameters' values for this call).
     const std::string text = forced, name = text.substr(0, text.find(':'));
     std::string why;

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "settings.h"
 #include "spec.h"
 
 namespace cadrt {
@@ -37,10 +38,8 @@ volatile uint64_t g_probe_word = 0x43414452544f4b21ull;  // what peers read in t
 int g_signal = 0;
 std::atomic<bool> g_signal_sent{false};
 
-const char *env(const char *name) {
-  const char *v = getenv(name);
-  return v && *v ? v : nullptr;
-}
+// A setting's value (settings.h: declared there, or this aborts).
+const char *env(const char *name) { return setting(name); }
 
 bool env_long(const char *name, long *out) {
   const char *v = env(name);
@@ -1325,6 +1324,10 @@ int Runtime::init() {
   if (!err && !proofs.cache_file().empty() && world->rank == 0)
     fprintf(stderr, "cadrt: CADRT_PROOF_CACHE=%s: verdicts of earlier proofs on arrival are taken from it\n",
             proofs.cache_file().c_str());
+  // A misspelt setting would otherwise be ignored without a word: said
+  // once per job, verbose or not.
+  if (!err && world->rank == 0)
+    for (const std::string &w : unknown_settings(environ)) fprintf(stderr, "cadrt: warning: %s\n", w.c_str());
   return err;
 }
 

@@ -1,6 +1,7 @@
 // cadrun - runs N local processes as one cadrt job.
 //
 //   cadrun -n N [--bind core|none] [--timeout SECONDS] PROGRAM ARGS...
+//   cadrun --settings[=markdown] | --help | --version
 //
 // Creates the job's shared segment (a memfd the children inherit), starts
 // the ranks with CADRT_JOB_FD, CADRT_RANK and CADRT_SIZE set (and
@@ -34,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/settings.h"
 #include "../src/shm.h"
 
 namespace {
@@ -42,10 +44,31 @@ volatile sig_atomic_t g_interrupted = 0;
 
 void on_interrupt(int sig) { g_interrupted = sig; }
 
+constexpr const char kUsage[] = "usage: cadrun -n N [--bind core|none] [--timeout SECONDS] PROGRAM ARGS...\n";
+
 [[noreturn]] void usage(const char *why) {
   if (why) fprintf(stderr, "cadrun: %s\n", why);
-  fprintf(stderr, "usage: cadrun -n N [--bind core|none] [--timeout SECONDS] PROGRAM ARGS...\n");
+  fputs(kUsage, stderr);
   exit(2);
+}
+
+[[noreturn]] void help() {
+  fputs(kUsage, stdout);
+  fputs("Runs N local processes as one cadrt job.\n"
+        "\n"
+        "  -n, --np N          the number of ranks, 1 to 4096\n"
+        "  --bind core|none    bind rank r to the machine's core r (modulo the cores); none (default) leaves\n"
+        "                      the ranks where the scheduler puts them\n"
+        "  --timeout SECONDS   end the job if it runs longer (exit status 124)\n"
+        "  --settings          print every CADRT_* setting with its value here and its default, and exit\n"
+        "  --settings=markdown the settings as docs/runtime.md's table, and exit\n"
+        "  -h, --help          this help\n"
+        "  --version           cadrun's version\n"
+        "\n"
+        "Exit status: 0 if every rank exited 0, else the first failing rank's status (128 + the signal if\n"
+        "it was killed); 124 after --timeout; 2 for a usage error.\n",
+        stdout);
+  exit(0);
 }
 
 double now() {
@@ -145,7 +168,14 @@ int main(int argc, char **argv) {
       timeout = strtod(argv[++i], &end);
       if (*end || timeout <= 0) usage("--timeout takes a number of seconds");
     } else if (a == "-h" || a == "--help") {
-      usage(nullptr);
+      help();
+    } else if (a == "--version") {
+      printf("cadrun %s\n", CAD_VERSION_STRING);
+      return 0;
+    } else if (a == "--settings" || a == "--settings=markdown") {
+      const std::string out = a == "--settings" ? cadrt::settings_report(environ) : cadrt::settings_markdown();
+      fputs(out.c_str(), stdout);
+      return 0;
     } else {
       usage(("unknown option " + a).c_str());
     }

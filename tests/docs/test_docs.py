@@ -166,16 +166,31 @@ def test_runnable_examples(page, tmp_path):
                                      f"--- stdout\n{run.stdout}--- stderr\n{run.stderr}")
 
 
-def test_every_setting_is_documented():
-    """docs/runtime.md's environment table names every CADRT_* and CADMPI*
-    variable the runtime reads: every such name in a string literal of
-    cadrt/'s sources (getenv's argument, or a prefix such as
-    "CADRT_ALGORITHM_")."""
+def test_every_setting_is_declared():
+    """Every CADRT_* and CADMPI* name in a string literal of cadrt/'s
+    sources (getenv's argument, or a prefix such as "CADRT_ALGORITHM_") is
+    a row of the settings table, cadrt/src/settings.cpp (the runtime also
+    aborts on reading an undeclared one)."""
+    table_path = ROOT / "cadrt" / "src" / "settings.cpp"
+    table = table_path.read_text()
+    declared = set(re.findall(r'\{"(CADRT_[A-Z0-9_]*|CADMPI[A-Z0-9_]*)"', table))
+    assert {"CADRT_ENGINE", "CADMPI", "CADRT_JOB_FD"} <= declared, declared
     names = set()
     for path in (ROOT / "cadrt").rglob("*"):
-        if path.suffix in (".c", ".cpp", ".h"):
+        if path.suffix in (".c", ".cpp", ".h") and path != table_path:
             names |= set(re.findall(r'"(CADRT_[A-Z0-9_]*|CADMPI[A-Z0-9_]*)', path.read_text()))
     assert "CADRT_ENGINE" in names and "CADMPI" in names, names
+    missing = sorted(n for n in names if n not in declared and n != "CADRT_ALGORITHM_")
+    assert not missing, f"not declared in cadrt/src/settings.cpp: {missing}"
+
+
+def test_settings_table_is_the_runtimes(build_dir):
+    """docs/runtime.md's environment table is exactly what
+    `cadrun --settings=markdown` prints from the settings table (regenerate
+    it with that command)."""
+    run = subprocess.run([str(build_dir / "bin" / "cadrun"), "--settings=markdown"], capture_output=True,
+                         text=True, timeout=30, check=True)
     doc = (ROOT / "docs" / "runtime.md").read_text()
-    missing = sorted(n for n in names if n not in doc)
-    assert not missing, f"not in docs/runtime.md's environment table: {missing}"
+    start = doc.index("| Variable | Default | Meaning |")
+    end = doc.find("\n\n", start)
+    assert doc[start:end + 1] == run.stdout, "docs/runtime.md's table differs from `cadrun --settings=markdown`"

@@ -404,6 +404,32 @@ def test_bad_signal_setting_is_refused(build_dir, value):
     assert f"CADRT_SIGNAL={value}: not a real-time signal" in r.stderr, r.stderr
 
 
+def test_a_misspelt_setting_is_a_warning(build_dir):
+    """A CADRT_* name the settings table does not know is said once per job
+    (rank 0), with the closest setting, and the job runs as without it."""
+    r = run(build_dir, 3, "rt_check", "--sizes", "7",
+            env={"CADRT_ENGNE": "poll", "CADRT_ALGORITHM_BCST": "x", "CADRT_ENGINE": "poll"}, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.count("cadrt: warning: CADRT_ENGNE is not a cadrt setting (did you mean CADRT_ENGINE?)") == 1
+    assert r.stderr.count("CADRT_ALGORITHM_BCST is not a cadrt setting (did you mean CADRT_ALGORITHM_BCAST?)") == 1
+    r = run(build_dir, 2, "rt_check", "--sizes", "7", env={"CADRT_ENGINE": "poll"}, timeout=60)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stdout + r.stderr
+
+
+def test_cadrun_help_version_and_settings(build_dir):
+    cadrun = str(build_dir / "bin" / "cadrun")
+    r = subprocess.run([cadrun, "--help"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and "--timeout SECONDS" in r.stdout and "--settings" in r.stdout, r
+    r = subprocess.run([cadrun, "--version"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and re.fullmatch(r"cadrun \d+\.\d+\.\d+\n", r.stdout), r
+    env = {"PATH": os.environ["PATH"], "CADRT_PUSH": "0", "CADRT_ALGORITHM_ALLREDUCE": "allreduce_ring"}
+    r = subprocess.run([cadrun, "--settings"], capture_output=True, text=True, timeout=30, env=env)
+    assert r.returncode == 0, r
+    rows = {line.split()[0]: line.split()[1] for line in r.stdout.splitlines()[1:]}
+    assert rows["CADRT_PUSH"] == "0" and rows["CADRT_ALGORITHM_ALLREDUCE"] == "allreduce_ring", rows
+    assert rows["CADRT_ENGINE"] == "(default)" and "CADRT_JOB_FD" not in rows, rows
+
+
 @pytest.mark.parametrize("p", [2, 3])
 @pytest.mark.parametrize("engine,settings,elements", [
     ("thread", {}, 1 << 20),
