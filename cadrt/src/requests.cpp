@@ -301,6 +301,7 @@ const std::shared_ptr<const Instance> *Runtime::make_instance(cadrt_comm_s *comm
   // together would hang or meet the wrong peers.
   agreed += "|topo" + std::to_string(topology_digest(*spec.topo));
   inst->fp = fnv(0xcbf29ce484222325ull, agreed);
+  if (stats) stats_insts_.push_back(inst);
   if (auto put = cache_.emplace(key, inst); put.second) {
     if (comm->cached_epoch != cache_epoch_) {
       comm->cached.clear();
@@ -463,6 +464,7 @@ CADRT_HOT int Runtime::bind(cadrt_request_s *r, const void *sendbuf, void *recvb
 CADRT_HOT int Runtime::start(cadrt_request_s *r) {
   if (r->active) return set_error(-EBUSY, "the request is already active");
   r->seq = r->comm->next_seq++;
+  if (stats) r->inst->starts.fetch_add(1, std::memory_order_relaxed);
   // (Before the request is active: no peer writes recvbuf before this
   // rank's start has posted its receives, and no progress pass sees it.)
   if (r->copy_in_from && !r->copy_in.empty()) std::memcpy(r->copy_in.data(), r->copy_in_from, r->copy_in.size());

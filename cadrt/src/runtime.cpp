@@ -1299,6 +1299,9 @@ int Runtime::init() {
   verbose = v && strcmp(v, "0") != 0;
   const char *x = env("CADRT_EXPLAIN");
   explain = x && strcmp(x, "0") != 0;
+  const char *st = env("CADRT_STATS");
+  if (st && strcmp(st, "json") != 0) return set_error(-EINVAL, std::string("CADRT_STATS=") + st + ": not json");
+  stats = st != nullptr;
   const std::string path = env("CADRT_LIBRARY") ? env("CADRT_LIBRARY") : default_library();
   cad::Diagnostics diags;
   lib = cad::Library();  // not what an earlier init (failed, or finalized since) loaded
@@ -1675,35 +1678,9 @@ int Runtime::finalize() {
   }
   if (has_net_) net_stop();
   leave_job();
-  if (verbose && engine != Engine::Kernel && nlocal > 1)
-    fprintf(stderr,
-            "cadrt: rank %u: large receives: %llu through lanes, %llu by a single copy (CMA), %llu of them split "
-            "with the sender; %llu chunks written for receivers (%llu splits finished here, written last); %llu in "
-            "fragments through the ring; %llu offered to the sender, %llu of them written by it; %llu offers of "
-            "receivers written here\n",
-            me, static_cast<unsigned long long>(n_lane.load()), static_cast<unsigned long long>(n_cma.load()),
-            static_cast<unsigned long long>(n_split.load()), static_cast<unsigned long long>(n_split_chunks.load()),
-            static_cast<unsigned long long>(n_split_last.load()),
-            static_cast<unsigned long long>(n_frag.load()), static_cast<unsigned long long>(n_offered.load()),
-            static_cast<unsigned long long>(n_offers_written.load()),
-            static_cast<unsigned long long>(n_wrote_offers.load()));
-  if (verbose && (engine == Engine::Signal || engine == Engine::Thread))
-    fprintf(stderr,
-            "cadrt: rank %u: %s engine: %llu kicks sent, %llu handler passes, %llu deferred, %llu helper signals, "
-            "%llu peers' helpers woken, %llu peers woken waiting in the library\n",
-            me, engine_name(), static_cast<unsigned long long>(n_kicks.load()),
-            static_cast<unsigned long long>(n_handler.load()), static_cast<unsigned long long>(n_deferred.load()),
-            static_cast<unsigned long long>(n_helper_signals.load()), static_cast<unsigned long long>(n_wakes.load()),
-            static_cast<unsigned long long>(n_waiter_wakes.load()));
-  if (verbose)
-    fprintf(stderr,
-            "cadrt: rank %u: %llu requests bound to buffers, %llu of them set up afresh (no spare had run the "
-            "instance); %llu calls started the request of the same call before as it was\n",
-            me, static_cast<unsigned long long>(n_binds), static_cast<unsigned long long>(n_fresh_binds),
-            static_cast<unsigned long long>(n_reused));
-  if (verbose && n_owed_aborts.load())
-    fprintf(stderr, "cadrt: rank %u: %llu failed collectives told their peers in a later pass (no room when they failed)\n",
-            me, static_cast<unsigned long long>(n_owed_aborts.load()));
+  say_counters();
+  write_stats();
+  stats_insts_.clear();
   cache_.clear();
   cache_epoch_++;
   fast_.clear();

@@ -112,6 +112,8 @@ struct Instance {
   // With late_ns and the copy's time it says whether offering a receive
   // pays (Runtime::offer_pays).
   mutable std::atomic<int64_t> gap_ns{-1};
+  // Its starts, counted under CADRT_STATS.
+  mutable std::atomic<uint64_t> starts{0};
   // The node of kind with (peer, tag, occ), or -1.
   int64_t find(uint8_t kind, uint32_t peer, uint32_t tag, uint32_t occ) const;
   void index();                         // fills occ and keys from prog
@@ -297,6 +299,9 @@ class Runtime {
   // CADRT_EXPLAIN=1: rank 0 of a communicator prints each selection it
   // makes (a call with new arguments), with the rules looked at and why.
   bool explain = false;
+  // CADRT_STATS=json: at finalize, one JSON line of this rank's decisions,
+  // counters and algorithms run (stats.cpp).
+  bool stats = false;
   // The gate between selection and execution (CADRT_PROOF).
   ProofGate proofs;
 
@@ -384,6 +389,8 @@ class Runtime {
   bool owned_ = false;                 // the main thread's (guard() is a no-op)
   std::atomic<int> pass_busy_{0};      // a pass of the progress thread is under way
   const char *engine_name() const;
+  void say_counters() const;  // CADRT_VERBOSE's counters, at finalize
+  void write_stats() const;   // CADRT_STATS's line, at finalize
   bool kickable() const;
   bool needs_cpu(const cadrt_request_s *r) const;
   bool idle() const;
@@ -561,6 +568,9 @@ class Runtime {
   cadrt_request_s *active_ = nullptr;
   std::vector<unsigned char> vm_scratch_;
   std::map<std::string, std::shared_ptr<const Instance>> cache_;
+  // Under CADRT_STATS, every instance made since init (the cache forgets
+  // a freed communicator's): their starts are counted per algorithm.
+  std::vector<std::shared_ptr<const Instance>> stats_insts_;
   uint64_t cache_epoch_ = 1;  // one more at each clear of cache_ (cadrt_comm_s::cached)
   // The last answers of instance() by the call's own arguments: a repeated
   // call skips selection and the key string.  (CADRT_ALGORITHM_*, with its

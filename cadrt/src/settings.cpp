@@ -70,6 +70,10 @@ const std::vector<Setting> kSettings = {
      "`1`: errors and notices on stderr; at init each rank's place and the library loaded; at finalize the transfer "
      "and request counters",
      SettingUse::User},
+    {"CADRT_STATS", "unset",
+     "`json`: at `cadrt_finalize` each rank prints one line, `cadrt: stats` and a JSON object: its engine and "
+     "transfer decisions, its counters, and per algorithm the collectives it started",
+     SettingUse::User},
     {"CADRT_EXPLAIN", "unset",
      "`1`: rank 0 of each communicator prints each algorithm it selects, and why, as `cadc select --explain` does",
      SettingUse::User},

@@ -33,6 +33,22 @@ def cadrun(build_dir, n, command, env=None, timeout=120, wrap=()):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
 
 
+def rank_stats(stderr, n):
+    """The CADRT_STATS=json line of each of the n ranks, as a list by rank
+    (asserting there is exactly one per rank)."""
+    found = [json.loads(line[len("cadrt: stats "):]) for line in stderr.splitlines()
+             if line.startswith("cadrt: stats ")]
+    assert sorted(s["rank"] for s in found) == list(range(n)), stderr
+    return sorted(found, key=lambda s: s["rank"])
+
+
+def receives(stderr, n):
+    """Large receives (through lanes, by a single copy), summed over the n
+    ranks' CADRT_STATS lines."""
+    stats = rank_stats(stderr, n)
+    return sum(s["counters"]["lane"] for s in stats), sum(s["counters"]["cma"] for s in stats)
+
+
 def run(build_dir, n, program, *args, env=None, timeout=120, wrap=()):
     return cadrun(build_dir, n, [build_dir / "bin" / program, *args], env=env, timeout=timeout, wrap=wrap)
 
@@ -416,6 +432,22 @@ def test_a_misspelt_setting_is_a_warning(build_dir):
     assert r.returncode == 0 and "warning" not in r.stderr, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_stats_say_which_algorithm_ran(build_dir, engine):
+    """CADRT_STATS=json: each rank's line counts the collectives started
+    per algorithm; with one forced, every broadcast ran it (3 sizes x 4
+    roots x 5 iterations)."""
+    r = run(build_dir, 4, "rt_check", "--coll", "bcast", "--sizes", "1,1000,100000", "--iters", 5,
+            env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_ALGORITHM_BCAST": "bcast_binomial"},
+            timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for st in rank_stats(r.stderr, 4):
+        assert st["engine"] == engine and st["ranks"] == 4, st
+        assert st["algorithms"] == {"bcast_binomial": {"starts": 3 * 4 * 5, "instances": 3 * 4}}, st
+    r = run(build_dir, 2, "rt_check", "--sizes", "7", env={"CADRT_STATS": "yes"}, timeout=60)
+    assert r.returncode == 1 and "CADRT_STATS=yes: not json" in r.stderr, r.stdout + r.stderr
+
+
 def test_cadrun_help_version_and_settings(build_dir):
     cadrun = str(build_dir / "bin" / "cadrun")
     r = subprocess.run([cadrun, "--help"], capture_output=True, text=True, timeout=30)
@@ -797,11 +829,11 @@ def test_spare_requests_hold_at_most_64_mib(build_dir, base, fresh):
     (kSpareBytes, 64 MiB), so the oldest go and every call sets up."""
     sizes = ",".join(str(base + i) for i in range(16))
     r = run(build_dir, 2, "rt_check", "--coll", "allreduce", "--sizes", sizes, "--iters", 3,
-            env={"CADRT_ENGINE": "poll", "CADRT_VERBOSE": "1",
+            env={"CADRT_ENGINE": "poll", "CADRT_STATS": "json",
                  "CADRT_ALGORITHM_ALLREDUCE": "allreduce_recursive_doubling"}, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    counts = re.findall(r"(\d+) requests bound to buffers, (\d+) of them set up afresh", r.stderr)
-    assert counts == [("48", str(fresh))] * 2, r.stderr
+    counts = [(s["counters"]["binds"], s["counters"]["fresh_binds"]) for s in rank_stats(r.stderr, 2)]
+    assert counts == [(48, fresh)] * 2, r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -819,10 +851,10 @@ def test_calls_in_turn_reuse_their_requests(build_dir, engine, ranks, coll, size
     most 16 spares were kept: 17 instances in turn at P = 3 set up all 170
     calls afresh.)"""
     r = run(build_dir, ranks, "rt_check", "--coll", coll, "--sizes", sizes, "--iters", 10,
-            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=120)
+            env={"CADRT_ENGINE": engine, "CADRT_STATS": "json"}, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    counts = re.findall(r"(\d+) requests bound to buffers, (\d+) of them set up afresh", r.stderr)
-    assert counts == [(str(10 * instances), str(instances))] * ranks, r.stderr
+    counts = [(s["counters"]["binds"], s["counters"]["fresh_binds"]) for s in rank_stats(r.stderr, ranks)]
+    assert counts == [(10 * instances, instances)] * ranks, r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -835,13 +867,11 @@ def test_the_same_call_again_starts_the_request_it_had(build_dir, engine, ranks,
     another instance in between are the other tests' (calls in turn): they
     bind every time."""
     r = run(build_dir, ranks, "rt_check", "--coll", "all", "--sizes", "8,100000", "--repeat", 5, *extra,
-            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=120)
+            env={"CADRT_ENGINE": engine, "CADRT_STATS": "json"}, timeout=120)
     assert r.returncode == 0 and "rt_check: ok" in r.stdout + r.stderr, r.stdout + r.stderr
-    counts = re.findall(r"(\d+) requests bound to buffers, (\d+) of them set up afresh \(no spare had run the "
-                        r"instance\); (\d+) calls started the request of the same call before as it was", r.stderr)
-    assert len(counts) == ranks, r.stderr
-    for bound, fresh, reused in counts:
-        assert int(bound) > 0 and int(reused) == 4 * int(bound), r.stderr
+    for st in rank_stats(r.stderr, ranks):
+        bound, reused = st["counters"]["binds"], st["counters"]["reused"]
+        assert bound > 0 and reused == 4 * bound, r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -994,11 +1024,9 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     nothing is granted."""
     def counts(env):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,700000",
-                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_PUSH": "0", **env}, timeout=90)
+                env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_PUSH": "0", **env}, timeout=90)
         assert r.returncode == 0, r.stdout + r.stderr
-        found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
-        assert len(found) == p, r.stderr
-        return sum(int(a) for a, _ in found), sum(int(b) for _, b in found)
+        return receives(r.stderr, p)
     lanes, single = counts({"CADRT_BULK": "1"})
     assert lanes > 0 and single > 0, (lanes, single)
     lanes, single = counts({"CADRT_BULK": "0"})
@@ -1101,16 +1129,14 @@ def test_with_cma_a_rank_that_waits_at_once_pushes_through_the_lanes(build_dir, 
     pushes off where it finds the lanes slower even at 16 KiB.)"""
     def counts(*extra, env=None, script=None, size=100000):
         args = ["--coll", "bcast", "--sizes", str(size), "--iters", "20", *extra]
-        e = {"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "1", **(env or {})}
+        e = {"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_BULK": "1", **(env or {})}
         if script:
             r = run_per_rank(build_dir, 2, script + " " + str(build_dir / "bin" / "rt_check") + " " + " ".join(args),
                              env=e)
         else:
             r = run(build_dir, 2, "rt_check", *args, env=e, timeout=60)
         assert r.returncode == 0, r.stdout + r.stderr
-        found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
-        assert len(found) == 2, r.stderr
-        return sum(int(a) for a, _ in found), sum(int(b) for _, b in found)
+        return receives(r.stderr, 2)
     # (A lane carries one message at a time: a send that finds it still
     # full, its last message not taken out yet, goes by the single copy.)
     lanes, single = counts()
@@ -1182,11 +1208,9 @@ def test_with_cma_exchanges_are_pushed_only_below_the_lanes_limit(build_dir, eng
     measures."""
     def counts(env):
         r = run(build_dir, 2, "rt_check", "--coll", "alltoall", "--sizes", "100000", "--iters", "5",
-                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "1", **env}, timeout=60)
+                env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_BULK": "1", **env}, timeout=60)
         assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
-        found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
-        assert len(found) == 2, r.stderr
-        return sum(int(a) for a, _ in found), sum(int(b) for _, b in found)
+        return receives(r.stderr, 2)
     lanes, single = counts({})
     assert lanes > 0, (lanes, single)
     # Every large receive here is 100 KB or more.
@@ -1215,7 +1239,7 @@ def test_with_cma_pushes_go_where_they_measured_faster(build_dir, engine, verdic
         lo, hi = PUSH_CLASSES[i]
         assert lo <= 4 * n and (hi is None or 4 * n < hi)
     iters = 10
-    env = {"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_ALGORITHM_BCAST": "bcast_binomial"}
+    env = {"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_STATS": "json", "CADRT_ALGORITHM_BCAST": "bcast_binomial"}
     if verdict:
         env = san_env(build_dir, CADRT_FAULT_LANES=verdict, **env)
     r = run(build_dir, 2, "rt_check_san" if verdict else "rt_check", "--coll", "bcast", "--sizes",
@@ -1223,10 +1247,8 @@ def test_with_cma_pushes_go_where_they_measured_faster(build_dir, engine, verdic
     assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
     won = pushes_said(2, r.stderr, verdict)
-    found = re.findall(r"rank (\d+): large receives: (\d+) through lanes, (\d+) by a single copy", r.stderr)
-    assert len(found) == 2, r.stderr
-    for rank, lanes, single in found:  # each rank the receiver of iters broadcasts of each size
-        lanes, single = int(lanes), int(single)
+    for st in rank_stats(r.stderr, 2):  # each rank the receiver of iters broadcasts of each size
+        rank, lanes, single = st["rank"], st["counters"]["lane"], st["counters"]["cma"]
         assert lanes + single == iters * len(sizes), (rank, lanes, single)
         assert single >= iters * (len(sizes) - len(won)), (rank, lanes, single, won)
         # Below 256 KiB the sender pushes whatever its caller does: all but
