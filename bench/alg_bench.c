@@ -38,11 +38,11 @@
  *   alpha eager   the mean over the sizes up to EAGER_BYTES of the time
  *                 less 2 beta per byte (into the ring and out of it: cadc
  *                 simulate's eager message); alpha where there are none
- *                 (Until 2026-12-02 one line through all sizes priced both
- *                 transports: a 64 KiB message took 13.7 us one way where
- *                 that line said 5.8, and cadc simulate took the ring
- *                 allreduce's two rounds of 32 KiB for cheaper than
- *                 recursive doubling's one of 64 KiB.)
+ *                 (One line through all sizes would price a 64 KiB
+ *                 rendezvous at less than half its time, and cadc
+ *                 simulate would take the ring allreduce's two rounds of
+ *                 32 KiB for cheaper than recursive doubling's one of
+ *                 64 KiB.)
  *   switch        with more ranks than CPUs (rank r on CPU r mod C, as
  *                 cadrun --bind core places them): the one-way time of the
  *                 same ping-pong between ranks 0 and C, which share a CPU,

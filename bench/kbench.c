@@ -328,12 +328,9 @@ int main(void)
 	for (int c = IBCAST; c <= IALLTOALL; c++) {
 		for (size_t i = 0; i < sizeof lat_sizes / sizeof lat_sizes[0]; i++) {
 			const size_t b = lat_sizes[i];
-			/* (64 KiB had 40 until 2026-12-04, 1 MiB 10: a run then
-			 * lasted 4-25 ms, and one wake-up of a vCPU late by
-			 * 100 us moved its overlap by tens of points, and the
-			 * 64 KiB broadcast's median over runs went from 34 % to
-			 * 61 % of the cap from one boot to the next.  A run of
-			 * 400 lasts about 60 ms.) */
+			/* (A run of 400 at 64 KiB lasts about 60 ms: in a run
+			 * of a few ms, one wake-up of a vCPU late by 100 us
+			 * moves its overlap by tens of points.) */
 			int iters = b <= 8 ? 200 : b <= 65536 ? 400 : 40;
 
 			if (only) {

@@ -24,9 +24,6 @@
  *                                 openmpi-blocking (PMPI_Bcast, ...)
  *   latency ratio <coll> <size>   cadrt / openmpi, the same repetition
  *   latency ratio blocking ...    cadrt-blocking / openmpi-blocking
- *                                 (until 2026-12-06 cadrt / openmpi-
- *                                 blocking: the non-blocking form against
- *                                 Open MPI's blocking one)
  *   latency <coll> <size> cadrt-persistent, openmpi-persistent
  *                                 the persistent forms (MPIX_*_init, made
  *                                 once outside the timing): MPI_Start +
@@ -44,11 +41,9 @@
  *                                 pure, clamped to 0..100, compute the
  *                                 time the computation took, without the
  *                                 test calls (as OSU's tcomp - test_time;
- *                                 until 2026-12-03 the time asked for,
- *                                 which the loop, reading the clock every
- *                                 100 steps, overshoots by about 0.3 us a
- *                                 piece: 3-8 points at 64 KiB, more with
- *                                 8 tests)
+ *                                 not the time asked for, which the loop,
+ *                                 reading the clock every 100 steps,
+ *                                 overshoots by about 0.3 us a piece)
  *   beyond <coll> <size> <of> [8 tests]
  *                                 from 16 KiB: that run's overall -
  *                                 compute, us, unclamped: the time the
@@ -87,10 +82,10 @@
  *                                 memory (rank 0 copies in, by memcpy or
  *                                 non-temporal stores, rank 1 out, as
  *                                 cadrt's lanes do, each over lines the
- *                                 other CPU touched last; until 2026-11-25
- *                                 two memcpys within one process, 3x
- *                                 cheaper here below 256 KiB, which put
- *                                 the caps too high), timed here (the
+ *                                 other CPU touched last, not two memcpys
+ *                                 within one process, 3x cheaper below
+ *                                 256 KiB, which would put the caps too
+ *                                 high), timed here (the
  *                                 best of 5, in each repetition before
  *                                 its pure latencies); per CPU:
  *                                 ibcast (P-1)/P x move(n); ialltoall
@@ -223,10 +218,9 @@ static void finish(enum impl im, MPI_Request *r)
 /* Computes for seconds, with tests test calls spread over it: tests pieces
  * of seconds / tests each, a test call after each, as OSU's
  * do_compute_and_probe does.  The time in the tests is not computation
- * (OSU subtracts it too): until 2026-11-29 each piece ran to a deadline
- * from the start, so a test that copied ate into the computation after it,
- * and an implementation that progresses in its tests (Open MPI: 64 KiB
- * ialltoall, 70 % "with 8 tests" against 0 % now) measured overlap it did
+ * (OSU subtracts it too): each piece runs for its own share, not to a
+ * deadline from the start, so that a test that copies does not eat into the
+ * computation after it and credit its implementation with overlap it does
  * not have. */
 static double compute(double seconds, int tests, enum impl im, MPI_Request *r)
 {
@@ -434,10 +428,9 @@ static void timed_copy(void *(*copy)(void *, const void *, size_t), char *dst, c
  * rank 0 wrote last; each timed by its rank (the best of 5).  The cheaper
  * of two ways to copy in: memcpy, and non-temporal stores (which spare
  * the other CPU's cache the lines, and cost the copy out a trip to
- * memory).  The same figure on every rank.  Two memcpys of one process,
- * which stood here until 2026-11-25, cost a third of that below 256 KiB
- * on this machine (32 KiB: 1.2 us against 4.0 with memcpy, 2.6 streamed):
- * moving lines between the CPUs' caches is a price any transport pays. */
+ * memory).  The same figure on every rank.  Not two memcpys of one
+ * process, which cost a third of that below 256 KiB: moving lines between
+ * the CPUs' caches is a price any transport pays. */
 static double lanes_time(size_t bytes)
 {
 	void *(*const in_copy[2])(void *, const void *, size_t) = { memcpy, stream_copy };
@@ -662,8 +655,8 @@ int main(int argc, char **argv)
 					e->iters = calibrate((enum coll)c, b, budget);
 				/* The floor in every repetition, beside the pure latency
 				 * it divides: this VM's copies change speed from minute
-				 * to minute (until 2026-12-03 timed once per size, and a
-				 * cap read below zero when the copies got faster after). */
+				 * to minute (timed once per size, a cap would read below
+				 * zero when the copies got faster after). */
 				if (e->cap)
 					e->floor = floor_time((enum coll)c, b);
 				for (int im = 0; im < NIMPL; im++) {

@@ -76,8 +76,8 @@ const nlohmann::json kRules = {{"rules",
 // A library file for one load: written, passed as its path, removed at the
 // end of the full expression that made it (load_library reads the whole
 // file, lazy or not).  (The process id in the name: ctest runs each case
-// as a process of its own, two at once, and two lazy tests that wrote the
-// same /tmp file read each other's library: CI of 2026-11-29.)
+// as a process of its own, two at once, and two lazy tests writing the
+// same /tmp file would read each other's library.)
 class Scratch {
  public:
   Scratch(const nlohmann::json &doc, const char *name)

@@ -284,9 +284,9 @@ static int32_t gen(int r, size_t i, int salt)
 }
 
 /* gen(r, i, salt), gen(r, i + 1, salt), ... without a division for each:
- * one step adds 7919 mod 199.  (Filling and checking buffers was half of
- * a large case's time, on the host and in qemu, where a 64-bit division
- * is a helper call; 2026-11-29.) */
+ * one step adds 7919 mod 199.  (With a division per element, filling and
+ * checking buffers takes half of a large case's time, on the host and in
+ * qemu, where a 64-bit division is a helper call.) */
 struct gen_run {
 	uint32_t v; /* gen() - 1 */
 };
@@ -1309,7 +1309,7 @@ static int body(int argc, char **argv)
 		}
 		/* Rank R leaves only when the others' split has ended: a split
 		 * (an allgather) that ended on R may still wait for R's part on a
-		 * peer, and fails there when R leaves (CI, 2026-12-05).  Each of
+		 * peer, and fails there when R leaves.  Each of
 		 * the others makes a file when its split has returned; R waits
 		 * for them all (30 s at most) and removes them. */
 		if (leave) {

@@ -64,8 +64,8 @@ _matrix_jobs = {}
 
 def matrix_job(build_dir, engine, p):
     """Every algorithm forced in turn, each on a communicator of its own,
-    in one job per engine and P (rt_check --algorithms; one job per
-    algorithm until 2026-11-29: 378 jobs)."""
+    in one job per engine and P (rt_check --algorithms): one job per
+    algorithm would be 378 jobs."""
     if (engine, p) not in _matrix_jobs:
         _matrix_jobs[engine, p] = run(build_dir, p, "rt_check", "--algorithms", every_algorithm(),
                                       env={"CADRT_ENGINE": engine}, timeout=600)
@@ -152,8 +152,8 @@ def test_in_place_calls_to_algorithms_without_inplace(build_dir, noinplace_libra
 
 def test_in_place_never_runs_a_program_not_proven_in_place(build_dir, tmp_path):
     """A library allreduce correct only with separate buffers (it sends
-    sendbuf after reducing into recvbuf): in place it gave wrong results
-    until 2026-12-06, when such an algorithm ran on the aliased buffers."""
+    sendbuf after reducing into recvbuf): in place cadrt must not run it,
+    as on aliased buffers it gives wrong results."""
     (tmp_path / "allreduce_naive.cad").write_text(
         "algorithm allreduce_naive : allreduce\n"
         "  requires commutative\n"
@@ -311,8 +311,8 @@ def test_thread_engine_main_thread_and_progress_thread_apart(build_dir):
 def test_initialised_again_after_a_failed_init_and_after_finalize(build_dir, engine):
     """A cadrt_init that fails after joining the job (a bad engine name)
     leaves nothing behind, and init / collectives / finalize run four
-    times in one process (before, every init after a finalize failed: the
-    library was loaded a second time into the same table)."""
+    times in one process (an init after a finalize must not load the
+    library a second time into the same table)."""
     for p in (1, 3):
         r = run(build_dir, p, "rt_reinit", engine, 4, timeout=60)
         assert r.returncode == 0 and "rt_reinit: ok" in r.stdout, f"P={p}: {r.stdout}{r.stderr}"
@@ -323,7 +323,7 @@ def test_signal_engine_calls_from_another_thread(build_dir):
     initialised waits in pthread_join (rt_check --other-thread): the
     signals must follow the calling thread (Runtime::retarget), or the old
     thread's handler progresses while the caller is inside the library.
-    (Before, 4 ranks crashed or hung in 3 runs of 3.)  About 20 s."""
+    About 20 s."""
     for p in (2, 4):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,1,1000,70000", "--outstanding", "3",
                 "--persistent", "--iters", "30", "--test", "--jitter", "--other-thread",
@@ -348,8 +348,7 @@ def test_signal_engine_leaves_the_applications_handler(build_dir):
     another signal (CADRT_SIGNAL, which may differ between ranks: each
     publishes its own, and peers kick it with that one, here for every
     transfer) it runs.  The application's handler is still there at the
-    end.  (Before 2026-11-27 the engine replaced it, and left the signal
-    ignored at cadrt_finalize.)"""
+    end, and cadrt_finalize does not leave the signal ignored."""
     r = run(build_dir, 3, "rt_check", "--sizes", "7,100000", "--app-handler", "5",
             env={"CADRT_ENGINE": "signal"}, timeout=60)
     assert r.returncode == 1, r.stdout + r.stderr
@@ -368,8 +367,8 @@ def test_signal_engine_and_a_blocked_signal(build_dir, tmp_path):
     cadrt_init (rt_check --app-blocks 5): the signal engine could never
     interrupt it, so asked for by name it fails, naming the signal; auto
     takes the thread engine; on another signal (CADRT_SIGNAL) the rank that
-    computes is interrupted, and the others complete while it computes.
-    (Before 2026-11-27 the engine ran and progressed only in calls.)"""
+    computes is interrupted, and the others complete while it computes
+    (not only when it next calls cadrt)."""
     r = run(build_dir, 2, "rt_check", "--sizes", "7,100000", "--app-blocks", "5", env={"CADRT_ENGINE": "signal"},
             timeout=60)
     assert r.returncode == 1, r.stdout + r.stderr
@@ -393,9 +392,7 @@ def test_application_takes_the_signal_after_init(build_dir, tmp_path):
     without calling is not progressed any more (--away ends with 3: the
     peers completed only when it came back).  If the application puts
     cadrt's handler back (--app-handler-restored), the signals resume: the
-    peers complete while rank 0 computes.  (Before 2026-11-27 the kicks
-    went to the application's handler, and cadrt_finalize left the signal
-    ignored.)"""
+    peers complete while rank 0 computes."""
     env = {"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0", "CADRT_VERBOSE": "1"}
     r = run(build_dir, 3, "rt_check", "--sizes", "7,1000,100000", "--outstanding", "3", "--test", "--jitter",
             "--app-handler-after", "5", env=env, timeout=60)
@@ -488,10 +485,8 @@ def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, e
     being woken, and stays awake while they keep coming -- about one run
     in five with 128 KiB on 3 ranks, three in five with 64 KiB on 2 ranks
     and the threshold at 0), but every run must complete while rank 0
-    computes.  (Until 2026-11-29 the helpers' count included the wake-ups
-    of main threads waiting in the library, at init and finalize, which
-    are no interrupt: 5 runs were enough then, and a rank that should
-    have been left alone was sometimes counted as interrupted.)"""
+    computes.  (The helpers' count leaves out the wake-ups of main threads
+    waiting in the library, at init and finalize, which are no interrupt.)"""
     counter = "kicks sent" if engine == "signal" else "peers' helpers woken"
     for attempt in range(15):
         run_dir = tmp_path / str(attempt)
@@ -529,8 +524,8 @@ def test_no_interrupt_for_a_rank_its_peer_serves(build_dir, tmp_path, engine):
     copy and the sum. Nothing of it needs rank 1's CPU (both its steps
     wait for rank 0's FIN), so rank 0 neither signals rank 1 nor wakes its
     helper, though the collective is above CADRT_KICK_MIN, and completes
-    while rank 1 computes. (Until 2026-11-26 rank 1 was interrupted for
-    each FIN, which cost rank 0 a tgkill or a futex wake-up each.)"""
+    while rank 1 computes. (Interrupting rank 1 for each FIN would cost
+    rank 0 a tgkill or a futex wake-up each.)"""
     r = run(build_dir, 2, "rt_check", "--away", tmp_path, "--away-rank", "1", "--sizes", 1 << 20,
             env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -643,9 +638,8 @@ def test_a_broken_peer_is_a_clear_error(build_dir, how, message):
     of a split single copy says it wrote more chunks than it claimed.
     lane busy: rank 1 stays in the library instead and meets rank 0's
     grant, which it answers with an ABORT: rank 0 still reports the lane it
-    found corrupt first (before 2026-11-26 it reported the ABORT in every
-    run of this one, and in a run of plain lane in CI), and does not wait
-    for ever when rank 1 has left the job meanwhile.
+    found corrupt first, not the ABORT, and does not wait for ever when
+    rank 1 has left the job meanwhile.
     push: with CMA off, the sender's PUSH names a lane position its data
     does not start at.
     offer: a receiver offers a split that does not exist.
@@ -756,9 +750,8 @@ def test_forked_children_do_not_disturb_the_job(build_dir, engine):
     """Each rank forks a child while collectives are in flight (rt_check
     --fork): every cadrt call fails in the child with -EPERM, its
     cadrt_finalize and exit() touch nothing shared, and the parents
-    complete.  Before 2026-11-27 the child's cadrt_wait took its parent's
-    messages and the job hung, and a child's cadrt_finalize told the job
-    that its parent had left."""
+    complete (a child that took its parent's messages would hang the
+    job)."""
     r = run(build_dir, 3, "rt_check", "--fork", "--coll", "all", "--sizes", "0,7,1000,100000",
             env={"CADRT_ENGINE": engine}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -768,10 +761,9 @@ def test_forked_children_do_not_disturb_the_job(build_dir, engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_freed_communicators_leave_nothing_behind(build_dir, engine):
     """Split, use (every collective) and free a communicator 120 times: the
-    heap does not grow with the count (each used to keep ~28 KB of
-    instances in the runtime's cache; rt_check fails above 64 bytes per
-    split over the last 90, and measures 0-1 here; 300 rounds until
-    2026-11-27 took 23 s per engine)."""
+    heap does not grow with the count (rt_check fails above 64 bytes per
+    split over the last 90, and measures 0-1 here; a communicator whose
+    instances stayed in the runtime's cache would keep ~28 KB)."""
     r = run(build_dir, 3, "rt_check", "--coll", "all", "--sizes", "8,100000", "--churn", "120",
             env={"CADRT_ENGINE": engine}, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -800,11 +792,7 @@ def test_rank_that_exits_without_finalize_fails_its_peers(build_dir, engine, how
     (split off before; rank 2 leaves when the others' split has returned,
     as a split that ended on rank 2 may still need its part elsewhere)
     completes, right, and the job ends with 0 (the program rank 2 runs
-    waits until then).  (Before 2026-11-27 cadrun took
-    the exit for a rank that was done, and the peers could wait for ever;
-    and any rank's death failed every collective of its peers, on any
-    communicator.  Until later that day the peers of a rank that ran another
-    program waited until that program ended: here, for ever.)"""
+    waits until then)."""
     r = run(build_dir, 4, "rt_check", how, "2", env={"CADRT_ENGINE": engine}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     said = "ran another program" if how == "--leave-exec" else "exited"
@@ -844,12 +832,10 @@ def test_calls_in_turn_reuse_their_requests(build_dir, engine, ranks, coll, size
     13 of every collective with its roots at P = 2; the 49 of every
     collective with its roots at three sizes at P = 3): a finished request
     is kept for its instance, executor memory and scratch set up, so only
-    each instance's first call sets one up.  (Until 2026-12-01 a call that
-    found no spare of its own at 4 spares took the one just recycled: in
-    turn, each took the other's, and Bruck's alltoall allocated its 4 MiB
-    of scratch at every call: 16 and 100 set-ups.  Until 2026-12-02 at
-    most 16 spares were kept: 17 instances in turn at P = 3 set up all 170
-    calls afresh.)"""
+    each instance's first call sets one up.  (A call with no spare of its
+    own takes another instance's only when the spares reach kSpares or
+    kSpareBytes, and then the least recently recycled: taking the one
+    just recycled would set up every call of instances in turn.)"""
     r = run(build_dir, ranks, "rt_check", "--coll", coll, "--sizes", sizes, "--iters", 10,
             env={"CADRT_ENGINE": engine, "CADRT_STATS": "json"}, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -900,8 +886,8 @@ def test_nonzero_exit_is_reported(build_dir, tmp_path):
 def test_rank_that_leaves_before_init_fails_the_others(build_dir, tmp_path, when):
     """Rank 1 exits with 0 without calling cadrt_init, at once or after a
     second: the others fail their cadrt_init, naming it, within a fraction
-    of a second of its exit (cadrun counts an exit with 0 as done, so until
-    2026-11-27 they waited in the segment's barrier for ever)."""
+    of a second of its exit, instead of waiting in the segment's barrier
+    for ever."""
     script = tmp_path / "leave.sh"
     pause = "sleep 1; " if when == "after-1s" else ""
     script.write_text(f'#!/bin/sh\nif [ "$CADRT_RANK" = 1 ]; then {pause}exit 0; fi\n'
@@ -919,8 +905,8 @@ def test_ranks_that_see_another_topology_fail_clearly(build_dir, tmp_path):
     and 1 hwloc's flat view; the hierarchical broadcast forced on all: the
     two halves build different trees.  The placement is part of what ranks
     agree on, so each collective fails with the topology named, and the job
-    ends (until 2026-11-27 it hung, the programs waiting for peers that
-    never sent)."""
+    ends instead of hanging, its programs waiting for peers that never
+    send."""
     topo = ROOT / "algorithms" / "topologies" / "two-node-cyclic.json"
     script = tmp_path / "topo.sh"
     script.write_text(f'#!/bin/sh\nif [ "$CADRT_RANK" -ge 2 ]; then export CADRT_TOPOLOGY={topo}; fi\n'
@@ -947,8 +933,8 @@ def corrupt_variants(lib: bytes):
     yield "version", json.dumps(doc2).encode()
     # A number JSON can write but a 64-bit double cannot hold.
     yield "overflow", text.replace('"cadlib": 2', '"cadlib": 1e99999', 1).encode()
-    # A name of 200 000 characters: std::regex, which checked the schema's
-    # patterns until 2026-11-29, overflowed the stack on it.
+    # A name of 200 000 characters, which overflows the stack of a
+    # recursive regex engine such as std::regex.
     doc3 = json.loads(lib)
     doc3["algorithms"][0]["name"] = "a" * 200000 + "-"
     yield "long-name", json.dumps(doc3).encode()
@@ -1062,8 +1048,8 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
         least = 0 if 0 in limits else min((x for x in limits if x is not None), default=None)
         assert said[0] == ("off" if least == 0 else "on" if least is None else f"on below {least} bytes"), r.stderr
     # A rank whose partner does not measure (CADRT_BULK=0 there) measures
-    # alone, at once, as one without a partner: until 2026-11-27 it waited
-    # 60 ms for the partner and took the lanes for slower.
+    # alone, at once, as one without a partner, neither waiting for the
+    # partner nor taking the lanes for slower.
     if p >= 2:
         script = (f'if [ "$CADRT_RANK" = 1 ]; then export CADRT_BULK=0; fi; '
                   f'exec {build_dir}/bin/rt_check --coll alltoall --sizes 100000')
@@ -1085,8 +1071,7 @@ def test_without_cma_large_messages_are_pushed_through_the_lanes(build_dir, engi
     outstanding: the lanes are often taken).  Every collective stays right
     (rt_check compares every element), and with CADRT_BULK=0 everything
     goes in fragments.  (700000 int32s, 2.7 MiB, take more than a lane's
-    2 MiB: the lane is reused round; 1500000 took twice the time,
-    2026-11-29.)"""
+    2 MiB: the lane is reused round.)"""
     def counts(env):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,700000", "--outstanding", "3",
                 env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_CMA": "0", **env}, timeout=90)
@@ -1168,7 +1153,7 @@ PUSHES_MEASURED = (r"rank (\d+): pushes from rank (\d+) measured: 64 KiB, 256 Ki
 def pushes_said(p, stderr, verdict=None):
     """The size classes the node pushes in: those every pair measured
     pushes faster in, none where the lanes measured slower at 16 KiB (bulk
-    lanes off; this sandbox, 2026-12-04, in most runs).  Checks the node
+    lanes off, as a loaded machine may measure).  Checks the node
     took them and each rank said so; verdict "faster" or "slower": that the
     one CADRT_FAULT_LANES gave is the node's."""
     measured = re.findall(PUSHES_MEASURED, stderr)
@@ -1200,12 +1185,10 @@ def test_with_cma_exchanges_are_pushed_only_below_the_lanes_limit(build_dir, eng
     """With CMA and pushes (CADRT_PUSH=auto, the default), a large message
     of an exchange (alltoall: each rank sends the other) whose caller
     waits at once goes through the lane, pushed by its sender, below half
-    a lane -- and, since 2026-12-06, below the lanes' limit too (what
-    CADRT_BULK=auto measured for exchanges, or CADRT_BULK_MAX): before,
-    lanes that won a small exchange at init carried every exchange up to
-    1 MiB (forced so, ialltoall of 256 KiB ran at 1.16-1.24x Open MPI's,
-    against 1.05 limited).  CADRT_BULK=1 here: lanes whatever this machine
-    measures."""
+    a lane and below the lanes' limit (what CADRT_BULK=auto measured for
+    exchanges, or CADRT_BULK_MAX), so that lanes that won a small exchange
+    at init do not carry every exchange up to 1 MiB.  CADRT_BULK=1
+    here: lanes whatever this machine measures."""
     def counts(env):
         r = run(build_dir, 2, "rt_check", "--coll", "alltoall", "--sizes", "100000", "--iters", "5",
                 env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_BULK": "1", **env}, timeout=60)
@@ -1254,11 +1237,8 @@ def test_with_cma_pushes_go_where_they_measured_faster(build_dir, engine, verdic
         # Below 256 KiB the sender pushes whatever its caller does: all but
         # when the lane is still full.  From 256 KiB only for a caller that
         # waited at once the last time, which a rank descheduled on a loaded
-        # machine often did not (CI, 2026-12-05, the signal engine: 3 of 10
-        # at 3.2 MB), so no bound there.  (Until 2026-12-05 a push
-        # measurement that gave up left its lane half-full, and that lane
-        # was never pushed into: under load one rank of the pair received
-        # 0 of 10 at 80 KB while the other received 10.)
+        # machine often did not (the signal engine: as few as 3 of 10 at
+        # 3.2 MB), so no bound there.
         always = [c for c in won if PUSH_CLASSES[c][1] and PUSH_CLASSES[c][1] <= 256 << 10]
         assert lanes >= iters * len(always) // 2, (rank, lanes, single, won)
 
@@ -1290,7 +1270,7 @@ def test_one_way_copies_are_split_with_a_waiting_sender(build_dir, engine, p):
     collective stays right (rt_check compares every element) and senders
     did write chunks; CADRT_SPLIT=0 splits nothing.  (Lanes off, so that
     exchanges take the single copy too.  200000 and 700000 elements: 7 to
-    43 chunks of 128 KiB; 1500000 took twice the time, 2026-11-29.)"""
+    43 chunks of 128 KiB.)"""
     def counts(split):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,200000,700000",
                 env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "0", "CADRT_SPLIT": split},
@@ -1332,9 +1312,7 @@ def test_a_sender_that_writes_the_last_chunk_finishes_the_split_itself(build_dir
     its own, so that the sender has claimed the second of the two chunks).
     The sender finishes the transfer itself when it has written it, with
     no FIN from the computing receiver: the root completes while rank 0
-    computes under every engine.  (Before, it waited for rank 0's next
-    call: test_the_last_to_start_copies_in_its_start failed so on a loaded
-    CI machine, 2026-12-02.)  Sanitised: no leak, no memory error."""
+    computes under every engine.  Sanitised: no leak, no memory error."""
     env = san_env(build_dir, CADRT_ENGINE=engine, CADRT_FAULT_SPLIT_US="20000", CADRT_FAULT_SPLIT_IN_US="5000")
     r = split_away(build_dir, tmp_path, env, wrote=True)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -1647,8 +1625,7 @@ def test_cadrun_ends_the_job_on_a_signal(build_dir, tmp_path, sig):
     signal.  Killed with SIGKILL, cadrun takes its ranks with it
     (PR_SET_PDEATHSIG).  Started with the signal ignored (nohup, a
     script's background job), cadrun and its ranks ignore it, and the job
-    runs on.  (Before 2026-11-27 a SIGHUP or a SIGKILL left the ranks
-    running, and an ignored SIGINT ended the job.)"""
+    runs on."""
     signo = getattr(signal, sig.split("-")[0])
     ignored = sig.endswith("-ignored")
 
@@ -1833,8 +1810,8 @@ def test_offers_are_taken_with_the_bulk_lanes_on(build_dir):
     """Under CADRT_BULK=1 too (the lanes always serve exchanges; no
     pushes, CADRT_PUSH=0, which would take the one-way sends there): a
     late root's one-way sends of 80 kB are written into the receives
-    offered to it (until 2026-12-06 the sender asked lane_fits() about its
-    own receives and took none)."""
+    offered to it (lane_fits() is about the sender's own receives, not
+    the ones offered to it)."""
     r = run(build_dir, 3, "rt_check", "--coll", "bcast", "--sizes", "20000", "--roots", "2", "--skew", "0",
             env={"CADRT_ENGINE": "poll", "CADRT_VERBOSE": "1", "CADRT_BULK": "1", "CADRT_PUSH": "0", "CADRT_OFFER": "1"},
             timeout=120)
@@ -1859,8 +1836,7 @@ def test_many_collectives_in_flight(build_dir, engine, p, seed):
 
 
 STRESS_SAN = {"default": {}, "nocma": {"CADRT_CMA": "0"}, "nopush-nosplit": {"CADRT_PUSH": "0", "CADRT_SPLIT": "0"},
-              # (Offers made wherever they may be, as the default did until
-              # the evening of 2026-12-06: the default now makes few.)
+              # (Offers made wherever they may be: the default makes few.)
               "offer-always": {"CADRT_OFFER": "1", "CADRT_PUSH": "0"}}
 
 
