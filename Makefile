@@ -30,7 +30,8 @@ DEBIAN_PACKAGES := \
 	linux-image-amd64 linux-headers-amd64 kmod \
 	qemu-system-x86 busybox-static \
 	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
-	python3 python3-pytest python3-jsonschema python3-matplotlib
+	python3 python3-pytest python3-jsonschema python3-matplotlib \
+	groff-base man-db
 
 .PHONY: all deps build install test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
 	fuzz-op fuzz-kmod clean

@@ -120,8 +120,12 @@ def test_the_tree_holds_what_the_readme_lists(prefix, build_dir):
               "lib/libcadc-opc.so", "lib/cad-std.cadlib", "include/cadrt/cadrt.h", "include/cadrt/cadrt_mpi.h",
               "include/cadrt/cadrt_net.h", "include/cad/cad.h", "lib/pkgconfig/cadrt.pc",
               "lib/pkgconfig/cadrt-mpi.pc", "share/cad/algorithms/rules.json",
-              "share/cad/algorithms/bcast_binomial.cad", "share/cad/algorithms/ops/maxloc.c"]:
+              "share/cad/algorithms/bcast_binomial.cad", "share/cad/algorithms/ops/maxloc.c",
+              "share/man/man1/cadc.1", "share/man/man1/cadrun.1"]:
         assert (prefix / f).is_file(), f
+    page = subprocess.run(["man", "-M", str(prefix / "share" / "man"), "cadrun"], capture_output=True, text=True,
+                          env={**os.environ, "MANWIDTH": "100", "MANPAGER": "cat", "PAGER": "cat"})
+    assert page.returncode == 0 and "cadrun - runs N local processes" in page.stdout, page
     if (build_dir / "kmod" / "cad.ko").exists():
         assert list(prefix.glob("lib/modules/*/extra/cad.ko"))
     # Nothing installed points into the build folder.
