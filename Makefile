@@ -31,7 +31,7 @@ DEBIAN_PACKAGES := \
 	qemu-system-x86 busybox-static \
 	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
 	python3 python3-pytest python3-jsonschema python3-matplotlib \
-	groff-base man-db
+	groff-base man-db graphviz
 
 .PHONY: all deps build install test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
 	fuzz-op fuzz-kmod clean

@@ -121,7 +121,8 @@ def test_the_tree_holds_what_the_readme_lists(prefix, build_dir):
               "include/cadrt/cadrt_net.h", "include/cad/cad.h", "lib/pkgconfig/cadrt.pc",
               "lib/pkgconfig/cadrt-mpi.pc", "share/cad/algorithms/rules.json",
               "share/cad/algorithms/bcast_binomial.cad", "share/cad/algorithms/ops/maxloc.c",
-              "share/man/man1/cadc.1", "share/man/man1/cadrun.1"]:
+              "share/man/man1/cadc.1", "share/man/man1/cadrun.1", "share/cad/schemas/algorithm.schema.json",
+              "share/cad/schemas/cadlib.schema.json", "lib/cmake/cadrt/cadrtConfig.cmake"]:
         assert (prefix / f).is_file(), f
     page = subprocess.run(["man", "-M", str(prefix / "share" / "man"), "cadrun"], capture_output=True, text=True,
                           env={**os.environ, "MANWIDTH": "100", "MANPAGER": "cat", "PAGER": "cat"})
@@ -143,6 +144,49 @@ def test_a_program_built_with_pkg_config_runs_under_the_installed_cadrun(prefix,
     ranks_said_ok(run, 3)
     # The standard library beside the installed libcadrt.so.
     assert f"cadrt: algorithm library {prefix / 'lib' / 'cad-std.cadlib'}\n" in run.stderr
+
+
+def test_libraries_carry_their_abi_version(prefix):
+    """Programs link libcadrt.so.MAJOR (the SONAME), a link to the file of
+    the full version; libcadmpi.so, preloaded by path, is unversioned."""
+    for lib in ("libcadrt", "libcadrt_mpi"):
+        dyn = subprocess.run(["readelf", "-d", str(prefix / "lib" / f"{lib}.so")], capture_output=True,
+                             text=True, check=True).stdout
+        assert f"Library soname: [{lib}.so.0]" in dyn, dyn
+        assert (prefix / "lib" / f"{lib}.so.0").resolve().name == f"{lib}.so.0.1.0"
+    dyn = subprocess.run(["readelf", "-d", str(prefix / "lib" / "libcadrt_mpi.so")], capture_output=True, text=True,
+                         check=True).stdout
+    assert "Shared library: [libcadrt.so.0]" in dyn, dyn
+    assert "Library soname: [libcadmpi.so]" in subprocess.run(["readelf", "-d", str(prefix / "lib" / "libcadmpi.so")],
+                                                              capture_output=True, text=True, check=True).stdout
+
+
+def test_a_cmake_project_finds_the_package(prefix, tmp_path):
+    """find_package(cadrt CONFIG) from the moved tree: cadrt::cadrt for a
+    cadrt program, cadrt::mpi for one under MPI; both run."""
+    (tmp_path / "allreduce.c").write_text(ALLREDUCE)
+    (tmp_path / "mpi.c").write_text(MPI_PROGRAM)
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(user C)\n"
+        "find_package(cadrt 0.1 CONFIG REQUIRED)\n"
+        "add_executable(allreduce allreduce.c)\ntarget_link_libraries(allreduce cadrt::cadrt)\n"
+        "add_executable(mpi mpi.c)\ntarget_link_libraries(mpi cadrt::mpi)\n")
+    build_dir = tmp_path / "build"
+    for cmd in (["cmake", "-S", str(tmp_path), "-B", str(build_dir), f"-DCMAKE_PREFIX_PATH={prefix}"],
+                ["cmake", "--build", str(build_dir)]):
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+    env = {k: v for k, v in clean_env().items() if k != "LD_LIBRARY_PATH"}
+    run = subprocess.run([str(prefix / "bin" / "cadrun"), "-n", "2", str(build_dir / "allreduce")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    ranks_said_ok(run, 2)
+    ranks_said_ok(mpirun(prefix, 2, "cadrt", preload=False, program=build_dir / "mpi"), 2)
+    # A major version the tree is not: refused.
+    (tmp_path / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\nproject(user C)\n"
+                                             "find_package(cadrt 1.0 CONFIG REQUIRED)\n")
+    run = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b2"), f"-DCMAKE_PREFIX_PATH={prefix}"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "cadrtConfig.cmake, version: 0.1.0" in run.stderr, run.stderr
 
 
 def test_the_installed_cadc_checks_compiles_operators_and_selects(prefix, tmp_path):

@@ -215,7 +215,7 @@ class VM:
         self._add_companions(Path(lib), lib)
 
     def _add_companions(self, lib: Path, dest: str) -> None:
-        for name in COMPANIONS.get(lib.name, ()):
+        for name in COMPANIONS.get(lib.name.split(".so")[0] + ".so", ()):  # libcadrt.so.0 too
             extra = lib.parent / name
             if extra.is_file():
                 self._store(extra, f"{os.path.dirname(dest)}/{name}", False)
