@@ -1,7 +1,7 @@
 // cadrun - runs N local processes as one cadrt job.
 //
 //   cadrun -n N [--bind core|none] [--timeout SECONDS] PROGRAM ARGS...
-//   cadrun --settings[=markdown] | --help | --version
+//   cadrun --settings[=markdown] | --info | --help | --version
 //
 // Creates the job's shared segment (a memfd the children inherit), starts
 // the ranks with CADRT_JOB_FD, CADRT_RANK and CADRT_SIZE set (and
@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "../src/settings.h"
+#include "info.h"
 #include "../src/shm.h"
 
 namespace {
@@ -62,6 +63,8 @@ constexpr const char kUsage[] = "usage: cadrun -n N [--bind core|none] [--timeou
         "  --timeout SECONDS   end the job if it runs longer (exit status 124)\n"
         "  --settings          print every CADRT_* setting with its value here and its default, and exit\n"
         "  --settings=markdown the settings as docs/runtime.md's table, and exit\n"
+        "  --info              the library cadrt would load, each engine and why it is or is not available\n"
+        "                      here, and the settings; then exit\n"
         "  -h, --help          this help\n"
         "  --version           cadrun's version\n"
         "\n"
@@ -169,6 +172,8 @@ int main(int argc, char **argv) {
       if (*end || timeout <= 0) usage("--timeout takes a number of seconds");
     } else if (a == "-h" || a == "--help") {
       help();
+    } else if (a == "--info") {
+      return cadrt::print_info(CAD_VERSION_STRING);
     } else if (a == "--version") {
       printf("cadrun %s\n", CAD_VERSION_STRING);
       return 0;

@@ -189,6 +189,19 @@ def test_a_cmake_project_finds_the_package(prefix, tmp_path):
     assert run.returncode != 0 and "cadrtConfig.cmake, version: 0.1.0" in run.stderr, run.stderr
 
 
+def test_the_installed_cadrun_info_points_into_the_tree(prefix, build_dir):
+    """cadrun --info from the moved tree: its own library, and (where the
+    module was built) the installed cad.ko to load."""
+    r = subprocess.run([str(prefix / "bin" / "cadrun"), "--info"], capture_output=True, text=True, timeout=60,
+                       env={"PATH": os.environ["PATH"]})
+    assert r.returncode == 0 and f"library    {prefix / 'lib' / 'cad-std.cadlib'}\n" in r.stdout, r.stdout
+    kos = list(prefix.glob(f"lib/modules/{os.uname().release}/extra/cad.ko"))
+    if kos:
+        assert f"insmod {kos[0]})" in r.stdout, r.stdout
+    else:  # built for another kernel than this one (the VM's)
+        assert "load the module as root: modprobe cad (make install puts cad.ko under" in r.stdout, r.stdout
+
+
 def test_the_installed_cadc_checks_compiles_operators_and_selects(prefix, tmp_path):
     cadc = str(prefix / "bin" / "cadc")
     algorithms = prefix / "share" / "cad" / "algorithms"

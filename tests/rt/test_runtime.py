@@ -445,6 +445,32 @@ def test_stats_say_which_algorithm_ran(build_dir, engine):
     assert r.returncode == 1 and "CADRT_STATS=yes: not json" in r.stderr, r.stdout + r.stderr
 
 
+def test_cadrun_info_says_what_is_available_and_why_not(build_dir):
+    """cadrun --info: the library cadrt would load, and each engine -- the
+    kernel's with how to load the module (there is no /dev/cad outside
+    the VM), CMA probed between two sibling processes as ranks are (denied
+    under a seccomp filter) -- then the settings, and a misspelt one."""
+    assert not Path("/dev/cad").exists()
+    cadrun = str(build_dir / "bin" / "cadrun")
+    env = {"PATH": os.environ["PATH"], "CADRT_ENGINE": "thread", "CADRT_ENGNE": "x"}
+    r = subprocess.run([cadrun, "--info"], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r
+    assert f"library    {build_dir / 'lib' / 'cad-std.cadlib'}\n" in r.stdout, r.stdout
+    assert (f"kernel   not available: /dev/cad: No such file or directory (load the module as root: insmod "
+            f"{build_dir / 'kmod' / 'cad.ko'})") in r.stdout, r.stdout
+    assert "CMA      permitted" in r.stdout, r.stdout
+    assert re.search(r"^  CADRT_ENGINE +thread +auto$", r.stdout, re.M), r.stdout
+    assert "warning: CADRT_ENGNE is not a cadrt setting (did you mean CADRT_ENGINE?)" in r.stdout, r.stdout
+    r = subprocess.run([str(build_dir / "bin" / "nocma"), cadrun, "--info"], capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert r.returncode == 0 and "CMA      not permitted (process_vm_readv: Operation not permitted" in r.stdout, r
+    # The runtime's own error for the missing module says the same.
+    r = run(build_dir, 2, "rt_check", "--sizes", "7", env={"CADRT_ENGINE": "kernel"}, timeout=60)
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert f"/dev/cad: No such file or directory (load the module as root: insmod {build_dir / 'kmod' / 'cad.ko'})" \
+        in r.stderr, r.stderr
+
+
 def test_cadrun_help_version_and_settings(build_dir):
     cadrun = str(build_dir / "bin" / "cadrun")
     r = subprocess.run([cadrun, "--help"], capture_output=True, text=True, timeout=30)
