@@ -122,7 +122,8 @@ def test_the_tree_holds_what_the_readme_lists(prefix, build_dir):
               "lib/pkgconfig/cadrt-mpi.pc", "share/cad/algorithms/rules.json",
               "share/cad/algorithms/bcast_binomial.cad", "share/cad/algorithms/ops/maxloc.c",
               "share/man/man1/cadc.1", "share/man/man1/cadrun.1", "share/cad/schemas/algorithm.schema.json",
-              "share/cad/schemas/cadlib.schema.json", "lib/cmake/cadrt/cadrtConfig.cmake"]:
+              "share/cad/schemas/cadlib.schema.json", "lib/cmake/cadrt/cadrtConfig.cmake",
+              "share/bash-completion/completions/cadc", "share/bash-completion/completions/cadrun"]:
         assert (prefix / f).is_file(), f
     page = subprocess.run(["man", "-M", str(prefix / "share" / "man"), "cadrun"], capture_output=True, text=True,
                           env={**os.environ, "MANWIDTH": "100", "MANPAGER": "cat", "PAGER": "cat"})
