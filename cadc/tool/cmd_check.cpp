@@ -14,7 +14,8 @@ struct CheckOptions {
 void add_check(CLI::App &app, Runner *run) {
   auto opt = std::make_shared<CheckOptions>();
   CLI::App *cmd = app.add_subcommand("check", "Parse and check algorithm files (no instantiation)");
-  cmd->add_option("files", opt->files, "Algorithm files (.cad, or .json for the JSON form)")->required();
+  cmd->add_option("files", opt->files, "Algorithm files (.cad, or .json for the JSON form), or libraries (.cadlib)")
+      ->required();
   cmd->add_option("--ops", opt->inst.op_files, "User-defined operators the algorithms name: C or .cadop files");
   cmd->add_flag("--json", opt->json, "Diagnostics as JSON on stdout");
   cmd->callback([opt, run] {
@@ -24,6 +25,13 @@ void add_check(CLI::App &app, Runner *run) {
       nlohmann::json algorithms = nlohmann::json::array();
       if (!load_instance_ops(s, &opt->inst)) return report(s);
       for (const std::string &f : opt->files) {
+        if (is_cadlib(f)) {  // a library: checked as the runtime loads it (format, hash, every source)
+          Library lib;
+          if (load_library(f, &lib, &s.diags))
+            for (const Algorithm *a : lib.algorithms)
+              algorithms.push_back({{"file", f}, {"name", a->name}, {"collective", collective_info(a->collective).name}});
+          continue;
+        }
         Module m;
         load_module(s, f, &m, true, opt->inst.ops);
         for (const Algorithm &a : m.algorithms)

@@ -24,6 +24,9 @@ void add_disasm(CLI::App &app, Runner *run) {
     *run = [opt] {
       int status = kOk;
       for (const std::string &f : opt->files) {
+        if (is_cadlib(f))
+          throw UsageError(f + " is a CAD library (.cadlib), not a CAD program: `cadc lib show " + f +
+                           "` lists what it holds");
         std::string bytes, error;
         bool too_large;
         if (!read_file(f, cad_default_limits.max_image_size, &bytes, &error, &too_large)) {

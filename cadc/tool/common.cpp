@@ -22,6 +22,16 @@ bool load_module(Session &s, const std::string &path, Module *out, bool check, c
   return s.diags.error_count() == before;
 }
 
+bool is_cadlib(const std::string &path) {
+  if (path.size() >= 7 && path.compare(path.size() - 7, 7, ".cadlib") == 0) return true;
+  std::string text, error;
+  if (!read_file(path, kMaxSourceBytes, &text, &error)) return false;
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '{') return false;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("cadlib");
+}
+
 int report(Session &s, nlohmann::json extra) {
   if (s.json) {
     nlohmann::json j = std::move(extra);

@@ -38,6 +38,9 @@ struct Session {
 // checks it (`op NAME` may name one of ops); false if it has errors
 // (reported into s.diags).  Throws UsageError if the file cannot be read.
 bool load_module(Session &s, const std::string &path, Module *out, bool check = true, const UserOps &ops = {});
+// Whether path is a library `cadc build` wrote (named .cadlib, or JSON with
+// a "cadlib" member), not an algorithm file.
+bool is_cadlib(const std::string &path);
 
 // Prints the diagnostics (text on stderr, or JSON on stdout with the
 // extra fields given) and returns the exit code they call for.

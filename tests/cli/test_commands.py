@@ -633,3 +633,24 @@ def test_cadc_starts_without_the_operator_compiler(build_dir, tmp_path):
     (tmp_path / "lib" / "libcadc-opc.so").unlink()
     r = run("op", "disasm", tmp_path / "x.cadop")
     assert r.returncode == 0 and "complex_mul" in r.stdout, r.stdout + r.stderr
+
+
+# ---- a library given where an algorithm or a program is expected ----
+
+def test_check_and_disasm_recognise_a_library(build_dir, tmp_path):
+    """cadc check LIB checks it as the runtime loads it (format, hash, every
+    algorithm's source), whatever its name; cadc disasm LIB says it is a
+    library and what to use instead."""
+    lib = build_dir / "lib" / "cad-std.cadlib"
+    out = json.loads(cadc(build_dir, "check", "--json", lib, check=0).stdout)
+    names = {a["name"] for a in out["algorithms"]}
+    assert "bcast_binomial" in names and len(names) == len(list((ROOT / "algorithms").glob("*.cad"))), names
+    renamed = tmp_path / "lib.json"
+    shutil.copy(lib, renamed)
+    assert cadc(build_dir, "check", renamed, check=0).stdout == ""
+    tampered = tmp_path / "t.cadlib"
+    tampered.write_text(lib.read_text().replace("bcast_binomial", "bcast_binomiaL", 1))
+    r = cadc(build_dir, "check", tampered, check=1)
+    assert "hash" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = cadc(build_dir, "disasm", lib, check=2)
+    assert f"{lib} is a CAD library (.cadlib), not a CAD program: `cadc lib show {lib}`" in r.stderr, r.stderr
