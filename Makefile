@@ -10,6 +10,7 @@
 #   make fuzz-op    the operator source fuzzer for FUZZ_OP_SECONDS (default 40; FUZZ_SEED to replay)
 #   make fuzz-kmod  cad.ko's stateful fuzzer in qemu for FUZZ_SECONDS (FUZZ_SEED to replay)
 #   make install    build, then install into PREFIX (default /usr/local; README, "Install")
+#   make dkms-install / dkms-uninstall   cad.ko under DKMS, rebuilt for each new kernel (docs/kernel.md)
 
 BUILD ?= build
 JOBS ?= 2
@@ -31,9 +32,9 @@ DEBIAN_PACKAGES := \
 	qemu-system-x86 busybox-static \
 	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
 	python3 python3-pytest python3-jsonschema python3-matplotlib \
-	groff-base man-db graphviz
+	groff-base man-db graphviz dkms
 
-.PHONY: all deps build install test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
+.PHONY: all deps build install dkms-install dkms-uninstall test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
 	fuzz-op fuzz-kmod clean
 
 all: build
@@ -53,6 +54,17 @@ build:
 # the same way, into a temporary folder).
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# cad.ko's sources in /usr/src/cad-VERSION, built and installed by DKMS for
+# the running kernel and every kernel installed later (kmod/dkms.sh).
+CAD_VERSION := $(shell grep -o 'CAD VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)
+dkms-install:
+	$(SUDO) kmod/dkms.sh $(CURDIR) /usr/src/cad-$(CAD_VERSION) $(CAD_VERSION)
+	$(SUDO) dkms install -m cad -v $(CAD_VERSION)
+
+dkms-uninstall:
+	-$(SUDO) dkms remove -m cad -v $(CAD_VERSION) --all
+	$(SUDO) rm -rf /usr/src/cad-$(CAD_VERSION)
 
 # In this order, also under make -j.
 test:
