@@ -103,7 +103,7 @@ def test_rt_bench_report_follows_the_schema(build_dir, tmp_path):
     as the reference."""
     out = tmp_path / "rt.json"
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2",
-           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}", "-x", "BENCH_QUICK=1", "-x", "CADRT_ENGINE=signal",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}", "-x", "BENCH_QUICK=2", "-x", "CADRT_ENGINE=signal",
            str(build_dir / "bin" / "rt_bench"), "--json", str(out)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
@@ -161,7 +161,7 @@ def test_rt_codelets_report_follows_the_schema(build_dir, tmp_path):
     overlap, PIOMan rendezvous), each for cadrt and for Open MPI."""
     out = tmp_path / "codelets.json"
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2",
-           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}", "-x", "BENCH_QUICK=1", "-x", "CADRT_ENGINE=thread",
+           "-x", f"LD_PRELOAD={build_dir / 'lib' / 'libcadmpi.so'}", "-x", "BENCH_QUICK=2", "-x", "CADRT_ENGINE=thread",
            str(build_dir / "bin" / "rt_codelets"), "--json", str(out)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CADRT_")}
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
@@ -287,18 +287,18 @@ KERNEL_TARGETS = {
 
 @pytest.fixture(scope="module")
 def kernel_vm_run(build_dir, tmp_path_factory):
-    """bench/kernel_vm.py's report (quick, 2 repetitions) and its wakeup
+    """bench/kernel_vm.py's report (quick, 1 repetition) and its wakeup
     trace, in one qemu boot: (the run, the report's path)."""
     out = tmp_path_factory.mktemp("kernel-vm") / "kernel-vm.json"
     env = dict(os.environ, BENCH_QUICK="1")
     run = subprocess.run(["/usr/bin/python3", str(ROOT / "bench" / "kernel_vm.py"), str(build_dir), "--json", str(out),
-                          "--reps", "2", "--wakeup"], capture_output=True, text=True, timeout=900, env=env)
+                          "--reps", "1", "--wakeup"], capture_output=True, text=True, timeout=900, env=env)
     return run, out
 
 
 def test_kernel_vm_report_follows_the_schema(kernel_vm_run):
-    """Every engine, the kernel one on cad.ko, in one qemu boot (quick, 2
-    repetitions): the report holds the kernel-module issue's figures with
+    """Every engine, the kernel one on cad.ko, in one qemu boot (quick, 1
+    repetition): the report holds the kernel-module issue's figures with
     their targets."""
     run, out = kernel_vm_run
     assert run.returncode == 0, run.stdout + run.stderr
@@ -323,7 +323,7 @@ def test_kernel_vm_report_follows_the_schema(kernel_vm_run):
         # (An "of cap" leaves out, and counts, a repetition whose cap was
         # not positive, which emulation's noise can give.)
         assert r["min"] <= r["median"] <= r["max"], r
-        assert len(r["repetitions"]) + r["params"].get("without_cap", 0) == 2, r
+        assert len(r["repetitions"]) + r["params"].get("without_cap", 0) == 1, r
         assert r["name"] in run.stdout
 
 
