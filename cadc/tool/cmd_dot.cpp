@@ -14,6 +14,22 @@ struct DotOptions {
   std::string file, output;
   InstanceOptions inst;
 };
+// An operation's label: what it does, then the source line it comes from
+// (file name and line, as disasm says), in DOT's escaped string form.
+std::string label(const SourceManager &sm, const RankProgram &p, const RankOp &op) {
+  std::string text = op_text(p, op);
+  if (op.stmt && op.stmt->loc.valid() && op.stmt->loc.line) {
+    std::string where = format_loc(sm, op.stmt->loc);
+    if (const size_t slash = where.rfind('/'); slash != std::string::npos) where = where.substr(slash + 1);
+    text += "\n" + where;
+  }
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out;
+}
 }  // namespace
 
 void add_dot(CLI::App &app, Runner *run) {
@@ -38,7 +54,7 @@ void add_dot(CLI::App &app, Runner *run) {
         const RankProgram &p = progs[r];
         out += "  subgraph cluster_" + std::to_string(r) + " {\n    label=\"rank " + std::to_string(r) + "\";\n";
         for (size_t i = 0; i < p.ops.size(); i++)
-          out += "    n" + std::to_string(match.base[r] + i) + " [label=\"" + op_text(p, p.ops[i]) + "\"];\n";
+          out += "    n" + std::to_string(match.base[r] + i) + " [label=\"" + label(s.sm, p, p.ops[i]) + "\"];\n";
         for (size_t i = 0; i < p.ops.size(); i++)
           for (uint32_t e = p.edge_first[i]; e < p.edge_first[i + 1]; e++)
             out += "    n" + std::to_string(match.base[r] + i) + " -> n" + std::to_string(match.base[r] + p.edges[e]) + ";\n";

@@ -110,6 +110,9 @@ def test_dot_draws_every_rank_and_every_message(build_dir):
     assert dot.count("subgraph cluster_") == 4
     # A ring allgather: each of the P ranks sends P - 1 blocks, one message each.
     assert dot.count("style=dashed") == 4 * 3
+    # Each operation's label names the source line it comes from, as disasm does.
+    labels = re.findall(r'\[label="([^"]*)"\]', dot)
+    assert labels and all(re.search(r"\\nallgather_ring\.cad:\d+:\d+$", l) for l in labels), labels
     verified = json.loads(cadc(build_dir, "verify", "--json", alg, "--ranks", 4, "--sizes", 3,
                                check=0).stdout)
     assert verified["results"][0]["instances"][0]["messages"] == 4 * 3
