@@ -60,7 +60,8 @@ def test_same_results_as_open_mpi(build_dir, engine, n):
 def test_full_sweep(build_dir, n):
     r = mpirun(build_dir, n, env={"CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert all(c > 0 for c, _ in through(r.stderr)), r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == n and all(c > 0 for c, _ in counts), r.stderr
 
 
 def test_fallthrough_reasons_are_told(build_dir):
@@ -134,7 +135,8 @@ def test_persistent_collectives_on_freed_communicators(build_dir, engine):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "mpi_check: freed-comm ok" in r.stdout, r.stdout + r.stderr
     # Both went through cadrt, 3 starts each, on every rank.
-    assert all(c >= 6 for c, _ in through(r.stderr)), r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == 3 and all(c >= 6 for c, _ in counts), r.stderr
 
 
 @pytest.mark.parametrize("engine", ["poll", "thread"])
@@ -145,7 +147,8 @@ def test_persistent_collectives_left_to_finalize(build_dir, engine):
                timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "mpi_check: freed-comm ok" in r.stdout and "mpi_check: finalized" in r.stdout, r.stdout + r.stderr
-    assert all(c >= 6 for c, _ in through(r.stderr)), r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == 3 and all(c >= 6 for c, _ in counts), r.stderr
 
 
 # mpi_stress (tests/mpi/mpi_stress.c): many collectives in flight at once,
@@ -292,8 +295,8 @@ def test_across_nodes_same_results_as_open_mpi(build_dir, engine, n, k):
     assert sorted(int(q) for q, _, _ in on_node) == list(range(n)), r.stderr
     for q, local, total in on_node:
         assert int(local) == min(k, n - int(q) // k * k) and int(total) == n, r.stderr
-    for cadrt, mpi in through(r.stderr):
-        assert cadrt > 300, r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == n and all(cadrt > 300 for cadrt, _ in counts), r.stderr
 
 
 def forced_rounds():
