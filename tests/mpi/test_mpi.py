@@ -315,25 +315,61 @@ _across_jobs = {}
 
 
 def across_job(build_dir, alg):
-    """The job of alg's round, run once: (the round, the job)."""
+    """The job of alg's round, run once: (the round, the job), which
+    names the algorithm each communicator's new calls selected
+    (CADRT_EXPLAIN) and each call left to MPI, with why (CADRT_VERBOSE)."""
     i, forced = next((i, r) for i, r in enumerate(forced_rounds()) if alg.stem in r.values())
     if i not in _across_jobs:
-        env = {"CADRT_RANKS_PER_NODE": "2", "CADMPI_STATS": "1"}
+        env = {"CADRT_RANKS_PER_NODE": "2", "CADMPI_STATS": "1", "CADRT_EXPLAIN": "1", "CADRT_VERBOSE": "1"}
         env.update({f"CADRT_ALGORITHM_{coll.upper()}": name for coll, name in forced.items()})
         _across_jobs[i] = mpirun(build_dir, 4, "--quick", env=env)
     return forced, _across_jobs[i]
+
+
+def selected(stderr, coll):
+    """(algorithm, why) of each selection CADRT_EXPLAIN=1 reports for coll
+    (rank 0 of a communicator, at each new call)."""
+    return re.findall(rf"^cadrt: rank 0 of communicator \d+: {coll} .*B\): (\w+), (.*)$", stderr, re.M)
+
+
+def left_to_mpi(stderr, coll):
+    """Why each call of coll (blocking, non-blocking, persistent) was left
+    to MPI (CADRT_VERBOSE=1), on every rank, but mpi_check's planted user
+    op."""
+    names = {f"MPI_{coll.capitalize()}", f"MPI_I{coll}", f"MPIX_{coll.capitalize()}_init"}
+    return [why for fn, why in re.findall(r"^cadmpi: (\S+) left to MPI: (.*)$", stderr, re.M)
+            if fn in names and why != "a user-defined MPI_Op (MPI_Op_create): MPI runs it"]
+
+
+def within_a_node(alg):
+    """Whether alg runs on one node only (`requires ndomains(node) == 1`)."""
+    return re.search(r"^\s*requires\s+ndomains\(node\)\s*==\s*1\s*$", alg.read_text(), re.M) is not None
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS, ids=lambda p: p.stem)
 def test_across_nodes_every_algorithm(build_dir, alg):
     """Each standard algorithm forced, 4 ranks on two nodes of 2 (the
     hierarchical ones see the two nodes); with the algorithms of other
-    collectives forced in the same job (forced_rounds)."""
+    collectives forced in the same job (forced_rounds).  The forced one
+    is what ran: every selection of its collective names it, and no call
+    of that collective fell through to Open MPI.  One that runs within a node only applies to none of these
+    calls: all of them are left to MPI, saying so."""
     forced, r = across_job(build_dir, alg)
-    assert forced[collective_of(alg)] == alg.stem
+    coll = collective_of(alg)
+    assert forced[coll] == alg.stem
     assert r.returncode == 0, f"forced: {forced}\n{r.stdout}{r.stderr}"
     assert "mpi_check: ok" in r.stdout
-    assert all(c > 300 for c, _ in through(r.stderr)), r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == 4 and all(c > 300 for c, _ in counts), r.stderr
+    setting = f"CADRT_ALGORITHM_{coll.upper()}={alg.stem}"
+    chosen, left = selected(r.stderr, coll), left_to_mpi(r.stderr, coll)
+    if within_a_node(alg):
+        assert not chosen, chosen
+        assert left and all(w.startswith(f"{setting} does not apply to {coll} ") and
+                            w.endswith("the requirement ndomains(node) == 1 does not hold") for w in left), left
+    else:
+        assert chosen and set(chosen) == {(alg.stem, setting)}, r.stderr
+        assert not left, left
 
 
 @pytest.mark.parametrize("engine", ["poll", "thread", "signal"])
