@@ -60,7 +60,8 @@ def test_same_results_as_open_mpi(build_dir, engine, n):
 def test_full_sweep(build_dir, n):
     r = mpirun(build_dir, n, env={"CADMPI_STATS": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert all(c > 0 for c, _ in through(r.stderr)), r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == n and all(c > 0 for c, _ in counts), r.stderr
 
 
 def test_fallthrough_reasons_are_told(build_dir):
@@ -134,7 +135,8 @@ def test_persistent_collectives_on_freed_communicators(build_dir, engine):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "mpi_check: freed-comm ok" in r.stdout, r.stdout + r.stderr
     # Both went through cadrt, 3 starts each, on every rank.
-    assert all(c >= 6 for c, _ in through(r.stderr)), r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == 3 and all(c >= 6 for c, _ in counts), r.stderr
 
 
 @pytest.mark.parametrize("engine", ["poll", "thread"])
@@ -145,7 +147,8 @@ def test_persistent_collectives_left_to_finalize(build_dir, engine):
                timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "mpi_check: freed-comm ok" in r.stdout and "mpi_check: finalized" in r.stdout, r.stdout + r.stderr
-    assert all(c >= 6 for c, _ in through(r.stderr)), r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == 3 and all(c >= 6 for c, _ in counts), r.stderr
 
 
 # mpi_stress (tests/mpi/mpi_stress.c): many collectives in flight at once,
@@ -292,8 +295,8 @@ def test_across_nodes_same_results_as_open_mpi(build_dir, engine, n, k):
     assert sorted(int(q) for q, _, _ in on_node) == list(range(n)), r.stderr
     for q, local, total in on_node:
         assert int(local) == min(k, n - int(q) // k * k) and int(total) == n, r.stderr
-    for cadrt, mpi in through(r.stderr):
-        assert cadrt > 300, r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == n and all(cadrt > 300 for cadrt, _ in counts), r.stderr
 
 
 def forced_rounds():
@@ -312,25 +315,61 @@ _across_jobs = {}
 
 
 def across_job(build_dir, alg):
-    """The job of alg's round, run once: (the round, the job)."""
+    """The job of alg's round, run once: (the round, the job), which
+    names the algorithm each communicator's new calls selected
+    (CADRT_EXPLAIN) and each call left to MPI, with why (CADRT_VERBOSE)."""
     i, forced = next((i, r) for i, r in enumerate(forced_rounds()) if alg.stem in r.values())
     if i not in _across_jobs:
-        env = {"CADRT_RANKS_PER_NODE": "2", "CADMPI_STATS": "1"}
+        env = {"CADRT_RANKS_PER_NODE": "2", "CADMPI_STATS": "1", "CADRT_EXPLAIN": "1", "CADRT_VERBOSE": "1"}
         env.update({f"CADRT_ALGORITHM_{coll.upper()}": name for coll, name in forced.items()})
         _across_jobs[i] = mpirun(build_dir, 4, "--quick", env=env)
     return forced, _across_jobs[i]
+
+
+def selected(stderr, coll):
+    """(algorithm, why) of each selection CADRT_EXPLAIN=1 reports for coll
+    (rank 0 of a communicator, at each new call)."""
+    return re.findall(rf"^cadrt: rank 0 of communicator \d+: {coll} .*B\): (\w+), (.*)$", stderr, re.M)
+
+
+def left_to_mpi(stderr, coll):
+    """Why each call of coll (blocking, non-blocking, persistent) was left
+    to MPI (CADRT_VERBOSE=1), on every rank, but mpi_check's planted user
+    op."""
+    names = {f"MPI_{coll.capitalize()}", f"MPI_I{coll}", f"MPIX_{coll.capitalize()}_init"}
+    return [why for fn, why in re.findall(r"^cadmpi: (\S+) left to MPI: (.*)$", stderr, re.M)
+            if fn in names and why != "a user-defined MPI_Op (MPI_Op_create): MPI runs it"]
+
+
+def within_a_node(alg):
+    """Whether alg runs on one node only (`requires ndomains(node) == 1`)."""
+    return re.search(r"^\s*requires\s+ndomains\(node\)\s*==\s*1\s*$", alg.read_text(), re.M) is not None
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS, ids=lambda p: p.stem)
 def test_across_nodes_every_algorithm(build_dir, alg):
     """Each standard algorithm forced, 4 ranks on two nodes of 2 (the
     hierarchical ones see the two nodes); with the algorithms of other
-    collectives forced in the same job (forced_rounds)."""
+    collectives forced in the same job (forced_rounds).  The forced one
+    is what ran: every selection of its collective names it, and no call
+    of that collective fell through to Open MPI.  One that runs within a node only applies to none of these
+    calls: all of them are left to MPI, saying so."""
     forced, r = across_job(build_dir, alg)
-    assert forced[collective_of(alg)] == alg.stem
+    coll = collective_of(alg)
+    assert forced[coll] == alg.stem
     assert r.returncode == 0, f"forced: {forced}\n{r.stdout}{r.stderr}"
     assert "mpi_check: ok" in r.stdout
-    assert all(c > 300 for c, _ in through(r.stderr)), r.stderr
+    counts = through(r.stderr)
+    assert len(counts) == 4 and all(c > 300 for c, _ in counts), r.stderr
+    setting = f"CADRT_ALGORITHM_{coll.upper()}={alg.stem}"
+    chosen, left = selected(r.stderr, coll), left_to_mpi(r.stderr, coll)
+    if within_a_node(alg):
+        assert not chosen, chosen
+        assert left and all(w.startswith(f"{setting} does not apply to {coll} ") and
+                            w.endswith("the requirement ndomains(node) == 1 does not hold") for w in left), left
+    else:
+        assert chosen and set(chosen) == {(alg.stem, setting)}, r.stderr
+        assert not left, left
 
 
 @pytest.mark.parametrize("engine", ["poll", "thread", "signal"])

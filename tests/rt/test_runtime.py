@@ -1456,11 +1456,18 @@ def test_bad_settings_are_clear_errors(build_dir, setting, message):
 def test_algorithm_parameters_in_the_setting(build_dir, engine, setting, sizes):
     """CADRT_ALGORITHM_BCAST=name:param=value: the instances of that
     setting give the right results, on the world and on split halves
-    (new communicators read the setting again)."""
+    (new communicators read the setting again), and are the algorithm's
+    with that value: CADRT_EXPLAIN=1 describes each instance selected
+    with the parameters it was made with (a default is not named)."""
+    name, param = setting.split(":")
     for p in (2, 3, 5):
         r = run(build_dir, p, "rt_check", "--coll", "bcast", "--sizes", sizes, "--split",
-                env={"CADRT_ENGINE": engine, "CADRT_ALGORITHM_BCAST": setting})
+                env={"CADRT_ENGINE": engine, "CADRT_ALGORITHM_BCAST": setting, "CADRT_EXPLAIN": "1"})
         assert r.returncode == 0, f"P={p}: {r.stdout}{r.stderr}"
+        made = re.findall(r"^cadrt: rank 0 of communicator \d+: bcast P=(\d+) (.*) \(\d+ B\): (\w+), ", r.stderr, re.M)
+        assert {int(q) for q, _, _ in made} == {p, p // 2, p - p // 2}, f"P={p}: {r.stderr}"
+        for q, spec, alg in made:
+            assert alg == name and param in spec.split(), f"P={p}: {r.stderr}"
 
 
 # A broadcast with two parameters, for name:a=1,b=2 (the standard library's
