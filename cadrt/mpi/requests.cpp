@@ -580,7 +580,7 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
 // would start or free from under us) that the program kept after it
 // completed.  MPI_ERR_REQUEST, as MPI says of a request that is not
 // valid there.
-bool refused(MPI_Request req, int *rc) {
+static bool refused(MPI_Request req, int *rc) {
   const Ours *o = ours(req);
   if (!o || o->persistent || o->active) return false;
   PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
