@@ -26,18 +26,16 @@ CHECKED = {
 }
 # Generated: the benchmarks' results (bench/report.md is not a source).
 NOT_CHECKED = ("bench/results",)
-# Files of tests/kmod and tests/mpi that still have dated comments,
-# excluded until they are cleaned (others are changing those folders now).
+# Files of tests/kmod that still have dated comments, excluded until they
+# are cleaned.
 # Named one by one, so that a new file is checked: a file leaves this list
 # once it is clean, and none joins it.
 KNOWN_EXCLUSIONS = (
     "tests/kmod/kcad_check.c",
     "tests/kmod/test_kcad.py",
     "tests/kmod/test_kernel_engine.py",
-    "tests/mpi/test_mpi.py",
-    "tests/mpi/test_scalapack.py",
 )
-EXCLUDABLE = ("tests/kmod/", "tests/mpi/")
+EXCLUDABLE = ("tests/kmod/",)
 
 
 def c_comments(text):
@@ -151,7 +149,7 @@ def test_no_dates_in_comments():
 
 
 def test_every_exclusion_is_still_needed():
-    """An excluded file is in tests/kmod or tests/mpi, exists, and still has
+    """An excluded file is in tests/kmod, exists, and still has
     a dated comment; once it is clean, drop it from KNOWN_EXCLUSIONS."""
     for rel in KNOWN_EXCLUSIONS:
         assert rel.startswith(EXCLUDABLE), f"{rel}: only files of {EXCLUDABLE} may be excluded"

@@ -47,11 +47,8 @@ def test_same_results_as_open_mpi(build_dir, engine, n):
     counts = through(r.stderr)
     assert len(counts) == n, r.stderr
     # Everything but the planted fall-through went through cadrt: a user
-    # op.  (The bcast of a derived datatype, MPI_Bcast and MPIX_Bcast_init,
-    # fell through too before cadrt took every datatype in the collectives
-    # that move data; alltoall in place, 9 each of MPI_Ialltoall,
-    # MPI_Alltoall and MPIX_Alltoall_init, before cadrt took it on
-    # 2026-12-06.)
+    # op.  (Derived datatypes in the collectives that move data, and
+    # alltoall in place, go through cadrt too.)
     for cadrt, mpi in counts:
         assert cadrt > 600 and mpi == 1, r.stderr
 
@@ -68,7 +65,7 @@ def test_fallthrough_reasons_are_told(build_dir):
     r = mpirun(build_dir, 2, "--quick", env={"CADRT_VERBOSE": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
     # Each says what: cadrt's own message, or the argument libcadmpi declined.
-    assert "MPI_Ialltoall left to MPI" not in r.stderr  # (in place too, since 2026-12-06)
+    assert "MPI_Ialltoall left to MPI" not in r.stderr  # (in place too)
     assert "MPI_Iallreduce left to MPI: a user-defined MPI_Op (MPI_Op_create)" in r.stderr
     assert "MPI_Bcast left to MPI" not in r.stderr and "MPIX_Bcast_init left to MPI" not in r.stderr
     # Fortran's INTEGER, REAL, DOUBLE PRECISION, 2INTEGER and MPI_AINT are
@@ -170,8 +167,7 @@ def test_many_collectives_in_flight(build_dir, engine, n, seed):
     assert "mpi_stress: ok" in r.stdout, r.stdout + r.stderr
     counts = through(r.stderr)
     assert len(counts) == n, r.stderr
-    # Nothing is left to MPI (in-place alltoalls were, about 1 in 30, until
-    # cadrt took them on 2026-12-06).
+    # Nothing is left to MPI (in-place alltoalls included).
     for cadrt, mpi in counts:
         assert cadrt > 400 and mpi == 0, r.stderr
 
@@ -222,10 +218,10 @@ def test_cadrt_that_cannot_start_is_told(build_dir):
 
 @pytest.mark.parametrize("setting", [("CADRT_BULK_MAX", "lots"), ("CADMPI", "0")], ids=["bad-setting", "off"])
 def test_one_rank_that_differs_leaves_all_to_mpi(build_dir, setting):
-    """Rank 1 alone has a cadrt setting that fails its cadrt_init (the
-    error came before barriers the other ranks waited in, and the job hung
-    until 2026-11-26), or alone turns libcadmpi off (it never called the
-    collective cadrt_init_mpi the others waited in): every rank leaves its
+    """Rank 1 alone has a cadrt setting that fails its cadrt_init (an error
+    before barriers the other ranks wait in would hang the job), or alone
+    turns libcadmpi off (it never calls the collective cadrt_init_mpi the
+    others wait in): every rank leaves its
     collectives to MPI, with the right results, and the failing rank says
     why, rank 0 where."""
     exe, lib = build_dir / "bin" / "mpi_check", build_dir / "lib" / "libcadmpi.so"
@@ -251,9 +247,8 @@ DIFFERS = [("CADRT_CMA", "0"), ("CADRT_BULK", "0"), ("CADRT_SPLIT", "0"), ("CADR
 def test_one_rank_with_its_own_transport_setting(build_dir, setting):
     """Rank 1 of three alone turns off the single copy, the lanes or the
     split, or runs another engine: settings a rank may hold on its own.
-    Every collective still runs through cadrt, with the right results.
-    (With CADRT_CMA=0 on one rank the others hung at start-up until
-    2026-11-27: it skipped the first of the CMA probe's two barriers.)
+    Every collective still runs through cadrt, with the right results
+    (a rank with CADRT_CMA=0 still meets both of the CMA probe's barriers).
     One rank's CADRT_CMA=0 turns the single copy off for the node, and
     rank 0 says why."""
     exe, lib = build_dir / "bin" / "mpi_check", build_dir / "lib" / "libcadmpi.so"

@@ -27,13 +27,11 @@ DATA = Path("/usr/share/scalapack")
 
 # Drivers (LU, QR, least squares, inverse; real and complex) and the PBLAS
 # level 2 and 3 testers.  Left out: xdsep, one of whose cases fails its
-# residual check with Open MPI alone; and since 2026-11-24 the Cholesky
-# driver xdllt, which deadlocks with Open MPI alone in about half its runs
-# on the AMD EPYC machine of that day (7 of 15): in pdporfs's condition
-# estimate (pdlacon) the two process columns leave the iteration after
-# different counts, so one column waits in pdlacon's pdamax while the other
-# has gone on to pdpotrs's globchk.  Every other program here passed 6 of 6
-# runs with Open MPI alone on that machine.
+# residual check with Open MPI alone; and the Cholesky driver xdllt, which
+# deadlocks with Open MPI alone in about half its runs on some machines: in
+# pdporfs's condition estimate (pdlacon) the two process columns leave the
+# iteration after different counts, so one column waits in pdlacon's pdamax
+# while the other has gone on to pdpotrs's globchk.
 PROGRAMS = ["xdlu", "xzlu", "xdqr", "xdls", "xdinv", "PBLAS/dpb2tst", "PBLAS/dpb3tst"]
 ENGINES = ["poll", "thread", "signal"]
 
