@@ -2,7 +2,7 @@
 /*
  * cad_main.c - /dev/cad: the misc device, its file operations, groups, the
  * ioctl structs' size protocol, and the module's parameters and counters.
- * The programs themselves: cad_run.c.  The ABI: kmod/uapi/cad.h.
+ * The programs themselves: cad_run.c and the files cad_run.h lists.  The ABI: kmod/uapi/cad.h.
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
@@ -67,7 +67,7 @@ CAD_PARAM_RANGE(max_scratch_mb, cad_max_scratch_mb, 1, 2047);
 MODULE_PARM_DESC(max_scratch_mb, "Bytes of all scratch buffers of one program, MiB (1..2047)");
 
 /*
- * Who copies a matched transfer (see cad_run.c, "Deferred transfers"):
+ * Who copies a matched transfer (see cad_defer.c):
  * 0, the process whose call completed the match, in that call; 1, a
  * member of the group asleep in read() (an idle CPU), else as 0; 2, a
  * work item on another CPU: the side the direction hint names, with no

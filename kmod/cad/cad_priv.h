@@ -22,7 +22,7 @@
  * can copy for one group at the same time: its runs count it in
  * `inflight`, and nothing frees them or tells their owners they ended
  * while that is not 0.  One pass does a bounded amount of work (struct
- * cad_budget in cad_run.c) and leaves the rest to a member asleep in
+ * cad_budget in cad_run.h) and leaves the rest to a member asleep in
  * read() or to the group's work item.  Nothing that holds a group's lock
  * waits for user space: no page is pinned or looked up and no user memory
  * is read or written under it (a fault may wait for a FUSE server or a
@@ -174,7 +174,7 @@ struct cad_run {
 	struct list_head work_link;     /* in group->work */
 };
 
-/* cad_run.c */
+/* cad_run.c and the files cad_run.h lists */
 int cad_run_load(struct cad_file *f, struct cad_ioc_load *arg);
 /* START (seq), TEST (*result), CANCEL or FREE of a handle; all but TEST
  * only from the process that loaded it (-EPERM). */
