@@ -213,6 +213,12 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	which = charge(f, npages, &limit);
 	if (which != CAD_LIMIT_NONE)
 		return refuse_pin(which, limit, npages, index, name, log);
+	/* (the page array is the run's kernel memory: given back with it) */
+	err = cad_user_charge(f->cu, npages * sizeof(*b->pages), &b->run->kmem, log);
+	if (err) {
+		uncharge(f, npages);
+		return err;
+	}
 	b->pages = kvmalloc_array(npages, sizeof(*b->pages), GFP_KERNEL_ACCOUNT);
 	if (!b->pages) {
 		uncharge(f, npages);
@@ -424,6 +430,9 @@ int cad_bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs, st
 		if (!b->size)
 			continue;
 		if (b->kind == CAD_BUF_SCRATCH) {
+			err = cad_user_charge(f->cu, b->size, &r->kmem, log);
+			if (err)
+				return err;
 			kb->scratch = kvzalloc(b->size, GFP_KERNEL_ACCOUNT);
 			if (!kb->scratch)
 				return -ENOMEM;

@@ -44,6 +44,9 @@ void cad_run_destroy(struct cad_run *r)
 	kvfree(r->occ);
 	kvfree(r->exec_mem);
 	kvfree(r->image);
+	cad_user_uncharge(r->file->cu, r->kmem);
+	if (r->counted)
+		cad_user_sub_program(r->file->cu);
 	kfree(r);
 	atomic64_dec(&cad_live_objects);
 }
@@ -82,6 +85,9 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		return -EINVAL;
 	}
 	/* Verified from a kernel copy: the process cannot change it after. */
+	err = cad_user_charge(f->cu, a->prog_size, &r->kmem, log);
+	if (err)
+		return err;
 	r->image = kvmalloc(a->prog_size, GFP_KERNEL_ACCOUNT);
 	if (!r->image)
 		return -ENOMEM;
@@ -98,6 +104,14 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		cad_logf(log, "load: the program is for %u ranks, the group has %u", hdr->nranks, g->nranks);
 		return -EINVAL;
 	}
+	/* The tables sized by the program: its rank map, buffers (and
+	 * their addresses while loading), matching keys, executor state. */
+	err = cad_user_charge(f->cu, (u64)hdr->nranks * sizeof(u32) +
+			      (u64)(r->prog.n_buffers + 1) * (sizeof(*r->bufs) + sizeof(u64)) +
+			      (u64)(r->prog.n_nodes + 1) * (sizeof(u32) + sizeof(struct cad_key)) +
+			      cad_exec_mem_size(&r->prog) + 4, &r->kmem, log);
+	if (err)
+		return err;
 	r->ranks = kvcalloc(hdr->nranks, sizeof(u32), GFP_KERNEL_ACCOUNT);
 	if (!r->ranks)
 		return -ENOMEM;
@@ -194,7 +208,10 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 		cad_logf(&log, "load: join a group first");
 		err = -ENOTCONN;
 	} else {
-		err = load(f, a, r, &log);
+		err = cad_user_add_program(f->cu, &log);
+		r->counted = !err;
+		if (!err)
+			err = load(f, a, r, &log);
 	}
 	if (!err && r->prog.n_ops && !READ_ONCE(g->vm_scratch)) {
 		void *s = kvzalloc(CAD_VM_SCRATCH_SIZE, GFP_KERNEL_ACCOUNT);
