@@ -14,7 +14,7 @@
  *   1  a member of the group asleep in read() -- waiting for its own
  *      collectives, so its CPU is otherwise idle -- is woken and copies
  *      (cad_wait_events); nobody asleep: copy at once, as with 0.
- *   2  a member's work item, queued on the high-priority system
+ *   2  a member's work item, queued on the module's per-CPU
  *      workqueue on the CPU where that process last entered the module:
  *      the side the program's direction hint names; with no hint, the
  *      side that is not the caller (it posted first), so that the caller
@@ -178,14 +178,14 @@ bool cad_defer_match(struct cad_group *g, struct cad_run *sr, u32 snode, struct 
 		cad_queue_part(g, m, rr->file, 0, half);
 		cad_queue_part(g, m, sr->file, half, sn->len - half);
 		atomic64_inc(&cad_split);
-		queue_work_on(cpu, system_highpri_wq, &rr->file->defer_work);
-		queue_work_on(scpu, system_highpri_wq, &sr->file->defer_work);
+		queue_work_on(cpu, cad_defer_wq, &rr->file->defer_work);
+		queue_work_on(scpu, cad_defer_wq, &sr->file->defer_work);
 	} else if (wake) {
 		cad_queue_part(g, m, NULL, 0, sn->len);
 		wake_up_interruptible(&wake->wq);
 	} else {
 		cad_queue_part(g, m, owner, 0, sn->len);
-		queue_work_on(cpu, system_highpri_wq, &owner->defer_work);
+		queue_work_on(cpu, cad_defer_wq, &owner->defer_work);
 	}
 	return true;
 }
@@ -262,7 +262,7 @@ static void run_deferred(struct cad_group *g, struct cad_file *f, struct cad_bud
 	}
 	if (next_part(g, f)) {
 		if (f)
-			queue_work(system_highpri_wq, &f->defer_work);
+			queue_work(cad_defer_wq, &f->defer_work);
 		else
 			cad_go_on_later(g);  /* (a reader that returns leaves them) */
 	}

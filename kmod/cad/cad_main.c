@@ -138,6 +138,7 @@ atomic64_t cad_live_objects = ATOMIC64_INIT(0);
 atomic64_t cad_deferred = ATOMIC64_INIT(0);
 atomic64_t cad_split = ATOMIC64_INIT(0);
 atomic64_t cad_cut = ATOMIC64_INIT(0);
+atomic64_t cad_vm_cut = ATOMIC64_INIT(0);
 
 static int get_counter(char *buf, const struct kernel_param *kp)
 {
@@ -156,6 +157,8 @@ module_param_cb(split, &counter_ops, &cad_split, 0444);
 MODULE_PARM_DESC(split, "Deferred transfers split between the two sides' CPUs since the module was loaded (read only)");
 module_param_cb(cut, &counter_ops, &cad_cut, 0444);
 MODULE_PARM_DESC(cut, "Times a pass ran out of budget inside a transfer or a local node, leaving the rest for later (read only)");
+module_param_cb(vm_cut, &counter_ops, &cad_vm_cut, 0444);
+MODULE_PARM_DESC(vm_cut, "Of those, times a pass stopped inside a user-defined reduction, its VM instructions spent (read only)");
 /* What the users hold now (cad_user.c), all together and one by one. */
 module_param_cb(programs, &counter_ops, &cad_programs, 0444);
 MODULE_PARM_DESC(programs, "Programs loaded now, all users (read only)");
@@ -173,6 +176,12 @@ MODULE_PARM_DESC(users, "A line per user with a file or group: uid, programs, ke
 static DEFINE_HASHTABLE(cad_groups, CAD_GROUP_HASH_BITS);
 static DEFINE_MUTEX(cad_groups_lock);
 struct workqueue_struct *cad_wq;
+/* The members' work items (deferred copies): per CPU, since defer=2
+ * picks the CPU, at normal priority (not the system's high-priority
+ * queue, nice -20: a user's copies must not preempt other users'
+ * tasks), and the module's own, so that it can be flushed and is not
+ * shared with the rest of the kernel. */
+struct workqueue_struct *cad_defer_wq;
 
 static void group_free(struct cad_group *g)
 {
@@ -614,8 +623,14 @@ static int __init cad_init(void)
 	cad_wq = alloc_workqueue("cad", WQ_UNBOUND, 0);
 	if (!cad_wq)
 		return -ENOMEM;
+	cad_defer_wq = alloc_workqueue("cad_defer", 0, 0);
+	if (!cad_defer_wq) {
+		destroy_workqueue(cad_wq);
+		return -ENOMEM;
+	}
 	err = misc_register(&cad_misc);
 	if (err) {
+		destroy_workqueue(cad_defer_wq);
 		destroy_workqueue(cad_wq);
 		return err;
 	}
@@ -627,6 +642,7 @@ static void __exit cad_exit(void)
 {
 	misc_deregister(&cad_misc);
 	destroy_workqueue(cad_wq);  /* a group's last work item ends first */
+	destroy_workqueue(cad_defer_wq);
 	if (atomic64_read(&cad_pinned_pages) || atomic64_read(&cad_live_objects))
 		pr_warn("cad: unloading with %lld pinned pages and %lld objects\n",
 			(long long)atomic64_read(&cad_pinned_pages), (long long)atomic64_read(&cad_live_objects));

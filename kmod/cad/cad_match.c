@@ -198,26 +198,31 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_b
 }
 
 /* A COPY or REDUCE node, from where it stopped, a slice at a time while b
- * lasts (a REDUCE with a user-defined op costs by its length: 1 GiB of a
- * 4096-instruction op is 2^42 instructions, a long time to hold a group's
- * lock and to ignore SIGKILL); true once it is done. */
+ * lasts (a REDUCE with a user-defined op costs by its instructions:
+ * BUDGET_VM_INSNS in cad_run.h); true once it is done. */
 static bool local_node(struct cad_group *g, struct cad_run *r, u32 node, struct cad_budget *b)
 {
 	const struct cad_node *nd = &r->prog.nodes[node];
 	const bool user_op = nd->kind == CAD_NODE_REDUCE && nd->op == CAD_OP_USER;
-	const u64 cost = user_op ? max_t(u64, 1, r->prog.ops[nd->user_op].code_count / 16) : 1;
-	/* (whole VM blocks of a user-defined op, as apply.c cuts them) */
+	/* (instructions per element; whole VM blocks of a user-defined op,
+	 * as apply.c cuts them) */
+	const u64 insns = user_op ? max_t(u64, 1, r->prog.ops[nd->user_op].code_count) : 0;
+	const u64 esize = user_op ? r->prog.ops[nd->user_op].elem_size : 1;
 	const u64 unit = nd->kind == CAD_NODE_COPY ? 1
-			 : user_op ? (u64)r->prog.ops[nd->user_op].elem_size * CAD_VM_LANES
-				   : cad_dtype_size(nd->dtype);
-	const u64 slice = max_t(u64, unit, SLICE_BYTES / cost / unit * unit);
+			 : user_op ? esize * CAD_VM_LANES : cad_dtype_size(nd->dtype);
+	const u64 slice = user_op ? max_t(u64, 1, min_t(u64, SLICE_BYTES / unit,
+							 SLICE_VM_INSNS / (insns * CAD_VM_LANES))) * unit
+				  : max_t(u64, unit, SLICE_BYTES / unit * unit);
 
 	while (r->part_done < nd->len) {
 		const u64 n = min_t(u64, slice, nd->len - r->part_done);
 		struct cad_node part = *nd;
 
-		if (spent(b))
+		if (spent(b)) {
+			if (b->insns <= 0)
+				atomic64_inc(&cad_vm_cut);
 			return false;
+		}
 		part.dst_off += r->part_done;
 		part.src_off += r->part_done;
 		part.len = n;
@@ -227,7 +232,9 @@ static bool local_node(struct cad_group *g, struct cad_run *r, u32 node, struct 
 			cad_reduce(&r->prog, &part, at(r, part.dst_buf, part.dst_off),
 				   at(r, part.src_buf, part.src_off), g->vm_scratch);
 		r->part_done += n;
-		b->bytes -= (s64)min_t(u64, n * cost, BUDGET_BYTES);
+		b->bytes -= (s64)n;
+		if (user_op)
+			b->insns -= (s64)min_t(u64, n / esize * insns, BUDGET_VM_INSNS);
 		cond_resched();
 	}
 	return true;

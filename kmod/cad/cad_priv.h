@@ -246,6 +246,8 @@ extern atomic64_t cad_live_objects;
 extern atomic64_t cad_deferred;
 extern atomic64_t cad_split;
 extern atomic64_t cad_cut;
+extern atomic64_t cad_vm_cut;
+extern struct workqueue_struct *cad_defer_wq;
 extern unsigned int cad_max_pinned_mb;
 extern unsigned int cad_max_pinned_total_mb;
 extern unsigned int cad_max_programs;

@@ -48,17 +48,30 @@
 #define BUDGET_BYTES (64ll << 20)
 #define BUDGET_NODES 16384
 #define SLICE_BYTES  (1ull << 20)  /* copied or reduced between looks at the budget */
+/*
+ * A REDUCE with a user-defined operator costs by its instructions, not
+ * its bytes: an element runs at most code_count of them (the VM's jumps
+ * go forward only), and 1 GiB of 8-byte elements under a 4096-instruction
+ * operator is 2^39 element-instructions.  A pass runs at most
+ * BUDGET_VM_INSNS of them (elements x code_count), SLICE_VM_INSNS between
+ * looks at the budget (whole VM blocks of CAD_VM_LANES elements, one at
+ * least).  Measured in qemu without KVM (kcad_check vmbudget, the time of
+ * a pass printed): docs/kernel-limits.md.
+ */
+#define BUDGET_VM_INSNS (1ll << 22)
+#define SLICE_VM_INSNS  (1ull << 20)
 
 struct cad_budget {
 	s64 bytes;
+	s64 insns;                      /* of user-defined operators */
 	u32 nodes;
 };
 
-#define CAD_BUDGET { .bytes = BUDGET_BYTES, .nodes = BUDGET_NODES }
+#define CAD_BUDGET { .bytes = BUDGET_BYTES, .insns = BUDGET_VM_INSNS, .nodes = BUDGET_NODES }
 
 static inline bool spent(const struct cad_budget *b)
 {
-	return b->bytes <= 0 || !b->nodes || fatal_signal_pending(current);
+	return b->bytes <= 0 || b->insns <= 0 || !b->nodes || fatal_signal_pending(current);
 }
 
 static inline void spend(struct cad_budget *b, u64 bytes)

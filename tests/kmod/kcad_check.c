@@ -3586,6 +3586,102 @@ static int do_userlimits(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* vmbudget: a user-defined reduction longer than a pass                 */
+
+/* One rank: buffer 1 += buffer 0 (64-bit integers) by an operator of
+ * CAD_VM_MAX_INSNS instructions (the sum, then XORs that cancel). */
+static void *long_op_image(uint64_t bytes, uint32_t *size)
+{
+	static const char str[] = "\0send\0recv\0long";
+	static struct cad_vm_insn code[CAD_VM_MAX_INSNS];
+	const struct cad_buffer bufs[2] = {
+		{ .kind = CAD_BUF_SEND, .access = CAD_ACC_READ, .size = bytes, .name = 1 },
+		{ .kind = CAD_BUF_RECV, .access = CAD_ACC_READ | CAD_ACC_WRITE, .size = bytes, .name = 6 },
+	};
+	const struct cad_node nodes[1] = {
+		{ .kind = CAD_NODE_REDUCE, .dtype = CAD_DT_USER, .op = CAD_OP_USER, .src_buf = 0, .dst_buf = 1,
+		  .len = bytes, .line = CAD_NO_LINE },
+	};
+	const struct cad_user_op ops[1] = {
+		{ .name = 11, .elem_size = 8, .code_first = 0, .code_count = CAD_VM_MAX_INSNS,
+		  .flags = CAD_UOP_COMMUTATIVE, .line = CAD_NO_LINE },
+	};
+	struct cad_image_desc d = { .rank = 0, .nranks = 1, .buffers = bufs, .n_buffers = 2, .nodes = nodes,
+				    .n_nodes = 1, .ops = ops, .n_ops = 1, .code = code, .n_code = CAD_VM_MAX_INSNS,
+				    .strings = str, .n_strings = sizeof(str) };
+	uint32_t pc = 0;
+	uint64_t sz;
+	void *img;
+
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_LD_64, .dst = 0, .a = 0 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_LD_64, .dst = 1, .a = 1 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_ADD, .dst = 0, .a = 0, .b = 1 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_MOVI, .dst = 2, .imm = 0x5a5a };
+	while (pc < CAD_VM_MAX_INSNS - 2)
+		code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_XOR, .dst = 0, .a = 0, .b = 2 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_ST_64, .a = 0 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_EXIT };
+	sz = cad_image_size(&d);
+	img = aligned_alloc(8, (sz + 7) & ~7ull);
+	if (!img || cad_image_write(&d, img, sz)) {
+		fprintf(stderr, "kcad_check: cannot write an image\n");
+		exit(2);
+	}
+	*size = (uint32_t)sz;
+	return img;
+}
+
+/* bytes reduced by a CAD_VM_MAX_INSNS-instruction operator: the result
+ * right, and it took the passes the module's bound makes (BUDGET_VM_INSNS
+ * element-instructions a pass: the cuts counted in vm_cut); the time of
+ * a pass printed. */
+static int do_vmbudget(uint64_t bytes, unsigned long budget)
+{
+	const uint64_t n = bytes / 8, work = n * CAD_VM_MAX_INSNS;
+	const unsigned long want = (unsigned long)((work + budget - 1) / budget) - 1;
+	uint32_t size;
+	void *img = long_op_image(bytes, &size);
+	int64_t *src = aligned_alloc(4096, bytes), *dst = aligned_alloc(4096, bytes);
+	const uint64_t a[2] = { (uintptr_t)src, (uintptr_t)dst };
+	unsigned long cut0, cuts;
+	struct load_res r;
+	struct dev d;
+	uint64_t bad = 0;
+	double t0, t;
+	int res;
+
+	for (uint64_t i = 0; i < n; i++)
+		src[i] = (int64_t)i * 3, dst[i] = 7;
+	if (dev_open(&d, job_key(), 0, 1)) {
+		CHECK("vmbudget-open", 0, "%s", strerror(errno));
+		return 0;
+	}
+	r = load(d.fd, img, size, a, 2, 1, 0, 1);
+	CHECK("vmbudget-loaded", !r.err, "%d (%s)", r.err, r.log);
+	if (r.err)
+		return 0;
+	cut0 = get_param("vm_cut");
+	t0 = now();
+	res = start(d.fd, r.handle, 1);
+	if (!res)
+		res = wait_run(&d, r.handle, 1, 0);
+	t = now() - t0;
+	cuts = get_param("vm_cut") - cut0;
+	for (uint64_t i = 0; i < n; i++)
+		bad += dst[i] != (int64_t)i * 3 + 7;
+	printf("KCAD vmbudget: %llu elements x %u instructions in %lu passes (%lu cut), %.3f s: %.1f ms a pass\n",
+	       (unsigned long long)n, CAD_VM_MAX_INSNS, cuts + 1, cuts, t, t * 1e3 / (double)(cuts + 1));
+	CHECK("vmbudget-result-right", !res && !bad, "result %d, %llu elements wrong", res, (unsigned long long)bad);
+	CHECK("vmbudget-passes", cuts == want, "%lu passes cut inside the reduction, want %lu", cuts, want);
+	handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+	close(d.fd);
+	free(img);
+	free(src);
+	free(dst);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -3626,6 +3722,8 @@ int main(int argc, char **argv)
 		do_access();
 	else if (!strcmp(what, "userlimits"))
 		do_userlimits();
+	else if (!strcmp(what, "vmbudget") && argc == 4)
+		do_vmbudget(strtoull(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	else if (!strcmp(what, "fuzz") && argc >= 4) {
 		if (do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0), argc - 4, argv + 4))
 			return 2;
@@ -3634,7 +3732,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | access | userlimits | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | access | userlimits | vmbudget BYTES INSNS-A-PASS | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

@@ -69,6 +69,9 @@ CASES = {
     # Programs, kernel memory and groups per user: uid 1000 refused at
     # each limit, uid 1001 unaffected meanwhile, all given back at exit.
     "userlimits": "kcad_check userlimits",
+    # A user-defined reduction of 2^27 element-instructions under a bound
+    # of 2^22 a pass (BUDGET_VM_INSNS, cad_run.h): 32 passes, right result.
+    "vmbudget": "kcad_check vmbudget 262144 4194304",
     # A program that would copy for minutes holds up nobody for more than
     # a pass, and its process dies within one.
     "busy-read": "kcad_check busy read",
@@ -367,3 +370,12 @@ def test_each_user_limit_refuses_with_its_errno_and_gives_back(vm_run):
                          rf"of cad.ko: raise it with echo N > /sys/module/cad/parameters/{param}\)", vm_run.dmesg), \
             (param, vm_run.dmesg[-3000:])
 
+
+def test_a_long_user_defined_reduction_takes_several_passes(vm_run):
+    """vmbudget: 32768 elements of a 4096-instruction operator, 2^27
+    element-instructions, at most 2^22 a pass: 32 passes (31 cut inside
+    the reduction, the module's vm_cut), and the sums right."""
+    out = vm_run.cases["vmbudget"].output
+    m = re.search(r"KCAD vmbudget: 32768 elements x 4096 instructions in (\d+) passes \((\d+) cut\)", out)
+    assert m and m.groups() == ("32", "31"), out
+    assert re.search(r"^KCAD PASS vmbudget-result-right\s*$", out, re.M), out
