@@ -2,11 +2,12 @@
 /*
  * cad_main.c - /dev/cad: the misc device, its file operations, groups, the
  * ioctl structs' size protocol, and the module's parameters and counters.
- * The programs themselves: cad_run.c.  The ABI: kmod/uapi/cad.h.
+ * The programs themselves: cad_run.c and the files cad_run.h lists.  The ABI: kmod/uapi/cad.h.
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/hashtable.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -67,7 +68,7 @@ CAD_PARAM_RANGE(max_scratch_mb, cad_max_scratch_mb, 1, 2047);
 MODULE_PARM_DESC(max_scratch_mb, "Bytes of all scratch buffers of one program, MiB (1..2047)");
 
 /*
- * Who copies a matched transfer (see cad_run.c, "Deferred transfers"):
+ * Who copies a matched transfer (see cad_defer.c):
  * 0, the process whose call completed the match, in that call; 1, a
  * member of the group asleep in read() (an idle CPU), else as 0; 2, a
  * work item on another CPU: the side the direction hint names, with no
@@ -108,11 +109,36 @@ static unsigned int cad_max_ranks = 4096;
 CAD_PARAM_RANGE(max_ranks, cad_max_ranks, 1, CAD_MAX_RANKS);
 MODULE_PARM_DESC(max_ranks, "Ranks of one group (1.." __stringify(CAD_MAX_RANKS) ")");
 
+/* Per user (its files and groups together, whatever the processes): the
+ * kernel memory a user's programs take besides their pins.  A program
+ * holds its image (max_image_kb), scratch (max_scratch_mb) and the
+ * tables sized by its nodes and buffers; max_programs bounds a file, not
+ * a user, who may open any number of files.  The defaults leave a job of
+ * a few hundred ranks on one node plenty; 0 at load for max_user_kmem_mb:
+ * a quarter of the RAM, at least 1024 MiB (a program's scratch may be
+ * 1024 MiB by default). */
+#define CAD_MAX_USER_PROGRAMS (1u << 20)
+unsigned int cad_max_user_programs = 16384;
+CAD_PARAM_RANGE(max_user_programs, cad_max_user_programs, 1, CAD_MAX_USER_PROGRAMS);
+MODULE_PARM_DESC(max_user_programs, "Programs a user may have loaded, all its files together (1.." __stringify(CAD_MAX_USER_PROGRAMS) ")");
+
+unsigned int cad_max_user_kmem_mb;
+CAD_PARAM_RANGE(max_user_kmem_mb, cad_max_user_kmem_mb, 1, CAD_MAX_PINNED_MB);
+MODULE_PARM_DESC(max_user_kmem_mb, "Kernel memory a user's programs may take (images, scratch, tables), MiB (default: a quarter of the RAM, at least 1024; at most 2^30)");
+
+/* A group's arrays are sized by its ranks (max_ranks); its VM scratch is
+ * CAD_VM_SCRATCH_SIZE. */
+#define CAD_MAX_USER_GROUPS 65536
+unsigned int cad_max_user_groups = 1024;
+CAD_PARAM_RANGE(max_user_groups, cad_max_user_groups, 1, CAD_MAX_USER_GROUPS);
+MODULE_PARM_DESC(max_user_groups, "Groups a user may have made that are still alive (1.." __stringify(CAD_MAX_USER_GROUPS) ")");
+
 atomic64_t cad_pinned_pages = ATOMIC64_INIT(0);
 atomic64_t cad_live_objects = ATOMIC64_INIT(0);
 atomic64_t cad_deferred = ATOMIC64_INIT(0);
 atomic64_t cad_split = ATOMIC64_INIT(0);
 atomic64_t cad_cut = ATOMIC64_INIT(0);
+atomic64_t cad_vm_cut = ATOMIC64_INIT(0);
 
 static int get_counter(char *buf, const struct kernel_param *kp)
 {
@@ -131,13 +157,31 @@ module_param_cb(split, &counter_ops, &cad_split, 0444);
 MODULE_PARM_DESC(split, "Deferred transfers split between the two sides' CPUs since the module was loaded (read only)");
 module_param_cb(cut, &counter_ops, &cad_cut, 0444);
 MODULE_PARM_DESC(cut, "Times a pass ran out of budget inside a transfer or a local node, leaving the rest for later (read only)");
+module_param_cb(vm_cut, &counter_ops, &cad_vm_cut, 0444);
+MODULE_PARM_DESC(vm_cut, "Of those, times a pass stopped inside a user-defined reduction, its VM instructions spent (read only)");
+/* What the users hold now (cad_user.c), all together and one by one. */
+module_param_cb(programs, &counter_ops, &cad_programs, 0444);
+MODULE_PARM_DESC(programs, "Programs loaded now, all users (read only)");
+module_param_cb(kmem_bytes, &counter_ops, &cad_kmem_bytes, 0444);
+MODULE_PARM_DESC(kmem_bytes, "Bytes of kernel memory charged to the users' programs now (read only)");
+module_param_cb(groups, &counter_ops, &cad_groups_now, 0444);
+MODULE_PARM_DESC(groups, "Groups alive now (read only)");
+static const struct kernel_param_ops users_ops = { .get = cad_users_show };
+module_param_cb(users, &users_ops, NULL, 0444);
+MODULE_PARM_DESC(users, "A line per user with a file or group: uid, programs, kernel memory bytes, groups (read only)");
 
 /* ------------------------------------------------------------------ */
 /* Groups                                                              */
 
-static LIST_HEAD(cad_groups);
+static DEFINE_HASHTABLE(cad_groups, CAD_GROUP_HASH_BITS);
 static DEFINE_MUTEX(cad_groups_lock);
 struct workqueue_struct *cad_wq;
+/* The members' work items (deferred copies): per CPU, since defer=2
+ * picks the CPU, at normal priority (not the system's high-priority
+ * queue, nice -20: a user's copies must not preempt other users'
+ * tasks), and the module's own, so that it can be flushed and is not
+ * shared with the rest of the kernel. */
+struct workqueue_struct *cad_defer_wq;
 
 static void group_free(struct cad_group *g)
 {
@@ -147,15 +191,19 @@ static void group_free(struct cad_group *g)
 	kvfree(g->vm_scratch);
 	kvfree(g->members);
 	kvfree(g->gone);
+	if (g->owner) {
+		cad_user_sub_group(g->owner);
+		cad_user_put(g->owner);
+	}
 	kfree(g);
 	atomic64_dec(&cad_live_objects);
 }
 
-/* Takes g off the list (once). cad_groups_lock held. */
+/* Takes g out of the hash table (once). cad_groups_lock held. */
 static void unlist(struct cad_group *g)
 {
-	if (!list_empty(&g->link))
-		list_del_init(&g->link);
+	if (!hlist_unhashed(&g->hnode))
+		hash_del(&g->hnode);
 }
 
 /* The last reference is dropped under cad_groups_lock, which every
@@ -206,14 +254,15 @@ static bool may_join(const struct cad_group *g)
 	return ns_capable(t->user_ns, CAP_SYS_PTRACE);
 }
 
-/* The group of key, found or made, with a reference for the caller; a
- * dead one (its last member left) is taken off the list on the way.
- * cad_groups_lock held. */
-static struct cad_group *find_group(const struct cad_ioc_join *a, int *err)
+/* The group of key, found or made (charged to f's user), with a
+ * reference for the caller; a dead one (its last member left) is taken
+ * out of the table on the way.  cad_groups_lock held. */
+static struct cad_group *find_group(struct cad_file *f, const struct cad_ioc_join *a, int *err)
 {
-	struct cad_group *g, *tmp;
+	struct cad_group *g;
+	struct hlist_node *tmp;
 
-	list_for_each_entry_safe(g, tmp, &cad_groups, link) {
+	hash_for_each_possible_safe(cad_groups, g, tmp, hnode, a->key) {
 		if (g->key != a->key)
 			continue;
 		if (READ_ONCE(g->dead)) {
@@ -234,7 +283,15 @@ static struct cad_group *find_group(const struct cad_ioc_join *a, int *err)
 		return NULL;
 	}
 	atomic64_inc(&cad_live_objects);
+	INIT_HLIST_NODE(&g->hnode);
 	cad_group_init_defer(g);
+	*err = cad_user_add_group(f->cu);
+	if (*err) {
+		group_free(g);
+		return NULL;
+	}
+	refcount_inc(&f->cu->refs);
+	g->owner = f->cu;
 	g->members = kvcalloc(a->nranks, sizeof(*g->members), GFP_KERNEL_ACCOUNT);
 	g->gone = kvcalloc(a->nranks, 1, GFP_KERNEL_ACCOUNT);
 	if (!g->members || !g->gone) {
@@ -248,7 +305,7 @@ static struct cad_group *find_group(const struct cad_ioc_join *a, int *err)
 	mutex_init(&g->lock);
 	INIT_LIST_HEAD(&g->work);
 	refcount_set(&g->refs, 1);
-	list_add(&g->link, &cad_groups);
+	hash_add(cad_groups, &g->hnode, g->key);
 	return g;
 }
 
@@ -270,7 +327,7 @@ static int join(struct cad_file *f, const struct cad_ioc_join *a)
 	do {
 		err = 0;
 		mutex_lock(&cad_groups_lock);
-		g = find_group(a, &err);
+		g = find_group(f, a, &err);
 		mutex_unlock(&cad_groups_lock);
 		if (!g)
 			break;
@@ -318,6 +375,12 @@ static int cad_open(struct inode *inode, struct file *file)
 	}
 	f->mm = current->mm;
 	mmgrab(f->mm);
+	f->cu = cad_user_get(current_uid());
+	if (!f->cu) {
+		free_page((unsigned long)f->status);
+		kvfree(f);
+		return -ENOMEM;
+	}
 	f->user = get_current_user();
 	INIT_LIST_HEAD(&f->running);
 	init_waitqueue_head(&f->wq);
@@ -365,6 +428,7 @@ static int cad_release(struct inode *inode, struct file *file)
 		cad_run_destroy(f->runs[h]);
 	free_page((unsigned long)f->status);
 	free_uid(f->user);
+	cad_user_put(f->cu);
 	mmdrop(f->mm);
 	kvfree(f);
 	atomic64_dec(&cad_live_objects);
@@ -551,13 +615,22 @@ static int __init cad_init(void)
 		cad_max_pinned_mb = max_t(unsigned long, 1024, (totalram_pages() >> (20 - PAGE_SHIFT)) / 2);
 	if (!cad_max_pinned_total_mb)
 		cad_max_pinned_total_mb = max_t(unsigned long, 1024, totalram_pages() >> (20 - PAGE_SHIFT));
+	if (!cad_max_user_kmem_mb)
+		cad_max_user_kmem_mb = max_t(unsigned long, 1024, (totalram_pages() >> (20 - PAGE_SHIFT)) / 4);
+	cad_max_user_kmem_mb = min_t(unsigned int, cad_max_user_kmem_mb, CAD_MAX_PINNED_MB);
 	cad_max_pinned_mb = min_t(unsigned int, cad_max_pinned_mb, CAD_MAX_PINNED_MB);
 	cad_max_pinned_total_mb = min_t(unsigned int, cad_max_pinned_total_mb, CAD_MAX_PINNED_MB);
 	cad_wq = alloc_workqueue("cad", WQ_UNBOUND, 0);
 	if (!cad_wq)
 		return -ENOMEM;
+	cad_defer_wq = alloc_workqueue("cad_defer", 0, 0);
+	if (!cad_defer_wq) {
+		destroy_workqueue(cad_wq);
+		return -ENOMEM;
+	}
 	err = misc_register(&cad_misc);
 	if (err) {
+		destroy_workqueue(cad_defer_wq);
 		destroy_workqueue(cad_wq);
 		return err;
 	}
@@ -569,6 +642,7 @@ static void __exit cad_exit(void)
 {
 	misc_deregister(&cad_misc);
 	destroy_workqueue(cad_wq);  /* a group's last work item ends first */
+	destroy_workqueue(cad_defer_wq);
 	if (atomic64_read(&cad_pinned_pages) || atomic64_read(&cad_live_objects))
 		pr_warn("cad: unloading with %lld pinned pages and %lld objects\n",
 			(long long)atomic64_read(&cad_pinned_pages), (long long)atomic64_read(&cad_live_objects));

@@ -9,7 +9,7 @@
  *   cad_run    a loaded program (a handle) with its pinned buffers; it is
  *              running from a start until every node is done or it fails
  *
- * Locks: cad_groups_lock guards the list of groups (finding or making one,
+ * Locks: cad_groups_lock guards the hash table of groups (finding or making one,
  * taking it off) and the last reference's drop; it is never held while
  * waiting for a group's lock, which a member may hold for a while (its
  * program running), so that no group can hold up another user's joins or
@@ -22,7 +22,7 @@
  * can copy for one group at the same time: its runs count it in
  * `inflight`, and nothing frees them or tells their owners they ended
  * while that is not 0.  One pass does a bounded amount of work (struct
- * cad_budget in cad_run.c) and leaves the rest to a member asleep in
+ * cad_budget in cad_run.h) and leaves the rest to a member asleep in
  * read() or to the group's work item.  Nothing that holds a group's lock
  * waits for user space: no page is pinned or looked up and no user memory
  * is read or written under it (a fault may wait for a FUSE server or a
@@ -73,8 +73,23 @@ struct cad_tomb {
 	unsigned long unseen[];         /* group ranks that still may start it */
 };
 
+/* What a user holds of the module's kernel memory (cad_user.c), against
+ * the limits max_user_programs, max_user_kmem_mb and max_user_groups. */
+struct cad_user {
+	struct hlist_node hnode;        /* in cad_users, by uid */
+	kuid_t uid;
+	refcount_t refs;                /* files it opened, groups it made */
+	atomic_t programs;              /* loaded */
+	atomic64_t kmem;                /* bytes of their images, scratch, tables */
+	atomic_t groups;                /* made and not freed */
+};
+
+/* Groups are found by key in 2^CAD_GROUP_HASH_BITS buckets. */
+#define CAD_GROUP_HASH_BITS 10
+
 struct cad_group {
-	struct list_head link;          /* in cad_groups */
+	struct hlist_node hnode;        /* in cad_groups, by key; unhashed once dead */
+	struct cad_user *owner;         /* who made it: charged for it */
 	u64 key;
 	u32 nranks;
 	const struct cred *cred;        /* the creator's, when it made the group */
@@ -108,6 +123,7 @@ struct cad_file {
 	u32 rank;
 	struct mm_struct *mm;           /* the opener's: only it loads programs */
 	struct user_struct *user;       /* the opener's: pinned pages are charged to it */
+	struct cad_user *cu;            /* the opener's: programs and kernel memory too */
 	struct cad_status *status;      /* the status page */
 	struct cad_run *runs[CAD_MAX_PROGRAMS];
 	struct list_head running;       /* runs started and not finished */
@@ -158,6 +174,8 @@ struct cad_run {
 	u32 *ranks;                     /* group rank of each program rank */
 	u64 ctx, seq;                   /* seq: as last started */
 	u64 fp;                         /* see struct cad_ioc_load */
+	bool counted;                   /* in its user's programs */
+	u64 kmem;                       /* bytes charged to its user's kmem */
 	struct cad_kbuf *bufs;
 	u32 nbufs;
 	bool running;
@@ -174,7 +192,7 @@ struct cad_run {
 	struct list_head work_link;     /* in group->work */
 };
 
-/* cad_run.c */
+/* cad_run.c and the files cad_run.h lists */
 int cad_run_load(struct cad_file *f, struct cad_ioc_load *arg);
 /* START (seq), TEST (*result), CANCEL or FREE of a handle; all but TEST
  * only from the process that loaded it (-EPERM). */
@@ -200,12 +218,36 @@ void cad_run_wait_idle(struct cad_group *g, struct cad_run *r);
 void cad_group_put(struct cad_group *g);
 extern struct workqueue_struct *cad_wq;
 
+/* cad_user.c */
+struct cad_user *cad_user_get(kuid_t uid);
+void cad_user_put(struct cad_user *u);
+/* A program more for u: 0, or -EMFILE over max_user_programs (logged). */
+int cad_user_add_program(struct cad_user *u, struct cad_log *log);
+void cad_user_sub_program(struct cad_user *u);
+/* bytes more of u's kernel memory, added to *charged: 0, or -ENOMEM over
+ * max_user_kmem_mb (logged, nothing charged). */
+int cad_user_charge(struct cad_user *u, u64 bytes, u64 *charged, struct cad_log *log);
+void cad_user_uncharge(struct cad_user *u, u64 bytes);
+/* A group more made by u: 0, or -ENOSPC over max_user_groups (logged). */
+int cad_user_add_group(struct cad_user *u);
+void cad_user_sub_group(struct cad_user *u);
+struct kernel_param;
+int cad_users_show(char *buf, const struct kernel_param *kp);
+extern atomic64_t cad_programs;
+extern atomic64_t cad_kmem_bytes;
+extern atomic64_t cad_groups_now;
+extern unsigned int cad_max_user_programs;
+extern unsigned int cad_max_user_kmem_mb;
+extern unsigned int cad_max_user_groups;
+
 /* cad_main.c: counters (module parameters, read only) */
 extern atomic64_t cad_pinned_pages;
 extern atomic64_t cad_live_objects;
 extern atomic64_t cad_deferred;
 extern atomic64_t cad_split;
 extern atomic64_t cad_cut;
+extern atomic64_t cad_vm_cut;
+extern struct workqueue_struct *cad_defer_wq;
 extern unsigned int cad_max_pinned_mb;
 extern unsigned int cad_max_pinned_total_mb;
 extern unsigned int cad_max_programs;

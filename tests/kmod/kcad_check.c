@@ -3392,6 +3392,296 @@ static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* userlimits: kernel memory, programs and groups per user              */
+
+/* The users parameter's line for uid ("uid programs kmem groups"), or
+ * an empty string; 1 if there is one. */
+static int user_line(unsigned int uid, char *line, size_t size)
+{
+	FILE *f = fopen("/sys/module/cad/parameters/users", "r");
+	char buf[256];
+	int found = 0;
+
+	line[0] = 0;
+	while (f && fgets(buf, sizeof(buf), f))
+		if (strtoul(buf, NULL, 10) == uid && !found) {
+			snprintf(line, size, "%s", buf);
+			line[strcspn(line, "\n")] = 0;
+			found = 1;
+		}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Loads copies of img (scratch buffers only) into d until a load fails:
+ * how many were loaded; the failure in *last. */
+static int load_until_refused(struct dev *d, const void *img, uint32_t size, int most, struct load_res *last)
+{
+	const uint64_t a[2] = { 0, 0 };
+	int n = 0;
+
+	for (; n < most; n++) {
+		*last = load(d->fd, img, size, a, 2, 1, 0, 1);
+		if (last->err)
+			break;
+	}
+	return n;
+}
+
+/* Child: uid, group key; loads until refused, reports the count and the
+ * error through out (as "N ERR LOG"), then waits for a byte on in. */
+static int userlimits_child(unsigned int uid, uint64_t key, int most, int in, int out)
+{
+	uint32_t size;
+	void *img = long_copies(1, 4096, 1, &size);
+	struct load_res last = { 0 };
+	char msg[600];
+	struct dev d;
+	int n, len;
+
+	if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+		return 3;
+	if (dev_open(&d, key, 0, 1))
+		return 4;
+	n = load_until_refused(&d, img, size, most, &last);
+	len = snprintf(msg, sizeof(msg), "%d %d %s", n, last.err, last.log);
+	if (write(out, msg, (size_t)len + 1) != len + 1)
+		return 5;
+	if (read(in, msg, 1) != 1)
+		return 6;
+	return 0;
+}
+
+struct holder {
+	pid_t pid;
+	int to, from;
+};
+
+static struct holder userlimits_spawn(unsigned int uid, uint64_t key, int most, int *n, int *err, char *log,
+				      size_t logsize)
+{
+	int down[2], up[2];
+	struct holder h = { 0 };
+	char msg[600] = { 0 };
+
+	if (pipe(down) || pipe(up))
+		exit(2);
+	h.pid = fork();
+	if (h.pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		_exit(userlimits_child(uid, key, most, down[0], up[1]));
+	}
+	close(down[0]);
+	close(up[1]);
+	h.to = down[1];
+	h.from = up[0];
+	*n = -1;
+	*err = 0;
+	if (read(h.from, msg, sizeof(msg) - 1) > 0) {
+		char *p = msg;
+
+		*n = (int)strtol(p, &p, 10);
+		*err = (int)strtol(p, &p, 10);
+		snprintf(log, logsize, "%s", *p ? p + 1 : p);
+	}
+	return h;
+}
+
+static int userlimits_release(struct holder h)
+{
+	int st = 0;
+
+	(void)!write(h.to, "x", 1);
+	close(h.to);
+	close(h.from);
+	waitpid(h.pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int do_userlimits(void)
+{
+	const uint64_t key = job_key();
+	const unsigned long programs0 = get_param("max_user_programs"), kmem0 = get_param("max_user_kmem_mb"),
+			    groups0 = get_param("max_user_groups");
+	char log[512], line[256];
+	struct holder a, b;
+	int n, err, st;
+
+	/* Uid 1000 loads until refused at 8 programs (over two files: the
+	 * limit is the user's, not a file's), and holds them. */
+	set_param("max_user_programs", "8");
+	CHECK("userlimits-param-set", get_param("max_user_programs") == 8, "max_user_programs is %lu",
+	      get_param("max_user_programs"));
+	a = userlimits_spawn(1000, key, 100, &n, &err, log, sizeof(log));
+	CHECK("userlimits-programs-refused-at-the-limit", n == 8 && err == -EMFILE && strstr(log, "max_user_programs"),
+	      "loaded %d, then %d (%s)", n, err, log);
+	CHECK("userlimits-counted-for-the-user", user_line(1000, line, sizeof(line)) && !strncmp(line, "1000 8 ", 7) &&
+	      get_param("programs") == 8 && get_param("kmem_bytes") > 8 * 8192,
+	      "users: \"%s\", programs %lu, kmem_bytes %lu", line, get_param("programs"), get_param("kmem_bytes"));
+	/* Uid 1001 is not held back by uid 1000's programs. */
+	b = userlimits_spawn(1001, key + 1, 8, &n, &err, log, sizeof(log));
+	CHECK("userlimits-another-uid-unaffected", n == 8 && err == 0 && user_line(1001, line, sizeof(line)) &&
+	      !strncmp(line, "1001 8 ", 7), "uid 1001 loaded %d (%d, %s); users: \"%s\"", n, err, log, line);
+	st = userlimits_release(b);
+	CHECK("userlimits-second-child", st == 0, "status %d", st);
+	st = userlimits_release(a);
+	CHECK("userlimits-first-child", st == 0, "status %d", st);
+	CHECK("userlimits-all-given-back", get_param("programs") == 0 && get_param("kmem_bytes") == 0 &&
+	      get_param("groups") == 0 && !user_line(1000, line, sizeof(line)) && !user_line(1001, line, sizeof(line)),
+	      "programs %lu, kmem_bytes %lu, groups %lu, users: \"%s\"", get_param("programs"), get_param("kmem_bytes"),
+	      get_param("groups"), line);
+	restore_param("max_user_programs", programs0);
+
+	/* Kernel memory: 2 MiB of scratch over a limit of 1 MiB. */
+	set_param("max_user_kmem_mb", "1");
+	{
+		uint32_t size;
+		void *img = long_copies(1, 1 << 20, 1, &size);
+		const uint64_t addrs[2] = { 0, 0 };
+		struct dev d;
+		struct load_res r = { .err = -1 };
+		pid_t pid;
+
+		pid = fork();
+		if (pid == 0) {
+			if (setgroups(0, NULL) || setgid(1000) || setuid(1000) || dev_open(&d, key + 2, 0, 1))
+				_exit(3);
+			r = load(d.fd, img, size, addrs, 2, 1, 0, 1);
+			printf("KCAD userlimits: 2 MiB of scratch under max_user_kmem_mb=1: %d (%s)\n", r.err, r.log);
+			_exit(r.err == -ENOMEM && strstr(r.log, "max_user_kmem_mb") ? 0 : 4);
+		}
+		waitpid(pid, &st, 0);
+		CHECK("userlimits-kmem-refused", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+		free(img);
+	}
+	restore_param("max_user_kmem_mb", kmem0);
+
+	/* Groups: a third group of uid 1000 over max_user_groups=2. */
+	set_param("max_user_groups", "2");
+	{
+		struct dev d[3];
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			int e[3];
+
+			if (setgroups(0, NULL) || setgid(1000) || setuid(1000))
+				_exit(3);
+			for (int i = 0; i < 3; i++)
+				e[i] = dev_open(&d[i], key + 10 + i, 0, 1);
+			printf("KCAD userlimits: three groups under max_user_groups=2: %d %d %d\n", e[0], e[1], e[2]);
+			_exit(!e[0] && !e[1] && e[2] == -ENOSPC ? 0 : 4);
+		}
+		waitpid(pid, &st, 0);
+		CHECK("userlimits-groups-refused", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+	}
+	restore_param("max_user_groups", groups0);
+	CHECK("userlimits-zero-at-the-end", get_param("programs") == 0 && get_param("kmem_bytes") == 0 &&
+	      get_param("groups") == 0 && get_param("live_objects") == 0 && get_param("pinned_pages") == 0,
+	      "programs %lu, kmem_bytes %lu, groups %lu, live_objects %lu", get_param("programs"),
+	      get_param("kmem_bytes"), get_param("groups"), get_param("live_objects"));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* vmbudget: a user-defined reduction longer than a pass                 */
+
+/* One rank: buffer 1 += buffer 0 (64-bit integers) by an operator of
+ * CAD_VM_MAX_INSNS instructions (the sum, then XORs that cancel). */
+static void *long_op_image(uint64_t bytes, uint32_t *size)
+{
+	static const char str[] = "\0send\0recv\0long";
+	static struct cad_vm_insn code[CAD_VM_MAX_INSNS];
+	const struct cad_buffer bufs[2] = {
+		{ .kind = CAD_BUF_SEND, .access = CAD_ACC_READ, .size = bytes, .name = 1 },
+		{ .kind = CAD_BUF_RECV, .access = CAD_ACC_READ | CAD_ACC_WRITE, .size = bytes, .name = 6 },
+	};
+	const struct cad_node nodes[1] = {
+		{ .kind = CAD_NODE_REDUCE, .dtype = CAD_DT_USER, .op = CAD_OP_USER, .src_buf = 0, .dst_buf = 1,
+		  .len = bytes, .line = CAD_NO_LINE },
+	};
+	const struct cad_user_op ops[1] = {
+		{ .name = 11, .elem_size = 8, .code_first = 0, .code_count = CAD_VM_MAX_INSNS,
+		  .flags = CAD_UOP_COMMUTATIVE, .line = CAD_NO_LINE },
+	};
+	struct cad_image_desc d = { .rank = 0, .nranks = 1, .buffers = bufs, .n_buffers = 2, .nodes = nodes,
+				    .n_nodes = 1, .ops = ops, .n_ops = 1, .code = code, .n_code = CAD_VM_MAX_INSNS,
+				    .strings = str, .n_strings = sizeof(str) };
+	uint32_t pc = 0;
+	uint64_t sz;
+	void *img;
+
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_LD_64, .dst = 0, .a = 0 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_LD_64, .dst = 1, .a = 1 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_ADD, .dst = 0, .a = 0, .b = 1 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_MOVI, .dst = 2, .imm = 0x5a5a };
+	while (pc < CAD_VM_MAX_INSNS - 2)
+		code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_XOR, .dst = 0, .a = 0, .b = 2 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_ST_64, .a = 0 };
+	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_EXIT };
+	sz = cad_image_size(&d);
+	img = aligned_alloc(8, (sz + 7) & ~7ull);
+	if (!img || cad_image_write(&d, img, sz)) {
+		fprintf(stderr, "kcad_check: cannot write an image\n");
+		exit(2);
+	}
+	*size = (uint32_t)sz;
+	return img;
+}
+
+/* bytes reduced by a CAD_VM_MAX_INSNS-instruction operator: the result
+ * right, and it took the passes the module's bound makes (BUDGET_VM_INSNS
+ * element-instructions a pass: the cuts counted in vm_cut); the time of
+ * a pass printed. */
+static int do_vmbudget(uint64_t bytes, unsigned long budget)
+{
+	const uint64_t n = bytes / 8, work = n * CAD_VM_MAX_INSNS;
+	const unsigned long want = (unsigned long)((work + budget - 1) / budget) - 1;
+	uint32_t size;
+	void *img = long_op_image(bytes, &size);
+	int64_t *src = aligned_alloc(4096, bytes), *dst = aligned_alloc(4096, bytes);
+	const uint64_t a[2] = { (uintptr_t)src, (uintptr_t)dst };
+	unsigned long cut0, cuts;
+	struct load_res r;
+	struct dev d;
+	uint64_t bad = 0;
+	double t0, t;
+	int res;
+
+	for (uint64_t i = 0; i < n; i++)
+		src[i] = (int64_t)i * 3, dst[i] = 7;
+	if (dev_open(&d, job_key(), 0, 1)) {
+		CHECK("vmbudget-open", 0, "%s", strerror(errno));
+		return 0;
+	}
+	r = load(d.fd, img, size, a, 2, 1, 0, 1);
+	CHECK("vmbudget-loaded", !r.err, "%d (%s)", r.err, r.log);
+	if (r.err)
+		return 0;
+	cut0 = get_param("vm_cut");
+	t0 = now();
+	res = start(d.fd, r.handle, 1);
+	if (!res)
+		res = wait_run(&d, r.handle, 1, 0);
+	t = now() - t0;
+	cuts = get_param("vm_cut") - cut0;
+	for (uint64_t i = 0; i < n; i++)
+		bad += dst[i] != (int64_t)i * 3 + 7;
+	printf("KCAD vmbudget: %llu elements x %u instructions in %lu passes (%lu cut), %.3f s: %.1f ms a pass\n",
+	       (unsigned long long)n, CAD_VM_MAX_INSNS, cuts + 1, cuts, t, t * 1e3 / (double)(cuts + 1));
+	CHECK("vmbudget-result-right", !res && !bad, "result %d, %llu elements wrong", res, (unsigned long long)bad);
+	CHECK("vmbudget-passes", cuts == want, "%lu passes cut inside the reduction, want %lu", cuts, want);
+	handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);
+	close(d.fd);
+	free(img);
+	free(src);
+	free(dst);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -3430,6 +3720,10 @@ int main(int argc, char **argv)
 		do_stall();
 	else if (!strcmp(what, "access"))
 		do_access();
+	else if (!strcmp(what, "userlimits"))
+		do_userlimits();
+	else if (!strcmp(what, "vmbudget") && argc == 4)
+		do_vmbudget(strtoull(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	else if (!strcmp(what, "fuzz") && argc >= 4) {
 		if (do_fuzz(atof(argv[2]), strtoull(argv[3], NULL, 0), argc - 4, argv + 4))
 			return 2;
@@ -3438,7 +3732,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | access | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | access | userlimits | vmbudget BYTES INSNS-A-PASS | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

@@ -66,6 +66,12 @@ CASES = {
     "owner": "kcad_check owner",
     # Joining needs the creator's credentials and user namespace.
     "access": "kcad_check access",
+    # Programs, kernel memory and groups per user: uid 1000 refused at
+    # each limit, uid 1001 unaffected meanwhile, all given back at exit.
+    "userlimits": "kcad_check userlimits",
+    # A user-defined reduction of 2^27 element-instructions under a bound
+    # of 2^22 a pass (BUDGET_VM_INSNS, cad_run.h): 32 passes, right result.
+    "vmbudget": "kcad_check vmbudget 262144 4194304",
     # A program that would copy for minutes holds up nobody for more than
     # a pass, and its process dies within one.
     "busy-read": "kcad_check busy read",
@@ -87,6 +93,13 @@ CASES = {
                     "! echo 1073741825 > $P/split_min && test $(cat $P/split_min) = 16384 && "
                     "! echo 0 > $P/max_ranks && ! echo 65537 > $P/max_ranks && test $(cat $P/max_ranks) = 4096 && "
                     "echo 65536 > $P/max_ranks && echo 4096 > $P/max_ranks && "
+                    "! echo 0 > $P/max_user_programs && ! echo 1048577 > $P/max_user_programs && "
+                    "test $(cat $P/max_user_programs) = 16384 && "
+                    "k=$(cat $P/max_user_kmem_mb) && test $k -ge 1024 && ! echo 0 > $P/max_user_kmem_mb && "
+                    "! echo 1073741825 > $P/max_user_kmem_mb && test $(cat $P/max_user_kmem_mb) = $k && "
+                    "! echo 0 > $P/max_user_groups && ! echo 65537 > $P/max_user_groups && "
+                    "test $(cat $P/max_user_groups) = 1024 && "
+                    "! echo 1 > $P/programs && ! echo 1 > $P/kmem_bytes && ! echo 1 > $P/users && "
                     "for f in $P/*; do ! echo 4294967295 2>/dev/null > $f || exit 1; done && "
                     "echo 'KCAD PASS param-bounds' && echo 'KCAD SUMMARY passed=1 failed=0'",
 }
@@ -340,3 +353,29 @@ def test_memlock_refusal_names_the_limit_in_the_kernel_log(vm_run):
     assert re.search(r"KCAD PASS memlock-refused-and-given-back", vm_run.cases["memlock"].output)
     assert re.search(r"cad: kcad_check\[\d+\] uid 1000: cannot pin \d+ KiB more: it exceeds the 64 KiB "
                      r"RLIMIT_MEMLOCK.*ulimit -l", vm_run.dmesg), vm_run.dmesg[-3000:]
+
+
+def test_each_user_limit_refuses_with_its_errno_and_gives_back(vm_run):
+    """userlimits: uid 1000 refused its 9th program with EMFILE
+    (max_user_programs 8), 2 MiB of scratch with ENOMEM (max_user_kmem_mb
+    1), a third group with ENOSPC (max_user_groups 2), while uid 1001
+    loaded its 8; the counters (programs, kmem_bytes, groups, users) are
+    zero once they exited; the kernel log names each parameter."""
+    out = vm_run.cases["userlimits"].output
+    for check in ("programs-refused-at-the-limit", "counted-for-the-user", "another-uid-unaffected",
+                  "all-given-back", "kmem-refused", "groups-refused", "zero-at-the-end"):
+        assert re.search(rf"^KCAD PASS userlimits-{check}\s*$", out, re.M), (check, out)
+    for param in ("max_user_programs", "max_user_kmem_mb", "max_user_groups"):
+        assert re.search(rf"cad: kcad_check\[\d+\] uid 1000: cannot .* over the limit of \d+ \({param}, a parameter "
+                         rf"of cad.ko: raise it with echo N > /sys/module/cad/parameters/{param}\)", vm_run.dmesg), \
+            (param, vm_run.dmesg[-3000:])
+
+
+def test_a_long_user_defined_reduction_takes_several_passes(vm_run):
+    """vmbudget: 32768 elements of a 4096-instruction operator, 2^27
+    element-instructions, at most 2^22 a pass: 32 passes (31 cut inside
+    the reduction, the module's vm_cut), and the sums right."""
+    out = vm_run.cases["vmbudget"].output
+    m = re.search(r"KCAD vmbudget: 32768 elements x 4096 instructions in (\d+) passes \((\d+) cut\)", out)
+    assert m and m.groups() == ("32", "31"), out
+    assert re.search(r"^KCAD PASS vmbudget-result-right\s*$", out, re.M), out
