@@ -26,16 +26,6 @@ CHECKED = {
 }
 # Generated: the benchmarks' results (bench/report.md is not a source).
 NOT_CHECKED = ("bench/results",)
-# Files of tests/kmod that still have dated comments, excluded until they
-# are cleaned.
-# Named one by one, so that a new file is checked: a file leaves this list
-# once it is clean, and none joins it.
-KNOWN_EXCLUSIONS = (
-    "tests/kmod/kcad_check.c",
-    "tests/kmod/test_kcad.py",
-    "tests/kmod/test_kernel_engine.py",
-)
-EXCLUDABLE = ("tests/kmod/",)
 
 
 def c_comments(text):
@@ -111,13 +101,13 @@ def checked(top, path):
     return suffixes is None or path.suffix in suffixes or path.name in suffixes
 
 
-def sources(exclusions=KNOWN_EXCLUSIONS):
+def sources():
     """(top, relative path, path, scanner) of every checked source file."""
     for top in CHECKED:
         paths = [ROOT / top] if (ROOT / top).is_file() else sorted((ROOT / top).rglob("*"))
         for path in paths:
             rel = path.relative_to(ROOT).as_posix()
-            if not path.is_file() or rel in exclusions or any(rel.startswith(x + "/") for x in NOT_CHECKED):
+            if not path.is_file() or any(rel.startswith(x + "/") for x in NOT_CHECKED):
                 continue
             scan = scanner(path)
             if scan and checked(top, path):
@@ -148,17 +138,6 @@ def test_no_dates_in_comments():
                      + "\n".join(bad))
 
 
-def test_every_exclusion_is_still_needed():
-    """An excluded file is in tests/kmod, exists, and still has
-    a dated comment; once it is clean, drop it from KNOWN_EXCLUSIONS."""
-    for rel in KNOWN_EXCLUSIONS:
-        assert rel.startswith(EXCLUDABLE), f"{rel}: only files of {EXCLUDABLE} may be excluded"
-        path = ROOT / rel
-        assert path.is_file(), f"{rel} has gone: drop it from KNOWN_EXCLUSIONS"
-        assert dated_comments(rel, path, scanner(path)), \
-            f"{rel} has no dated comment now: drop it from KNOWN_EXCLUSIONS"
-
-
 def test_the_comment_scanner():
     text = 'int a; // 2026-01-02\nchar *s = "// 2026-01-03"; /* x\n 2026-01-04 */ char c = \'"\';\n// ok'
     comments = c_comments(text)
@@ -178,7 +157,7 @@ def test_the_python_scanner():
 
 
 def test_the_checked_files():
-    rels = {rel for _, rel, _, _ in sources(())}
-    assert {"CMakeLists.txt", "tests/CMakeLists.txt", "tests/rt/test_runtime.py", "tests/rt/rt_check.c",
+    rels = {rel for _, rel, _, _ in sources()}
+    assert {"CMakeLists.txt", "tests/CMakeLists.txt", "tests/rt/test_runtime.py", "tests/rt/rt_check.c", "tests/kmod/kcad_check.c",
             "tests/cadc/library_test.cpp", "bench/rt_bench.c", "bench/report.py"} <= rels
     assert not [r for r in rels if r.startswith("bench/results/") or r.endswith((".md", ".json", ".cad"))]

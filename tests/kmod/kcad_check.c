@@ -1608,10 +1608,8 @@ static void *chain3(uint32_t rank, uint32_t *size)
  * rank 1 (whose runs still wait for rank 2) cancels 1; rank 2 starts 1
  * and ends -ECANCELED, and then nobody is left to see the tombstone,
  * which goes.  With skip, rank 0 starts nothing before the cancel and
- * then collective 2 (skipping 1: it never starts it).  (Until
- * 2026-11-25 the tombstone stayed until rank 0 left the group; until
- * 2026-11-26 it did when rank 0 had started its handle twice since, or
- * skipped the collective.) */
+ * then collective 2 (skipping 1: it never starts it).  The tombstone
+ * must go in each case, not stay until rank 0 leaves the group. */
 static void cancel_passed(const char *name, uint32_t times, int skip)
 {
 	const uint64_t key = job_key() + 1 + times + 8 * skip;
@@ -2079,8 +2077,8 @@ static int do_busy(int in_read)
 	close(pfd[1]);
 	if (read(pfd[0], &t_start, sizeof(t_start)) != sizeof(t_start))
 		t_start = -2;
-	/* the program runs from here for seconds, in START (before
-	 * 2026-11-25, holding the group's lock) or after it */
+	/* the program runs from here for seconds, in START or after it
+	 * (never holding the group's lock for all of it) */
 	usleep(200000);
 	/* a second member of the busy group, in another process: it waits
 	 * for the group's lock, a pass at most */
@@ -3328,8 +3326,8 @@ static int do_fuzz(double secs, uint64_t seed, int nimg, char **imgs)
 			}
 	/* Rounds go on past SECS (up to three times it) until the fuzzer has
 	 * done at least what test_kcad.py asks of a run: a machine that runs
-	 * slowly (a busy one: 18 restarts in 12 s beside another VM,
-	 * 2026-11-29) then takes longer instead of failing the suite. */
+	 * slowly (a busy one, beside another VM) then takes longer instead of
+	 * failing the suite. */
 	while ((now() < end || (!fz_enough(rounds) && now() < end + 2 * secs)) && !stuck) {
 		const double until = now() + 2.0 + (double)below(5);
 		const uint64_t key = job_key() ^ fz_mix(seed + (uint64_t)rounds), rs = rnd();

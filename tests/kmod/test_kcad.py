@@ -11,7 +11,6 @@ unloads, and the kernel log has no warning, bug or oops."""
 
 import json
 import os
-import random
 import re
 import subprocess
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, with_defer
 
-FUZZ_SEED = int(os.environ.get("CAD_FUZZ_SEED", random.randrange(1 << 32)))
+FUZZ_SEED = int(os.environ.get("CAD_FUZZ_SEED", "2718281828"))
 
 
 def fuzz_command(secs, seed):
@@ -44,8 +43,8 @@ CASES = {
     "cancel": "kcad_check cancel",
     # Random ioctls, mutated images, random buffers, forks and kills from
     # three processes around a schedule of collectives whose data are
-    # checked; a new seed every run (shown in a failure's command; set
-    # CAD_FUZZ_SEED to run one again).
+    # checked; the same seed every run, so that a failure replays
+    # (CAD_FUZZ_SEED sets another; make fuzz-kmod draws new ones).
     # The operators of algorithms/ops/ too, as one-rank programs (/fz/*.img,
     # made by the fixture), intact or with random bytes changed; and the
     # standard library's algorithms (FUZZ_ALGS, /fz/alg/), whose results
@@ -302,9 +301,9 @@ def test_counters_zero_module_unloads_kernel_log_clean(vm_run):
 def test_cancel_checks_every_tombstone_case(vm_run):
     """Each cancel case ran its late starts and the cases of a rank that
     has passed the cancelled collective: it restarted its handle once, or
-    three times, or skipped the collective (a tombstone that waited for a
-    rank that had moved on stayed until the rank left the group, before
-    2026-11-25 for the first, 2026-11-26 for the others)."""
+    three times, or skipped the collective (a tombstone that waits for a
+    rank that has moved on must not stay until the rank leaves the
+    group)."""
     for name, c in vm_run.cases.items():
         if name == "cancel" or name.startswith("cancel-defer"):
             for check in ("cancel-late-starts-end-at-once", "cancel-tombstones-go-once-seen",

@@ -39,9 +39,9 @@ MODES = {
 }
 MISMATCH = ["bcast", "allreduce", "gather", "alltoall"]
 # The modes and the settings of defer run on 2 and 5 ranks: a pair, and
-# more ranks than vCPUs on a size that is no power of two.  3 ranks were
-# a third of their time (52 s of 190, 2026-11-29) and add no shape that 5
-# lacks; every algorithm still runs on 3 in the matrix, at every root.
+# more ranks than vCPUs on a size that is no power of two.  3 ranks would
+# add no shape that 5 lacks; every algorithm still runs on 3 in the
+# matrix, at every root.
 MODE_RANKS = (2, 5)
 STRESS_RANKS = (2, 3, 5, 8)
 
@@ -49,21 +49,20 @@ STRESS_RANKS = (2, 3, 5, 8)
 def cases():
     out = {}
     # Every algorithm in one job per P, each forced on a communicator of its
-    # own (rt_check --algorithms): a job's start was most of the matrix's
-    # time with one job per algorithm (3 s of 3.7 at P = 8; 2026-11-29).
+    # own (rt_check --algorithms): a job's start would be most of the
+    # matrix's time with one job per algorithm.
     for p in RANKS:
         out[f"matrix-{p}"] = f"cadrun -n {p} --timeout 900 rt_check --algorithms {every_algorithm()}"
     # The modes and the settings of defer at 2 roots (0 and P - 1): every
-    # root of every algorithm is the matrix's, and these cases were half
-    # the suite's time with all 5 (2026-11-28).
+    # root of every algorithm is the matrix's, and all 5 roots would double
+    # these cases' time.
     for name, args in MODES.items():
         for p in MODE_RANKS:
             out[f"mode-{name}-{p}"] = (
                 f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000 --roots 2 {args}")
     # Each setting of cad.ko's defer; transfers beyond a slice of a pass
     # (SLICE_BYTES, 1 MiB; 300 000 elements are 1.2 MB of int32) on 2
-    # ranks, where they cost least (on 5 they took 10 s of each case's 15;
-    # 2026-11-29).
+    # ranks, where they cost least.
     for mode, (defer, split) in DEFER_MODES.items():
         for p in MODE_RANKS:
             sizes = "0,1,7,1000,70000" + (",300000" if p == 2 else "")
@@ -84,7 +83,7 @@ def cases():
                                     "--coll alltoall --sizes 100000")
     # Ranks that differ: rank 1 runs the poll engine, the others the kernel
     # engine chosen by auto (they go to a user-space one) or asked for by
-    # name (every rank fails, clearly); before 2026-11-27 both hung.
+    # name (every rank fails, clearly); neither may hang.
     rank1_poll = 'if [ "$CADRT_RANK" = 1 ]; then export CADRT_ENGINE=poll; fi; exec rt_check --coll all --sizes 1,70000'
     out["differ-auto"] = f"unset CADRT_ENGINE; CADRT_VERBOSE=1 cadrun -n 3 --timeout 60 sh -c '{rank1_poll}'"
     out["differ-asked"] = f"cadrun -n 3 --timeout 60 sh -c '{rank1_poll}'"
@@ -125,8 +124,7 @@ def vm_run(build_dir, tmp_path_factory):
     # 1 GiB: rt_stress at 8 ranks peaks near 60 MB a rank (its buffers,
     # the references it checks against, and the copies an alltoall in
     # place keeps), 470 MB in all, which the default 512 MB did not hold
-    # beside the kernel and the initramfs (the OOM killer ended seed 4's
-    # ranks once alltoall in place was drawn, 2026-12-06).
+    # beside the kernel and the initramfs.
     vm = cad_vm(build_dir, append=KERNEL_DEBUG, memory_mb=1024)
     for program in ("cadrun", "rt_check", "rt_cad", "rt_stress", "rt_proof"):
         vm.add_program(build_dir / "bin" / program)
@@ -278,8 +276,8 @@ def test_more_persistent_collectives_than_the_module_holds(vm_run):
     """700 persistent allreduces, started 8 at a time, three times over:
     the module holds at most 512 programs per process, so cadrt frees the
     programs of those started least recently that are not running, and
-    loads them again at their next start.  (Until 2026-11-27 the 513th
-    start failed.)"""
+    loads them again at their next start (the 513th start must not
+    fail)."""
     c = vm_run.cases["many-persistent"]
     assert c.status == 0, c.output
     assert "rt_check: many: 700 persistent allreduces right" in c.output, c.output
