@@ -77,5 +77,6 @@ void add_op(CLI::App &app, Runner *run);
 void add_simulate(CLI::App &app, Runner *run);
 void add_select(CLI::App &app, Runner *run);
 void add_lib(CLI::App &app, Runner *run);
+void add_info(CLI::App &app, Runner *run);
 
 }  // namespace cad::tool

@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
   add_simulate(app, &run);
   add_select(app, &run);
   add_lib(app, &run);
+  add_info(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

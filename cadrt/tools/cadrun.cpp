@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
     } else if (a == "-h" || a == "--help") {
       help();
     } else if (a == "--info") {
-      return cadrt::print_info(CAD_VERSION_STRING);
+      return cadrt::print_info("cadrun", CAD_VERSION_STRING);
     } else if (a == "--version") {
       printf("cadrun %s\n", CAD_VERSION_STRING);
       return 0;

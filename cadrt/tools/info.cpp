@@ -142,9 +142,9 @@ void cma() {
 
 }  // namespace
 
-int print_info(const char *version) {
+int print_info(const char *program, const char *version) {
   const std::string lib = libdir();
-  printf("cadrun %s, CAD program format %u\n", version, CAD_VERSION);
+  printf("%s %s, CAD program format %u\n", program, version, CAD_VERSION);
   const char *chosen = getenv("CADRT_LIBRARY");
   const std::string library = chosen && *chosen ? chosen : lib + "/cad-std.cadlib";
   struct stat st;

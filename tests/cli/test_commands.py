@@ -657,3 +657,18 @@ def test_check_and_disasm_recognise_a_library(build_dir, tmp_path):
     assert "hash" in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = cadc(build_dir, "disasm", lib, check=2)
     assert f"{lib} is a CAD library (.cadlib), not a CAD program: `cadc lib show {lib}`" in r.stderr, r.stderr
+
+
+def test_info_is_cadruns_and_lists_every_setting(build_dir):
+    env = {"PATH": os.environ["PATH"], "CADRT_PROOF": "strict"}
+    info = subprocess.run([str(build_dir / "bin" / "cadc"), "info"], capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert info.returncode == 0 and info.stdout.startswith("cadc 0.1.0, CAD program format 1\n"), info
+    other = subprocess.run([str(build_dir / "bin" / "cadrun"), "--info"], capture_output=True, text=True, timeout=60,
+                           env=env)
+    assert info.stdout.split("\n", 1)[1] == other.stdout.split("\n", 1)[1]
+    table = subprocess.run([str(build_dir / "bin" / "cadrun"), "--settings=markdown"], capture_output=True,
+                           text=True, timeout=30, check=True).stdout
+    names = re.findall(r"^\| `([A-Z_<>]+)`", table, re.M)
+    assert len(names) > 20 and all(re.search(rf"^  {re.escape(n)} ", info.stdout, re.M) for n in names), info.stdout
+    assert re.search(r"^  CADRT_PROOF +strict +online$", info.stdout, re.M), info.stdout
