@@ -1,21 +1,11 @@
-// opc.cpp - see opc.h.
+// opc.cpp - the operator compiler's front-end action and entry point (opc.h;
+// opc_priv.h lists the other files).
 #include "opc.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <functional>
 #include <map>
-#include <optional>
 #include <set>
-#include <tuple>
-#include <unordered_map>
-
-#include <pthread.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <clang/AST/ASTConsumer.h>
 #include <clang/AST/Attr.h>
