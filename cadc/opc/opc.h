@@ -5,6 +5,7 @@
 // (cadc/lib/userop.h).
 //
 // Pipeline, per file (on a thread with a 1 GiB stack):
+// (The files of each step: opc_priv.h.)
 //   0. a pre-pass in a child process with bounded memory and CPU lexes the
 //      preprocessed file and enforces the limits on tokens and nesting
 //      before clang's parser (which recurses per nesting level) sees it.

@@ -12,10 +12,12 @@
  * slots are lane arrays in the caller's scratch (no large stack frame,
  * kernel-safe).  A conditional jump that goes the same way for every lane
  * of the block stays in block mode; a divergent one finishes the block
- * lane by lane from that jump.  Both modes expand the same per-opcode semantics below.
- * Integer code whose values fit 32 bits runs on 32-bit lanes in longer
- * blocks (narrow mode); in 64-bit lanes, a * b +- c * d runs as one loop
- * (dot2_plan).  Both plans are made once per call, from the code.
+ * lane by lane from that jump.  Both modes expand the same per-opcode
+ * semantics (vm_sem.h).  Integer code whose values fit 32 bits runs on
+ * 32-bit lanes in longer blocks (narrow mode, vm_narrow.c); in 64-bit
+ * lanes, a * b +- c * d runs as one loop (dot2_plan).  The plans are made
+ * once per call, from the code (vm_plan.c); vm_priv.h has what the files
+ * share.
  *
  * The lane loops are marked CAD_IVDEP: register lanes are separate arrays,
  * a view starts at its block's first element with the lanes' stride, the
@@ -24,304 +26,7 @@
  * and cadrt refuse overlapping buffers).  So any two arrays of a loop are
  * the same or disjoint.
  */
-#include "cad_core.h"
-
-#define LANES CAD_VM_LANES
-#define NF_SKIP 0x1   /* per-pc flag: nothing to do here (an identity, or
-		       * an FMUL that its NF_DOT2 reader computes) */
-#define NF_DOT2 0x2   /* per-pc flag: FADD/FSUB of two skipped FMULs */
-#define NF_LDOP 0x4   /* per-pc flag (narrow): a ring op on the two loads
-		       * before it, which are skipped (ldop_plan) */
-#define NF_PAIR 0x8   /* per-pc flag: an NF_DOT2 stored at once, whose next
-		       * instruction run is another (pair_plan) */
-#define NF_MAC  0x10  /* per-pc flag: FADD/FSUB of a register and one
-		       * skipped FMUL */
-
-typedef __s8  s8_u  CAD_UNALIGNED;
-typedef __s16 s16_u CAD_UNALIGNED;
-typedef __s32 s32_u CAD_UNALIGNED;
-typedef __u8  u8_u  CAD_UNALIGNED;
-typedef __u16 u16_u CAD_UNALIGNED;
-typedef __u32 u32_u CAD_UNALIGNED;
-typedef __u64 u64_u CAD_UNALIGNED;
-typedef double f64_u CAD_UNALIGNED;
-
-static inline double f64(__u64 v)
-{
-	double d;
-
-	cad_memcpy(&d, &v, sizeof(d));
-	return d;
-}
-
-static inline __u64 bits64(double d)
-{
-	__u64 v;
-
-	cad_memcpy(&v, &d, sizeof(v));
-	return v;
-}
-
-static inline float f32(__u64 v)
-{
-	__u32 w = (__u32)v;
-	float f;
-
-	cad_memcpy(&f, &w, sizeof(f));
-	return f;
-}
-
-static inline __u64 bits32(float f)
-{
-	__u32 w;
-
-	cad_memcpy(&w, &f, sizeof(w));
-	return w;
-}
-
-#define SIGN64 0x8000000000000000ull
-#define INDEF64 SIGN64                     /* x86 "integer indefinite" */
-#define INDEF32 0xffffffff80000000ull      /* ... of 32 bits, sign-extended */
-
-/* Float to integer, truncating; NaN and out of range give the indefinite
- * value, as cvttsd2si does. */
-static inline __u64 cvt_s64(double x)
-{
-	return (x >= -0x1p63 && x < 0x1p63) ? (__u64)(__s64)x : INDEF64;
-}
-
-static inline __u64 cvt_s32(double x)
-{
-	return (x > -2147483649.0 && x < 2147483648.0) ? (__u64)(__s64)(__s32)x : INDEF32;
-}
-
-/* gcc's x86-64 sequence for (unsigned long)x. */
-static inline __u64 cvt_u64(double x)
-{
-	return !(x >= 0x1p63) ? cvt_s64(x) : cvt_s64(x - 0x1p63) ^ SIGN64;
-}
-
-/*
- * NaNs as SSE gives them: an operation on two NaNs gives its first
- * operand's, quieted.  The compiler may commute the operands of + and *
- * (and does, to save a register move), and not every processor follows
- * SSE's rule (qemu's emulation gives the larger payload), so an operation
- * runs as x op first_nan(x, y): with x a NaN that is x op x, x quieted,
- * whichever operand the processor picks; otherwise x op y, where at most
- * one operand is a NaN.
- */
-#define QNAN64 0x0008000000000000ull   /* the quiet bit of a double NaN */
-#define QNAN32 0x00400000u             /* ... of a float NaN */
-#define INF64 0x7ff0000000000000ull
-#define INF32 0x7f800000u
-
-static inline double first_nan(double x, double y)
-{
-	return x != x ? x : y;
-}
-
-static inline float first_nanf(float x, float y)
-{
-	return x != x ? x : y;
-}
-
-static inline double fadd_d(double x, double y)
-{
-	return x + first_nan(x, y);
-}
-
-static inline double fsub_d(double x, double y)
-{
-	return x - first_nan(x, y);
-}
-
-static inline double fmul_d(double x, double y)
-{
-	return x * first_nan(x, y);
-}
-
-/*
- * glibc's fmin and fmax on x86-64.  With ordered operands, minsd's
- * x < y ? x : y (maxsd's x > y ? x : y), which gives the second of +0
- * and -0.  With a NaN: a quiet NaN yields the other operand; a signalling
- * one, or two NaNs, give x + y (the first NaN, quieted).
- */
-static inline __u64 minmax_nan64(__u64 a, __u64 b)
-{
-	const bool an = (a & ~SIGN64) > INF64, bn = (b & ~SIGN64) > INF64;
-
-	if (an && (bn || !(a & QNAN64)))
-		return a | QNAN64;
-	if (bn && !(b & QNAN64))
-		return b | QNAN64;
-	return an ? b : a;
-}
-
-static inline __u64 minmax_nan32(__u32 a, __u32 b)
-{
-	const bool an = (a & 0x7fffffffu) > INF32, bn = (b & 0x7fffffffu) > INF32;
-
-	if (an && (bn || !(a & QNAN32)))
-		return a | QNAN32;
-	if (bn && !(b & QNAN32))
-		return b | QNAN32;
-	return an ? b : a;
-}
-
-static inline __u64 fmin64(__u64 a, __u64 b)
-{
-	double x = f64(a), y = f64(b);
-
-	return x < y ? a : x >= y ? b : minmax_nan64(a, b);
-}
-
-static inline __u64 fmax64(__u64 a, __u64 b)
-{
-	double x = f64(a), y = f64(b);
-
-	return x > y ? a : x <= y ? b : minmax_nan64(a, b);
-}
-
-static inline __u64 fmin32(__u64 a, __u64 b)
-{
-	float x = f32(a), y = f32(b);
-
-	return x < y ? (__u32)a : x >= y ? (__u32)b : minmax_nan32((__u32)a, (__u32)b);
-}
-
-static inline __u64 fmax32(__u64 a, __u64 b)
-{
-	float x = f32(a), y = f32(b);
-
-	return x > y ? (__u32)a : x <= y ? (__u32)b : minmax_nan32((__u32)a, (__u32)b);
-}
-
-/* ------------------------------------------------------------------ */
-/* Semantics, one macro per opcode: SEM_<NAME>(a, b) on __u64 values.   */
-
-#define SEM_MOV(a, b)    (a)
-#define SEM_ADD(a, b)    ((a) + (b))
-#define SEM_SUB(a, b)    ((a) - (b))
-#define SEM_MUL(a, b)    ((a) * (b))
-#define SEM_DIV_S(a, b)  ((b) == 0 ? 0 : ((a) == SIGN64 && (b) == ~0ull) ? (a) \
-			  : (__u64)((__s64)(a) / (__s64)(b)))
-#define SEM_DIV_U(a, b)  ((b) == 0 ? 0 : (a) / (b))
-#define SEM_MOD_S(a, b)  ((b) == 0 ? (a) : (b) == ~0ull ? 0 \
-			  : (__u64)((__s64)(a) % (__s64)(b)))
-#define SEM_MOD_U(a, b)  ((b) == 0 ? (a) : (a) % (b))
-#define SEM_AND(a, b)    ((a) & (b))
-#define SEM_OR(a, b)     ((a) | (b))
-#define SEM_XOR(a, b)    ((a) ^ (b))
-#define SEM_SHL(a, b)    ((a) << ((b) & 63))
-#define SEM_SHR_U(a, b)  ((a) >> ((b) & 63))
-#define SEM_SHR_S(a, b)  ((__u64)((__s64)(a) >> ((b) & 63)))
-#define SEM_NEG(a, b)    (0 - (a))
-#define SEM_NOT(a, b)    (~(a))
-#define SEM_SEXT8(a, b)  ((__u64)(__s64)(__s8)(a))
-#define SEM_SEXT16(a, b) ((__u64)(__s64)(__s16)(a))
-#define SEM_SEXT32(a, b) ((__u64)(__s64)(__s32)(a))
-#define SEM_ZEXT8(a, b)  ((a) & 0xffull)
-#define SEM_ZEXT16(a, b) ((a) & 0xffffull)
-#define SEM_ZEXT32(a, b) ((a) & 0xffffffffull)
-/* The integer compares as bit arithmetic (Hacker's Delight 2-12), which
- * vectorises with SSE2 where a 64-bit compare does not. */
-#define NZ64(x)          (((x) | (0 - (x))) >> 63)          /* x != 0 */
-#define SEM_EQ(a, b)     (NZ64((a) ^ (b)) ^ 1)
-#define SEM_NE(a, b)     NZ64((a) ^ (b))
-#define SEM_LT_S(a, b)   ((((a) - (b)) ^ (((a) ^ (b)) & (((a) - (b)) ^ (a)))) >> 63)
-#define SEM_LE_S(a, b)   (SEM_LT_S(b, a) ^ 1)
-#define SEM_LT_U(a, b)   (((~(a) & (b)) | ((~((a) ^ (b))) & ((a) - (b)))) >> 63)
-#define SEM_LE_U(a, b)   (SEM_LT_U(b, a) ^ 1)
-#define INT_CMP(c)       ((c) >= CAD_VM_EQ && (c) <= CAD_VM_LE_U)
-#define F64_CMP(c)       ((c) >= CAD_VM_FEQ && (c) <= CAD_VM_FLE)
-/* t ? x : y for t = 0 or 1, as a blend with an all-ones or all-zero mask */
-#define BLEND64(t, x, y) ((((x) ^ (y)) & (0 - (t))) ^ (y))
-
-#define SEM_FADD(a, b)   bits64(fadd_d(f64(a), f64(b)))
-#define SEM_FSUB(a, b)   bits64(fsub_d(f64(a), f64(b)))
-#define SEM_FMUL(a, b)   bits64(fmul_d(f64(a), f64(b)))
-#define SEM_FDIV(a, b)   bits64(f64(a) / first_nan(f64(a), f64(b)))
-#define SEM_FMIN(a, b)   fmin64(a, b)
-#define SEM_FMAX(a, b)   fmax64(a, b)
-#define SEM_FNEG(a, b)   ((a) ^ SIGN64)
-#define SEM_FABS(a, b)   ((a) & ~SIGN64)
-#define SEM_FSQRT(a, b)  bits64(__builtin_sqrt(f64(a)))
-#define SEM_FEQ(a, b)    ((__u64)(f64(a) == f64(b)))
-#define SEM_FNE(a, b)    ((__u64)(f64(a) != f64(b)))
-#define SEM_FLT(a, b)    ((__u64)(f64(a) < f64(b)))
-#define SEM_FLE(a, b)    ((__u64)(f64(a) <= f64(b)))
-
-#define SEM_SADD(a, b)   bits32(f32(a) + first_nanf(f32(a), f32(b)))
-#define SEM_SSUB(a, b)   bits32(f32(a) - first_nanf(f32(a), f32(b)))
-#define SEM_SMUL(a, b)   bits32(f32(a) * first_nanf(f32(a), f32(b)))
-#define SEM_SDIV(a, b)   bits32(f32(a) / first_nanf(f32(a), f32(b)))
-#define SEM_SMIN(a, b)   fmin32(a, b)
-#define SEM_SMAX(a, b)   fmax32(a, b)
-#define SEM_SNEG(a, b)   ((__u64)((__u32)(a) ^ 0x80000000u))
-#define SEM_SABS(a, b)   ((__u64)((__u32)(a) & 0x7fffffffu))
-#define SEM_SSQRT(a, b)  bits32(__builtin_sqrtf(f32(a)))
-#define SEM_SEQ(a, b)    ((__u64)(f32(a) == f32(b)))
-#define SEM_SNE(a, b)    ((__u64)(f32(a) != f32(b)))
-#define SEM_SLT(a, b)    ((__u64)(f32(a) < f32(b)))
-#define SEM_SLE(a, b)    ((__u64)(f32(a) <= f32(b)))
-
-#define SEM_CVT_F64_S64(a, b) bits64((double)(__s64)(a))
-#define SEM_CVT_F64_U64(a, b) bits64((double)(a))
-#define SEM_CVT_S64_F64(a, b) cvt_s64(f64(a))
-#define SEM_CVT_U64_F64(a, b) cvt_u64(f64(a))
-#define SEM_CVT_S32_F64(a, b) cvt_s32(f64(a))
-#define SEM_CVT_F32_S64(a, b) bits32((float)(__s64)(a))
-#define SEM_CVT_F32_U64(a, b) bits32((float)(a))
-#define SEM_CVT_S64_F32(a, b) cvt_s64((double)f32(a))
-#define SEM_CVT_U64_F32(a, b) cvt_u64((double)f32(a))
-#define SEM_CVT_S32_F32(a, b) cvt_s32((double)f32(a))
-#define SEM_CVT_F64_F32(a, b) bits64((double)f32(a))
-#define SEM_CVT_F32_F64(a, b) bits32((float)f64(a))
-
-#define LOAD_LD_I8(p)  ((__u64)(__s64)*(const s8_u *)(p))
-#define LOAD_LD_U8(p)  ((__u64)*(const u8_u *)(p))
-#define LOAD_LD_I16(p) ((__u64)(__s64)*(const s16_u *)(p))
-#define LOAD_LD_U16(p) ((__u64)*(const u16_u *)(p))
-#define LOAD_LD_I32(p) ((__u64)(__s64)*(const s32_u *)(p))
-#define LOAD_LD_U32(p) ((__u64)*(const u32_u *)(p))
-#define LOAD_LD_64(p)  (*(const u64_u *)(p))
-
-#define STORE_ST_8(p, v)  (*(u8_u *)(p) = (__u8)(v))
-#define STORE_ST_16(p, v) (*(u16_u *)(p) = (__u16)(v))
-#define STORE_ST_32(p, v) (*(u32_u *)(p) = (__u32)(v))
-#define STORE_ST_64(p, v) (*(u64_u *)(p) = (v))
-
-/* ------------------------------------------------------------------ */
-
-/* The working memory of a call, in the caller's scratch: the register
- * lanes, the spill slots' lanes, then the plan made once per call from
- * the code. */
-struct vm_scratch {
-	__u64 R[CAD_VM_NREGS][LANES];
-	__u64 S[CAD_VM_NSLOTS][LANES];    /* narrow mode: rows of 32-bit lanes */
-	__u16 after[CAD_VM_MAX_INSNS];    /* per pc: registers read after pc */
-	__u16 prod[CAD_VM_MAX_INSNS][2];  /* NF_DOT2, NF_MAC at pc: its operands' FMULs */
-	__u8 flags[CAD_VM_MAX_INSNS];     /* per pc: NF_* */
-};
-
-_Static_assert(sizeof(struct vm_scratch) <= CAD_VM_SCRATCH_SIZE,
-	       "CAD_VM_SCRATCH_SIZE holds the interpreter's working memory");
-
-struct vm_env {
-	const struct cad_vm_insn *code;
-	const __u64 *consts;
-	__u32 esz;          /* element size */
-	__u8 *io;           /* first inout element of the block */
-	const __u8 *ip;     /* first in element of the block */
-	__u64 (*R)[LANES];  /* register lanes */
-	__u64 (*S)[LANES];  /* spill slot lanes (never views) */
-	const __u16 *after; /* per pc: registers read after pc */
-	const __u16 (*prod)[2]; /* per NF_DOT2, NF_MAC pc: its FMULs (NO_PC: none) */
-	const __u8 *flags;  /* per pc: NF_* */
-	__u32 nl;           /* narrow mode: 32-bit lanes per register */
-	const __u8 (*rmap)[4]; /* narrow mode, per pc: the rows its operands
-			     * a, b and a SEL's imm are read from (consts_plan) */
-};
+#include "vm_sem.h"
 
 /* One lane, from pc to EXIT. */
 static void run_lane(const struct vm_env *e, __u32 pc, __u32 l)
@@ -354,171 +59,6 @@ static void run_lane(const struct vm_env *e, __u32 pc, __u32 l)
 #undef L_CASE
 		default:
 			return;  /* unreachable for verified code */
-		}
-	}
-}
-
-/* Registers an instruction reads. */
-static __u32 reads(const struct cad_vm_insn *in)
-{
-	switch (cad_vm_opcode_format(in->code)) {
-	case CAD_VMF_SEL:
-		return 1u << in->a | 1u << in->b | 1u << in->imm;
-	case CAD_VMF_BIN:
-	case CAD_VMF_CMP:
-		return 1u << in->a | 1u << in->b;
-	case CAD_VMF_UN:
-	case CAD_VMF_ST:
-	case CAD_VMF_JCOND:
-	case CAD_VMF_SPILL:
-		return 1u << in->a;
-	default:
-		return 0;
-	}
-}
-
-/* Writes a register (dst): every format with one. */
-static bool writes(const struct cad_vm_insn *in)
-{
-	switch (cad_vm_opcode_format(in->code)) {
-	case CAD_VMF_LD: case CAD_VMF_MOVI: case CAD_VMF_LDK: case CAD_VMF_UN:
-	case CAD_VMF_BIN: case CAD_VMF_CMP: case CAD_VMF_SEL: case CAD_VMF_FILL:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* The registers live on entry to pc, from those live after it. */
-static __u32 live_in(const struct cad_vm_insn *in, __u32 out)
-{
-	if (in->code == CAD_VM_EXIT)
-		return 0;
-	if (writes(in))
-		out &= ~(1u << in->dst);
-	return out | reads(in);
-}
-
-/* after[pc]: the registers live after pc, those that some path from pc
- * reads before writing them.  Jumps only go forward, so one backward pass
- * is exact: the instructions after pc, and a jump's target, have larger
- * indexes.  Computed once per dispatch. */
-static void reads_after(const struct cad_vm_insn *code, __u32 n, __u16 *after)
-{
-	while (n--) {
-		const struct cad_vm_insn *in = &code[n];
-		__u32 out = 0;
-
-		if (in->code != CAD_VM_EXIT && in->code != CAD_VM_JA)
-			out = live_in(&code[n + 1], after[n + 1]);
-		if (in->code == CAD_VM_JA || in->code == CAD_VM_JZ || in->code == CAD_VM_JNZ)
-			out |= live_in(&code[n + 1 + in->imm], after[n + 1 + in->imm]);
-		after[n] = (__u16)out;
-	}
-}
-
-#define NO_PC 0xffffu
-
-/*
- * The wide plan's products: an FADD or FSUB whose operands are both
- * results of FMULs read by nothing else runs as one loop, (a * b) op
- * (c * d), with the products in CPU registers instead of lanes: the FMULs
- * are skipped (NF_SKIP), the sum (NF_DOT2) reads their operands.  With
- * one such operand, x op (c * d) or (c * d) op x is one loop likewise
- * (NF_MAC; prod names NO_PC for the register x).  Each
- * operation is still rounded on its own (the core is built with
- * -ffp-contract=off).  An FMUL at p is deferred to its reader q when
- * between them nothing reads its result or writes its operands or its
- * result and nothing is stored (an operand may be a view of element
- * memory), and its result is dead after q unless q overwrites it.  Code
- * with jumps is left alone: a deferred FMUL must run exactly when its
- * reader does.  One pass in program order over the pending FMULs, by the
- * register of their result.
- */
-static void dot2_plan(const struct cad_vm_insn *code, __u32 count, const __u16 *after,
-		      __u8 *flags, __u16 (*prod)[2])
-{
-	__u16 pend[CAD_VM_NREGS];
-	__u32 pc, r;
-
-	for (pc = 0; pc < count; pc++)
-		if (code[pc].code == CAD_VM_JA || code[pc].code == CAD_VM_JZ ||
-		    code[pc].code == CAD_VM_JNZ)
-			return;
-	for (r = 0; r < CAD_VM_NREGS; r++)
-		pend[r] = NO_PC;
-	for (pc = 0; pc < count; pc++) {
-		const struct cad_vm_insn *in = &code[pc];
-		const __u32 rd = reads(in);
-		/* a product operand: pending, and dead after pc unless pc overwrites it */
-		const bool pa = pend[in->a] != NO_PC &&
-				(!(after[pc] & (1u << in->a)) || in->dst == in->a);
-		const bool pb = pend[in->b] != NO_PC &&
-				(!(after[pc] & (1u << in->b)) || in->dst == in->b);
-
-		if ((in->code == CAD_VM_FADD || in->code == CAD_VM_FSUB) && in->a != in->b &&
-		    (pa || pb)) {
-			prod[pc][0] = pa ? pend[in->a] : NO_PC;
-			prod[pc][1] = pb ? pend[in->b] : NO_PC;
-			if (pa)
-				flags[pend[in->a]] |= NF_SKIP;
-			if (pb)
-				flags[pend[in->b]] |= NF_SKIP;
-			flags[pc] |= pa && pb ? NF_DOT2 : NF_MAC;
-		}
-		for (r = 0; r < CAD_VM_NREGS; r++)
-			if (pend[r] != NO_PC &&
-			    ((rd & (1u << r)) || cad_vm_opcode_format(in->code) == CAD_VMF_ST ||
-			     (writes(in) && (reads(&code[pend[r]]) & (1u << in->dst)))))
-				pend[r] = NO_PC;
-		if (writes(in))
-			pend[in->dst] = in->code == CAD_VM_FMUL ? (__u16)pc : NO_PC;
-	}
-}
-
-/*
- * Pairs of stored products: an NF_DOT2 at q1 whose result only the ST_64
- * after it reads, where the next instruction run (after FMULs skipped for
- * the second) is another such at q2, storing to another field.  Complex
- * multiply is one: re = a.re * b.re - a.im * b.im; im = a.re * b.im +
- * a.im * b.re.  The pair runs as one loop (run_pair) that reads all eight
- * operands of an element before it writes its two fields, so the field
- * the first store overwrites need not be copied for the second product to
- * read.
- */
-static __u32 pair_second(const __u8 *flags, __u32 q1)
-{
-	__u32 q = q1 + 2;
-
-	while (flags[q] & NF_SKIP)
-		q++;
-	return q;
-}
-
-static bool dot2_stored(const struct cad_vm_insn *code, const __u16 *after, const __u8 *flags,
-			__u32 q)
-{
-	return (flags[q] & NF_DOT2) && code[q + 1].code == CAD_VM_ST_64 &&
-	       code[q + 1].a == code[q].dst && !(after[q + 1] & (1u << code[q].dst));
-}
-
-static void pair_plan(const struct cad_vm_insn *code, __u32 count, const __u16 *after,
-		      __u8 *flags)
-{
-	__u32 q1, q2;
-
-	for (q1 = 0; q1 + 1 < count; q1++) {
-		__s32 d;
-
-		if (!dot2_stored(code, after, flags, q1))
-			continue;
-		q2 = pair_second(flags, q1);  /* EXIT at the latest */
-		if (q2 + 1 >= count || !dot2_stored(code, after, flags, q2))
-			continue;
-		d = code[q1 + 1].imm - code[q2 + 1].imm;
-		if (d >= 8 || d <= -8) {
-			flags[q1] |= NF_PAIR;
-			q1 = q2 + 1;
 		}
 	}
 }
@@ -591,35 +131,6 @@ static __u32 overlapping(const struct regs *g, __u32 views, __s32 off, __u32 w)
 #define PAIR_CHUNK 16
 
 /*
- * The NF_PAIR at q1 and its second at q2 as one loop over n elements, if
- * no view of the two fields they store is read after them (the values
- * before the stores would then have to be kept).  Returns the pc of the
- * second store, where the block goes on; 0: not run, run them apart.
- */
-static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
-{
-	const __u32 q2 = pair_second(e->flags, q1), esz = e->esz;
-	const struct cad_vm_insn *c = e->code, *s1 = &c[q1 + 1], *s2 = &c[q2 + 1];
-	const struct cad_vm_insn *m[4] = {
-		&c[e->prod[q1][0]], &c[e->prod[q1][1]], &c[e->prod[q2][0]], &c[e->prod[q2][1]],
-	};
-	const __u8 *P[8];
-	__u32 S[8], views = g->io_views, k, l, c0, cn;
-	__u8 *const D1 = e->io + s1->imm, *const D2 = e->io + s2->imm;
-	const bool sub1 = c[q1].code == CAD_VM_FSUB, sub2 = c[q2].code == CAD_VM_FSUB;
-
-	if (e->ip == e->io)
-		views |= g->in_views;
-	views = overlapping(g, views, s1->imm, 8) | overlapping(g, views, s2->imm, 8);
-	if (views & e->after[q2 + 1])
-		return 0;
-	for (k = 0; k < 4; k++) {
-		P[2 * k] = g->p[m[k]->a];
-		S[2 * k] = g->s[m[k]->a];
-		P[2 * k + 1] = g->p[m[k]->b];
-		S[2 * k + 1] = g->s[m[k]->b];
-	}
-/*
  * Both results of PAIR_CHUNK elements go to t1, t2 first, computed as C
  * writes them; if one is a NaN (or an infinity), the chunk again with
  * SSE's NaN of two (fmul_d, fadd_d: only a NaN operand makes a NaN that
@@ -656,15 +167,8 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 			*(u64_u *)(D2 + (__u64)l * (sd)) = t2[l - c0];     \
 		}                                                          \
 	}
-	for (k = 0; k < 8 && S[k] == esz; k++)
-		;
-	if (k == 8 && esz == 16 && sub1 && !sub2 && D2 == D1 + 8 &&
-	    P[2] == P[0] + 8 && P[3] == P[1] + 8 && P[4] == P[0] && P[5] == P[3] &&
-	    P[6] == P[2] && P[7] == P[1]) {
-		/* the complex product, x * y on { re, im } pairs, operands in
-		 * this order: written so that gcc runs both fields at once */
-		const __u8 *const X = P[0], *const Y = P[1];
-
+/* The complex product of run_pair over chunk c0 .. c0 + cn, x * y on
+ * { re, im } pairs (X, Y) into t, as gcc runs both fields at once. */
 #define CMUL_LANES(mul, add, sub)                                          \
 		CAD_IVDEP for (l = c0; l < c0 + cn; l++) {                 \
 			const __u64 o = (__u64)l * 16;                     \
@@ -679,6 +183,45 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 			t[l - c0][1] = im;                                 \
 			nan |= NAN_BITS(re) | NAN_BITS(im);                \
 		}
+
+/*
+ * The NF_PAIR at q1 and its second at q2 as one loop over n elements, if
+ * no view of the two fields they store is read after them (the values
+ * before the stores would then have to be kept).  Returns the pc of the
+ * second store, where the block goes on; 0: not run, run them apart.
+ */
+static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
+{
+	const __u32 q2 = pair_second(e->flags, q1), esz = e->esz;
+	const struct cad_vm_insn *c = e->code, *s1 = &c[q1 + 1], *s2 = &c[q2 + 1];
+	const struct cad_vm_insn *m[4] = {
+		&c[e->prod[q1][0]], &c[e->prod[q1][1]], &c[e->prod[q2][0]], &c[e->prod[q2][1]],
+	};
+	const __u8 *P[8];
+	__u32 S[8], views = g->io_views, k, l, c0, cn;
+	__u8 *const D1 = e->io + s1->imm, *const D2 = e->io + s2->imm;
+	const bool sub1 = c[q1].code == CAD_VM_FSUB, sub2 = c[q2].code == CAD_VM_FSUB;
+
+	if (e->ip == e->io)
+		views |= g->in_views;
+	views = overlapping(g, views, s1->imm, 8) | overlapping(g, views, s2->imm, 8);
+	if (views & e->after[q2 + 1])
+		return 0;
+	for (k = 0; k < 4; k++) {
+		P[2 * k] = g->p[m[k]->a];
+		S[2 * k] = g->s[m[k]->a];
+		P[2 * k + 1] = g->p[m[k]->b];
+		S[2 * k + 1] = g->s[m[k]->b];
+	}
+	for (k = 0; k < 8 && S[k] == esz; k++)
+		;
+	if (k == 8 && esz == 16 && sub1 && !sub2 && D2 == D1 + 8 &&
+	    P[2] == P[0] + 8 && P[3] == P[1] + 8 && P[4] == P[0] && P[5] == P[3] &&
+	    P[6] == P[2] && P[7] == P[1]) {
+		/* the complex product, x * y on { re, im } pairs, operands in
+		 * this order: written so that gcc runs both fields at once */
+		const __u8 *const X = P[0], *const Y = P[1];
+
 		for (c0 = 0; c0 < n; c0 += cn) {
 			__u64 t[PAIR_CHUNK][2], nan = 0;
 
@@ -1171,549 +714,6 @@ static void run_block(const struct vm_env *e, __u32 n)
 	}
 }
 
-/* ------------------------------------------------------------------ */
-/*
- * Narrow mode: integer code whose values all fit in 32 bits runs on 32-bit
- * lanes, four to a vector instead of two, where SSE2 has the signed
- * compares that 64-bit lanes lack.  The plan tracks, for every register,
- * a width w: its value, as the 64-bit VM sees it, is the sign extension of
- * a w-bit value (w <= 32), so its low 32 bits say it all.  W_LOW marks a
- * value of which only the low 32 bits are known (an int addition that may
- * carry past bit 31, a zero-extended u32): only instructions whose result
- * depends on the low 32 bits of their operands alone may read it (the
- * ring operations, SEXT, ZEXT8/16, stores of at most 32 bits).  Code with
- * jumps, floating point, divisions or another read of a W_LOW value runs
- * in 64-bit lanes, as always.
- */
-#define W_LOW 65
-
-static unsigned int width_of(__s64 v)
-{
-	unsigned int w = 1;
-
-	while (w < 64 && (v < -(1ll << (w - 1)) || v >= (1ll << (w - 1))))
-		w++;
-	return w;
-}
-
-static unsigned int wmax(unsigned int a, unsigned int b)
-{
-	return a > b ? a : b;
-}
-
-/* A result of width w: W_LOW past 32 bits (the caller checks the op may
- * wrap) or when an operand is W_LOW. */
-static unsigned int wlow(unsigned int w)
-{
-	return w > 32 ? W_LOW : w;
-}
-
-/* The narrow plan of the code (flags per instruction); false: run wide.
- * after: registers read after each pc, for the SEXT-before-store skip;
- * *nregs: the registers written are r0 .. r(*nregs - 1) at most;
- * *nslots: the slots spilled to are s0 .. s(*nslots - 1) at most.  A slot
- * has the width of the value spilled to it. */
-static bool narrow_plan(const struct cad_vm_insn *code, __u32 count, const __u64 *consts,
-			const __u16 *after, __u8 *flags, __u32 *nregs, __u32 *nslots)
-{
-	__u8 w[CAD_VM_NREGS], ws[CAD_VM_NSLOTS];
-	bool narrow = true;
-	__u32 pc;
-
-	cad_memset(w, 64, sizeof(w));
-	cad_memset(ws, 64, sizeof(ws));
-	for (pc = 0; pc < count; pc++) {
-		const struct cad_vm_insn *in = &code[pc];
-		const unsigned int fmt = cad_vm_opcode_format(in->code);
-		unsigned int wa = 64, wb = 64, wr = 64;
-
-		flags[pc] = 0;
-		if (fmt == CAD_VMF_UN || fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP ||
-		    fmt == CAD_VMF_ST || fmt == CAD_VMF_SEL || fmt == CAD_VMF_JCOND ||
-		    fmt == CAD_VMF_SPILL)
-			wa = w[in->a];
-		if (fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP || fmt == CAD_VMF_SEL)
-			wb = w[in->b];
-		switch (in->code) {
-		case CAD_VM_EXIT:
-			continue;
-		case CAD_VM_JA: case CAD_VM_JZ: case CAD_VM_JNZ:
-			/* widths would have to merge at the targets: run wide, as written */
-			cad_memset(flags, 0, count);
-			return false;
-		case CAD_VM_LD_I8:  wr = 8;  break;
-		case CAD_VM_LD_U8:  wr = 9;  break;
-		case CAD_VM_LD_I16: wr = 16; break;
-		case CAD_VM_LD_U16: wr = 17; break;
-		case CAD_VM_LD_I32: wr = 32; break;
-		case CAD_VM_LD_U32: case CAD_VM_LD_64: case CAD_VM_ZEXT32:
-			wr = W_LOW;
-			break;
-		case CAD_VM_ST_8: case CAD_VM_ST_16: case CAD_VM_ST_32:
-			continue;
-		case CAD_VM_ST_64:
-			narrow &= wa <= 32;
-			continue;
-		case CAD_VM_SPILL:
-			ws[in->imm] = (__u8)wa;
-			*nslots = wmax(*nslots, (__u32)in->imm + 1);
-			continue;
-		case CAD_VM_FILL:
-			wr = ws[in->imm];
-			break;
-		case CAD_VM_MOVI:
-			wr = width_of(in->imm);
-			break;
-		case CAD_VM_LDK:
-			wr = wlow(width_of((__s64)consts[in->imm]));
-			break;
-		case CAD_VM_MOV: case CAD_VM_NOT:
-			wr = wa;
-			break;
-		case CAD_VM_NEG:
-			wr = wlow(wa + 1);
-			break;
-		case CAD_VM_ADD: case CAD_VM_SUB:
-			wr = wlow(wmax(wa, wb) + 1);
-			break;
-		case CAD_VM_MUL:
-			wr = wlow(wa + wb);
-			break;
-		case CAD_VM_AND: case CAD_VM_OR: case CAD_VM_XOR:
-			wr = wlow(wmax(wa, wb));
-			break;
-		case CAD_VM_SHL:
-			wr = W_LOW;
-			break;
-		case CAD_VM_SHR_S:
-			narrow &= wa <= 32;
-			wr = wa;
-			break;
-		case CAD_VM_SEXT8: case CAD_VM_SEXT16: case CAD_VM_SEXT32: {
-			const unsigned int k = in->code == CAD_VM_SEXT8 ? 8
-					     : in->code == CAD_VM_SEXT16 ? 16 : 32;
-
-			wr = wa <= k ? wa : k;
-			if (wa <= k && in->dst == in->a)
-				flags[pc] |= NF_SKIP;
-			/* extending what only a store of at most k bits reads next */
-			if (in->dst == in->a && pc + 1 < count &&
-			    cad_vm_opcode_format(code[pc + 1].code) == CAD_VMF_ST &&
-			    code[pc + 1].a == in->dst &&
-			    cad_vm_opcode_width(code[pc + 1].code) * 8 <= k &&
-			    !(after[pc + 1] & (1u << in->dst)))
-				flags[pc] |= NF_SKIP;
-			break;
-		}
-		case CAD_VM_ZEXT8:  wr = 9;  break;
-		case CAD_VM_ZEXT16: wr = 17; break;
-		case CAD_VM_EQ: case CAD_VM_NE: case CAD_VM_LT_S: case CAD_VM_LE_S:
-		case CAD_VM_LT_U: case CAD_VM_LE_U:
-			narrow &= wa <= 32 && wb <= 32;
-			wr = 2;
-			break;
-		case CAD_VM_SEL:
-			narrow &= wa <= 32;
-			wr = wmax(wb, w[in->imm]);
-			break;
-		default:
-			narrow = false;
-			break;
-		}
-		w[in->dst] = (__u8)wr;
-		*nregs = wmax(*nregs, in->dst + 1u);
-	}
-	return narrow;
-}
-
-/* Narrow semantics on the low 32 bits (operands as narrow_plan allows). */
-#define N_MOV(a, b)    (a)
-#define N_ADD(a, b)    ((a) + (b))
-#define N_SUB(a, b)    ((a) - (b))
-#define N_MUL(a, b)    ((a) * (b))
-#define N_AND(a, b)    ((a) & (b))
-#define N_OR(a, b)     ((a) | (b))
-#define N_XOR(a, b)    ((a) ^ (b))
-#define N_NOT(a, b)    (~(a))
-#define N_NEG(a, b)    (0u - (a))
-#define N_SHL(a, b)    (((b) & 63) < 32 ? (a) << ((b) & 31) : 0u)
-#define N_SHR_S(a, b)  ((__u32)((__s32)(a) >> (((b) & 63) > 31 ? 31 : ((b) & 63))))
-#define N_SEXT8(a, b)  ((__u32)(__s32)(__s8)(a))
-#define N_SEXT16(a, b) ((__u32)(__s32)(__s16)(a))
-#define N_SEXT32(a, b) (a)
-#define N_ZEXT8(a, b)  ((a) & 0xffu)
-#define N_ZEXT16(a, b) ((a) & 0xffffu)
-#define N_ZEXT32(a, b) (a)
-/* sign-extended values order as their low 32 bits do, signed or not */
-#define N_EQ(a, b)     ((__u32)((a) == (b)))
-#define N_NE(a, b)     ((__u32)((a) != (b)))
-#define N_LT_S(a, b)   ((__u32)((__s32)(a) < (__s32)(b)))
-#define N_LE_S(a, b)   ((__u32)((__s32)(a) <= (__s32)(b)))
-#define N_LT_U(a, b)   ((__u32)((a) < (b)))
-#define N_LE_U(a, b)   ((__u32)((a) <= (b)))
-
-#define NLOAD_LD_I8(p)  ((__u32)(__s32)*(const s8_u *)(p))
-#define NLOAD_LD_U8(p)  ((__u32)*(const u8_u *)(p))
-#define NLOAD_LD_I16(p) ((__u32)(__s32)*(const s16_u *)(p))
-#define NLOAD_LD_U16(p) ((__u32)*(const u16_u *)(p))
-#define NLOAD_LD_I32(p) (*(const u32_u *)(p))
-#define NLOAD_LD_U32(p) (*(const u32_u *)(p))
-#define NLOAD_LD_64(p)  ((__u32)*(const u64_u *)(p))
-#define NSTORE_ST_8(p, v)  (*(u8_u *)(p) = (__u8)(v))
-#define NSTORE_ST_16(p, v) (*(u16_u *)(p) = (__u16)(v))
-#define NSTORE_ST_32(p, v) (*(u32_u *)(p) = (v))
-#define NSTORE_ST_64(p, v) (*(u64_u *)(p) = (__u64)(__s64)(__s32)(v))
-
-/*
- * Loads fused into the ring operation that reads them (narrow mode):
- *   ld.K ra, [X+0]; ld.K rb, [Y+0]; OP d, ra, rb   (or OP d, rb, ra)
- * with the same load K of the whole element (its width is esz), OP one
- * of add, sub, mul, and, or, xor, and ra, rb dead after OP unless it
- * overwrites them: the elementwise integer operators (a sum, a product, a
- * bitwise op of 8-, 16- or 32-bit values).  OP then reads the elements
- * itself in one pass, instead of three passes through two rows.
- */
-static bool ldop_op(unsigned int code)
-{
-	return code == CAD_VM_ADD || code == CAD_VM_SUB || code == CAD_VM_MUL ||
-	       code == CAD_VM_AND || code == CAD_VM_OR || code == CAD_VM_XOR;
-}
-
-static void ldop_plan(const struct cad_vm_insn *code, __u32 count, __u32 esz, const __u16 *after,
-		      __u8 *flags)
-{
-	__u32 pc;
-
-	for (pc = 2; pc < count; pc++) {
-		const struct cad_vm_insn *in = &code[pc], *l0 = in - 2, *l1 = in - 1;
-		const __u32 ra = l0->dst, rb = l1->dst;
-
-		if (!ldop_op(in->code) || l0->code != l1->code ||
-		    cad_vm_opcode_format(l0->code) != CAD_VMF_LD || l0->code == CAD_VM_LD_64 ||
-		    cad_vm_opcode_width(l0->code) != esz || l0->imm || l1->imm || ra == rb ||
-		    !((in->a == ra && in->b == rb) || (in->a == rb && in->b == ra)) ||
-		    ((flags[pc - 2] | flags[pc - 1] | flags[pc]) & (NF_SKIP | NF_LDOP)) ||
-		    ((after[pc] & (1u << ra)) && in->dst != ra) ||
-		    ((after[pc] & (1u << rb)) && in->dst != rb))
-			continue;
-		flags[pc - 2] |= NF_SKIP;
-		flags[pc - 1] |= NF_SKIP;
-		flags[pc] |= NF_LDOP;
-	}
-}
-
-/*
- * Constants of narrow code in rows of their own, filled once per call.
- * Code compiled from C loads its constants into registers that it then
- * overwrites (a clamp: movi r1, 32767; ...; sel r1, t ? r1 : x), so the
- * MOVI would refill a row for every block.  Instead each distinct
- * constant value gets a row after the registers' rows, the MOVI or LDK is
- * skipped, and the instructions that read the register before it is next
- * written read that row (rmap).  Narrow code has no jumps, so the
- * definition that reaches each read is the last write before it.  An
- * instruction already skipped (an identity SEXT) leaves its register
- * where it was.  Returns the number of constant rows; kval: their values.
- */
-#define NARROW_KROWS 8
-
-static __u32 consts_plan(const struct cad_vm_insn *code, __u32 count, const __u64 *consts,
-			 __u32 nregs, __u8 *flags, __u8 (*rmap)[4], __u32 *kval)
-{
-	__u8 cur[CAD_VM_NREGS];
-	__u32 pc, r, k, v, nk = 0;
-
-	for (r = 0; r < CAD_VM_NREGS; r++)
-		cur[r] = (__u8)r;
-	for (pc = 0; pc < count; pc++) {
-		const struct cad_vm_insn *in = &code[pc];
-
-		rmap[pc][0] = cur[in->a & (CAD_VM_NREGS - 1)];
-		rmap[pc][1] = cur[in->b & (CAD_VM_NREGS - 1)];
-		rmap[pc][2] = cur[(__u32)in->imm & (CAD_VM_NREGS - 1)];
-		rmap[pc][3] = 0;
-		if (!writes(in) || (flags[pc] & NF_SKIP))
-			continue;
-		cur[in->dst] = in->dst;
-		if (in->code != CAD_VM_MOVI && in->code != CAD_VM_LDK)
-			continue;
-		v = in->code == CAD_VM_MOVI ? (__u32)in->imm : (__u32)consts[in->imm];
-		for (k = 0; k < nk && kval[k] != v; k++)
-			;
-		if (k == nk) {
-			if (nk == NARROW_KROWS)
-				continue;  /* a row refilled per block, as written */
-			kval[nk++] = v;
-		}
-		cur[in->dst] = (__u8)(CAD_VM_NREGS + k);
-		flags[pc] |= NF_SKIP;
-	}
-	/* constant rows follow the nregs registers' rows */
-	for (pc = 0; pc < count; pc++)
-		for (r = 0; r < 3; r++)
-			if (rmap[pc][r] >= CAD_VM_NREGS)
-				rmap[pc][r] = (__u8)(rmap[pc][r] - CAD_VM_NREGS + nregs);
-	return nk;
-}
-
-/* Whether the instruction after pc stores all of the element (esz bytes at
- * offset 0) from register r, which nothing reads afterwards: then the
- * instruction at pc writes its result straight into inout (run_block32). */
-static bool narrow_store_next(const struct vm_env *e, __u32 pc, __u32 r)
-{
-	const struct cad_vm_insn *st = &e->code[pc + 1];
-
-	return cad_vm_opcode_format(st->code) == CAD_VMF_ST && st->a == r && st->imm == 0 &&
-	       cad_vm_opcode_width(st->code) == e->esz && !(e->after[pc + 1] & (1u << r));
-}
-
-/* An NF_LDOP instruction at pc over n elements; returns its pc, or that of
- * the store it did in the same loop. */
-static __attribute__((__noinline__)) __u32 run_ldop(const struct vm_env *e, __u32 pc, __u32 n)
-{
-	const struct cad_vm_insn *in = &e->code[pc], *l0 = in - 2, *l1 = in - 1;
-	const struct cad_vm_insn *la = in->a == l0->dst ? l0 : l1, *lb = la == l0 ? l1 : l0;
-	const __u8 *const pa = la->a ? e->io : e->ip, *const pb = lb->a ? e->io : e->ip;
-	__u8 *const o = e->io;
-	__u32 *const D = (__u32 *)e->R + (__u64)in->dst * e->nl;
-	const bool put = narrow_store_next(e, pc, in->dst);
-	__u32 l;
-
-#define LDOP_ST1 NSTORE_ST_8
-#define LDOP_ST2 NSTORE_ST_16
-#define LDOP_ST4 NSTORE_ST_32
-#define LDOP_LOOP(k, w, op) do {                                           \
-		if (put)                                                   \
-			CAD_IVDEP for (l = 0; l < n; l++)                  \
-				LDOP_ST##w(o + (__u64)l * (w), N_##op(NLOAD_##k(pa + (__u64)l * (w)), \
-								     NLOAD_##k(pb + (__u64)l * (w)))); \
-		else                                                       \
-			CAD_IVDEP for (l = 0; l < n; l++)                  \
-				D[l] = N_##op(NLOAD_##k(pa + (__u64)l * (w)), \
-					      NLOAD_##k(pb + (__u64)l * (w))); \
-	} while (0)
-#define LDOP_OPS(k, w) case CAD_VM_##k:                                    \
-		switch (in->code) {                                        \
-		case CAD_VM_ADD: LDOP_LOOP(k, w, ADD); break;              \
-		case CAD_VM_SUB: LDOP_LOOP(k, w, SUB); break;              \
-		case CAD_VM_MUL: LDOP_LOOP(k, w, MUL); break;              \
-		case CAD_VM_AND: LDOP_LOOP(k, w, AND); break;              \
-		case CAD_VM_OR:  LDOP_LOOP(k, w, OR);  break;              \
-		default:         LDOP_LOOP(k, w, XOR); break;              \
-		}                                                          \
-		break
-	switch (l0->code) {
-	LDOP_OPS(LD_I8, 1);
-	LDOP_OPS(LD_U8, 1);
-	LDOP_OPS(LD_I16, 2);
-	LDOP_OPS(LD_U16, 2);
-	LDOP_OPS(LD_I32, 4);
-	default:
-	LDOP_OPS(LD_U32, 4);
-	}
-#undef LDOP_OPS
-#undef LDOP_LOOP
-	return put ? pc + 1 : pc;
-}
-
-/* n (1..e->nl) elements of narrow code, from pc 0 to EXIT: the registers
- * are rows of e->nl 32-bit lanes in e->R, the slots such rows in e->S, no
- * views (every load copies).
- * Not inlined into its caller, whose frame (the plans) would then add to
- * this one's on the kernel stack. */
-static __attribute__((__noinline__)) void run_block32(const struct vm_env *e, __u32 n)
-{
-	__u32 *const R0 = (__u32 *)e->R;
-	const __u32 esz = e->esz, nl = e->nl;
-	__u32 pc, l;
-
-#define R(r) (R0 + (__u64)(r) * nl)
-
-/* Element access with a constant stride for the common element sizes. */
-#define N_LOOP(body) do {                                                  \
-		switch (esz) {                                             \
-		case 1: CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = l; body; } break; \
-		case 2: CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * 2; body; } break; \
-		case 4: CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * 4; body; } break; \
-		case 8: CAD_IVDEP for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * 8; body; } break; \
-		default: for (l = 0; l < n; l++) { const __u64 s_ = (__u64)l * esz; body; } break; \
-		}                                                          \
-	} while (0)
-/* D[l] = v, where body sets v for lane l; or, when the next instruction
- * stores v as the whole element and nothing reads it after, that store in
- * the same loop (skipped at its own pc). */
-#define N_PUT(r, body) do {                                                \
-		if (narrow_store_next(e, pc, (r))) { /* esz is 1, 2, 4 or 8 */ \
-			__u8 *const o_ = e->io;                            \
-			switch (esz) {                                     \
-			case 1: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_8(o_ + l, v); } break; \
-			case 2: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_16(o_ + (__u64)l * 2, v); } break; \
-			case 4: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_32(o_ + (__u64)l * 4, v); } break; \
-			default: CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; NSTORE_ST_64(o_ + (__u64)l * 8, v); } break; \
-			}                                                  \
-			pc++;                                              \
-		} else {                                                   \
-			__u32 *const D_ = R(r);                            \
-			CAD_IVDEP for (l = 0; l < n; l++) { __u32 v; body; D_[l] = v; } \
-		}                                                          \
-	} while (0)
-#define N_CASE_LD(name) case CAD_VM_##name: {                              \
-		const __u8 *p_ = (in->a ? e->io : e->ip) + in->imm;        \
-		__u32 *D = R(in->dst);                                     \
-		N_LOOP(D[l] = NLOAD_##name(p_ + s_));                      \
-		break;                                                     \
-	}
-#define N_CASE_ST(name) case CAD_VM_##name: {                              \
-		__u8 *p_ = e->io + in->imm;                                \
-		const __u32 *A = R(M[0]);                                  \
-		N_LOOP(NSTORE_##name(p_ + s_, A[l]));                      \
-		break;                                                     \
-	}
-#define N_CASE_OP(name) case CAD_VM_##name: {                              \
-		const __u32 *A = R(M[0]), *B = R(M[1]);                    \
-		(void)B;                                                   \
-		N_PUT(in->dst, v = N_##name(A[l], B[l]));                  \
-		break;                                                     \
-	}
-/* As in 64-bit lanes, a compare only the next SEL reads runs with it. */
-#define N_CASE_CMP(name) case CAD_VM_##name: {                             \
-		const __u32 *A = R(M[0]), *B = R(M[1]);                    \
-		const struct cad_vm_insn *sel_ = &in[1];                   \
-		if (sel_->code == CAD_VM_SEL && sel_->a == in->dst &&      \
-		    sel_->b != in->dst && (__u32)sel_->imm != in->dst &&   \
-		    !(e->after[pc + 1] & (1u << in->dst))) {              \
-			const __u8 *const MS = e->rmap[pc + 1];            \
-			const __u32 *X = R(MS[1]), *Y = R(MS[2]);          \
-			pc++;                                              \
-			if (MS[1] == M[0] && MS[2] == M[1])                \
-				N_PUT(sel_->dst, const __u32 a_ = A[l];    \
-				      const __u32 b_ = B[l];               \
-				      v = N_##name(a_, b_) ? a_ : b_);     \
-			else if (MS[1] == M[1] && MS[2] == M[0])           \
-				N_PUT(sel_->dst, const __u32 a_ = A[l];    \
-				      const __u32 b_ = B[l];               \
-				      v = N_##name(a_, b_) ? b_ : a_);     \
-			else                                               \
-				N_PUT(sel_->dst, const __u32 x_ = X[l];    \
-				      const __u32 y_ = Y[l];               \
-				      v = N_##name(A[l], B[l]) ? x_ : y_); \
-		} else {                                                   \
-			N_PUT(in->dst, v = N_##name(A[l], B[l]));          \
-		}                                                          \
-		break;                                                     \
-	}
-	for (pc = 0;; pc++) {
-		const struct cad_vm_insn *in = &e->code[pc];
-		const __u8 *const M = e->rmap[pc];
-
-		if (e->flags[pc] & NF_SKIP)
-			continue;
-		if (e->flags[pc] & NF_LDOP) {
-			pc = run_ldop(e, pc, n);
-			continue;
-		}
-		switch (in->code) {
-		N_CASE_LD(LD_I8) N_CASE_LD(LD_U8) N_CASE_LD(LD_I16) N_CASE_LD(LD_U16)
-		N_CASE_LD(LD_I32) N_CASE_LD(LD_U32) N_CASE_LD(LD_64)
-		N_CASE_ST(ST_8) N_CASE_ST(ST_16) N_CASE_ST(ST_32) N_CASE_ST(ST_64)
-		N_CASE_OP(MOV) N_CASE_OP(ADD) N_CASE_OP(SUB) N_CASE_OP(MUL)
-		N_CASE_OP(AND) N_CASE_OP(OR) N_CASE_OP(XOR) N_CASE_OP(NOT) N_CASE_OP(NEG)
-		N_CASE_OP(SHL) N_CASE_OP(SHR_S)
-		N_CASE_OP(SEXT8) N_CASE_OP(SEXT16) N_CASE_OP(SEXT32)
-		N_CASE_OP(ZEXT8) N_CASE_OP(ZEXT16) N_CASE_OP(ZEXT32)
-		N_CASE_CMP(EQ) N_CASE_CMP(NE) N_CASE_CMP(LT_S) N_CASE_CMP(LE_S)
-		N_CASE_CMP(LT_U) N_CASE_CMP(LE_U)
-		case CAD_VM_MOVI: case CAD_VM_LDK: {
-			const __u32 v_ = in->code == CAD_VM_MOVI ? (__u32)in->imm
-					 : (__u32)e->consts[in->imm];
-			__u32 *D = R(in->dst);
-
-			for (l = 0; l < n; l++)
-				D[l] = v_;
-			break;
-		}
-		case CAD_VM_SPILL: {
-			const __u32 *A = R(M[0]);
-			__u32 *const S = (__u32 *)e->S + (__u64)in->imm * nl;
-
-			CAD_IVDEP for (l = 0; l < n; l++)
-				S[l] = A[l];
-			break;
-		}
-		case CAD_VM_FILL: {
-			const __u32 *const S = (const __u32 *)e->S + (__u64)in->imm * nl;
-
-			N_PUT(in->dst, v = S[l]);
-			break;
-		}
-		case CAD_VM_SEL: {
-			const __u32 *C = R(M[0]), *A = R(M[1]), *B = R(M[2]);
-			__u32 *D = R(in->dst);
-
-			CAD_IVDEP for (l = 0; l < n; l++) {
-				const __u32 a_ = A[l], b_ = B[l];
-
-				D[l] = C[l] ? a_ : b_;
-			}
-			break;
-		}
-		default:  /* EXIT; nothing else passes narrow_plan */
-			return;
-		}
-	}
-#undef R
-}
-
-/* Narrow mode's lanes per register: the register memory shared by the
- * registers the code uses (nregs, maybe 0), at most NARROW_LANES, a
- * multiple of 16 lanes (64 bytes).  Each instruction is a pass over the block, whose
- * fixed cost (dispatch, the loop's mispredicted exit) the longer rows
- * spread over more elements; the rows stay within L1 (32 KiB in all). */
-#define NARROW_LANES 2048u
-
-static __u32 narrow_lanes(__u32 nregs)
-{
-	const __u32 nl = (__u32)(sizeof(__u64[CAD_VM_NREGS][LANES]) / 4) / (nregs ? nregs : 1);
-
-	return nl < NARROW_LANES ? nl & ~15u : NARROW_LANES;
-}
-
-/*
- * Constants hoisted out of the blocks.  A MOVI or LDK whose register no
- * other instruction writes gives that register the same value wherever it
- * is read (the verifier proves that every read follows a write on every
- * path), so the register's row is filled once per call, for the longest
- * block, and the instruction skipped in every block (NF_SKIP; the lane by
- * lane path still runs it, harmlessly).  64-bit lanes; narrow mode has
- * consts_plan.
- */
-static void hoist_consts(const struct vm_env *e, __u32 count, __u8 *flags, __u32 lanes)
-{
-	__u8 nw[CAD_VM_NREGS] = { 0 };
-	__u16 at[CAD_VM_NREGS];
-	__u32 pc, r, l;
-
-	for (pc = 0; pc < count; pc++)
-		if (writes(&e->code[pc])) {
-			r = e->code[pc].dst;
-			nw[r] = (__u8)(nw[r] < 2 ? nw[r] + 1 : 2);
-			at[r] = (__u16)pc;
-		}
-	for (r = 0; r < CAD_VM_NREGS; r++) {
-		const struct cad_vm_insn *in;
-		__u64 v;
-
-		if (nw[r] != 1)
-			continue;
-		in = &e->code[at[r]];
-		if ((in->code != CAD_VM_MOVI && in->code != CAD_VM_LDK) || (flags[at[r]] & NF_SKIP))
-			continue;
-		v = in->code == CAD_VM_MOVI ? (__u64)(__s64)in->imm : e->consts[in->imm];
-		for (l = 0; l < lanes; l++)
-			e->R[r][l] = v;
-		flags[at[r]] |= NF_SKIP;
-	}
-}
-
 void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 		    void *inout, const void *in, __u64 count, void *scratch)
 {
@@ -1734,15 +734,15 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 	__u32 nregs = 0, nslots = 0;
 	bool narrow;
 
-	reads_after(e.code, op->code_count, w->after);
-	narrow = narrow_plan(e.code, op->code_count, e.consts, w->after, w->flags, &nregs,
-			     &nslots);
+	cad_vm_reads_after(e.code, op->code_count, w->after);
+	narrow = cad_vm_narrow_plan(e.code, op->code_count, e.consts, w->after, w->flags, &nregs,
+				    &nslots);
 	if (narrow) {
 		__u8 (*rmap)[4] = (__u8 (*)[4])w->prod;
 		__u32 kval[NARROW_KROWS], nk, k, l;
 
-		nk = consts_plan(e.code, op->code_count, e.consts, nregs, w->flags, rmap, kval);
-		e.nl = narrow_lanes(nregs + nk);
+		nk = cad_vm_consts_plan(e.code, op->code_count, e.consts, nregs, w->flags, rmap, kval);
+		e.nl = cad_vm_narrow_lanes(nregs + nk);
 		if (nslots && e.nl > (__u32)(sizeof(w->S) / 4) / nslots)
 			e.nl = ((__u32)(sizeof(w->S) / 4) / nslots) & ~15u;
 		e.rmap = (const __u8 (*)[4])rmap;
@@ -1752,20 +752,20 @@ void cad_vm_run_fpu(const struct cad_prog *prog, const struct cad_user_op *op,
 			for (l = 0; l < e.nl && l < count; l++)
 				row[l] = kval[k];
 		}
-		ldop_plan(e.code, op->code_count, e.esz, w->after, w->flags);
+		cad_vm_ldop_plan(e.code, op->code_count, e.esz, w->after, w->flags);
 	} else {
-		dot2_plan(e.code, op->code_count, w->after, w->flags, w->prod);
-		pair_plan(e.code, op->code_count, w->after, w->flags);
+		cad_vm_dot2_plan(e.code, op->code_count, w->after, w->flags, w->prod);
+		cad_vm_pair_plan(e.code, op->code_count, w->after, w->flags);
 		if (count)
-			hoist_consts(&e, op->code_count, w->flags,
-				     count < LANES ? (__u32)count : LANES);
+			cad_vm_hoist_consts(&e, op->code_count, w->flags,
+					    count < LANES ? (__u32)count : LANES);
 	}
 	while (count) {
 		const __u32 max = narrow ? e.nl : LANES;
 		const __u32 n = count < max ? (__u32)count : max;
 
 		if (narrow)
-			run_block32(&e, n);
+			cad_vm_run_block32(&e, n);
 		else
 			run_block(&e, n);
 		e.io += (__u64)n * e.esz;

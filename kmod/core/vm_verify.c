@@ -100,123 +100,129 @@ static int check_access(struct vctx *v, const char *what, __s32 off, unsigned in
 	return 0;
 }
 
+/* EXIT, JA, JCOND at pc of n instructions: a jump flows to its target. */
+static int check_control(struct vctx *v, const struct cad_vm_insn *in, __u32 pc, __u32 n,
+			 struct vm_state *state, __u32 defined, __u64 slots)
+{
+	__u32 target = 0;
+	int err;
+
+	if (cad_vm_opcode_format(in->code) == CAD_VMF_EXIT)
+		return check_zero(v, in, true, true, true, true);
+	if (cad_vm_opcode_format(in->code) == CAD_VMF_JA) {
+		err = check_zero(v, in, true, true, true, false);
+	} else {
+		err = check_zero(v, in, true, false, true, false);
+		if (!err)
+			err = check_read(v, defined, in->a);
+	}
+	if (!err)
+		err = check_jump(v, pc, in->imm, n, &target);
+	if (!err)
+		flow_to(state, target, defined, slots);
+	return err;
+}
+
+/* LD, ST, LDK, SPILL, FILL: the element's bytes, the constants, the
+ * slots (*slots: those written on every path to here, and by a SPILL). */
+static int check_memory(struct vctx *v, const struct cad_user_op *op, const struct cad_vm_insn *in,
+			__u32 defined, __u64 *slots)
+{
+	const unsigned int fmt = cad_vm_opcode_format(in->code);
+	int err;
+
+	if (fmt == CAD_VMF_ST || fmt == CAD_VMF_SPILL) {
+		err = check_zero(v, in, true, false, true, false);
+		if (!err)
+			err = check_read(v, defined, in->a);
+	} else {
+		err = check_zero(v, in, false, fmt != CAD_VMF_LD, true, false);
+		if (!err)
+			err = check_reg(v, "destination", in->dst);
+	}
+	if (err)
+		return err;
+	switch (fmt) {
+	case CAD_VMF_LD:
+		if (in->a > 1)
+			return cad_vreject(v, -EINVAL, "load from element %u: 0 is in, 1 is inout", in->a);
+		return check_access(v, "load", in->imm, cad_vm_opcode_width(in->code), op->elem_size);
+	case CAD_VMF_ST:
+		return check_access(v, "store", in->imm, cad_vm_opcode_width(in->code),
+				    op->elem_size);
+	case CAD_VMF_LDK:
+		if (in->imm < 0 || (__u32)in->imm >= op->const_count)
+			return cad_vreject(v, -EINVAL, "constant %d does not exist (%u constants)",
+					   in->imm, op->const_count);
+		return 0;
+	case CAD_VMF_SPILL:
+		err = check_slot(v, in->imm);
+		if (!err)
+			*slots |= 1ull << in->imm;
+		return err;
+	default:  /* FILL */
+		err = check_slot(v, in->imm);
+		if (!err && !(*slots & (1ull << in->imm)))
+			err = cad_vreject(v, -EINVAL, "reads slot s%d before it is written",
+					  in->imm);
+		return err;
+	}
+}
+
+/* MOVI, UN, BIN, CMP, SEL: a destination and the registers read. */
+static int check_compute(struct vctx *v, const struct cad_vm_insn *in, __u32 defined)
+{
+	const unsigned int fmt = cad_vm_opcode_format(in->code);
+	int err = 0;
+
+	if (fmt == CAD_VMF_MOVI)
+		err = check_zero(v, in, false, true, true, false);
+	else if (fmt == CAD_VMF_UN)
+		err = check_zero(v, in, false, false, true, true);
+	else if (fmt != CAD_VMF_SEL)
+		err = check_zero(v, in, false, false, false, true);
+	if (!err)
+		err = check_reg(v, "destination", in->dst);
+	if (!err && fmt != CAD_VMF_MOVI)
+		err = check_read(v, defined, in->a);
+	if (!err && (fmt == CAD_VMF_BIN || fmt == CAD_VMF_CMP || fmt == CAD_VMF_SEL))
+		err = check_read(v, defined, in->b);
+	if (err || fmt != CAD_VMF_SEL)
+		return err;
+	if (in->imm < 0 || in->imm >= CAD_VM_NREGS)
+		return cad_vreject(v, -EINVAL, "source register r%d does not exist (r0..r%u)",
+				   in->imm, CAD_VM_NREGS - 1);
+	return check_read(v, defined, (unsigned int)in->imm);
+}
+
 static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct cad_vm_insn *in,
 		      __u32 pc, struct vm_state *state)
 {
 	const __u32 n = op->code_count;
+	const unsigned int fmt = cad_vm_opcode_format(in->code);
 	__u32 defined = state[pc].regs & DEFMASK;
 	__u64 slots = state[pc].slots;
-	__u32 target = 0;
-	bool falls = true, writes = false;
-	int err = 0;
+	int err;
 
-	switch (cad_vm_opcode_format(in->code)) {
+	switch (fmt) {
 	case CAD_VMF_EXIT:
-		err = check_zero(v, in, true, true, true, true);
-		falls = false;
-		break;
 	case CAD_VMF_JA:
-		err = check_zero(v, in, true, true, true, false);
-		if (!err)
-			err = check_jump(v, pc, in->imm, n, &target);
-		if (!err)
-			flow_to(state, target, defined, slots);
-		falls = false;
-		break;
 	case CAD_VMF_JCOND:
-		err = check_zero(v, in, true, false, true, false);
-		if (!err)
-			err = check_read(v, defined, in->a);
-		if (!err)
-			err = check_jump(v, pc, in->imm, n, &target);
-		if (!err)
-			flow_to(state, target, defined, slots);
+		err = check_control(v, in, pc, n, state, defined, slots);
 		break;
 	case CAD_VMF_LD:
-		err = check_zero(v, in, false, false, true, false);
-		if (!err)
-			err = check_reg(v, "destination", in->dst);
-		if (!err && in->a > 1)
-			err = cad_vreject(v, -EINVAL, "load from element %u: 0 is in, 1 is inout", in->a);
-		if (!err)
-			err = check_access(v, "load", in->imm, cad_vm_opcode_width(in->code),
-					   op->elem_size);
-		writes = true;
-		break;
 	case CAD_VMF_ST:
-		err = check_zero(v, in, true, false, true, false);
-		if (!err)
-			err = check_read(v, defined, in->a);
-		if (!err)
-			err = check_access(v, "store", in->imm, cad_vm_opcode_width(in->code),
-					   op->elem_size);
+	case CAD_VMF_LDK:
+	case CAD_VMF_SPILL:
+	case CAD_VMF_FILL:
+		err = check_memory(v, op, in, defined, &slots);
 		break;
 	case CAD_VMF_MOVI:
-		err = check_zero(v, in, false, true, true, false);
-		if (!err)
-			err = check_reg(v, "destination", in->dst);
-		writes = true;
-		break;
-	case CAD_VMF_LDK:
-		err = check_zero(v, in, false, true, true, false);
-		if (!err)
-			err = check_reg(v, "destination", in->dst);
-		if (!err && (in->imm < 0 || (__u32)in->imm >= op->const_count))
-			err = cad_vreject(v, -EINVAL, "constant %d does not exist (%u constants)",
-					  in->imm, op->const_count);
-		writes = true;
-		break;
 	case CAD_VMF_UN:
-		err = check_zero(v, in, false, false, true, true);
-		if (!err)
-			err = check_reg(v, "destination", in->dst);
-		if (!err)
-			err = check_read(v, defined, in->a);
-		writes = true;
-		break;
 	case CAD_VMF_BIN:
 	case CAD_VMF_CMP:
-		err = check_zero(v, in, false, false, false, true);
-		if (!err)
-			err = check_reg(v, "destination", in->dst);
-		if (!err)
-			err = check_read(v, defined, in->a);
-		if (!err)
-			err = check_read(v, defined, in->b);
-		writes = true;
-		break;
 	case CAD_VMF_SEL:
-		err = check_reg(v, "destination", in->dst);
-		if (!err)
-			err = check_read(v, defined, in->a);
-		if (!err)
-			err = check_read(v, defined, in->b);
-		if (!err && (in->imm < 0 || in->imm >= CAD_VM_NREGS))
-			err = cad_vreject(v, -EINVAL, "source register r%d does not exist (r0..r%u)",
-					  in->imm, CAD_VM_NREGS - 1);
-		if (!err)
-			err = check_read(v, defined, (unsigned int)in->imm);
-		writes = true;
-		break;
-	case CAD_VMF_SPILL:
-		err = check_zero(v, in, true, false, true, false);
-		if (!err)
-			err = check_read(v, defined, in->a);
-		if (!err)
-			err = check_slot(v, in->imm);
-		if (!err)
-			slots |= 1ull << in->imm;
-		break;
-	case CAD_VMF_FILL:
-		err = check_zero(v, in, false, true, true, false);
-		if (!err)
-			err = check_reg(v, "destination", in->dst);
-		if (!err)
-			err = check_slot(v, in->imm);
-		if (!err && !(slots & (1ull << in->imm)))
-			err = cad_vreject(v, -EINVAL, "reads slot s%d before it is written",
-					  in->imm);
-		writes = true;
+		err = check_compute(v, in, defined);
 		break;
 	case CAD_VMF_INVALID:
 	default:
@@ -224,9 +230,10 @@ static int check_insn(struct vctx *v, const struct cad_user_op *op, const struct
 	}
 	if (err)
 		return err;
-	if (writes)
+	if (fmt != CAD_VMF_ST && fmt != CAD_VMF_SPILL && fmt != CAD_VMF_EXIT && fmt != CAD_VMF_JA &&
+	    fmt != CAD_VMF_JCOND)
 		defined |= 1u << in->dst;
-	if (falls) {
+	if (fmt != CAD_VMF_EXIT && fmt != CAD_VMF_JA) {
 		if (pc + 1 == n)
 			return cad_vreject(v, -EINVAL, "falls off the end: the last instruction must be exit");
 		flow_to(state, pc + 1, defined, slots);
