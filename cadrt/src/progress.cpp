@@ -3,7 +3,10 @@
 // eagerly in a slot, large ones by a single copy with process_vm_readv or
 // process_vm_writev in the direction the program asks for (the receiver
 // reads after an RTS, or the sender writes after a CTS), or, where CMA is
-// not permitted, in fragments through the ring.
+// not permitted, in fragments through the ring.  Here: the rings,
+// matching, the small messages, posting and finishing nodes, progress();
+// the large transfers' own paths are in transfer.cpp, split.cpp and
+// offer.cpp, failures in failure.cpp.
 //
 // Matching: a message names its collective (communicator ctx, sequence
 // number seq) and its place in the program (tag, and occ: the k-th message
