@@ -35,7 +35,7 @@
 
 namespace cadrt {
 
-// Room for a failure's message (progress.cpp's Why), reserved in each
+// Room for a failure's message (internal.h's Why), reserved in each
 // request's error string so that failing in the signal handler does not
 // allocate.
 constexpr size_t kWhyBytes = 512;
@@ -453,12 +453,12 @@ class Runtime {
   // that its caller computes between its start and its wait.
   bool pushes(uint64_t len, bool exchange, bool computes) const;
   // A large one-way receive read by a single copy is split with its
-  // sender when the sender waits (progress.cpp, split_in): the segment
+  // sender when the sender waits (split.cpp, split_in): the segment
   // has lanes (their headers hold the Splits), CMA works, CADRT_SPLIT is
   // not 0.
   bool split = false;
   // A one-way single copy's receive that posts first is offered to its
-  // sender, which then writes it (progress.cpp, offer()): the segment has
+  // sender, which then writes it (offer.cpp, offer()): the segment has
   // lanes (their headers hold the Offers), CMA works, CADRT_OFFER is not 0;
   // where offer_pays() says so, or always under CADRT_OFFER=1.
   bool offers = false, offers_always = false;
@@ -468,7 +468,7 @@ class Runtime {
   // About how long a single copy of len bytes takes here.
   int64_t copy_ns(uint64_t len) const;
   // Whether a receive of len bytes of r, whose sender is expected late,
-  // is better offered (see offer_pays in progress.cpp).
+  // is better offered (see offer_pays in offer.cpp).
   bool offer_pays(const cadrt_request_s *r, uint64_t len) const;
   // Waiting in cadrt_wait, or between cadrt_poll_begin and end: the caller
   // keeps progressing until its request completes (RankInfo::committed).
@@ -629,6 +629,9 @@ class Runtime {
   void check_handler();
   void retarget(int32_t tid);
   int init_joined();  // init() after the segment is joined
+  void reset_transfers();
+  int copy_settings(int err, bool lanes_here);
+  std::vector<std::vector<int64_t>> make_world();
   void leave_job();  // (finalize, a failed init)
 
  public:
@@ -639,7 +642,7 @@ class Runtime {
 
  private:
 
-  // transport (progress.cpp)
+  // transport (progress.cpp; the large transfers' own paths: transfer.cpp)
   bool room();
   void push(uint32_t ep, const MsgHeader &h, const void *payload, uint32_t n, cadrt_request_s *owner);
   // r's work is done and all its messages are in peers' rings.
@@ -661,6 +664,14 @@ class Runtime {
   // queue is not searched node by node once per post, see post()).
   void drain_unexpected(cadrt_request_s *r, uint32_t ep, int64_t node = -1);
   void handle(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h, const unsigned char *payload);
+  // handle()'s steps: a message that fails its checks (progress.cpp), a
+  // message for an offered receive (offer.cpp), an RTS, a CTS and a GRANT
+  // (transfer.cpp).
+  void refuse(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
+  bool offered_message(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
+  void rts_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
+  void cts_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
+  void grant_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
   unsigned char *at(cadrt_request_s *r, uint32_t buf, uint64_t off);
   MsgHeader header(cadrt_request_s *r, uint32_t node, uint32_t kind);
   void post(cadrt_request_s *r, uint32_t node);
@@ -687,7 +698,7 @@ class Runtime {
   // Whether receive node of r (from ep) could go through the lane now.
   bool lane_fits(const cadrt_request_s *r, uint32_t node, uint32_t ep) const;
   // Whether the RTS for receive node waits (in the unexpected queue) for a
-  // grant: see progress.cpp.
+  // grant: see transfer.cpp.
   bool hold_rts(cadrt_request_s *r, uint32_t node, uint32_t ep);
   const cadrt_request_s *starting_ = nullptr;  // the request start() is starting
   bool bulk_out(cadrt_request_s *r, uint32_t node);
@@ -696,7 +707,7 @@ class Runtime {
   bool move_out(cadrt_request_s *r, uint32_t node);
   // A node of outgoing is done: off the list, completed.
   void out_done(cadrt_request_s *r, uint32_t node);
-  // The split single copy (progress.cpp): the receiver's side, at an RTS
+  // The split single copy (split.cpp): the receiver's side, at an RTS
   // (false: not split); its wait for the sender's chunks; the sender's
   // side, at a SPLIT.
   bool split_in(cadrt_request_s *r, uint32_t node, uint32_t ep, const MsgHeader &h);
@@ -779,11 +790,19 @@ class Runtime {
   int kernel_ioctl_start(int32_t kh, uint64_t seq);  // 0 or -errno
   void kernel_ioctl_free(int32_t kh);
 
-  // engines (runtime.cpp)
+  // engines (engines.cpp)
   void thread_main();
   void signal_helper_main();
+  int choose_engine(bool *asked);
+  int agree_engine(int err, bool asked);
+  Engine user_engine() const;
+  bool auto_tries_kernel() const;
+  int start_engine();
+  void stop_helper();
+  // joining the job (join.cpp)
   int setup_world();
   int join_bootstrap();
+  int find_node(uint32_t *leader, int32_t *leader_pid);
   uint32_t node_index_ = 0;
   Bootstrap boot_;
   bool booted_ = false;
@@ -794,14 +813,16 @@ class Runtime {
   void set_life_cloexec(bool on);
   int meet();
   int probe_cma();
+  // lanes (lanes.cpp)
+  bool lane_settings(std::string *bad_out, std::string *want_bulk_out, uint64_t *want_max_out);
+  int setup_lanes(const std::string &want_bulk, uint64_t want_max);
+  void agree_lanes(const std::vector<uint32_t> &local, uint64_t want_max);
+  void decide_pushes(const std::vector<uint32_t> &local);
+  void say_pushes() const;
+  void say_lanes(uint32_t partner, uint64_t upto, const int64_t *lane, const int64_t *read, const char *forced) const;
+  void empty_lanes();
   uint64_t lanes_upto(uint32_t partner);  // partner: nep if none
   uint64_t push_upto(uint32_t partner);   // 0 on the pair's sender, else 0x100 | classes won
-  int choose_engine(bool *asked);
-  int agree_engine(int err, bool asked);
-  Engine user_engine() const;
-  bool auto_tries_kernel() const;
-  int start_engine();
-  void stop_helper();
 };
 
 // The small-message path (a collective's start, a pass, a test, the
@@ -825,9 +846,9 @@ extern thread_local bool t_in_handler;
 // This thread is the thread engine's progress thread.
 extern thread_local bool t_progress_thread;
 #ifdef CADRT_FAULT_INJECTION
-extern int g_fault_tell;        // progress.cpp, fault_no_room()
-extern long g_fault_split_us, g_fault_split_in_us;  // progress.cpp, fault_split_pause()
-extern long g_fault_split_read;                     // progress.cpp, fault_split_read()
+extern int g_fault_tell;        // internal.h, fault_no_room()
+extern long g_fault_split_us, g_fault_split_in_us;  // internal.h, fault_split_pause()
+extern long g_fault_split_read;                     // internal.h, fault_split_read()
 #endif
 
 // A spin-wait's pause.

@@ -213,7 +213,7 @@ constexpr uint32_t kLaneChunk = 65536;
 constexpr uint32_t kLaneMaxRanks = 16;
 constexpr uint32_t lane_chunks(uint32_t n) { return n <= 8 ? 32 : 16; }
 
-// A split single copy (progress.cpp, split_in): a large message the
+// A split single copy (split.cpp, split_in): a large message the
 // receiver reads with process_vm_readv while its sender waits is copied
 // by both, chunk by chunk, the sender writing with process_vm_writev.
 // Each side claims the next chunk from `claim`; a sender called away
@@ -234,7 +234,7 @@ inline uint64_t split_chunks(uint64_t len) { return (len + kSplitChunk - 1) / kS
 // A message of len bytes may be split (both sides agree on it).
 inline bool splittable(uint64_t len) { return split_chunks(len) >= 2 && split_chunks(len) < (1u << 31); }
 
-// A receive offered to its sender (progress.cpp, offer()): a one-way
+// A receive offered to its sender (offer.cpp, offer()): a one-way
 // single copy's receiver that posts before the sender's RTS has come
 // publishes where the data goes, and a sender that posts later takes the
 // offer (claiming it from kOfferOpen to kOfferTaken) and writes the data in

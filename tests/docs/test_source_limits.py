@@ -207,4 +207,4 @@ def test_the_function_finder():
         "int h() { return 0; }\n"
         "}\n"
     )
-    assert functions(text) == [("f", 2, 9), ("C", 12, 12), ("g", 13, 13), ("h", 18, 18)]
+    assert functions(text) == [("f", 2, 9), ("C", 12, 12), ("g", 13, 13), ("h", 17, 17)]
