@@ -23,6 +23,7 @@ PREFIX ?= /usr/local
 # Everything the project needs on Debian 12.  linux-image-amd64 and
 # linux-headers-amd64 bring a kernel and its matching headers: the modules
 # are built against the headers and tested by booting that kernel in qemu.
+# linux-source-6.1: the kernel's checkpatch.pl, for tests/kmod/test_checkpatch.py.
 DEBIAN_PACKAGES := \
 	build-essential cmake ninja-build pkg-config \
 	clang libclang-rt-14-dev libclang-dev llvm-dev \
@@ -32,7 +33,8 @@ DEBIAN_PACKAGES := \
 	qemu-system-x86 busybox-static \
 	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
 	python3 python3-pytest python3-jsonschema python3-matplotlib \
-	groff-base man-db graphviz dkms
+	groff-base man-db graphviz dkms \
+	linux-source-6.1
 
 .PHONY: all deps build install dkms-install dkms-uninstall test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
 	fuzz-op fuzz-kmod clean

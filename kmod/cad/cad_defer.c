@@ -49,7 +49,8 @@
  * entering read() drains the queue too, so nothing is left behind.
  */
 /* A match of sr's node snode and rr's rnode, no part queued yet (a live
- * object until put_part() puts its last part, or cad_free_match()). */
+ * object until put_part() puts its last part, or cad_free_match()).
+ */
 struct cad_match *cad_new_match(struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode)
 {
 	struct cad_match *m = kmalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
@@ -97,15 +98,18 @@ bool cad_is_current(const struct cad_file *f)
 }
 
 /* The side whose CPU should copy: the program's direction hint, else the
- * receiver (its cache gets the data it is about to read). */
+ * receiver (its cache gets the data it is about to read).
+ */
 static struct cad_file *copier(const struct cad_run *sr, const struct cad_run *rr, u8 flags)
 {
 	return flags == CAD_XFER_SENDER_WRITES ? sr->file : rr->file;
 }
 
 /* The member of the group to wake for a deferred transfer: one asleep in
- * read(), the two sides first. */
-static struct cad_file *idle_member(struct cad_group *g, struct cad_file *first, struct cad_file *second)
+ * read(), the two sides first.
+ */
+static struct cad_file *idle_member(struct cad_group *g, struct cad_file *first,
+				    struct cad_file *second)
 {
 	u32 i;
 
@@ -127,7 +131,8 @@ static bool usable_cpu(int cpu)
 	return cpu >= 0 && cpu < nr_cpu_ids && cpu_online(cpu);
 }
 
-void cad_queue_part(struct cad_group *g, struct cad_match *m, struct cad_file *owner, u64 off, u64 len)
+void cad_queue_part(struct cad_group *g, struct cad_match *m, struct cad_file *owner,
+		    u64 off, u64 len)
 {
 	struct cad_xfer *x = &m->part[m->parts++];
 
@@ -137,7 +142,8 @@ void cad_queue_part(struct cad_group *g, struct cad_match *m, struct cad_file *o
 }
 
 /* Whether the transfer was deferred (else the caller copies now). */
-bool cad_defer_match(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode)
+bool cad_defer_match(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr,
+		     u32 rnode)
 {
 	const struct cad_node *sn = &sr->prog.nodes[snode], *rn = &rr->prog.nodes[rnode];
 	const unsigned int mode = READ_ONCE(cad_defer), split_min = READ_ONCE(cad_split_min);
@@ -155,7 +161,8 @@ bool cad_defer_match(struct cad_group *g, struct cad_run *sr, u32 snode, struct 
 			return false;
 	} else if (!hint && (cad_is_current(rr->file) || cad_is_current(sr->file))) {
 		/* The caller goes back to its own work at once; the other side,
-		 * which posted first, copies. */
+		 * which posted first, copies.
+		 */
 		owner = cad_is_current(rr->file) ? sr->file : rr->file;
 	} else if (!hint && split_min && sn->len >= max_t(u64, split_min, 128)) {
 		/* A cascade in a third process: both sides share the copy. */
@@ -191,7 +198,8 @@ bool cad_defer_match(struct cad_group *g, struct cad_run *sr, u32 snode, struct 
 }
 
 /* After a copy in flight for r ended: if r ended meanwhile and nothing
- * of it is in flight any more, tell its owner now. */
+ * of it is in flight any more, tell its owner now.
+ */
 static void settle(struct cad_run *r)
 {
 	if (!r->inflight && r->publish_pending) {
@@ -201,7 +209,8 @@ static void settle(struct cad_run *r)
 }
 
 /* The first queued part f may copy: its own, or any if f is NULL (a
- * process in read(): its CPU is idle). */
+ * process in read(): its CPU is idle).
+ */
 static struct cad_xfer *next_part(struct cad_group *g, struct cad_file *f)
 {
 	struct cad_xfer *x;
@@ -216,7 +225,8 @@ static struct cad_xfer *next_part(struct cad_group *g, struct cad_file *f)
  * a transfer when its last part is done, and does what that makes ready,
  * within b.  Called and returns with the group lock held; drops it while
  * copying.  Parts of f's left over: its work item goes on with them (a
- * reader, f NULL, loops in cad_wait_events). */
+ * reader, f NULL, loops in cad_wait_events).
+ */
 static void run_deferred(struct cad_group *g, struct cad_file *f, struct cad_budget *b)
 {
 	struct cad_xfer *x;
@@ -224,7 +234,8 @@ static void run_deferred(struct cad_group *g, struct cad_file *f, struct cad_bud
 	while (!spent(b) && (x = next_part(g, f))) {
 		struct cad_match *m = x->m;
 		struct cad_run *sr = m->sr, *rr = m->rr;
-		const struct cad_node *sn = &sr->prog.nodes[m->snode], *rn = &rr->prog.nodes[m->rnode];
+		const struct cad_node *sn = &sr->prog.nodes[m->snode];
+		const struct cad_node *rn = &rr->prog.nodes[m->rnode];
 		u64 done;
 
 		list_move_tail(&x->link, &g->inflight);
@@ -271,6 +282,7 @@ static void run_deferred(struct cad_group *g, struct cad_file *f, struct cad_bud
 static void defer_worker(struct work_struct *w)
 {
 	struct cad_file *f = container_of(w, struct cad_file, defer_work);
+	/* pairs with smp_store_release() of f->group in join() */
 	struct cad_group *g = smp_load_acquire(&f->group);
 	struct cad_budget b = CAD_BUDGET;
 
@@ -282,7 +294,8 @@ static void defer_worker(struct work_struct *w)
 }
 
 /* A pass over what others left in g: queued parts any member may copy,
- * and runs a pass ran out of budget on.  The group lock held. */
+ * and runs a pass ran out of budget on.  The group lock held.
+ */
 static void take_over(struct cad_group *g)
 {
 	struct cad_budget b = CAD_BUDGET;
@@ -294,7 +307,8 @@ static void take_over(struct cad_group *g)
 
 /* The group's work item: a pass over what the last one left (it holds a
  * reference to the group, dropped here; the last one frees the group,
- * this item with it, which a work function may do). */
+ * this item with it, which a work function may do).
+ */
 static void more_worker(struct work_struct *w)
 {
 	struct cad_group *g = container_of(w, struct cad_group, more_work);
@@ -345,6 +359,7 @@ void cad_run_wait_idle(struct cad_group *g, struct cad_run *r)
 
 int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 {
+	/* pairs with smp_store_release() of f->group in join() */
 	struct cad_group *g = smp_load_acquire(&f->group);
 	int err = 0;
 
@@ -355,7 +370,8 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 		if (nonblock)
 			return -EAGAIN;
 		/* (A wait whose condition holds at once -- work left over --
-		 * looks at no signal.) */
+		 * looks at no signal.)
+		 */
 		if (signal_pending(current))
 			return -ERESTARTSYS;
 		if (g) {
@@ -366,12 +382,14 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 			mutex_unlock(&g->lock);
 		}
 		err = wait_event_interruptible(f->wq, atomic_read(&f->events) ||
-						      (g && (READ_ONCE(g->ndeferred) || READ_ONCE(g->leftover))));
+					       (g && (READ_ONCE(g->ndeferred) ||
+						      READ_ONCE(g->leftover))));
 		if (g) {
 			/* Whatever was handed to this process while it slept is
 			 * done here (a pass of it), even when a signal ends the
 			 * wait; and waiting must be cleared, so this lock is not
-			 * killable (no holder of it waits for user space). */
+			 * killable (no holder of it waits for user space).
+			 */
 			mutex_lock(&g->lock);
 			f->waiting = false;
 			take_over(g);

@@ -10,6 +10,7 @@ void cad_publish(struct cad_run *r)
 	struct cad_status *st = &r->file->status[r->handle];
 
 	WRITE_ONCE(st->gen, r->gen);
+	/* gen before result: readers of the status page read result, then gen */
 	smp_wmb();
 	WRITE_ONCE(st->result, r->result);
 }
@@ -26,7 +27,8 @@ void cad_tell(struct cad_run *r)
 
 /* r ends with result.  While a copy into or out of its buffers is still
  * in flight (it failed meanwhile), its owner is told only when that copy
- * is done: the process must not reuse memory the module is copying. */
+ * is done: the process must not reuse memory the module is copying.
+ */
 void cad_finish(struct cad_run *r, int result)
 {
 	cad_drop_deferred(r->file->group, r);
@@ -51,7 +53,8 @@ struct cad_run *cad_find_running(struct cad_file *f, u64 ctx, u64 seq)
 }
 
 /* The bucket key of (ctx, seq): hash_add() mixes it (hash_64), so
- * consecutive seqs of one ctx spread over the buckets. */
+ * consecutive seqs of one ctx spread over the buckets.
+ */
 static u64 tomb_key(u64 ctx, u64 seq)
 {
 	return ctx ^ seq;
@@ -84,7 +87,8 @@ void cad_tomb_seen(struct cad_group *g, struct cad_tomb *t, u32 grank)
 }
 
 /* The ranks of q's program that are still in the group (a rank not
- * joined yet may join and start it). */
+ * joined yet may join and start it).
+ */
 static void add_ranks(struct cad_group *g, struct cad_tomb *t, const struct cad_run *q)
 {
 	u32 i;
@@ -102,7 +106,8 @@ static void add_ranks(struct cad_group *g, struct cad_tomb *t, const struct cad_
  * next calls start, before a peer that still runs it cancels).  Ranks
  * number the collectives of a communicator in order (cad.h, struct
  * cad_ioc_start), so a rank past seq never starts it: a tombstone need
- * not wait for it. */
+ * not wait for it.
+ */
 static bool started_it(const struct cad_file *o, u64 ctx, u64 seq)
 {
 	u32 h;
@@ -117,7 +122,8 @@ static bool started_it(const struct cad_file *o, u64 ctx, u64 seq)
 }
 
 /* Group rank grank starts collective seq of ctx: it is past every earlier
- * one of ctx (started_it()), so their tombstones stop waiting for it. */
+ * one of ctx (started_it()), so their tombstones stop waiting for it.
+ */
 void cad_tombs_passed(struct cad_group *g, u64 ctx, u64 seq, u32 grank)
 {
 	struct cad_tomb *t, *tmp;
@@ -130,7 +136,8 @@ void cad_tombs_passed(struct cad_group *g, u64 ctx, u64 seq, u32 grank)
 /* A tombstone for r's collective (r running it).  Its ranks are those of
  * every run of it in the group (with mismatched programs they may not
  * agree) that have not started it.  At the limit, or without memory, the
- * oldest one is reused. */
+ * oldest one is reused.
+ */
 static void bury(struct cad_group *g, const struct cad_run *r, int err)
 {
 	struct cad_tomb *t;
@@ -157,14 +164,16 @@ static void bury(struct cad_group *g, const struct cad_run *r, int err)
 	add_ranks(g, t, r);
 	for (i = 0; i < g->nranks; i++) {
 		/* (a file runs a (ctx, seq) once at most: start_locked) */
-		const struct cad_run *q = g->members[i] ? cad_find_running(g->members[i], r->ctx, r->seq) : NULL;
+		const struct cad_run *q = g->members[i] ?
+			cad_find_running(g->members[i], r->ctx, r->seq) : NULL;
 
 		if (q && q != r)
 			add_ranks(g, t, q);
 		cond_resched();
 	}
 	for (i = 0; i < g->nranks; i++) {
-		if (test_bit(i, t->unseen) && g->members[i] && started_it(g->members[i], r->ctx, r->seq))
+		if (test_bit(i, t->unseen) && g->members[i] &&
+		    started_it(g->members[i], r->ctx, r->seq))
 			__clear_bit(i, t->unseen);
 		if (!(i & 255))
 			cond_resched();
@@ -185,7 +194,8 @@ void cad_group_free_tombs(struct cad_group *g)
 }
 
 /* Collective (ctx, seq) of r failed: every run of it in the group ends
- * with err, and so will every later start of it. */
+ * with err, and so will every later start of it.
+ */
 void cad_fail_collective(struct cad_group *g, const struct cad_run *r, int err)
 {
 	const u64 ctx = r->ctx, seq = r->seq;
@@ -203,6 +213,7 @@ void cad_fail_collective(struct cad_group *g, const struct cad_run *r, int err)
 				cad_finish(q, err);
 	}
 }
+
 /* Whether r still needs group rank grank: a transfer with it not done. */
 static bool needs(const struct cad_run *r, u32 grank)
 {

@@ -24,7 +24,8 @@
 
 /* A writable uint parameter that refuses values outside [lo, hi] (and
  * keeps the one it had).  Every writable parameter is one: none takes a
- * value the code was not written for. */
+ * value the code was not written for.
+ */
 #define CAD_PARAM_RANGE(name, var, lo, hi)                                   \
 	static int set_##name(const char *val, const struct kernel_param *kp) \
 	{                                                                     \
@@ -34,35 +35,40 @@
 		.set = set_##name,                                            \
 		.get = param_get_uint,                                        \
 	};                                                                    \
-	module_param_cb(name, &name##_ops, &var, 0644)
+	module_param_cb(name, &name##_ops, &(var), 0644)
 
 /* Per user, not per process: a process's pins live as long as its file,
  * which can outlive it (an exec, a fork, a descriptor passed on), and a
  * user may run any number of processes, so only a bound per user bounds
- * anything.  0 at load: half the machine's memory, at least 1 GiB. */
+ * anything.  0 at load: half the machine's memory, at least 1 GiB.
+ */
 unsigned int cad_max_pinned_mb;
 CAD_PARAM_RANGE(max_pinned_mb, cad_max_pinned_mb, 1, CAD_MAX_PINNED_MB);
 MODULE_PARM_DESC(max_pinned_mb, "Memory a user may have pinned by the module, MiB (default: half the RAM, at least 1024; at most 2^30)");
 
 /* All users together: 0 at load, the machine's memory (a page pinned
- * by several programs counts once for each). */
+ * by several programs counts once for each).
+ */
 unsigned int cad_max_pinned_total_mb;
 CAD_PARAM_RANGE(max_pinned_total_mb, cad_max_pinned_total_mb, 1, CAD_MAX_PINNED_MB);
 MODULE_PARM_DESC(max_pinned_total_mb, "Memory all users together may have pinned by the module, MiB (default: the RAM, at least 1024; at most 2^30)");
 
 unsigned int cad_max_programs = CAD_MAX_PROGRAMS;
 CAD_PARAM_RANGE(max_programs, cad_max_programs, 1, CAD_MAX_PROGRAMS);
-MODULE_PARM_DESC(max_programs, "Programs loaded per open file (1.." __stringify(CAD_MAX_PROGRAMS) ")");
+MODULE_PARM_DESC(max_programs,
+		 "Programs loaded per open file (1.." __stringify(CAD_MAX_PROGRAMS) ")");
 
 /* At most the verifier's own limit (cad_default_limits). */
 #define CAD_MAX_IMAGE_KB 262144
 unsigned int cad_max_image_kb = 64 << 10;
 CAD_PARAM_RANGE(max_image_kb, cad_max_image_kb, 1, CAD_MAX_IMAGE_KB);
-MODULE_PARM_DESC(max_image_kb, "Bytes of one program image, KiB (1.." __stringify(CAD_MAX_IMAGE_KB) ")");
+MODULE_PARM_DESC(max_image_kb,
+		 "Bytes of one program image, KiB (1.." __stringify(CAD_MAX_IMAGE_KB) ")");
 
 /* The scratch buffers of one program are kernel memory (charged to the
  * process's memory cgroup, like its image); below 2 GiB, so that no
- * single allocation goes past what kvmalloc takes. */
+ * single allocation goes past what kvmalloc takes.
+ */
 unsigned int cad_max_scratch_mb = 1024;
 CAD_PARAM_RANGE(max_scratch_mb, cad_max_scratch_mb, 1, 2047);
 MODULE_PARM_DESC(max_scratch_mb, "Bytes of all scratch buffers of one program, MiB (1..2047)");
@@ -90,7 +96,8 @@ MODULE_PARM_DESC(defer, "Who copies a matched transfer: 0 the caller, 1 an idle 
  * it.  Queueing the work item (queue_work_on, an inter-processor
  * interrupt) takes longer than copying 4 KiB, in qemu (the KACC codelet
  * of bench/report.md) and on hardware, where a 32 KiB memcpy (~1 us) is
- * shorter than waking a worker on a busy CPU. */
+ * shorter than waking a worker on a busy CPU.
+ */
 unsigned int cad_defer_min = 32768;
 CAD_PARAM_RANGE(defer_min, cad_defer_min, 0, 1u << 30);
 MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never deferred (0..2^30)");
@@ -98,7 +105,8 @@ MODULE_PARM_DESC(defer_min, "Transfers shorter than this (bytes) are never defer
 /* With defer=2, a transfer with no direction hint of at least split_min
  * bytes that neither side's call matched (a completion cascading in a
  * third process) is copied half by the receiver's CPU and half by the
- * sender's, at the same time; 0 never splits. */
+ * sender's, at the same time; 0 never splits.
+ */
 unsigned int cad_split_min = 16384;
 CAD_PARAM_RANGE(split_min, cad_split_min, 0, 1u << 30);
 MODULE_PARM_DESC(split_min, "With defer=2, unhinted transfers from this size (bytes) matched by neither side are copied half by each side's CPU; 0: never (0..2^30)");
@@ -116,22 +124,28 @@ MODULE_PARM_DESC(max_ranks, "Ranks of one group (1.." __stringify(CAD_MAX_RANKS)
  * a user, who may open any number of files.  The defaults leave a job of
  * a few hundred ranks on one node plenty; 0 at load for max_user_kmem_mb:
  * a quarter of the RAM, at least 1024 MiB (a program's scratch may be
- * 1024 MiB by default). */
+ * 1024 MiB by default).
+ */
 #define CAD_MAX_USER_PROGRAMS (1u << 20)
 unsigned int cad_max_user_programs = 16384;
 CAD_PARAM_RANGE(max_user_programs, cad_max_user_programs, 1, CAD_MAX_USER_PROGRAMS);
-MODULE_PARM_DESC(max_user_programs, "Programs a user may have loaded, all its files together (1.." __stringify(CAD_MAX_USER_PROGRAMS) ")");
+MODULE_PARM_DESC(max_user_programs,
+		 "Programs a user may have loaded, all its files together (1.."
+		 __stringify(CAD_MAX_USER_PROGRAMS) ")");
 
 unsigned int cad_max_user_kmem_mb;
 CAD_PARAM_RANGE(max_user_kmem_mb, cad_max_user_kmem_mb, 1, CAD_MAX_PINNED_MB);
 MODULE_PARM_DESC(max_user_kmem_mb, "Kernel memory a user's programs may take (images, scratch, tables), MiB (default: a quarter of the RAM, at least 1024; at most 2^30)");
 
 /* A group's arrays are sized by its ranks (max_ranks); its VM scratch is
- * CAD_VM_SCRATCH_SIZE. */
+ * CAD_VM_SCRATCH_SIZE.
+ */
 #define CAD_MAX_USER_GROUPS 65536
 unsigned int cad_max_user_groups = 1024;
 CAD_PARAM_RANGE(max_user_groups, cad_max_user_groups, 1, CAD_MAX_USER_GROUPS);
-MODULE_PARM_DESC(max_user_groups, "Groups a user may have made that are still alive (1.." __stringify(CAD_MAX_USER_GROUPS) ")");
+MODULE_PARM_DESC(max_user_groups,
+		 "Groups a user may have made that are still alive (1.."
+		 __stringify(CAD_MAX_USER_GROUPS) ")");
 
 atomic64_t cad_pinned_pages = ATOMIC64_INIT(0);
 atomic64_t cad_live_objects = ATOMIC64_INIT(0);
@@ -144,9 +158,11 @@ static int get_counter(char *buf, const struct kernel_param *kp)
 {
 	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(kp->arg));
 }
+
 static const struct kernel_param_ops counter_ops = { .get = get_counter };
 /* Read only: pages pinned now, groups, files, programs and tombstones
- * alive, transfers deferred (and split) so far, and nodes a pass cut. */
+ * alive, transfers deferred (and split) so far, and nodes a pass cut.
+ */
 module_param_cb(pinned_pages, &counter_ops, &cad_pinned_pages, 0444);
 MODULE_PARM_DESC(pinned_pages, "Pages pinned now (read only)");
 module_param_cb(live_objects, &counter_ops, &cad_live_objects, 0444);
@@ -180,7 +196,8 @@ struct workqueue_struct *cad_wq;
  * picks the CPU, at normal priority (not the system's high-priority
  * queue, nice -20: a user's copies must not preempt other users'
  * tasks), and the module's own, so that it can be flushed and is not
- * shared with the rest of the kernel. */
+ * shared with the rest of the kernel.
+ */
 struct workqueue_struct *cad_defer_wq;
 
 static void group_free(struct cad_group *g)
@@ -208,7 +225,8 @@ static void unlist(struct cad_group *g)
 
 /* The last reference is dropped under cad_groups_lock, which every
  * reference taken from the list is taken under too: nobody finds a group
- * on its way out. */
+ * on its way out.
+ */
 void cad_group_put(struct cad_group *g)
 {
 	mutex_lock(&cad_groups_lock);
@@ -256,7 +274,8 @@ static bool may_join(const struct cad_group *g)
 
 /* The group of key, found or made (charged to f's user), with a
  * reference for the caller; a dead one (its last member left) is taken
- * out of the table on the way.  cad_groups_lock held. */
+ * out of the table on the way.  cad_groups_lock held.
+ */
 static struct cad_group *find_group(struct cad_file *f, const struct cad_ioc_join *a, int *err)
 {
 	struct cad_group *g;
@@ -312,7 +331,8 @@ static struct cad_group *find_group(struct cad_file *f, const struct cad_ioc_joi
 /* Key, owner and size are checked under cad_groups_lock; the membership
  * under the group's lock alone, which may be held for a while by a
  * member's program (never the global lock meanwhile: another group's
- * joins and releases do not wait for this one). */
+ * joins and releases do not wait for this one).
+ */
 static int join(struct cad_file *f, const struct cad_ioc_join *a)
 {
 	struct cad_group *g;
@@ -344,10 +364,12 @@ static int join(struct cad_file *f, const struct cad_ioc_join *a)
 			err = -EPIPE;
 		if (!err) {
 			/* The reference is the member's now, dropped when its
-			 * release ends. */
+			 * release ends.
+			 */
 			g->members[a->rank] = f;
 			g->alive++;
 			f->rank = a->rank;
+			/* f->rank set first: pairs with the smp_load_acquire()s of f->group */
 			smp_store_release(&f->group, g);
 		}
 		mutex_unlock(&g->lock);
@@ -412,7 +434,8 @@ static int cad_release(struct inode *inode, struct file *file)
 		}
 		/* Nobody hands f's work item anything now (f's runs ended and
 		 * f is no member); copies still in flight into or out of f's
-		 * runs, by it or by other members, end before they go. */
+		 * runs, by it or by other members, end before they go.
+		 */
 		cancel_work_sync(&f->defer_work);
 		cad_group_hand_off(g);
 		for (h = 0; h < CAD_MAX_PROGRAMS; h++)
@@ -420,7 +443,8 @@ static int cad_release(struct inode *inode, struct file *file)
 				cad_run_wait_idle(g, f->runs[h]);
 		/* Not when alive reached 0: the member that left last may end
 		 * its release before one that left earlier, which still waits
-		 * above (on g's lock and idle queue) or runs its work item. */
+		 * above (on g's lock and idle queue) or runs its work item.
+		 */
 		cad_group_put(g);
 	}
 	/* Nobody reaches f's runs now: the group forgot f. */
@@ -458,7 +482,8 @@ static __poll_t cad_poll(struct file *file, poll_table *wait)
 }
 
 /* The number of completions since the last read, as a __u64; blocks while
- * it is 0 unless the file is non-blocking. */
+ * it is 0 unless the file is non-blocking.
+ */
 static ssize_t cad_read(struct file *file, char __user *buf, size_t len, loff_t *pos)
 {
 	struct cad_file *f = file->private_data;
@@ -527,8 +552,8 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		if (err)
 			return err;
 		v.version = CAD_VERSION;
-		v.features = CAD_FEAT_PIN | CAD_FEAT_STATUS_PAGE | CAD_FEAT_POLL | CAD_FEAT_USER_OPS |
-			     CAD_FEAT_VM_SLOTS;
+		v.features = CAD_FEAT_PIN | CAD_FEAT_STATUS_PAGE | CAD_FEAT_POLL |
+			     CAD_FEAT_USER_OPS | CAD_FEAT_VM_SLOTS;
 		v.max_programs = cad_max_programs;
 		v.status_size = CAD_STATUS_SIZE;
 		return copy_out(uarg, &v, sizeof(v), usize);
@@ -549,7 +574,8 @@ static long cad_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		if (err)
 			return err;
 		/* handle is ~0 unless the program was loaded (perhaps
-		 * without starting: CAD_LOAD_START and a failed start). */
+		 * without starting: CAD_LOAD_START and a failed start).
+		 */
 		l.handle = ~0u;
 		err = cad_run_load(f, &l);
 		if (copy_out(uarg, &l, sizeof(l), usize))
@@ -599,7 +625,8 @@ static const struct file_operations cad_fops = {
 };
 
 /* Anyone may open it: the verifier is the gate for programs, and a group
- * admits only its creator's user, in its user namespace (may_join()). */
+ * admits only its creator's user, in its user namespace (may_join()).
+ */
 static struct miscdevice cad_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "cad",
@@ -609,14 +636,15 @@ static struct miscdevice cad_misc = {
 
 static int __init cad_init(void)
 {
+	const unsigned long ram_mb = totalram_pages() >> (20 - PAGE_SHIFT);
 	int err;
 
 	if (!cad_max_pinned_mb)
-		cad_max_pinned_mb = max_t(unsigned long, 1024, (totalram_pages() >> (20 - PAGE_SHIFT)) / 2);
+		cad_max_pinned_mb = max_t(unsigned long, 1024, ram_mb / 2);
 	if (!cad_max_pinned_total_mb)
-		cad_max_pinned_total_mb = max_t(unsigned long, 1024, totalram_pages() >> (20 - PAGE_SHIFT));
+		cad_max_pinned_total_mb = max_t(unsigned long, 1024, ram_mb);
 	if (!cad_max_user_kmem_mb)
-		cad_max_user_kmem_mb = max_t(unsigned long, 1024, (totalram_pages() >> (20 - PAGE_SHIFT)) / 4);
+		cad_max_user_kmem_mb = max_t(unsigned long, 1024, ram_mb / 4);
 	cad_max_user_kmem_mb = min_t(unsigned int, cad_max_user_kmem_mb, CAD_MAX_PINNED_MB);
 	cad_max_pinned_mb = min_t(unsigned int, cad_max_pinned_mb, CAD_MAX_PINNED_MB);
 	cad_max_pinned_total_mb = min_t(unsigned int, cad_max_pinned_total_mb, CAD_MAX_PINNED_MB);
@@ -645,7 +673,8 @@ static void __exit cad_exit(void)
 	destroy_workqueue(cad_defer_wq);
 	if (atomic64_read(&cad_pinned_pages) || atomic64_read(&cad_live_objects))
 		pr_warn("cad: unloading with %lld pinned pages and %lld objects\n",
-			(long long)atomic64_read(&cad_pinned_pages), (long long)atomic64_read(&cad_live_objects));
+			(long long)atomic64_read(&cad_pinned_pages),
+			(long long)atomic64_read(&cad_live_objects));
 }
 
 module_init(cad_init);

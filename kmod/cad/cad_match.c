@@ -34,7 +34,9 @@ int cad_index_keys(struct cad_run *r)
 
 		if (nd->kind != CAD_NODE_SEND && nd->kind != CAD_NODE_RECV)
 			continue;
-		r->keys[n++] = (struct cad_key){ .kind = nd->kind, .peer = nd->peer, .tag = nd->tag, .node = i };
+		r->keys[n++] = (struct cad_key){
+			.kind = nd->kind, .peer = nd->peer, .tag = nd->tag, .node = i
+		};
 	}
 	sort(r->keys, n, sizeof(*r->keys), key_cmp, NULL);
 	for (i = 0; i < n; i++) {
@@ -96,17 +98,18 @@ static u8 *at(const struct cad_run *r, u32 buf, u64 off)
 }
 
 /* Copies bytes [off, +len) of the transfer from sn to rn, a slice at a
- * time while b lasts (one at least); the bytes copied. */
-u64 cad_transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr, const struct cad_node *rn,
-		    u64 off, u64 len, struct cad_budget *b)
+ * time while b lasts (one at least); the bytes copied.
+ */
+u64 cad_transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr,
+		 const struct cad_node *rn, u64 off, u64 len, struct cad_budget *b)
 {
 	u64 done = 0;
 
 	while (done < len && !(done && spent(b))) {
 		const u64 n = min_t(u64, len - done, SLICE_BYTES);
 
-		copy_chunked(at(rr, rn->dst_buf, rn->dst_off + off + done), at(sr, sn->src_buf, sn->src_off + off + done),
-			     n);
+		copy_chunked(at(rr, rn->dst_buf, rn->dst_off + off + done),
+			     at(sr, sn->src_buf, sn->src_off + off + done), n);
 		done += n;
 		b->bytes -= (s64)n;
 		if (done < len)
@@ -118,18 +121,21 @@ u64 cad_transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *
 /* A transfer copied at once, more than a slice: what its pass's budget
  * does not cover becomes a queued part that any member may take
  * (go_on_later), in m, allocated before the copy.  Without m it is copied
- * whole, as before passes were bounded.  True when it is all done. */
-static bool copy_now(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode,
-		     struct cad_budget *b)
+ * whole, as before passes were bounded.  True when it is all done.
+ */
+static bool copy_now(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr,
+		     u32 rnode, struct cad_budget *b)
 {
-	const struct cad_node *sn = &sr->prog.nodes[snode], *rn = &rr->prog.nodes[rnode];
+	const struct cad_node *sn = &sr->prog.nodes[snode];
+	const struct cad_node *rn = &rr->prog.nodes[rnode];
 	struct cad_match *m = NULL;
 	u64 done;
 
 	if (sn->len > SLICE_BYTES)
 		m = cad_new_match(sr, snode, rr, rnode);
 	if (!m) {
-		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off), sn->len);
+		copy_chunked(at(rr, rn->dst_buf, rn->dst_off), at(sr, sn->src_buf, sn->src_off),
+			     sn->len);
 		b->bytes -= (s64)min_t(u64, sn->len, BUDGET_BYTES);
 		return true;
 	}
@@ -146,7 +152,8 @@ static bool copy_now(struct cad_group *g, struct cad_run *sr, u32 snode, struct 
 
 /* r's SEND or RECV node was posted: transfer now, within b, if its
  * partner is posted too (unless it is deferred, or the collective
- * failed). */
+ * failed).
+ */
 static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_budget *b)
 {
 	const struct cad_node *nd = &r->prog.nodes[node];
@@ -171,7 +178,8 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_b
 		cad_fail_collective(g, r, -EPROTO);
 		return;
 	}
-	m = find_key(p, nd->kind == CAD_NODE_SEND ? CAD_NODE_RECV : CAD_NODE_SEND, me, nd->tag, r->occ[node]);
+	m = find_key(p, nd->kind == CAD_NODE_SEND ? CAD_NODE_RECV : CAD_NODE_SEND, me, nd->tag,
+		     r->occ[node]);
 	if (m < 0) {
 		cad_fail_collective(g, r, -EPROTO);
 		return;
@@ -184,9 +192,15 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_b
 		return;
 	}
 	if (nd->kind == CAD_NODE_SEND) {
-		sr = r, su = node, rr = p, ru = (u32)m;
+		sr = r;
+		su = node;
+		rr = p;
+		ru = (u32)m;
 	} else {
-		sr = p, su = (u32)m, rr = r, ru = node;
+		sr = p;
+		su = (u32)m;
+		rr = r;
+		ru = node;
 	}
 	if (cad_defer_match(g, sr, su, rr, ru))
 		return;
@@ -199,20 +213,23 @@ static void match(struct cad_group *g, struct cad_run *r, u32 node, struct cad_b
 
 /* A COPY or REDUCE node, from where it stopped, a slice at a time while b
  * lasts (a REDUCE with a user-defined op costs by its instructions:
- * BUDGET_VM_INSNS in cad_run.h); true once it is done. */
+ * BUDGET_VM_INSNS in cad_run.h); true once it is done.
+ */
 static bool local_node(struct cad_group *g, struct cad_run *r, u32 node, struct cad_budget *b)
 {
 	const struct cad_node *nd = &r->prog.nodes[node];
 	const bool user_op = nd->kind == CAD_NODE_REDUCE && nd->op == CAD_OP_USER;
 	/* (instructions per element; whole VM blocks of a user-defined op,
-	 * as apply.c cuts them) */
+	 * as apply.c cuts them)
+	 */
 	const u64 insns = user_op ? max_t(u64, 1, r->prog.ops[nd->user_op].code_count) : 0;
 	const u64 esize = user_op ? r->prog.ops[nd->user_op].elem_size : 1;
 	const u64 unit = nd->kind == CAD_NODE_COPY ? 1
 			 : user_op ? esize * CAD_VM_LANES : cad_dtype_size(nd->dtype);
-	const u64 slice = user_op ? max_t(u64, 1, min_t(u64, SLICE_BYTES / unit,
-							 SLICE_VM_INSNS / (insns * CAD_VM_LANES))) * unit
-				  : max_t(u64, unit, SLICE_BYTES / unit * unit);
+	const u64 slice = user_op ?
+		max_t(u64, 1, min_t(u64, SLICE_BYTES / unit,
+				    SLICE_VM_INSNS / (insns * CAD_VM_LANES))) * unit :
+		max_t(u64, unit, SLICE_BYTES / unit * unit);
 
 	while (r->part_done < nd->len) {
 		const u64 n = min_t(u64, slice, nd->len - r->part_done);
@@ -227,7 +244,8 @@ static bool local_node(struct cad_group *g, struct cad_run *r, u32 node, struct 
 		part.src_off += r->part_done;
 		part.len = n;
 		if (nd->kind == CAD_NODE_COPY)
-			memcpy(at(r, part.dst_buf, part.dst_off), at(r, part.src_buf, part.src_off), n);
+			memcpy(at(r, part.dst_buf, part.dst_off), at(r, part.src_buf, part.src_off),
+			       n);
 		else
 			cad_reduce(&r->prog, &part, at(r, part.dst_buf, part.dst_off),
 				   at(r, part.src_buf, part.src_off), g->vm_scratch);
@@ -246,7 +264,8 @@ static bool local_node(struct cad_group *g, struct cad_run *r, u32 node, struct 
  * starts (here or on the CPU it is deferred to) before this CPU copies:
  * alltoall_rotated's own block is a copy ready at start beside the sends.
  * A failed match ends the run (its result is set): nothing more is
- * issued. */
+ * issued.
+ */
 static void issue(struct cad_group *g, struct cad_run *r, struct cad_budget *b)
 {
 	u32 node;
@@ -289,7 +308,8 @@ out:
 
 /* What a pass left (runs on the work list, queued parts) goes on
  * elsewhere: a member asleep in read() takes it (cad_wait_events), else
- * the group's work item, queued once. */
+ * the group's work item, queued once.
+ */
 void cad_go_on_later(struct cad_group *g)
 {
 	u32 i;

@@ -25,7 +25,8 @@ static const struct mmu_interval_notifier_ops notifier_ops = {
  * the mm alone: the pins live as long as the file, which may outlive the
  * process that pinned (an exec, a fork, SCM_RIGHTS), so a per-mm count
  * would let one user pin without bound.  They count in cad_pinned_pages
- * too, the module's total. */
+ * too, the module's total.
+ */
 static void uncharge(struct cad_file *f, u64 npages)
 {
 	atomic_long_sub(npages, &f->user->locked_vm);
@@ -113,11 +114,11 @@ static int refuse_pin(enum cad_pin_limit which, u64 limit, u64 npages, u32 index
 		      struct cad_log *log)
 {
 	static const char *const what[] = {
-		[CAD_LIMIT_MEMLOCK] = "RLIMIT_MEMLOCK of the process, shared with io_uring and RDMA pins "
-				      "(raise it: ulimit -l, limits.conf memlock, systemd LimitMEMLOCK; "
-				      "or give the process CAP_IPC_LOCK)",
+		[CAD_LIMIT_MEMLOCK] =
+			"RLIMIT_MEMLOCK of the process, shared with io_uring and RDMA pins (raise it: ulimit -l, limits.conf memlock, systemd LimitMEMLOCK; or give the process CAP_IPC_LOCK)",
 		[CAD_LIMIT_USER] = "limit per user (max_pinned_mb), a parameter of cad.ko",
-		[CAD_LIMIT_TOTAL] = "limit for all users (max_pinned_total_mb), a parameter of cad.ko",
+		[CAD_LIMIT_TOTAL] =
+			"limit for all users (max_pinned_total_mb), a parameter of cad.ko",
 	};
 	const unsigned long long kib = limit << (PAGE_SHIFT - 10);
 
@@ -133,24 +134,29 @@ static int refuse_pin(enum cad_pin_limit which, u64 limit, u64 npages, u32 index
 /* A shared mapping of a file that is not shared memory: a page of one
  * written through a long-term pin behind the file system's back breaks its
  * writeback (Linux 6.5 refuses such pins; 6.1 does not), so a writable
- * buffer there is refused and a read-only one pinned without FOLL_WRITE. */
+ * buffer there is refused and a read-only one pinned without FOLL_WRITE.
+ */
 static bool shared_file(struct vm_area_struct *vma)
 {
-	return (vma->vm_flags & VM_SHARED) && vma->vm_file && !shmem_file(vma->vm_file) && !is_vm_hugetlb_page(vma);
+	return (vma->vm_flags & VM_SHARED) && vma->vm_file && !shmem_file(vma->vm_file) &&
+	       !is_vm_hugetlb_page(vma);
 }
 
 /* Pins pages [done, +seg) of b, one mapping's: for writing if want_write
  * and the mapping allows it, else (a buffer the program only reads: !write)
  * as the mapping is; *wrote says which.  On failure nothing of the segment
- * stays pinned.  The mm's lock held. */
-static int pin_segment(struct cad_kbuf *b, u64 first, u64 done, u64 seg, bool want_write, bool write, bool *wrote)
+ * stays pinned.  The mm's lock held.
+ */
+static int pin_segment(struct cad_kbuf *b, u64 first, u64 done, u64 seg, bool want_write,
+		       bool write, bool *wrote)
 {
 	u64 got = 0;
 
 	while (got < seg) {
 		const long want = (long)min_t(u64, seg - got, 1u << 16);
 		const unsigned int flags = FOLL_LONGTERM | (want_write ? FOLL_WRITE : 0);
-		const long n = pin_user_pages(first + (done + got) * PAGE_SIZE, want, flags, b->pages + done + got, NULL);
+		const long n = pin_user_pages(first + (done + got) * PAGE_SIZE, want, flags,
+					      b->pages + done + got, NULL);
 
 		if (n <= 0 && want_write && !write && got == 0) {
 			want_write = false;   /* a read-only mapping: pin it as it is */
@@ -193,7 +199,8 @@ void cad_unpin_buffer(struct cad_file *f, struct cad_kbuf *b)
  * written yet would freeze it at zero).  The range is watched before it is
  * pinned: an invalidation in between marks the run stale, and its first
  * start looks the pages up again.  The mappings are checked and pinned
- * under the mm's lock, so that they cannot change in between. */
+ * under the mm's lock, so that they cannot change in between.
+ */
 static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size, bool write,
 		      u32 index, const char *name, struct cad_log *log)
 {
@@ -224,7 +231,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		uncharge(f, npages);
 		return -ENOMEM;
 	}
-	err = mmu_interval_notifier_insert(&b->mn, f->mm, first, npages << PAGE_SHIFT, &notifier_ops);
+	err = mmu_interval_notifier_insert(&b->mn, f->mm, first, npages << PAGE_SHIFT,
+					   &notifier_ops);
 	if (err) {
 		kvfree(b->pages);
 		b->pages = NULL;
@@ -234,12 +242,14 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 		 * is pending -- a profiler's SIGPROF, an alarm.  The load is
 		 * undone: restart it after the handler (the caller sees EINTR
 		 * only from a handler without SA_RESTART).  fuzz-kmod's
-		 * SIGALRM exercises it. */
+		 * SIGALRM exercises it.
+		 */
 		return err == -EINTR ? -ERESTARTSYS : err;
 	}
 	/* Mapping by mapping: FOLL_WRITE where the mapping takes it, so that a
 	 * read-only buffer spanning a shared file and never-written anonymous
-	 * memory does not pin the zero page for the latter. */
+	 * memory does not pin the zero page for the latter.
+	 */
 	mmap_read_lock(f->mm);
 	b->gup_flags = FOLL_LONGTERM | FOLL_WRITE;
 	while (!err && done < npages) {
@@ -253,7 +263,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 			break;
 		}
 		if (write && shared_file(vma)) {
-			cad_logf(log, "buffer %u (%s): [0x%llx, +%llu) is in a shared file mapping, which cannot be pinned for writing: use anonymous or shared memory",
+			cad_logf(log,
+				 "buffer %u (%s): [0x%llx, +%llu) is in a shared file mapping, which cannot be pinned for writing: use anonymous or shared memory",
 				 index, name, addr, size);
 			err = -EINVAL;
 			refused = true;
@@ -301,7 +312,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 
 /* After an invalidation: whether the process still maps the pinned pages
  * at the buffer's addresses.  The owner's context, group lock not held
- * (looking the pages up may fault). */
+ * (looking the pages up may fault).
+ */
 static bool still_mapped(struct cad_kbuf *b)
 {
 	struct page *tmp[64];
@@ -313,7 +325,8 @@ static bool still_mapped(struct cad_kbuf *b)
 
 		while (done < b->npages) {
 			int want = (int)min_t(u64, b->npages - done, ARRAY_SIZE(tmp));
-			int n = pin_user_pages_fast(b->uaddr + done * PAGE_SIZE, want, b->gup_flags, tmp);
+			int n = pin_user_pages_fast(b->uaddr + done * PAGE_SIZE, want, b->gup_flags,
+						    tmp);
 			bool same;
 			int i;
 
@@ -349,7 +362,8 @@ int cad_revalidate(struct cad_run *r)
 }
 
 /* The alignment a REDUCE over dtype needs of its buffers: C's alignment of
- * the element type (the user's own struct is read byte by byte). */
+ * the element type (the user's own struct is read byte by byte).
+ */
 static u32 dtype_align(unsigned int dtype)
 {
 	switch (dtype) {
@@ -391,7 +405,9 @@ int cad_bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs, st
 
 		if (b->kind == CAD_BUF_SCRATCH) {
 			if (addrs[i]) {
-				cad_logf(log, "buffer %u (%s): a scratch buffer has no address: pass 0", i, name);
+				cad_logf(log,
+					 "buffer %u (%s): a scratch buffer has no address: pass 0",
+					 i, name);
 				err = -EINVAL;
 			}
 			continue;
@@ -399,10 +415,12 @@ int cad_bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs, st
 		if (!b->size)
 			continue;
 		if (!addrs[i]) {
-			cad_logf(log, "buffer %u (%s): no address for %llu bytes", i, name, b->size);
+			cad_logf(log, "buffer %u (%s): no address for %llu bytes", i, name,
+				 b->size);
 			err = -EFAULT;
 		} else if (addrs[i] % align[i]) {
-			cad_logf(log, "buffer %u (%s): address 0x%llx is not aligned to the %u bytes its reductions need",
+			cad_logf(log,
+				 "buffer %u (%s): address 0x%llx is not aligned to the %u bytes its reductions need",
 				 i, name, addrs[i], align[i]);
 			err = -EINVAL;
 		}

@@ -34,6 +34,7 @@
 #ifndef CAD_PRIV_H
 #define CAD_PRIV_H
 
+#include <linux/bits.h>
 #include <linux/hashtable.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -49,12 +50,14 @@
 #include "../core/cad_core.h"
 
 /* The largest value of the pinned-memory limits, MiB: 1 PiB, so that a
- * limit in pages fits any counter. */
-#define CAD_MAX_PINNED_MB (1u << 30)
+ * limit in pages fits any counter.
+ */
+#define CAD_MAX_PINNED_MB BIT(30)
 
 /* Tombstones a group keeps at most: past that, the oldest goes.  They are
  * found by (ctx, seq) in 2^CAD_TOMB_HASH_BITS buckets (at most 8 a bucket
- * on average when full), since every start looks while there are any. */
+ * on average when full), since every start looks while there are any.
+ */
 #define CAD_MAX_TOMBS 1024
 #define CAD_TOMB_HASH_BITS 7
 
@@ -63,7 +66,8 @@
  * later collective of the communicator, or left: a rank may start it any
  * time later (one that cancels many
  * collectives its peers have not reached yet must not make those peers
- * wait forever). */
+ * wait forever).
+ */
 struct cad_tomb {
 	struct list_head link;          /* in group->tombs, oldest first */
 	struct hlist_node hnode;        /* in group->tomb_hash */
@@ -74,7 +78,8 @@ struct cad_tomb {
 };
 
 /* What a user holds of the module's kernel memory (cad_user.c), against
- * the limits max_user_programs, max_user_kmem_mb and max_user_groups. */
+ * the limits max_user_programs, max_user_kmem_mb and max_user_groups.
+ */
 struct cad_user {
 	struct hlist_node hnode;        /* in cad_users, by uid */
 	kuid_t uid;
@@ -102,7 +107,8 @@ struct cad_group {
 					 * (a member that left still waits on the
 					 * lock and on idle, and its work item
 					 * may still run, after alive is 0), a
-					 * join on its way, the queued more_work */
+					 * join on its way, the queued more_work
+					 */
 	struct list_head work;          /* runs with nodes to issue */
 	struct list_head tombs;         /* cad_tomb */
 	DECLARE_HASHTABLE(tomb_hash, CAD_TOMB_HASH_BITS); /* the same, by (ctx, seq) */
@@ -140,7 +146,8 @@ struct cad_file {
  * collapse it), the run is marked; its next start looks the pages up
  * again, and if the process no longer maps the pinned ones there, the
  * start fails with -ESTALE and the caller loads afresh.  That makes it
- * safe for cadrt to keep a loaded program for addresses it sees again. */
+ * safe for cadrt to keep a loaded program for addresses it sees again.
+ */
 struct cad_kbuf {
 	struct mmu_interval_notifier mn;
 	bool watched;
@@ -195,10 +202,12 @@ struct cad_run {
 /* cad_run.c and the files cad_run.h lists */
 int cad_run_load(struct cad_file *f, struct cad_ioc_load *arg);
 /* START (seq), TEST (*result), CANCEL or FREE of a handle; all but TEST
- * only from the process that loaded it (-EPERM). */
+ * only from the process that loaded it (-EPERM).
+ */
 int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *result);
 /* A member leaves (its file is released): its runs go, its peers' runs
- * that still need it fail with -EPIPE.  Group lock held. */
+ * that still need it fail with -EPIPE.  Group lock held.
+ */
 void cad_group_leave_locked(struct cad_group *g, struct cad_file *f);
 void cad_run_destroy(struct cad_run *r);
 /* read(): waits for completions (and does deferred transfers meanwhile). */
@@ -207,14 +216,16 @@ void cad_group_init_defer(struct cad_group *g);
 /* Frees what is left of the group's tombstones (the group is going). */
 void cad_group_free_tombs(struct cad_group *g);
 /* After a member's work item is cancelled: what is left over in the group
- * (queued parts its item might have taken) goes on elsewhere. */
+ * (queued parts its item might have taken) goes on elsewhere.
+ */
 void cad_group_hand_off(struct cad_group *g);
 void cad_file_init_defer(struct cad_file *f);
 /* Waits until no copy into or out of r is in flight (no lock held). */
 void cad_run_wait_idle(struct cad_group *g, struct cad_run *r);
 
 /* cad_main.c: a group reference dropped (the last frees it); the module's
- * unbound workqueue (a group's more_work) */
+ * unbound workqueue (a group's more_work)
+ */
 void cad_group_put(struct cad_group *g);
 extern struct workqueue_struct *cad_wq;
 
@@ -225,7 +236,8 @@ void cad_user_put(struct cad_user *u);
 int cad_user_add_program(struct cad_user *u, struct cad_log *log);
 void cad_user_sub_program(struct cad_user *u);
 /* bytes more of u's kernel memory, added to *charged: 0, or -ENOMEM over
- * max_user_kmem_mb (logged, nothing charged). */
+ * max_user_kmem_mb (logged, nothing charged).
+ */
 int cad_user_charge(struct cad_user *u, u64 bytes, u64 *charged, struct cad_log *log);
 void cad_user_uncharge(struct cad_user *u, u64 bytes);
 /* A group more made by u: 0, or -ENOSPC over max_user_groups (logged). */

@@ -58,6 +58,7 @@ static struct cad_run *lookup(struct cad_file *f, u32 handle)
 
 static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, struct cad_log *log)
 {
+	/* pairs with smp_store_release() of f->group in join() */
 	struct cad_group *g = smp_load_acquire(&f->group);
 	struct cad_limits limits = cad_default_limits;
 	const struct cad_prog_header *hdr;
@@ -66,22 +67,25 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 	int err;
 
 	if (current->mm != f->mm) {
-		cad_logf(log, "load: /dev/cad was opened by another process");
+		cad_logf(log, "%s: /dev/cad was opened by another process", __func__);
 		return -EINVAL;
 	}
 	if (a->flags & ~CAD_LOAD_START) {
-		cad_logf(log, "load: unknown flags 0x%x", a->flags & ~CAD_LOAD_START);
+		cad_logf(log, "%s: unknown flags 0x%x", __func__, a->flags & ~CAD_LOAD_START);
 		return -EINVAL;
 	}
 	limits.max_image_size = min_t(u64, limits.max_image_size, (u64)cad_max_image_kb << 10);
-	limits.max_scratch = min_t(u64, limits.max_scratch, (u64)READ_ONCE(cad_max_scratch_mb) << 20);
+	limits.max_scratch = min_t(u64, limits.max_scratch,
+				   (u64)READ_ONCE(cad_max_scratch_mb) << 20);
 	if (a->prog_size > limits.max_image_size) {
-		cad_logf(log, "load: the image has %u bytes, more than the limit of %u (max_image_kb)",
-			 a->prog_size, limits.max_image_size);
+		cad_logf(log,
+			 "%s: the image has %u bytes, more than the limit of %u (max_image_kb)",
+			 __func__, a->prog_size, limits.max_image_size);
 		return -E2BIG;
 	}
 	if (a->prog_size < sizeof(struct cad_prog_header)) {
-		cad_logf(log, "load: the image has %u bytes, less than a program header", a->prog_size);
+		cad_logf(log, "%s: the image has %u bytes, less than a program header", __func__,
+			 a->prog_size);
 		return -EINVAL;
 	}
 	/* Verified from a kernel copy: the process cannot change it after. */
@@ -92,7 +96,7 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 	if (!r->image)
 		return -ENOMEM;
 	if (copy_from_user(r->image, u64_to_user_ptr(a->prog), a->prog_size)) {
-		cad_logf(log, "load: the image at 0x%llx is not readable", a->prog);
+		cad_logf(log, "%s: the image at 0x%llx is not readable", __func__, a->prog);
 		return -EFAULT;
 	}
 	err = cad_verify(r->image, a->prog_size, &limits, &r->prog, log);
@@ -101,11 +105,13 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 	hdr = r->prog.hdr;
 
 	if (hdr->nranks > g->nranks) {
-		cad_logf(log, "load: the program is for %u ranks, the group has %u", hdr->nranks, g->nranks);
+		cad_logf(log, "%s: the program is for %u ranks, the group has %u", __func__,
+			 hdr->nranks, g->nranks);
 		return -EINVAL;
 	}
 	/* The tables sized by the program: its rank map, buffers (and
-	 * their addresses while loading), matching keys, executor state. */
+	 * their addresses while loading), matching keys, executor state.
+	 */
 	err = cad_user_charge(f->cu, (u64)hdr->nranks * sizeof(u32) +
 			      (u64)(r->prog.n_buffers + 1) * (sizeof(*r->bufs) + sizeof(u64)) +
 			      (u64)(r->prog.n_nodes + 1) * (sizeof(u32) + sizeof(struct cad_key)) +
@@ -116,8 +122,10 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 	if (!r->ranks)
 		return -ENOMEM;
 	if (a->ranks) {
-		if (copy_from_user(r->ranks, u64_to_user_ptr(a->ranks), hdr->nranks * sizeof(u32))) {
-			cad_logf(log, "load: the rank map at 0x%llx is not readable", a->ranks);
+		if (copy_from_user(r->ranks, u64_to_user_ptr(a->ranks),
+				   hdr->nranks * sizeof(u32))) {
+			cad_logf(log, "%s: the rank map at 0x%llx is not readable", __func__,
+				 a->ranks);
 			return -EFAULT;
 		}
 	} else {
@@ -128,25 +136,28 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		u32 j;
 
 		if (r->ranks[i] >= g->nranks) {
-			cad_logf(log, "load: rank map: program rank %u is group rank %u of %u", i, r->ranks[i],
-				 g->nranks);
+			cad_logf(log, "%s: rank map: program rank %u is group rank %u of %u",
+				 __func__, i, r->ranks[i], g->nranks);
 			return -EINVAL;
 		}
 		for (j = 0; j < i; j++)
 			if (r->ranks[j] == r->ranks[i]) {
-				cad_logf(log, "load: rank map: program ranks %u and %u are both group rank %u", j, i,
-					 r->ranks[i]);
+				cad_logf(log,
+					 "%s: rank map: program ranks %u and %u are both group rank %u",
+					 __func__, j, i, r->ranks[i]);
 				return -EINVAL;
 			}
 	}
 	if (r->ranks[hdr->rank] != f->rank) {
-		cad_logf(log, "load: the program is rank %u's, which is group rank %u, not this process's %u",
-			 hdr->rank, r->ranks[hdr->rank], f->rank);
+		cad_logf(log,
+			 "%s: the program is rank %u's, which is group rank %u, not this process's %u",
+			 __func__, hdr->rank, r->ranks[hdr->rank], f->rank);
 		return -EINVAL;
 	}
 
 	if (a->nbufs != r->prog.n_buffers) {
-		cad_logf(log, "load: %u buffer addresses for a program of %u buffers", a->nbufs, r->prog.n_buffers);
+		cad_logf(log, "%s: %u buffer addresses for a program of %u buffers", __func__,
+			 a->nbufs, r->prog.n_buffers);
 		return -EINVAL;
 	}
 	r->nbufs = r->prog.n_buffers;
@@ -156,8 +167,10 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		kvfree(addrs);
 		return -ENOMEM;
 	}
-	if (r->nbufs && copy_from_user(addrs, u64_to_user_ptr(a->buf_addrs), r->nbufs * sizeof(u64))) {
-		cad_logf(log, "load: the buffer addresses at 0x%llx are not readable", a->buf_addrs);
+	if (r->nbufs &&
+	    copy_from_user(addrs, u64_to_user_ptr(a->buf_addrs), r->nbufs * sizeof(u64))) {
+		cad_logf(log, "%s: the buffer addresses at 0x%llx are not readable", __func__,
+			 a->buf_addrs);
 		kvfree(addrs);
 		return -EFAULT;
 	}
@@ -180,6 +193,7 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 
 int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 {
+	/* pairs with smp_store_release() of f->group in join() */
 	struct cad_group *g = smp_load_acquire(&f->group);
 	struct cad_run *r;
 	struct cad_log log;
@@ -236,7 +250,9 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 		for (h = 0; h < max && f->runs[h]; h++)
 			;
 		if (h == max) {
-			cad_logf(&log, "load: this file has %u programs loaded, the limit (max_programs)", h);
+			cad_logf(&log,
+				 "load: this file has %u programs loaded, the limit (max_programs)",
+				 h);
 			err = -EMFILE;
 		} else {
 			r->handle = h;
@@ -258,6 +274,7 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 
 int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *result)
 {
+	/* pairs with smp_store_release() of f->group in join() */
 	struct cad_group *g = smp_load_acquire(&f->group);
 	struct cad_run *r, *gone = NULL;
 	int err = 0;
@@ -266,7 +283,8 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 		return -ENOTCONN;
 	/* A program is started, cancelled and freed only by the process
 	 * that loaded it (the opener, as load() requires): not by a child
-	 * that inherited the file, nor one it was passed to. */
+	 * that inherited the file, nor one it was passed to.
+	 */
 	if (cmd != CAD_IOC_TEST && current->mm != f->mm)
 		return -EPERM;
 	if (mutex_lock_killable(&g->lock))

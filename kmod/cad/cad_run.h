@@ -47,7 +47,7 @@
  */
 #define BUDGET_BYTES (64ll << 20)
 #define BUDGET_NODES 16384
-#define SLICE_BYTES  (1ull << 20)  /* copied or reduced between looks at the budget */
+#define SLICE_BYTES  BIT_ULL(20)  /* copied or reduced between looks at the budget */
 /*
  * A REDUCE with a user-defined operator costs by its instructions, not
  * its bytes: an element runs at most code_count of them (the VM's jumps
@@ -58,8 +58,8 @@
  * least).  Measured in qemu without KVM (kcad_check vmbudget, the time of
  * a pass printed): docs/kernel-limits.md.
  */
-#define BUDGET_VM_INSNS (1ll << 22)
-#define SLICE_VM_INSNS  (1ull << 20)
+#define BUDGET_VM_INSNS BIT_ULL(22)
+#define SLICE_VM_INSNS  BIT_ULL(20)
 
 struct cad_budget {
 	s64 bytes;
@@ -105,7 +105,6 @@ struct cad_match {
 	struct cad_xfer part[2];
 };
 
-
 /* cad_pin.c */
 void cad_unpin_buffer(struct cad_file *f, struct cad_kbuf *b);
 int cad_revalidate(struct cad_run *r);
@@ -113,8 +112,8 @@ int cad_bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs, st
 
 /* cad_match.c */
 int cad_index_keys(struct cad_run *r);
-u64 cad_transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr, const struct cad_node *rn,
-		 u64 off, u64 len, struct cad_budget *b);
+u64 cad_transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr,
+		 const struct cad_node *rn, u64 off, u64 len, struct cad_budget *b);
 void cad_go_on_later(struct cad_group *g);
 void cad_progress(struct cad_group *g, struct cad_budget *b);
 int cad_start_locked(struct cad_group *g, struct cad_run *r, u64 seq);
@@ -122,10 +121,12 @@ int cad_start_locked(struct cad_group *g, struct cad_run *r, u64 seq);
 /* cad_defer.c */
 struct cad_match *cad_new_match(struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode);
 void cad_free_match(struct cad_match *m);
-void cad_queue_part(struct cad_group *g, struct cad_match *m, struct cad_file *owner, u64 off, u64 len);
+void cad_queue_part(struct cad_group *g, struct cad_match *m, struct cad_file *owner,
+		    u64 off, u64 len);
 void cad_drop_deferred(struct cad_group *g, struct cad_run *r);
 bool cad_is_current(const struct cad_file *f);
-bool cad_defer_match(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr, u32 rnode);
+bool cad_defer_match(struct cad_group *g, struct cad_run *sr, u32 snode, struct cad_run *rr,
+		     u32 rnode);
 
 /* cad_fail.c */
 void cad_publish(struct cad_run *r);

@@ -34,6 +34,16 @@ struct cad_ubsan_type {
 	char name[];
 };
 
+/* data: location, type, log2 of the alignment the type needs, kind of
+ * access; ptr: the address.
+ */
+struct cad_ubsan_mismatch {
+	struct cad_ubsan_loc loc;
+	const struct cad_ubsan_type *type;
+	u8 log_alignment;
+	u8 check_kind;
+};
+
 /* Whether loc is reported now (the first time). */
 static notrace bool first_time(struct cad_ubsan_loc *loc)
 {
@@ -53,15 +63,16 @@ static notrace __printf(3, 4) void report_one(void *data, const char *what, cons
 		va_start(ap, fmt);
 		vsnprintf(detail, sizeof(detail), fmt, ap);
 		va_end(ap);
-		WARN(1, "UBSAN: %s at %s:%u:%u%s\n", what, loc->file, loc->line, loc->column & 0x7fffffffu,
-		     detail);
+		WARN(1, "UBSAN: %s at %s:%u:%u%s\n", what, loc->file, loc->line,
+		     loc->column & 0x7fffffffu, detail);
 	}
 }
 
 /* objtool lets code between user_access_begin() and _end() call a few
  * handlers (the shift and type-mismatch ones): those turn user access off
  * before anything else, as lib/ubsan.c's do (report_ua).  Nothing here
- * is traced. */
+ * is traced.
+ */
 #define report_ua(...)                                          \
 	do {                                                    \
 		const unsigned long ua = user_access_save();    \
@@ -72,7 +83,8 @@ static notrace __printf(3, 4) void report_one(void *data, const char *what, cons
 /* Handlers GCC 12 calls for the checks the tests' build turns on.  Their
  * arguments after data are the values checked (passed as pointer-sized
  * words): declared so here, which the x86-64 calling convention makes
- * the same as GCC's own declarations. */
+ * the same as GCC's own declarations.
+ */
 void __ubsan_handle_out_of_bounds(void *data, void *index);
 notrace void __ubsan_handle_out_of_bounds(void *data, void *index)
 {
@@ -94,7 +106,8 @@ notrace void __ubsan_handle_divrem_overflow(void *data, void *lhs, void *rhs)
 void __ubsan_handle_load_invalid_value(void *data, void *val);
 notrace void __ubsan_handle_load_invalid_value(void *data, void *val)
 {
-	report_one(data, "load of a value invalid for its type (bool or enum)", " (%lu)", (unsigned long)val);
+	report_one(data, "load of a value invalid for its type (bool or enum)", " (%lu)",
+		   (unsigned long)val);
 }
 
 void __ubsan_handle_vla_bound_not_positive(void *data, void *bound);
@@ -102,15 +115,6 @@ notrace void __ubsan_handle_vla_bound_not_positive(void *data, void *bound)
 {
 	report_one(data, "variable-length array bound not positive", " (%ld)", (long)bound);
 }
-
-/* data: location, type, log2 of the alignment the type needs, kind of
- * access; ptr: the address. */
-struct cad_ubsan_mismatch {
-	struct cad_ubsan_loc loc;
-	const struct cad_ubsan_type *type;
-	u8 log_alignment;
-	u8 check_kind;
-};
 
 void __ubsan_handle_type_mismatch_v1(void *data, void *ptr);
 notrace void __ubsan_handle_type_mismatch_v1(void *data, void *ptr)
@@ -121,8 +125,11 @@ notrace void __ubsan_handle_type_mismatch_v1(void *data, void *ptr)
 	if (!ptr)
 		report_ua(data, "null pointer access", "%s", "");
 	else
-		report_ua(data, (unsigned long)ptr & (align - 1) ? "misaligned access" : "access past an object",
-		       " (%s at %px, %lu-byte aligned)", m->type ? m->type->name : "?", ptr, align);
+		report_ua(data,
+			  (unsigned long)ptr & (align - 1) ? "misaligned access" :
+							     "access past an object",
+			  " (%s at %px, %lu-byte aligned)", m->type ? m->type->name : "?", ptr,
+			  align);
 }
 
 void __ubsan_handle_pointer_overflow(void *data, void *base, void *result);

@@ -55,7 +55,8 @@ void cad_user_put(struct cad_user *u)
 		return;
 	hash_del(&u->hnode);
 	spin_unlock(&cad_users_lock);
-	WARN_ON_ONCE(atomic_read(&u->programs) || atomic64_read(&u->kmem) || atomic_read(&u->groups));
+	WARN_ON_ONCE(atomic_read(&u->programs) || atomic64_read(&u->kmem) ||
+		     atomic_read(&u->groups));
 	kfree(u);
 }
 
@@ -72,12 +73,14 @@ static bool count_up(atomic_t *v, unsigned int max)
 }
 
 /* Into the kernel's log (ratelimited), for the administrator: which
- * limit refused what, and how to raise it. */
-static void refuse(const char *what, unsigned long long want, unsigned long long limit, const char *param)
+ * limit refused what, and how to raise it.
+ */
+static void refuse(const char *what, unsigned long long want, unsigned long long limit,
+		   const char *param)
 {
-	pr_warn_ratelimited("cad: %s[%d] uid %u: %s: the user would have %llu, over the limit of %llu (%s, a parameter of cad.ko: "
-			    "raise it with echo N > /sys/module/cad/parameters/%s)\n",
-			    current->comm, task_pid_nr(current), from_kuid_munged(current_user_ns(), current_uid()),
+	pr_warn_ratelimited("cad: %s[%d] uid %u: %s: the user would have %llu, over the limit of %llu (%s, a parameter of cad.ko: raise it with echo N > /sys/module/cad/parameters/%s)\n",
+			    current->comm, task_pid_nr(current),
+			    from_kuid_munged(current_user_ns(), current_uid()),
 			    what, want, limit, param, param);
 }
 
@@ -86,9 +89,11 @@ int cad_user_add_program(struct cad_user *u, struct cad_log *log)
 	const unsigned int max = READ_ONCE(cad_max_user_programs);
 
 	if (!count_up(&u->programs, max)) {
-		cad_logf(log, "load: the user has %u programs loaded, the limit per user (max_user_programs, "
-			 "a parameter of cad.ko)", max);
-		refuse("cannot load another program", (u64)atomic_read(&u->programs) + 1, max, "max_user_programs");
+		cad_logf(log,
+			 "load: the user has %u programs loaded, the limit per user (max_user_programs, a parameter of cad.ko)",
+			 max);
+		refuse("cannot load another program", (u64)atomic_read(&u->programs) + 1, max,
+		       "max_user_programs");
 		return -EMFILE;
 	}
 	atomic64_inc(&cad_programs);
@@ -108,11 +113,11 @@ int cad_user_charge(struct cad_user *u, u64 bytes, u64 *charged, struct cad_log 
 
 	do {
 		if (bytes > max || cur < 0 || (u64)cur > max - bytes) {
-			cad_logf(log, "load: %llu more bytes of kernel memory (image, scratch, tables) exceed the "
-				 "%llu MiB limit per user (max_user_kmem_mb, a parameter of cad.ko)",
+			cad_logf(log,
+				 "load: %llu more bytes of kernel memory (image, scratch, tables) exceed the %llu MiB limit per user (max_user_kmem_mb, a parameter of cad.ko)",
 				 bytes, max >> 20);
-			refuse("cannot allocate more kernel memory for programs (bytes)", (u64)cur + bytes, max,
-			       "max_user_kmem_mb");
+			refuse("cannot allocate more kernel memory for programs (bytes)",
+			       (u64)cur + bytes, max, "max_user_kmem_mb");
 			return -ENOMEM;
 		}
 	} while (!atomic64_try_cmpxchg(&u->kmem, &cur, cur + (s64)bytes));
@@ -132,7 +137,8 @@ int cad_user_add_group(struct cad_user *u)
 	const unsigned int max = READ_ONCE(cad_max_user_groups);
 
 	if (!count_up(&u->groups, max)) {
-		refuse("cannot make another group", (u64)atomic_read(&u->groups) + 1, max, "max_user_groups");
+		refuse("cannot make another group", (u64)atomic_read(&u->groups) + 1, max,
+		       "max_user_groups");
 		return -ENOSPC;
 	}
 	atomic64_inc(&cad_groups_now);
@@ -146,7 +152,8 @@ void cad_user_sub_group(struct cad_user *u)
 }
 
 /* The users parameter: "uid programs kmem_bytes groups", a line a user
- * with an open file or a group, as many as a page holds. */
+ * with an open file or a group, as many as a page holds.
+ */
 int cad_users_show(char *buf, const struct kernel_param *kp)
 {
 	struct cad_user *u;
