@@ -35,6 +35,9 @@ CADRT_INTERNAL bool env_long(const char *name, long *out);
 // name is not set; the error's words if it is not a number of bytes
 // (*out untouched), else nothing.
 CADRT_INTERNAL std::string env_bytes(const char *name, uint64_t *out);
+// The folder libcadrt.so was loaded from, lexically normal (runtime.cpp):
+// where the standard library is, and the module beside an installed tree.
+CADRT_INTERNAL std::string library_dir();
 
 // The signal engine (runtime.cpp, engines.cpp).  Its signal: CADRT_SIGNAL,
 // SIGRTMIN + 5 unless set (choose_engine).

@@ -20,7 +20,6 @@
 // Waiting: spin on the status page for a few microseconds (a small
 // collective often completes inside a peer's next call), then sleep in
 // read(), which returns when any program of this process completes.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -31,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "internal.h"
 #include "paths.h"
 #include "runtime.h"
 
@@ -55,14 +55,8 @@ int Runtime::kernel_open() {
   kfd_ = open("/dev/cad", O_RDWR | O_CLOEXEC);
   if (kfd_ < 0) {
     const int err = errno;
-    Dl_info self;
-    std::string libdir = ".";
-    if (dladdr(reinterpret_cast<void *>(&why), &self) && self.dli_fname) {
-      libdir = self.dli_fname;
-      libdir = libdir.substr(0, libdir.rfind('/') == std::string::npos ? 0 : libdir.rfind('/'));
-    }
     return set_error(-err, std::string("CADRT_ENGINE=kernel: /dev/cad: ") + strerror(err) +
-                               (err == ENOENT ? " (" + module_hint(libdir) + ")" : std::string()));
+                               (err == ENOENT ? " (" + module_hint(library_dir()) + ")" : std::string()));
   }
   cad_ioc_version v{};
   v.size = sizeof v;

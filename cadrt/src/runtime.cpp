@@ -35,17 +35,9 @@ thread_local std::string t_error;
 static std::atomic<bool> g_error_set{false};
 
 // The standard library beside libcadrt.so (build/lib/cad-std.cadlib, or
-// PREFIX/lib/cad-std.cadlib installed), the path made lexically normal
-// (a library found through an rpath such as lib/pkgconfig/../../lib).
+// PREFIX/lib/cad-std.cadlib installed).
 std::string default_library() {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void *>(&default_library), &info) && info.dli_fname) {
-    std::string path = info.dli_fname;
-    const size_t slash = path.rfind('/');
-    path = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/cad-std.cadlib";
-    return std::filesystem::path(path).lexically_normal().string();
-  }
-  return "cad-std.cadlib";
+  return std::filesystem::path(library_dir() + "/cad-std.cadlib").lexically_normal().string();
 }
 
 // This thread's id (this_tid()).
@@ -83,6 +75,17 @@ std::string env_bytes(const char *name, uint64_t *out) {
   if (!env_long(name, &k) || k < 0) return std::string(name) + "=" + v + ": not a number of bytes";
   *out = static_cast<uint64_t>(k);
   return {};
+}
+
+// Lexically normal: a library found through an rpath such as
+// lib/pkgconfig/../../lib.  "." if the loader cannot say.
+std::string library_dir() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&library_dir), &info) || !info.dli_fname) return ".";
+  const std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return std::filesystem::path(path.substr(0, slash)).lexically_normal().string();
 }
 
 // This thread's id, read once (the signal handler uses it too).
