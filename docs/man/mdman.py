@@ -152,21 +152,16 @@ def main(argv):
         else:
             sources.append(a)
     roff = [f'.TH "{name.upper()}" "{number}" "" "CAD" "CAD manual"', ".SH NAME", f"{escape(name)} \\- {escape(summary)}"]
-    if None in synopsis:
-        synopsis = take_first_block(sources)
+    parts = [read_source(src) for src in sources]
+    if None in synopsis:  # the first source's first block, said once
+        lines, level, h1 = parts[0]
+        start, end = first_block(lines)
+        synopsis = lines[start + 1:end]
+        parts[0] = (lines[:start] + lines[end + 1:], level, h1)
     if synopsis:
         roff += [".SH SYNOPSIS", ".nf"] + [line(escape(s)) for s in synopsis] + [".fi"]
-    for k, src in enumerate(sources):
-        path, _, spec = src.partition("#")
-        if spec:
-            wanted, _, title = spec.partition("=")
-            lines, level = section(path, wanted)
-            if k == 0 and taken_block:
-                lines = without_first_block(lines)
-            lines = ["#" * level + " " + (title or lines[0].lstrip("#").strip())] + lines[1:]
-            roff += convert(lines, level)
-        else:
-            roff += convert(drop_contents(Path(path).read_text().splitlines()), 1, h1="DESCRIPTION")
+    for lines, level, h1 in parts:
+        roff += convert(lines, level, h1=h1)
     if see_also:
         roff += [".SH \"SEE ALSO\"", ", ".join(f"\\fB{escape(r.split('(')[0])}\\fR({r.split('(')[1]}"
                                               for r in see_also)]
@@ -174,7 +169,15 @@ def main(argv):
     Path(out).write_text("\n".join(roff) + "\n")
 
 
-taken_block = False
+def read_source(src):
+    """The markdown lines of a SOURCE, the heading level that makes a
+    section, and the name of its level-1 heading (if it has one)."""
+    path, _, spec = src.partition("#")
+    if not spec:
+        return drop_contents(Path(path).read_text().splitlines()), 1, "DESCRIPTION"
+    wanted, _, title = spec.partition("=")
+    lines, level = section(path, wanted)
+    return ["#" * level + " " + (title or lines[0].lstrip("#").strip())] + lines[1:], level, None
 
 
 def first_block(lines):
@@ -182,20 +185,6 @@ def first_block(lines):
     start = next(n for n, t in enumerate(lines) if FENCE.match(t))
     end = next(n for n in range(start + 1, len(lines)) if FENCE.match(lines[n]))
     return start, end
-
-
-def take_first_block(sources):
-    global taken_block
-    path, _, spec = sources[0].partition("#")
-    lines = section(path, spec.partition("=")[0])[0] if spec else Path(path).read_text().splitlines()
-    start, end = first_block(lines)
-    taken_block = True
-    return lines[start + 1:end]
-
-
-def without_first_block(lines):
-    start, end = first_block(lines)
-    return lines[:start] + lines[end + 1:]
 
 
 def drop_contents(lines):
