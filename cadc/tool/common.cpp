@@ -27,7 +27,10 @@ bool is_cadlib(const std::string &path) {
   std::string text, error;
   if (!read_file(path, kMaxSourceBytes, &text, &error)) return false;
   const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || text[first] != '{') return false;
+  // (Parsed only if it may be one: a JSON algorithm file is parsed again
+  // by its loader.)
+  if (first == std::string::npos || text[first] != '{' || text.find("\"cadlib\"") == std::string::npos)
+    return false;
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   return j.is_object() && j.contains("cadlib");
 }
