@@ -189,14 +189,27 @@ static void b_edge(struct builder *b, uint32_t from, uint32_t to)
 	b->succ[from][b->nsucc[from]++] = to;
 }
 
+/* d written as an image (malloc'd, 8-byte aligned), its size in *size;
+ * exits if it cannot be. */
+static void *write_image(const struct cad_image_desc *d, uint32_t *size)
+{
+	const uint64_t sz = cad_image_size(d);
+	void *img = aligned_alloc(8, (sz + 7) & ~7ull);
+
+	if (!img || cad_image_write(d, img, sz)) {
+		fprintf(stderr, "kcad_check: cannot write an image\n");
+		exit(2);
+	}
+	*size = (uint32_t)sz;
+	return img;
+}
+
 /* The image (malloc'd, 8-byte aligned) and its size. */
 static void *b_image(struct builder *b, uint32_t *size)
 {
 	static struct cad_edge edges[2 * MAXN];
 	struct cad_image_desc d = { 0 };
 	uint32_t ne = 0;
-	uint64_t sz;
-	void *img;
 
 	for (uint32_t i = 0; i < b->nn; i++) {
 		b->nodes[i].edge_first = ne;
@@ -214,14 +227,7 @@ static void *b_image(struct builder *b, uint32_t *size)
 	d.n_edges = ne;
 	d.strings = strings;
 	d.n_strings = sizeof(strings);
-	sz = cad_image_size(&d);
-	img = aligned_alloc(8, (sz + 7) & ~7ull);
-	if (!img || cad_image_write(&d, img, sz)) {
-		fprintf(stderr, "kcad_check: cannot write an image\n");
-		exit(2);
-	}
-	*size = (uint32_t)sz;
-	return img;
+	return write_image(&d, size);
 }
 
 /* A chain broadcast: rank 0 sends S segments to 1, rank r forwards each to
@@ -807,15 +813,8 @@ static void *reserved_image(uint32_t *size)
 	struct cad_image_desc d = { .rank = 0, .nranks = 1, .buffers = bufs, .n_buffers = 2, .nodes = nodes,
 				    .n_nodes = 1, .ops = ops, .n_ops = 1, .code = code, .n_code = 3, .lines = lines,
 				    .n_lines = 1, .strings = str, .n_strings = sizeof(str) };
-	const uint64_t sz = cad_image_size(&d);
-	void *img = aligned_alloc(8, (sz + 7) & ~7ull);
 
-	if (!img || cad_image_write(&d, img, sz)) {
-		fprintf(stderr, "kcad_check: cannot write an image\n");
-		exit(2);
-	}
-	*size = (uint32_t)sz;
-	return img;
+	return write_image(&d, size);
 }
 
 /* The address of entry i of section sec of img. */
@@ -3609,8 +3608,6 @@ static void *long_op_image(uint64_t bytes, uint32_t *size)
 				    .n_nodes = 1, .ops = ops, .n_ops = 1, .code = code, .n_code = CAD_VM_MAX_INSNS,
 				    .strings = str, .n_strings = sizeof(str) };
 	uint32_t pc = 0;
-	uint64_t sz;
-	void *img;
 
 	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_LD_64, .dst = 0, .a = 0 };
 	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_LD_64, .dst = 1, .a = 1 };
@@ -3620,14 +3617,7 @@ static void *long_op_image(uint64_t bytes, uint32_t *size)
 		code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_XOR, .dst = 0, .a = 0, .b = 2 };
 	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_ST_64, .a = 0 };
 	code[pc++] = (struct cad_vm_insn){ .code = CAD_VM_EXIT };
-	sz = cad_image_size(&d);
-	img = aligned_alloc(8, (sz + 7) & ~7ull);
-	if (!img || cad_image_write(&d, img, sz)) {
-		fprintf(stderr, "kcad_check: cannot write an image\n");
-		exit(2);
-	}
-	*size = (uint32_t)sz;
-	return img;
+	return write_image(&d, size);
 }
 
 /* bytes reduced by a CAD_VM_MAX_INSNS-instruction operator: the result
