@@ -121,6 +121,50 @@ static __u32 overlapping(const struct regs *g, __u32 views, __s32 off, __u32 w)
 	return m;
 }
 
+/*
+ * a op b over n doubles at stride 8 into d (which may be a or b), as C
+ * writes it, two at a time in SSE2 registers: bit 63 of the result set if
+ * one is a NaN.  gcc vectorises the scalar form with a NaN check of four
+ * integer operations a pair; a compare-unordered is one, and it is only
+ * written so, as vector code.  A NaN is all the check needs to find: an
+ * infinity's sum, difference, product or quotient is exact as C writes it.
+ */
+typedef double v2f64 __attribute__((vector_size(16)));
+typedef __s64 v2s64 __attribute__((vector_size(16)));
+typedef double v2f64_u __attribute__((vector_size(16), aligned(1), may_alias));
+
+static __always_inline v2f64 farith_v2(unsigned int code, v2f64 a, v2f64 b)
+{
+	return code == CAD_VM_FADD ? a + b : code == CAD_VM_FSUB ? a - b
+		: code == CAD_VM_FMUL ? a * b : a / b;
+}
+
+static __always_inline __u64 farith_f64(unsigned int code, __u8 *d, const __u8 *a,
+					const __u8 *b, __u32 n)
+{
+	const v2f64_u *va = (const v2f64_u *)a, *vb = (const v2f64_u *)b;
+	v2f64_u *vd = (v2f64_u *)d;
+	const __u64 pairs = n / 2, l = 2 * pairs;
+	v2s64 nan = { 0, 0 };
+	__u64 i;
+
+	for (i = 0; i < pairs; i++) {
+		const v2f64 r = farith_v2(code, va[i], vb[i]);
+
+		nan |= (v2s64)(r != r);
+		vd[i] = r;
+	}
+	if (l < n) {
+		const v2f64 x = { f64(*(const u64_u *)(a + 8 * l)), 0 };
+		const v2f64 y = { f64(*(const u64_u *)(b + 8 * l)), 1 };
+		const v2f64 r = farith_v2(code, x, y);
+
+		nan |= (v2s64)(r != r);
+		*(f64_u *)(d + 8 * l) = r[0];
+	}
+	return (__u64)(nan[0] | nan[1]);
+}
+
 /* Bit 63 set: the double v is a NaN or an infinity (its exponent is all
  * ones); 64-bit integer arithmetic only, which vectorises with SSE2. */
 #define NAN_BITS(v) ((((v) & INF64) ^ INF64) - 1)
@@ -440,8 +484,11 @@ static __u32 run_pair(const struct vm_env *e, struct regs *g, __u32 q1, __u32 n)
 					B_OPLOOP(OUT(l) = B_PLAIN(name, OPA(l), OPB(l))); \
 				break;                                     \
 			}                                                  \
-			B_OPLOOP(const __u64 r_ = B_PLAIN(name, OPA(l), OPB(l)); \
-				 nan_ |= B_NAN_BITS(name, r_); OUT(l) = r_); \
+			if (CAD_VM_##name <= CAD_VM_FDIV && (sa_ | sb_ | sd_) == 8) \
+				nan_ = farith_f64(CAD_VM_##name, D, A, B, n); \
+			else                                               \
+				B_OPLOOP(const __u64 r_ = B_PLAIN(name, OPA(l), OPB(l)); \
+					 nan_ |= B_NAN_BITS(name, r_); OUT(l) = r_); \
 			if (nan_ >> 63)                                    \
 				B_OPLOOP(OUT(l) = B_FIRST_NAN(name, OPA(l), OUT(l))); \
 			break;                                             \

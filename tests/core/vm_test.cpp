@@ -103,6 +103,9 @@ void CheckPairs(unsigned code, const std::vector<uint64_t> &v,
     in.push_back(in[k % n]);
     io.push_back(io[k % n]);
   }
+  // and one more, two normal numbers (v[12], v[13]), alone in its block
+  in.push_back(v.at(12));
+  io.push_back(v.at(13));
   const std::vector<uint64_t> got = RunBinary(code, io, in);
   for (size_t i = 0; i < io.size(); i++) {
     const uint64_t w = want(code, in[i], io[i]);
