@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "internal.h"
+#include "verdicts.h"
 
 namespace cadrt {
 
@@ -79,8 +80,8 @@ void Runtime::say_lanes(uint32_t partner, uint64_t upto, const int64_t *lane, co
 // partner on this node) measures two private memcpys as before.  Called
 // between two barriers of the node's ranks (init_joined).
 uint64_t Runtime::lanes_upto(uint32_t partner) {
-  constexpr int kSizes = 4;
-  constexpr size_t kProbe[kSizes] = {16 << 10, 64 << 10, 256 << 10, 1 << 20};
+  constexpr int kSizes = kLaneProbes;
+  const uint64_t *const kProbe = kLaneProbe;
   std::vector<unsigned char> a(kProbe[kSizes - 1], 1), b(kProbe[kSizes - 1], 2);
   auto best = [](int n, auto fn) {
     int64_t m = INT64_MAX;
@@ -138,15 +139,12 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
   for (int i = 0; i < kSizes; i++) measure(kProbe[i], &read[i], &lane[i]);
   static_assert(kSizes == sizeof read_probe_ns / sizeof read_probe_ns[0], "copy_ns() reads these");
   for (int i = 0; i < kSizes; i++) read_probe_ns[i] = ok && read[i] != INT64_MAX ? read[i] : 0;
-  // From the top: the smallest size from which on they lose at every size
-  // measured.  (A loss below a win is taken for noise: lanes that win at
-  // 1 MiB serve every size.)
-  uint64_t upto = UINT64_MAX;
-  for (int i = kSizes - 1; i >= 0; i--) {
-    if (ok && lane[i] != INT64_MAX && lane[i] < read[i]) break;
-    upto = i ? kProbe[i] : 0;
-  }
+  // (Lanes that win at 1 MiB serve every size.)
+  uint64_t upto = lanes_limit(lane, read, ok);
   const char *forced = forced_lanes(&upto);
+  lane_probe_ = {true, partner, upto, *forced != 0, {}, {}};
+  std::copy(lane, lane + kSizes, lane_probe_.lane_ns);
+  std::copy(read, read + kSizes, lane_probe_.read_ns);
   if (verbose) say_lanes(partner, upto, lane, read, forced);
   return upto;
 }
@@ -319,12 +317,12 @@ uint64_t Runtime::push_upto(uint32_t partner) {
     return 0;
   }
   if (p.ok) mine.probe_step.store(PushProbe::kDone, std::memory_order_release);
-  // A push wins unless the read is more than 10 % faster: these reads
-  // leave out what a split costs beside the copies (its RTS, a claim per
-  // chunk, the FIN), more than a push's protocol costs it.
-  uint64_t mask = 0x100;
-  for (int i = 0; i < kPushClasses; i++)
-    if (push[i] != INT64_MAX && read[i] != INT64_MAX && push[i] * 10 < read[i] * 11) mask |= 1u << i;
+  // (A split costs more beside its copies -- its RTS, a claim per chunk,
+  // the FIN -- than a push's protocol costs it.)
+  const uint32_t mask = push_wins(push, read);
+  push_probe_ = {true, partner, mask, {}, {}};
+  std::copy(push, push + kPushClasses, push_probe_.push_ns);
+  std::copy(read, read + kPushClasses, push_probe_.read_ns);
   if (verbose) {
     fprintf(stderr,
             "cadrt: rank %u: pushes from rank %u measured: 64 KiB, 256 KiB, 1 and 2 MiB pushed %lld, %lld, %lld, "
@@ -458,17 +456,14 @@ void Runtime::empty_lanes() {
 // alone decides a grant, so ranks need not agree; they do, for one
 // behaviour).  (setup_lanes)
 void Runtime::agree_lanes(const std::vector<uint32_t> &local, uint64_t want_max) {
-  uint64_t upto = UINT64_MAX;
+  std::vector<uint64_t> words;
+  for (uint32_t ep : local) words.push_back(seg.rank(ep).lanes_upto.load());
   bool any = false;
-  for (uint32_t ep : local) {
-    const uint64_t v = seg.rank(ep).lanes_upto.load();
-    if (!v) continue;
-    any = true;
-    upto = std::min(upto, v == UINT64_MAX ? v : v - 1);
-  }
+  uint64_t upto = node_lanes_limit(words, &any);
   if (!any) upto = lanes_upto(nep);
   bulk_max = std::min(upto, want_max);
   bulk = bulk_max > bulk_min;
+  lanes_agreed_ = {true, bulk, bulk_max};
   if (verbose) {
     if (!bulk) fprintf(stderr, "cadrt: rank %u: bulk lanes off\n", me);
     else if (bulk_max == UINT64_MAX) fprintf(stderr, "cadrt: rank %u: bulk lanes on\n", me);

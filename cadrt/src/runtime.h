@@ -26,12 +26,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "../../kmod/core/cad_core.h"
 #include "cadrt/cadrt.h"
 #include "cadrt/cadrt_net.h"
 #include "library.h"
 #include "proof.h"
 #include "shm.h"
+#include "verdicts.h"
 
 namespace cadrt {
 
@@ -391,6 +394,7 @@ class Runtime {
   const char *engine_name() const;
   void say_counters() const;  // CADRT_VERBOSE's counters, at finalize
   void write_stats() const;   // CADRT_STATS's line, at finalize
+  nlohmann::json probe_stats() const;  // its "probes"
   bool kickable() const;
   bool needs_cpu(const cadrt_request_s *r) const;
   bool idle() const;
@@ -429,8 +433,8 @@ class Runtime {
   // Under CADRT_PUSH=auto with CADRT_BULK=auto, the size classes in
   // which pushes measured faster for every pair of the node (bit i: from
   // kPushProbe[i] below the next; push_upto()); below the first, all.
-  static constexpr int kPushClasses = 4;
-  static constexpr uint64_t kPushProbe[kPushClasses] = {64 << 10, 256 << 10, 1 << 20, 2 << 20};
+  static constexpr int kPushClasses = cadrt::kPushClasses;
+  static constexpr const uint64_t *kPushProbe = cadrt::kPushProbe;
   uint32_t push_classes = (1u << kPushClasses) - 1;
   // One-way sends below this are pushed for a caller that computes too
   // (push_with_cma).
@@ -465,6 +469,28 @@ class Runtime {
   // What a process_vm_readv of 16, 64, 256 and 1024 KiB took at init
   // (lanes_upto; 0: not measured), for copy_ns().
   int64_t read_probe_ns[4] = {0, 0, 0, 0};
+  // This rank's measurements at init, as taken (CADRT_STATS): lanes_upto()'s
+  // exchanges with `with` (nep: two private memcpys) and its verdict
+  // (`forced` by CADRT_FAULT_LANES), and as a pair's receiver push_upto()'s
+  // trials with `from` and the classes pushes won.
+  struct {
+    bool taken;
+    uint32_t with;
+    uint64_t limit;
+    bool forced;
+    int64_t lane_ns[kLaneProbes], read_ns[kLaneProbes];
+  } lane_probe_ = {};
+  struct {
+    bool taken;
+    uint32_t from, wins;
+    int64_t push_ns[kPushClasses], read_ns[kPushClasses];
+  } push_probe_ = {};
+  // What agree_lanes() decided for the node: lanes on, below `below`
+  // bytes (UINT64_MAX: every size).
+  struct {
+    bool taken, on;
+    uint64_t below;
+  } lanes_agreed_ = {};
   // About how long a single copy of len bytes takes here.
   int64_t copy_ns(uint64_t len) const;
   // Whether a receive of len bytes of r, whose sender is expected late,

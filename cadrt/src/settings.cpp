@@ -71,8 +71,9 @@ const std::vector<Setting> kSettings = {
      "and request counters",
      SettingUse::User},
     {"CADRT_STATS", "unset",
-     "`json`: at `cadrt_finalize` each rank prints one line, `cadrt: stats` and a JSON object: its engine and "
-     "transfer decisions, its counters, and per algorithm the collectives it started",
+     "`json`: at `cadrt_finalize` each rank prints one line, `cadrt: stats` and a JSON object "
+     "(`schemas/stats.schema.json`): its engine and transfer decisions, what `cadrt_init` measured to make them, "
+     "its counters, and per algorithm the collectives it started",
      SettingUse::User},
     {"CADRT_EXPLAIN", "unset",
      "`1`: rank 0 of each communicator prints each algorithm it selects, and why, as `cadc select --explain` does",

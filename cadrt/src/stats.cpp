@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +25,44 @@ const char *push_name(Runtime::Push p) {
   }
 }
 
+// A size or limit, null for none (UINT64_MAX); a time, null for one not
+// measured.
+nlohmann::json size_or_null(uint64_t v) { return v == UINT64_MAX ? nlohmann::json() : nlohmann::json(v); }
+nlohmann::json times(const int64_t *t, int n) {
+  nlohmann::json a = nlohmann::json::array();
+  for (int i = 0; i < n; i++) a.push_back(t[i] == kNotMeasured ? nlohmann::json() : nlohmann::json(t[i]));
+  return a;
+}
+nlohmann::json classes(uint32_t mask) {
+  nlohmann::json a = nlohmann::json::array();
+  for (int i = 0; i < kPushClasses; i++) a.push_back((mask >> i & 1) != 0);
+  return a;
+}
+
 }  // namespace
+
+// The lanes' and pushes' measurements at init and the node's decisions
+// (CADRT_STATS): null where this rank did not measure or decide.
+nlohmann::json Runtime::probe_stats() const {
+  nlohmann::json lanes = {{"measured", nullptr}, {"agreed", nullptr}}, pushes = {{"measured", nullptr}};
+  if (lane_probe_.taken)
+    lanes["measured"] = {{"with", lane_probe_.with < nep ? nlohmann::json(lane_probe_.with) : nlohmann::json()},
+                         {"sizes", std::vector<uint64_t>(kLaneProbe, kLaneProbe + kLaneProbes)},
+                         {"lane_ns", times(lane_probe_.lane_ns, kLaneProbes)},
+                         {"read_ns", times(lane_probe_.read_ns, kLaneProbes)},
+                         {"limit", size_or_null(lane_probe_.limit)},
+                         {"forced", lane_probe_.forced}};
+  if (lanes_agreed_.taken) lanes["agreed"] = {{"on", lanes_agreed_.on}, {"below", size_or_null(lanes_agreed_.below)}};
+  if (push_probe_.taken)
+    pushes["measured"] = {{"from", push_probe_.from},
+                          {"sizes", std::vector<uint64_t>(kPushProbe, kPushProbe + kPushClasses)},
+                          {"push_ns", times(push_probe_.push_ns, kPushClasses)},
+                          {"read_ns", times(push_probe_.read_ns, kPushClasses)},
+                          {"wins", classes(push_probe_.wins)}};
+  pushes["classes"] = classes(push_classes);
+  pushes["lanes"] = push_lanes;
+  return {{"lanes", lanes}, {"pushes", pushes}};
+}
 
 void Runtime::say_counters() const {
   if (!verbose) return;
@@ -95,6 +133,7 @@ void Runtime::write_stats() const {
         {"reused", n_reused},
         {"owed_aborts", n_owed_aborts.load()}}},
       {"algorithms", algs},
+      {"probes", probe_stats()},
   };
   fprintf(stderr, "cadrt: stats %s\n", out.dump().c_str());
 }

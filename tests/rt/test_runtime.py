@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from content_hash import rehashed
@@ -33,13 +34,36 @@ def cadrun(build_dir, n, command, env=None, timeout=120, wrap=()):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
 
 
+STATS_SCHEMA = json.loads((ROOT / "schemas" / "stats.schema.json").read_text())
+
+
+def stats_lines(stderr):
+    """Every CADRT_STATS=json line in stderr, each checked against
+    schemas/stats.schema.json."""
+    found = [json.loads(line[len("cadrt: stats "):]) for line in stderr.splitlines()
+             if line.startswith("cadrt: stats ")]
+    for s in found:
+        jsonschema.validate(s, STATS_SCHEMA)
+    return found
+
+
 def rank_stats(stderr, n):
     """The CADRT_STATS=json line of each of the n ranks, as a list by rank
     (asserting there is exactly one per rank)."""
-    found = [json.loads(line[len("cadrt: stats "):]) for line in stderr.splitlines()
-             if line.startswith("cadrt: stats ")]
+    found = stats_lines(stderr)
     assert sorted(s["rank"] for s in found) == list(range(n)), stderr
     return sorted(found, key=lambda s: s["rank"])
+
+
+def stats_by_rank(stderr):
+    """The CADRT_STATS=json lines found, by rank (for a job whose ranks
+    may not all have finalized)."""
+    return {s["rank"]: s for s in stats_lines(stderr)}
+
+
+def counters(stderr, n, *names):
+    """Per rank, the named CADRT_STATS counters, as a tuple each."""
+    return [tuple(s["counters"][k] for k in names) for s in rank_stats(stderr, n)]
 
 
 def receives(stderr, n):
@@ -393,12 +417,12 @@ def test_application_takes_the_signal_after_init(build_dir, tmp_path):
     peers completed only when it came back).  If the application puts
     cadrt's handler back (--app-handler-restored), the signals resume: the
     peers complete while rank 0 computes."""
-    env = {"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0", "CADRT_VERBOSE": "1"}
+    env = {"CADRT_ENGINE": "signal", "CADRT_KICK_MIN": "0", "CADRT_VERBOSE": "1", "CADRT_STATS": "json"}
     r = run(build_dir, 3, "rt_check", "--sizes", "7,1000,100000", "--outstanding", "3", "--test", "--jitter",
             "--app-handler-after", "5", env=env, timeout=60)
     assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
     assert r.stderr.count("(SIGRTMIN+5) has another handler now, not cadrt's: no more signals to this rank") == 3
-    assert re.findall(r"signal engine: (\d+) kicks sent", r.stderr) == ["0"] * 3, r.stderr
+    assert [s["counters"]["kicks"] for s in rank_stats(r.stderr, 3)] == [0] * 3, r.stderr
     away = ["--away", tmp_path / "a", "--away-for", "3", "--sizes", 1 << 20]
     (tmp_path / "a").mkdir()
     r = run(build_dir, 2, "rt_check", *away, "--app-handler-after", "5", env={"CADRT_ENGINE": "signal"}, timeout=60)
@@ -513,16 +537,15 @@ def test_progress_while_a_rank_computes(build_dir, tmp_path, engine, settings, e
     and the threshold at 0), but every run must complete while rank 0
     computes.  (The helpers' count leaves out the wake-ups of main threads
     waiting in the library, at init and finalize, which are no interrupt.)"""
-    counter = "kicks sent" if engine == "signal" else "peers' helpers woken"
+    counter = "kicks" if engine == "signal" else "helpers_woken"
     for attempt in range(15):
         run_dir = tmp_path / str(attempt)
         run_dir.mkdir()
         r = run(build_dir, p, "rt_check", "--away", run_dir, "--sizes", elements,
-                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", **settings}, timeout=90)
+                env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", **settings}, timeout=90)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "the peers completed while rank 0 computed" in r.stdout
-        counts = [int(k) for k in re.findall(rf"{engine} engine: .*?(\d+) {counter}", r.stderr)]
-        assert len(counts) == p, r.stderr
+        counts = [s["counters"][counter] for s in rank_stats(r.stderr, p)]
         if sum(counts) > 0:
             break
     else:
@@ -536,11 +559,11 @@ def test_no_interrupt_below_the_threshold(build_dir, tmp_path, engine):
     when it next looks (every 100 ms), and the others complete while rank
     0 computes all the same."""
     r = run(build_dir, 2, "rt_check", "--away", tmp_path, "--sizes", 16384,
-            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
+            env={"CADRT_ENGINE": engine, "CADRT_STATS": "json"}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "the peers completed while rank 0 computed" in r.stdout
-    m = re.search(rf"rank 1: {engine} engine: (\d+) kicks sent, .*, (\d+) peers' helpers woken", r.stderr)
-    assert m and m.group(1) == "0" and m.group(2) == "0", r.stderr
+    c = rank_stats(r.stderr, 2)[1]["counters"]
+    assert c["kicks"] == 0 and c["helpers_woken"] == 0, r.stderr
 
 
 @pytest.mark.parametrize("engine", ["thread", "signal"])
@@ -553,11 +576,11 @@ def test_no_interrupt_for_a_rank_its_peer_serves(build_dir, tmp_path, engine):
     while rank 1 computes. (Interrupting rank 1 for each FIN would cost
     rank 0 a tgkill or a futex wake-up each.)"""
     r = run(build_dir, 2, "rt_check", "--away", tmp_path, "--away-rank", "1", "--sizes", 1 << 20,
-            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
+            env={"CADRT_ENGINE": engine, "CADRT_STATS": "json"}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "the peers completed while rank 1 computed" in r.stdout
-    m = re.search(rf"rank 0: {engine} engine: (\d+) kicks sent, .*, (\d+) peers' helpers woken", r.stderr)
-    assert m and m.group(1) == "0" and m.group(2) == "0", r.stderr
+    c = rank_stats(r.stderr, 2)[0]["counters"]
+    assert c["kicks"] == 0 and c["helpers_woken"] == 0, r.stderr
 
 
 @pytest.mark.parametrize("value", ["2", "-1", "one", ""])
@@ -1047,44 +1070,41 @@ def test_exchanges_go_through_the_lanes(build_dir, engine, p):
     lanes, single = counts({"CADRT_BULK": "1", "CADRT_BULK_MAX": "65536"})
     assert lanes == 0 and single > 0, (lanes, single)
     r = run(build_dir, p, "rt_check", "--coll", "alltoall", "--sizes", "100000",
-            env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_PUSH": "0"}, timeout=60)
+            env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_PUSH": "0"}, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     # Each pair of ranks measured exchanges of four sizes through its
-    # lanes (the last of an odd number does not), and the node decided as
-    # one: lanes below the least of the pairs' limits, a pair's limit the
-    # smallest size from which on it found them slower at every size.
-    measured = re.findall(r"lanes measured (slower|faster|faster below (?:65536|262144|1048576) bytes): 16, 64, 256 "
-                          r"and 1024 KiB through the lanes with rank \d+ (-?\d+), (-?\d+), (-?\d+), (-?\d+) ns; by "
-                          r"process_vm_readv (\d+), (\d+), (\d+), (\d+) ns", r.stderr)
-    assert len(measured) == p - p % 2, r.stderr
-    said = re.findall(r"bulk lanes (on|off|on below \d+ bytes)\n", r.stderr)
-    assert len(said) == p and len(set(said)) == 1, r.stderr
-    limits = []
-    for verdict, *ns in measured:
-        lane, read = [int(x) for x in ns[:4]], [int(x) for x in ns[4:]]
-        lose = [lane[i] < 0 or lane[i] >= read[i] for i in range(4)]
-        first = 4  # from here on they lose at every size
-        while first > 0 and lose[first - 1]:
-            first -= 1
-        want = "faster" if first == 4 else "slower" if first == 0 else \
-            f"faster below {[16384, 65536, 262144, 1048576][first]} bytes"
-        assert verdict == want, (verdict, lane, read)
-        limits.append(0 if verdict == "slower" else int(verdict.split()[2]) if "below" in verdict else None)
+    # lanes (the last of an odd number does not, nor anyone else), and the
+    # node decided as one: lanes below the least of the pairs' limits.
+    # (Which limit a pair's times give is the rule's unit test, Verdicts.*
+    # in cadrt_tests.)
+    stats = rank_stats(r.stderr, p)
+    measured = [s["probes"]["lanes"]["measured"] for s in stats]
+    pairs = p - p % 2
+    assert all(m and m["with"] == rank ^ 1 for rank, m in enumerate(measured[:pairs])), r.stderr
+    assert all(m is None for m in measured[pairs:]), r.stderr
+    assert all(m["sizes"] == [16384, 65536, 262144, 1048576] and len(m["lane_ns"]) == len(m["read_ns"]) == 4
+               for m in measured[:pairs]), r.stderr
+    agreed = [s["probes"]["lanes"]["agreed"] for s in stats]
+    assert all(a == agreed[0] for a in agreed), r.stderr
+    limits = [m["limit"] for m in measured[:pairs]]
     if limits:
-        least = 0 if 0 in limits else min((x for x in limits if x is not None), default=None)
-        assert said[0] == ("off" if least == 0 else "on" if least is None else f"on below {least} bytes"), r.stderr
+        least = min((x for x in limits if x is not None), default=None)
+        assert agreed[0] == {"on": least != 0, "below": least}, r.stderr
     # A rank whose partner does not measure (CADRT_BULK=0 there) measures
     # alone, at once, as one without a partner, neither waiting for the
     # partner nor taking the lanes for slower.
     if p >= 2:
         script = (f'if [ "$CADRT_RANK" = 1 ]; then export CADRT_BULK=0; fi; '
                   f'exec {build_dir}/bin/rt_check --coll alltoall --sizes 100000')
-        r = run_per_rank(build_dir, p, script, env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1"}, timeout=60)
+        r = run_per_rank(build_dir, p, script, env={"CADRT_ENGINE": engine, "CADRT_STATS": "json"}, timeout=60)
         assert r.returncode == 0, r.stdout + r.stderr
-        assert not re.search(r"through the lanes with rank [01] ", r.stderr), r.stderr
-        assert "rank 0: bulk lanes" in r.stderr, r.stderr
+        stats = rank_stats(r.stderr, p)
+        assert stats[1]["probes"]["lanes"]["measured"] is None, r.stderr
+        assert all(s["probes"]["lanes"]["measured"] is None or s["probes"]["lanes"]["measured"]["with"] not in (0, 1)
+                   for s in stats), r.stderr
+        assert stats[0]["probes"]["lanes"]["agreed"] is not None, r.stderr
         if p < 4:  # (at 4, ranks 2 and 3 measure, and rank 0 learns from them)
-            assert re.search(r"rank 0: lanes measured .* by two memcpys", r.stderr), r.stderr
+            assert stats[0]["probes"]["lanes"]["measured"]["with"] is None, r.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -1100,12 +1120,10 @@ def test_without_cma_large_messages_are_pushed_through_the_lanes(build_dir, engi
     2 MiB: the lane is reused round.)"""
     def counts(env):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,700000", "--outstanding", "3",
-                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_CMA": "0", **env}, timeout=90)
+                env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_CMA": "0", **env}, timeout=90)
         assert r.returncode == 0, r.stdout + r.stderr
-        found = re.findall(r"large receives: (\d+) through lanes, (\d+) by a single copy .*; (\d+) in fragments "
-                           r"through the ring", r.stderr)
-        assert len(found) == p, r.stderr
-        return tuple(sum(int(f[i]) for f in found) for i in range(3))
+        found = counters(r.stderr, p, "lane", "cma", "fragments")
+        return tuple(sum(f[i] for f in found) for i in range(3))
     lanes, single, frags = counts({})
     assert lanes > 0 and single == 0, (lanes, single, frags)
     lanes, single, frags = counts({"CADRT_BULK": "0"})
@@ -1172,38 +1190,31 @@ def test_with_cma_a_rank_that_waits_at_once_pushes_through_the_lanes(build_dir, 
 
 
 PUSH_CLASSES = [(64 << 10, 256 << 10), (256 << 10, 1 << 20), (1 << 20, 2 << 20), (2 << 20, None)]
-PUSHES_MEASURED = (r"rank (\d+): pushes from rank (\d+) measured: 64 KiB, 256 KiB, 1 and 2 MiB pushed (-?\d+), (-?\d+), "
-                   r"(-?\d+), (-?\d+) ns; read \(split from 256 KiB\) (-?\d+), (-?\d+), (-?\d+), (-?\d+) ns")
-
-
 def pushes_said(p, stderr, verdict=None):
     """The size classes the node pushes in: those every pair measured
-    pushes faster in, none where the lanes measured slower at 16 KiB (bulk
-    lanes off, as a loaded machine may measure).  Checks the node
-    took them and each rank said so; verdict "faster" or "slower": that the
-    one CADRT_FAULT_LANES gave is the node's."""
-    measured = re.findall(PUSHES_MEASURED, stderr)
-    assert len(measured) == p // 2, stderr
-    won = []
-    for recv, send, *ns in measured:
-        assert int(recv) == int(send) + 1 and int(send) % 2 == 0, (recv, send)
-        push, read = [int(x) for x in ns[:4]], [int(x) for x in ns[4:]]
-        # (A push wins unless the read is more than 10 % faster.)
-        won.append({i for i in range(4) if push[i] >= 0 and read[i] >= 0 and push[i] * 10 < read[i] * 11})
+    pushes faster in (the wins of each pair's receiver, which rule
+    Verdicts.* in cadrt_tests states), none where the lanes measured
+    slower at 16 KiB (bulk lanes off, as a loaded machine may measure).
+    Checks the node took them, every rank alike; verdict "faster" or
+    "slower": that the one CADRT_FAULT_LANES gave is the node's."""
+    stats = rank_stats(stderr, p)
+    measured = [s["probes"]["pushes"]["measured"] for s in stats]
+    assert [m is not None for m in measured] == [r % 2 == 1 and r < p - p % 2 for r in range(p)], stderr
+    won = [{i for i in range(4) if m["wins"][i]} for m in measured if m]
+    assert all(m["from"] == r - 1 and m["sizes"] == [lo for lo, _ in PUSH_CLASSES]
+               for r, m in enumerate(measured) if m), stderr
     node = set.intersection(*won) if won else set(range(4))
-    lost = [i for i in range(4) if i not in node]
-    text = "" if not lost else " but for" + "".join(
-        f" {PUSH_CLASSES[i][0] >> 10}-{PUSH_CLASSES[i][1] >> 10} KiB" if PUSH_CLASSES[i][1] else
-        f" {PUSH_CLASSES[i][0] >> 10} KiB up" for i in lost)
-    said = re.findall(r"rank \d+: large sends pushed through the lanes(.*) \(CADRT_PUSH=auto\)\n", stderr)
-    # (No pushes at all where the lanes measured slower at 16 KiB.)
-    lanes = re.findall(r"rank \d+: bulk lanes (on|off)", stderr)
-    assert len(lanes) == p and len(set(lanes)) == 1, stderr
+    agreed = [s["probes"]["lanes"]["agreed"] for s in stats]
+    assert all(a is not None and a["on"] == agreed[0]["on"] for a in agreed), stderr
+    on = agreed[0]["on"]
     if verdict:
-        assert lanes[0] == {"faster": "on", "slower": "off"}[verdict], stderr
-        assert stderr.count("(CADRT_FAULT_LANES)\n") == p // 2 * 2, stderr
-    assert said == ([text] * p if lanes[0] == "on" else []), (said, text, stderr)
-    return node if lanes[0] == "on" else set()
+        assert on == (verdict == "faster"), stderr
+        assert sum(s["probes"]["lanes"]["measured"]["forced"] for s in stats) == p // 2 * 2, stderr
+    for s in stats:
+        assert s["probes"]["pushes"]["lanes"] == on and s["push"] == ("at-once" if on else "never"), stderr
+        if on:
+            assert {i for i in range(4) if s["probes"]["pushes"]["classes"][i]} == node, (node, stderr)
+    return node if on else set()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -1248,7 +1259,7 @@ def test_with_cma_pushes_go_where_they_measured_faster(build_dir, engine, verdic
         lo, hi = PUSH_CLASSES[i]
         assert lo <= 4 * n and (hi is None or 4 * n < hi)
     iters = 10
-    env = {"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_STATS": "json", "CADRT_ALGORITHM_BCAST": "bcast_binomial"}
+    env = {"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_ALGORITHM_BCAST": "bcast_binomial"}
     if verdict:
         env = san_env(build_dir, CADRT_FAULT_LANES=verdict, **env)
     r = run(build_dir, 2, "rt_check_san" if verdict else "rt_check", "--coll", "bcast", "--sizes",
@@ -1279,12 +1290,9 @@ def test_with_cma_each_pair_measures_pushes_and_the_node_agrees(build_dir, p):
     use, results right.  (What eight ranks on two cores measure says
     little; that they agree and go on is what is tested.)"""
     r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,100000,400000", "--iters", "2",
-            env={"CADRT_VERBOSE": "1"}, timeout=120)
+            env={"CADRT_STATS": "json"}, timeout=120)
     assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
     pushes_said(p, r.stderr)
-
-
-SPLIT_COUNTS = r"by a single copy \(CMA\), (\d+) of them split with the sender; (\d+) chunks written for receivers"
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -1299,12 +1307,11 @@ def test_one_way_copies_are_split_with_a_waiting_sender(build_dir, engine, p):
     43 chunks of 128 KiB.)"""
     def counts(split):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "0,200000,700000",
-                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_BULK": "0", "CADRT_SPLIT": split},
+                env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_BULK": "0", "CADRT_SPLIT": split},
                 timeout=90)
         assert r.returncode == 0, r.stdout + r.stderr
-        found = re.findall(SPLIT_COUNTS, r.stderr)
-        assert len(found) == p, r.stderr
-        return sum(int(a) for a, _ in found), sum(int(b) for _, b in found)
+        found = counters(r.stderr, p, "split", "split_chunks")
+        return sum(a for a, _ in found), sum(b for _, b in found)
     splits, chunks = counts("1")
     assert splits > 0 and chunks > 0, (splits, chunks)
     assert counts("0") == (0, 0)
@@ -1321,10 +1328,11 @@ def split_away(build_dir, tmp_path, env, *extra, wrote=False):
         d = tmp_path / str(attempt)
         d.mkdir()
         r = run(build_dir, 2, "rt_check_san", "--away", d, "--away-posts", "last", "--sizes", 1 << 16,
-                "--away-for", "20", *extra, env=dict(env, CADRT_VERBOSE="1", CADRT_PUSH="0"), timeout=90)
-        split = re.search(r"rank 0: large receives: .*?(\d+) of them split with the sender", r.stderr)
-        chunks = re.search(r"rank 1: large receives: .*?(\d+) chunks written for receivers", r.stderr)
-        if split and int(split.group(1)) > 0 and (not wrote or (chunks and int(chunks.group(1)) > 0)):
+                "--away-for", "20", *extra, env=dict(env, CADRT_STATS="json", CADRT_PUSH="0"), timeout=90)
+        stats = stats_by_rank(r.stderr)
+        split = stats[0]["counters"]["split"] if 0 in stats else 0
+        chunks = stats[1]["counters"]["split_chunks"] if 1 in stats else 0
+        if split > 0 and (not wrote or chunks > 0):
             return r
     pytest.fail(f"no split{' with a chunk written by rank 1' if wrote else ''} in 10 runs:\n{r.stdout}{r.stderr}")
 
@@ -1343,8 +1351,7 @@ def test_a_sender_that_writes_the_last_chunk_finishes_the_split_itself(build_dir
     r = split_away(build_dir, tmp_path, env, wrote=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "the peers completed while rank 0 computed" in r.stdout, r.stdout + r.stderr
-    assert re.search(r"rank 1: .* 1 chunks written for receivers \(1 splits finished here, written last\)", r.stderr), \
-        r.stderr
+    assert counters(r.stderr, 2, "split_chunks", "split_last")[1] == (1, 1), r.stderr
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
 
 
@@ -1398,13 +1405,11 @@ def test_split_copies_stay_right_whichever_side_finishes(build_dir, pause):
     (CADRT_FAULT_SPLIT_US): which side writes the last chunk, and so
     finishes the transfer, varies from copy to copy.  Every element is
     checked, both ends are seen finishing, nothing leaks."""
-    env = san_env(build_dir, CADRT_ENGINE="poll", CADRT_FAULT_SPLIT_US=pause, CADRT_VERBOSE="1", CADRT_BULK="0")
+    env = san_env(build_dir, CADRT_ENGINE="poll", CADRT_FAULT_SPLIT_US=pause, CADRT_STATS="json", CADRT_BULK="0")
     r = run(build_dir, 3, "rt_check_san", "--coll", "all", "--sizes", "200000,700000", "--iters", "3", env=env,
             timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    found = [tuple(map(int, m)) for m in re.findall(
-        r"(\d+) of them split with the sender; (\d+) chunks written for receivers \((\d+) splits finished here", r.stderr)]
-    assert len(found) == 3, r.stderr
+    found = counters(r.stderr, 3, "split", "split_chunks", "split_last")
     splits, chunks, last = (sum(f[i] for f in found) for i in range(3))
     assert splits > 0 and chunks > 0 and 0 < last < splits, found
     assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
@@ -1758,7 +1763,10 @@ def test_sanitised_runtime_bad_library_and_dead_peer(build_dir, tmp_path):
     assert "Sanitizer" not in r.stderr, r.stderr
 
 
-OFFER_COUNTS = r"rank (\d+): large receives: .*; (\d+) offered to the sender, (\d+) of them written by it; (\d+) offers of receivers written here"
+def offer_counts(stderr, n):
+    """Per rank: receives offered to their senders, how many of them the
+    sender wrote, and offers of receivers this rank wrote."""
+    return dict(enumerate(counters(stderr, n, "offered", "offers_written", "wrote_offers")))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -1777,11 +1785,9 @@ def test_a_late_sender_writes_the_receives_offered_to_it(build_dir, engine, p, e
     best reads itself, see test_offers_are_made_where_they_pay.)"""
     def counts(offer):
         r = run(build_dir, p, "rt_check", "--coll", "all", "--sizes", "1000,20000", "--skew", "1", *extra,
-                env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_OFFER": offer}, timeout=120)
+                env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_OFFER": offer}, timeout=120)
         assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
-        found = re.findall(OFFER_COUNTS, r.stderr)
-        assert len(found) == p, r.stderr
-        return {int(rank): (int(a), int(b), int(c)) for rank, a, b, c in found}
+        return offer_counts(r.stderr, p)
     c = counts("1")
     taken = sum(b for _, b, _ in c.values())
     assert c[1][2] > 0 and taken > 0, c  # rank 1, late, wrote offers
@@ -1807,11 +1813,9 @@ def test_offers_are_made_where_they_pay(build_dir, engine):
         # (CADRT_PUSH=0: where cadrt_init measures pushes faster, a large
         # send is pushed to its receiver and there is nothing to offer.)
         r = run(build_dir, 3, "rt_check", "--coll", "bcast", "--sizes", "20000", "--skew", "1", "--iters", "4",
-                *extra, env={"CADRT_ENGINE": engine, "CADRT_VERBOSE": "1", "CADRT_PUSH": "0"}, timeout=120)
+                *extra, env={"CADRT_ENGINE": engine, "CADRT_STATS": "json", "CADRT_PUSH": "0"}, timeout=120)
         assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
-        found = re.findall(OFFER_COUNTS, r.stderr)
-        assert len(found) == 3, r.stderr
-        return {int(rank): (int(a), int(b), int(c)) for rank, a, b, c in found}
+        return offer_counts(r.stderr, 3)
     c = counts("--compute", "4000")
     assert c[1][2] > 0, c
     assert sum(b for _, b, _ in c.values()) == sum(w for _, _, w in c.values()), c
@@ -1846,11 +1850,10 @@ def test_offers_are_taken_with_the_bulk_lanes_on(build_dir):
     offered to it (lane_fits() is about the sender's own receives, not
     the ones offered to it)."""
     r = run(build_dir, 3, "rt_check", "--coll", "bcast", "--sizes", "20000", "--roots", "2", "--skew", "0",
-            env={"CADRT_ENGINE": "poll", "CADRT_VERBOSE": "1", "CADRT_BULK": "1", "CADRT_PUSH": "0", "CADRT_OFFER": "1"},
+            env={"CADRT_ENGINE": "poll", "CADRT_STATS": "json", "CADRT_BULK": "1", "CADRT_PUSH": "0", "CADRT_OFFER": "1"},
             timeout=120)
     assert r.returncode == 0 and "rt_check: ok" in r.stdout, r.stdout + r.stderr
-    found = {int(rank): int(w) for rank, _, _, w in re.findall(OFFER_COUNTS, r.stderr)}
-    assert found.get(0, 0) > 0, r.stderr
+    assert offer_counts(r.stderr, 3)[0][2] > 0, r.stderr
 
 
 # rt_stress (tests/rt/rt_stress.c): many collectives in flight at once,
