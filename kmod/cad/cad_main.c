@@ -135,7 +135,7 @@ MODULE_PARM_DESC(max_user_programs,
 
 unsigned int cad_max_user_kmem_mb;
 CAD_PARAM_RANGE(max_user_kmem_mb, cad_max_user_kmem_mb, 1, CAD_MAX_PINNED_MB);
-MODULE_PARM_DESC(max_user_kmem_mb, "Kernel memory a user's programs may take (images, scratch, tables), MiB (default: a quarter of the RAM, at least 1024; at most 2^30)");
+MODULE_PARM_DESC(max_user_kmem_mb, "Kernel memory a user's programs may take (images, scratch, tables, bounce buffers), MiB (default: a quarter of the RAM, at least 1024; at most 2^30)");
 
 /* A group's arrays are sized by its ranks (max_ranks); its VM scratch is
  * CAD_VM_SCRATCH_SIZE.
