@@ -68,7 +68,7 @@ int cad_bounce_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	if (!b->pages)
 		return -ENOMEM;
 	for (i = 0; i < npages; i++) {
-		b->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT);
+		b->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 		err = !b->pages[i] ? -ENOMEM : fatal_signal_pending(current) ? -EINTR : 0;
 		if (err) {
 			free_pages_of(b, b->pages[i] ? i + 1 : i);
@@ -100,9 +100,10 @@ int cad_bounce_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	b->run->bounce_out |= write;
 	b->run->bounced = true;
 	atomic64_inc(&cad_bounced);
+	/* (a line per such buffer, "; " between them) */
 	cad_logf(log,
-		 "buffer %u (%s): pinning %llu pages (%llu KiB) exceeds the RLIMIT_MEMLOCK of the process; copying through kernel memory instead",
-		 index, name, npages, npages << (PAGE_SHIFT - 10));
+		 "%sbuffer %u (%s): pinning %llu pages (%llu KiB) exceeds the RLIMIT_MEMLOCK of the process; copying through kernel memory instead",
+		 log->len ? "; " : "", index, name, npages, npages << (PAGE_SHIFT - 10));
 	pr_info_ratelimited("cad: %s[%d] uid %u: buffer %u: RLIMIT_MEMLOCK refused %llu KiB; copying through kernel memory instead\n",
 			    current->comm, task_pid_nr(current),
 			    from_kuid_munged(current_user_ns(), current_uid()), index,
