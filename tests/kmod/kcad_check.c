@@ -54,9 +54,12 @@
  *                              place, receive only; 8 bytes to 1 MiB, not
  *                              page aligned) go through kernel memory run
  *                              a collective twice, right (without the flag
- *                              the load is refused); a buffer unmapped
- *                              before START or before the copy out fails
- *                              it with -EFAULT; max_user_kmem_mb refuses;
+ *                              the load is refused); a run ended inside
+ *                              its START shows as ended only at the
+ *                              owner's TEST, its data then in place; a
+ *                              buffer unmapped before START or before the
+ *                              copy out fails it with -EFAULT;
+ *                              max_user_kmem_mb refuses;
  *                              nothing is left at exit
  *   kcad_check stall           rank 0's buffer is remapped onto a FUSE file
  *                              whose reads are never answered, so its START
@@ -1241,7 +1244,9 @@ static int bounce_rank(uint64_t key, uint32_t rank)
 }
 
 /* One rank alone, 256 KiB, RLIMIT_MEMLOCK 64 KiB, uid 1000: a buffer
- * unmapped after LOAD fails START with -EFAULT; unmapped after the run
+ * unmapped after LOAD fails START with -EFAULT; a run that ended inside
+ * its START shows as ended, its data in place, only after the owner's
+ * TEST (the status page says so only then); unmapped after the run
  * ended and before its copy out, the run ends with -EFAULT; freed
  * before its copy out, nothing stays; over max_user_kmem_mb (1 MiB, set
  * by the parent) a 2 MiB bounce buffer is refused. */
@@ -1272,16 +1277,32 @@ static int bounce_alone(uint64_t key)
 		return 5;
 	}
 	src = mmap(src, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	err = start(d.fd, r.handle, 2);  /* one rank: it ends inside START */
+	for (uint64_t i = 0; i < n / 8; i++)
+		((double *)src)[i] = (double)i, ((double *)dst)[i] = 1;
+	/* One rank: it ends inside START, but shows as ended (and its data
+	 * arrive) only at the owner's TEST: not before.
+	 */
+	err = start(d.fd, r.handle, 2);
+	if (err || d.st[r.handle].result != -EINPROGRESS || ((double *)dst)[n / 8 - 1] != 1) {
+		printf("KCAD bounce: ended before the copy out: %d, status %d, %g\n", err, d.st[r.handle].result,
+		       ((double *)dst)[n / 8 - 1]);
+		return 9;
+	}
+	err = bounce_test(&d, r.handle, 1);
+	if (err || ((double *)dst)[n / 8 - 1] != (double)(n / 8 - 1) + 1) {
+		printf("KCAD bounce: after TEST: %d, %g\n", err, ((double *)dst)[n / 8 - 1]);
+		return 10;
+	}
+	err = start(d.fd, r.handle, 3);
 	munmap(dst, n);
 	if (!err)
-		err = wait_run(&d, r.handle, 1, 1);
+		err = wait_run(&d, r.handle, 2, 1);
 	if (err != -EFAULT) {
 		printf("KCAD bounce: copy out after munmap: %d\n", err);
 		return 6;
 	}
 	dst = mmap(dst, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	err = start(d.fd, r.handle, 3);
+	err = start(d.fd, r.handle, 4);
 	if (!err)
 		err = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);  /* before its copy out */
 	if (err) {
