@@ -20,6 +20,14 @@
 // Waiting: spin on the status page for a few microseconds (a small
 // collective often completes inside a peer's next call), then sleep in
 // read(), which returns when any program of this process completes.
+//
+// Memory the process may not pin (RLIMIT_MEMLOCK, `ulimit -l`): the
+// module copies such a buffer through kernel memory instead
+// (CAD_LOAD_BOUNCE, unless CADRT_KERNEL_BOUNCE=0), invisible to the
+// peers.  It copies the data out of an ended run in this process's next
+// TEST or read() and publishes the end only then, so such a request is
+// tested with a TEST, not the status page alone, and waited for in
+// read() at once.
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -62,6 +70,9 @@ int Runtime::kernel_open() {
   v.size = sizeof v;
   if (ioctl(kfd_, CAD_IOC_VERSION, &v) != 0)
     return set_error(-errno, std::string("CADRT_ENGINE=kernel: /dev/cad does not answer: ") + strerror(errno));
+  if (const char *b = env("CADRT_KERNEL_BOUNCE"); b && strcmp(b, "0") != 0 && strcmp(b, "1") != 0)
+    return set_error(-EINVAL, std::string("CADRT_KERNEL_BOUNCE=") + b + ": not 0 or 1");
+  kbounce_ = !env("CADRT_KERNEL_BOUNCE") || strcmp(env("CADRT_KERNEL_BOUNCE"), "0") != 0;
   if (v.version != CAD_VERSION)
     return set_error(-EPROTO, "CADRT_ENGINE=kernel: cad.ko runs program format " + std::to_string(v.version) +
                                   ", this cadrt writes " + std::to_string(CAD_VERSION));
@@ -100,6 +111,13 @@ int Runtime::kernel_ioctl_start(int32_t kh, uint64_t seq) {
   return ioctl(kfd_, CAD_IOC_START, &s) ? -errno : 0;
 }
 
+void Runtime::kernel_ioctl_test(int32_t kh) const {
+  cad_ioc_handle h{};
+  h.size = sizeof h;
+  h.handle = static_cast<uint32_t>(kh);
+  ioctl(kfd_, CAD_IOC_TEST, &h);  // (its result is on the status page too)
+}
+
 void Runtime::kernel_ioctl_free(int32_t kh) {
   cad_ioc_handle h{};
   h.size = sizeof h;
@@ -121,7 +139,7 @@ int Runtime::kernel_load(cadrt_request_s *r) {
   l.log_buf = reinterpret_cast<uintptr_t>(log);
   l.ranks = reinterpret_cast<uintptr_t>(r->comm->ep.data());
   l.ctx = r->comm->ctx;
-  l.flags = CAD_LOAD_START;
+  l.flags = CAD_LOAD_START | (kbounce_ ? CAD_LOAD_BOUNCE : 0);
   l.seq = r->seq;
   l.fp = r->from_cad ? 0 : r->inst->fp;  // the fingerprint cadrt's own messages carry
   // A signal of the application's (one whose handler has no SA_RESTART)
@@ -152,6 +170,12 @@ int Runtime::kernel_load(cadrt_request_s *r) {
   if (l.handle != ~0u) {
     r->kh = static_cast<int32_t>(l.handle);
     r->kgen = err ? 0 : 1;
+    r->kbounce = (l.flags & CAD_LOAD_BOUNCED) != 0;
+    if (r->kbounce) {
+      n_kernel_bounced++;
+      if (verbose)
+        fprintf(stderr, "cadrt: rank %u: %s runs unpinned in the kernel: %s\n", me, r->inst->desc.c_str(), log);
+    }
     if (r->persistent) {
       kheld_.push_back(r);
       r->kused = ++kclock_;
@@ -231,6 +255,7 @@ int Runtime::kernel_start(cadrt_request_s *r) {
       it->busy = true;
       it->used = ++kclock_;
       r->kh = it->kh;
+      r->kbounce = it->bounce;
       r->kgen = ++it->gen;
       return 0;
     }
@@ -248,6 +273,7 @@ int Runtime::kernel_start(cadrt_request_s *r) {
   e.kh = r->kh;
   e.gen = 1;
   e.busy = true;
+  e.bounce = r->kbounce;
   e.used = ++kclock_;
   kcache_.push_back(std::move(e));
   return 0;
@@ -272,6 +298,7 @@ void Runtime::kernel_finish(cadrt_request_s *r, int result) {
 bool Runtime::kernel_test(cadrt_request_s *r) {
   if (r->done) return true;
   if (!r->active) return false;
+  if (r->kbounce) kernel_ioctl_test(r->kh);  // copies out, publishes
   const volatile cad_status &st = kstatus_[r->kh];
   const int32_t result = st.result;
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -281,7 +308,7 @@ bool Runtime::kernel_test(cadrt_request_s *r) {
 }
 
 void Runtime::kernel_wait(cadrt_request_s *r) {
-  for (int spin = 0; spin < 2000; spin++) {
+  for (int spin = 0; spin < (r->kbounce ? 1 : 2000); spin++) {  // (a bounced one: a TEST each)
     if (kernel_test(r)) return;
     cpu_relax();
   }

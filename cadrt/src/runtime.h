@@ -261,6 +261,9 @@ struct cadrt_request_s {
   int32_t kh = -1;
   uint32_t kgen = 0;
   uint64_t kused = 0;  // a persistent request's last start (Runtime::kclock_)
+  // The module copies some of its buffers through kernel memory (it could
+  // not pin them): it publishes an end only after a TEST or read() of ours.
+  bool kbounce = false;
 };
 
 namespace cadrt {
@@ -335,9 +338,12 @@ class Runtime {
   void first_look(cadrt_request_s *r);  // the first test or wait since its start (requests.cpp)
   bool test(cadrt_request_s *r);
   // The kernel engine: r, started, is still running (one look at the
-  // status page; no system call, no runtime state touched).
+  // status page, no runtime state touched; no system call unless the
+  // module copies r's buffers through kernel memory: then a TEST first,
+  // which copies the data out of an ended run and publishes its end).
   bool kernel_running(const cadrt_request_s *r) const {
     if (!kstatus_ || r->kh < 0) return false;
+    if (r->kbounce) kernel_ioctl_test(r->kh);
     const volatile cad_status &st = kstatus_[r->kh];
     return st.result == -EINPROGRESS || st.gen != r->kgen;
   }
@@ -799,6 +805,7 @@ class Runtime {
     int32_t kh = -1;
     uint32_t gen = 0;   // starts of kh
     bool busy = false;
+    bool bounce = false;  // cadrt_request_s::kbounce
     uint64_t used = 0;  // for eviction: the least recently used goes
   };
   std::vector<Loaded> kcache_;
@@ -815,6 +822,11 @@ class Runtime {
   Loaded *kernel_cached(int32_t kh);
   int kernel_ioctl_start(int32_t kh, uint64_t seq);  // 0 or -errno
   void kernel_ioctl_free(int32_t kh);
+  void kernel_ioctl_test(int32_t kh) const;  // (copies out what a bounced program wrote)
+  // CADRT_KERNEL_BOUNCE: buffers the module cannot pin go through kernel
+  // memory (CAD_LOAD_BOUNCE); programs loaded so.
+  bool kbounce_ = true;
+  uint64_t n_kernel_bounced = 0;
 
   // engines (engines.cpp)
   void thread_main();

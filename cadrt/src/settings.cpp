@@ -30,6 +30,10 @@ const std::vector<Setting> kSettings = {
      "fails the call with `-EINVAL`",
      SettingUse::User},
     {"CADRT_ENGINE", "`auto`", "`poll`, `thread`, `signal`, `kernel` or `auto` (above)", SettingUse::User},
+    {"CADRT_KERNEL_BOUNCE", "`1`",
+     "kernel engine: a buffer `RLIMIT_MEMLOCK` (`ulimit -l`) does not let `cad.ko` pin is copied through kernel "
+     "memory instead (`CADRT_VERBOSE` says so); `0`: the collective fails on that rank",
+     SettingUse::User},
     {"CADRT_SIGNAL", "`SIGRTMIN+5`",
      "the signal engine's signal: a real-time signal, as a number or `RTMIN+k`/`RTMAX-k`. If the signal already has "
      "another handler, or is blocked, `signal` fails with `-EBUSY` and `auto` runs `thread`",

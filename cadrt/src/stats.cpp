@@ -84,6 +84,11 @@ void Runtime::say_counters() const {
           "cadrt: rank %u: %llu requests bound to buffers, %llu of them set up afresh (no spare had run the "
           "instance); %llu calls started the request of the same call before as it was\n",
           me, ull(n_binds), ull(n_fresh_binds), ull(n_reused));
+  if (n_kernel_bounced)
+    fprintf(stderr,
+            "cadrt: rank %u: %llu programs loaded with buffers cad.ko copies through kernel memory (it could not "
+            "pin them: RLIMIT_MEMLOCK)\n",
+            me, ull(n_kernel_bounced));
   if (n_owed_aborts.load())
     fprintf(stderr, "cadrt: rank %u: %llu failed collectives told their peers in a later pass (no room when they failed)\n",
             me, ull(n_owed_aborts));
@@ -131,7 +136,8 @@ void Runtime::write_stats() const {
         {"binds", n_binds},
         {"fresh_binds", n_fresh_binds},
         {"reused", n_reused},
-        {"owed_aborts", n_owed_aborts.load()}}},
+        {"owed_aborts", n_owed_aborts.load()},
+        {"kernel_bounced", n_kernel_bounced}}},
       {"algorithms", algs},
       {"probes", probe_stats()},
   };

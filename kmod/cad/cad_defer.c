@@ -204,7 +204,7 @@ static void settle(struct cad_run *r)
 {
 	if (!r->inflight && r->publish_pending) {
 		r->publish_pending = false;
-		cad_tell(r);
+		cad_ended(r);
 	}
 }
 
@@ -364,6 +364,9 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 	int err = 0;
 
 	for (;;) {
+		/* Runs that wait for their copy out are told ended here. */
+		if (READ_ONCE(f->ncopyout) && cad_bounce_flush(f))
+			return -EINTR;
 		*n = (u64)atomic_xchg(&f->events, 0);
 		if (*n)
 			return 0;
@@ -382,6 +385,7 @@ int cad_wait_events(struct cad_file *f, bool nonblock, u64 *n)
 			mutex_unlock(&g->lock);
 		}
 		err = wait_event_interruptible(f->wq, atomic_read(&f->events) ||
+					       (READ_ONCE(f->ncopyout) && cad_is_current(f)) ||
 					       (g && (READ_ONCE(g->ndeferred) ||
 						      READ_ONCE(g->leftover))));
 		if (g) {

@@ -25,6 +25,18 @@ void cad_tell(struct cad_run *r)
 	wake_up_interruptible(&f->wq);
 }
 
+/* Tells r's owner that r ended -- unless it ended well and must copy
+ * bounce buffers out first (cad_bounce.c): then it is woken to do that,
+ * and told after.
+ */
+void cad_ended(struct cad_run *r)
+{
+	if (r->bounce_out && !r->result)
+		cad_bounce_ended(r);
+	else
+		cad_tell(r);
+}
+
 /* r ends with result.  While a copy into or out of its buffers is still
  * in flight (it failed meanwhile), its owner is told only when that copy
  * is done: the process must not reuse memory the module is copying.
@@ -39,7 +51,7 @@ void cad_finish(struct cad_run *r, int result)
 	if (r->inflight)
 		r->publish_pending = true;
 	else
-		cad_tell(r);
+		cad_ended(r);
 }
 
 struct cad_run *cad_find_running(struct cad_file *f, u64 ctx, u64 seq)

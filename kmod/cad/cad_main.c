@@ -135,7 +135,7 @@ MODULE_PARM_DESC(max_user_programs,
 
 unsigned int cad_max_user_kmem_mb;
 CAD_PARAM_RANGE(max_user_kmem_mb, cad_max_user_kmem_mb, 1, CAD_MAX_PINNED_MB);
-MODULE_PARM_DESC(max_user_kmem_mb, "Kernel memory a user's programs may take (images, scratch, tables), MiB (default: a quarter of the RAM, at least 1024; at most 2^30)");
+MODULE_PARM_DESC(max_user_kmem_mb, "Kernel memory a user's programs may take (images, scratch, tables, bounce buffers), MiB (default: a quarter of the RAM, at least 1024; at most 2^30)");
 
 /* A group's arrays are sized by its ranks (max_ranks); its VM scratch is
  * CAD_VM_SCRATCH_SIZE.
@@ -153,6 +153,8 @@ atomic64_t cad_deferred = ATOMIC64_INIT(0);
 atomic64_t cad_split = ATOMIC64_INIT(0);
 atomic64_t cad_cut = ATOMIC64_INIT(0);
 atomic64_t cad_vm_cut = ATOMIC64_INIT(0);
+atomic64_t cad_bounce_pages = ATOMIC64_INIT(0);
+atomic64_t cad_bounced = ATOMIC64_INIT(0);
 
 static int get_counter(char *buf, const struct kernel_param *kp)
 {
@@ -175,6 +177,10 @@ module_param_cb(cut, &counter_ops, &cad_cut, 0444);
 MODULE_PARM_DESC(cut, "Times a pass ran out of budget inside a transfer or a local node, leaving the rest for later (read only)");
 module_param_cb(vm_cut, &counter_ops, &cad_vm_cut, 0444);
 MODULE_PARM_DESC(vm_cut, "Of those, times a pass stopped inside a user-defined reduction, its VM instructions spent (read only)");
+module_param_cb(bounce_pages, &counter_ops, &cad_bounce_pages, 0444);
+MODULE_PARM_DESC(bounce_pages, "Pages of buffers copied through kernel memory now, RLIMIT_MEMLOCK having refused their pins (read only)");
+module_param_cb(bounced, &counter_ops, &cad_bounced, 0444);
+MODULE_PARM_DESC(bounced, "Buffers copied through kernel memory since the module was loaded (read only)");
 /* What the users hold now (cad_user.c), all together and one by one. */
 module_param_cb(programs, &counter_ops, &cad_programs, 0444);
 MODULE_PARM_DESC(programs, "Programs loaded now, all users (read only)");
@@ -478,7 +484,9 @@ static __poll_t cad_poll(struct file *file, poll_table *wait)
 	struct cad_file *f = file->private_data;
 
 	poll_wait(file, &f->wq, wait);
-	return atomic_read(&f->events) ? EPOLLIN | EPOLLRDNORM : 0;
+	/* (a run waiting for its copy out: read() does it, then counts it) */
+	return atomic_read(&f->events) || (READ_ONCE(f->ncopyout) && f->mm == current->mm) ?
+	       EPOLLIN | EPOLLRDNORM : 0;
 }
 
 /* The number of completions since the last read, as a __u64; blocks while

@@ -351,17 +351,19 @@ void cad_progress(struct cad_group *g, struct cad_budget *b)
  * @seq: the collective's number
  *
  * A run whose mappings changed since it was pinned is looked up again
- * first (cad_revalidate()), without the group lock: looking pages up may
- * fault, and a fault may wait for user space (a FUSE file, userfaultfd)
- * for as long as it likes, which no other member, work item or release
- * waiting for the lock may be made to wait for.  Meanwhile r is marked
- * revalidating: nobody starts or frees it, and the lock is taken back
- * (uninterruptibly, to clear that mark) before it goes on.
+ * first (cad_revalidate()), and a run with bounce buffers copies them in
+ * (cad_bounce_start()), without the group lock: looking pages up or
+ * copying may fault, and a fault may wait for user space (a FUSE file,
+ * userfaultfd) for as long as it likes, which no other member, work item
+ * or release waiting for the lock may be made to wait for.  Meanwhile r
+ * is marked revalidating: nobody starts or frees it, and the lock is
+ * taken back (uninterruptibly, to clear that mark) before it goes on.
  *
  * Return: 0 (started, perhaps already ended), -EBUSY if r runs, is being
  * copied into or out of or revalidated, or another run of the file runs
  * collective seq of its communicator; -ESTALE if its pages are no longer
- * mapped where they were pinned.
+ * mapped where they were pinned; -EFAULT if a bounce buffer cannot be
+ * read; -EINTR if the process is being killed while copying.
  */
 int cad_start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 {
@@ -369,14 +371,9 @@ int cad_start_locked(struct cad_group *g, struct cad_run *r, u64 seq)
 
 	if (r->running || r->inflight || r->revalidating || cad_find_running(r->file, r->ctx, seq))
 		return -EBUSY;
-	if (atomic_read(&r->stale)) {
-		int err;
+	if (atomic_read(&r->stale) || r->bounced) {
+		int err = cad_bounce_start(g, r);
 
-		r->revalidating = true;
-		mutex_unlock(&g->lock);
-		err = cad_revalidate(r);
-		mutex_lock(&g->lock);
-		r->revalidating = false;
 		if (err)
 			return err;
 		/* (another run of the file may have started seq meanwhile) */

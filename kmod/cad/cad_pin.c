@@ -2,7 +2,9 @@
 /*
  * cad_pin.c - a run's buffers: pinned (charged to the limits of
  * kernel-limits.md), watched, looked up again after a change, bound to
- * the program's buffers; scratch.
+ * the program's buffers; scratch.  Copied through the module's pages
+ * instead when RLIMIT_MEMLOCK refuses a pin and the load allows it:
+ * cad_bounce.c.
  */
 #include "cad_run.h"
 
@@ -179,7 +181,10 @@ void cad_unpin_buffer(struct cad_file *f, struct cad_kbuf *b)
 		mmu_interval_notifier_remove(&b->mn);
 	if (b->vbase)
 		vunmap(b->vbase);
-	if (b->pages) {
+	if (b->bounce) {
+		cad_bounce_free(b);
+		kvfree(b->pages);
+	} else if (b->pages) {
 		if (b->dirty)
 			unpin_user_pages_dirty_lock(b->pages, b->npages, true);
 		else
@@ -218,6 +223,8 @@ static int pin_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size
 	}
 	npages = (off + size + PAGE_SIZE - 1) >> PAGE_SHIFT;
 	which = charge(f, npages, &limit);
+	if (which == CAD_LIMIT_MEMLOCK && b->run->may_bounce)
+		return cad_bounce_buffer(f, b, addr, size, write, index, name, log);
 	if (which != CAD_LIMIT_NONE)
 		return refuse_pin(which, limit, npages, index, name, log);
 	/* (the page array is the run's kernel memory: given back with it) */

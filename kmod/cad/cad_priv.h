@@ -136,6 +136,7 @@ struct cad_file {
 	wait_queue_head_t wq;
 	atomic_t events;                /* completions since the last read() */
 	int cpu;                        /* where the process last entered the module */
+	u32 ncopyout;                   /* runs with copyout set: group lock */
 	bool waiting;                   /* asleep in read(): group lock */
 	struct work_struct defer_work;  /* copies the transfers handed to its CPU */
 };
@@ -147,6 +148,9 @@ struct cad_file {
  * again, and if the process no longer maps the pinned ones there, the
  * start fails with -ESTALE and the caller loads afresh.  That makes it
  * safe for cadrt to keep a loaded program for addresses it sees again.
+ * A bounce buffer (pages of the module's, RLIMIT_MEMLOCK having refused
+ * the pin: cad_bounce.c) is not watched: it is copied in at each start
+ * and out after each run that ended well, by the owner, lock dropped.
  */
 struct cad_kbuf {
 	struct mmu_interval_notifier mn;
@@ -160,6 +164,9 @@ struct cad_kbuf {
 	void *vbase;                    /* vmap of several pages, or NULL */
 	void *scratch;                  /* kvzalloc'd scratch, or NULL */
 	bool dirty;                     /* written: mark the pages dirty */
+	bool bounce;                    /* pages are the module's own (cad_bounce.c) */
+	bool written;                   /* the program writes it: copied out after a run */
+	u64 addr, size;                 /* a bounce buffer's place in the process */
 };
 
 /* A SEND or RECV node's place in the matching: k-th of (kind, peer, tag). */
@@ -187,7 +194,13 @@ struct cad_run {
 	u32 nbufs;
 	bool running;
 	bool started;
-	bool revalidating;              /* its START looks its pages up, lock dropped */
+	bool revalidating;              /* its pages are looked up, or copied into or
+					 * out of bounce pages, lock dropped
+					 */
+	bool may_bounce;                /* loaded with CAD_LOAD_BOUNCE */
+	bool bounced;                   /* has bounce buffers (cad_bounce.c) */
+	bool bounce_out;                /* has bounce buffers it writes */
+	bool copyout;                   /* ended well: copy out, then tell the owner */
 	atomic_t stale;                 /* a watched mapping changed */
 	int result;
 	u32 gen;
@@ -259,6 +272,8 @@ extern atomic64_t cad_deferred;
 extern atomic64_t cad_split;
 extern atomic64_t cad_cut;
 extern atomic64_t cad_vm_cut;
+extern atomic64_t cad_bounce_pages;
+extern atomic64_t cad_bounced;
 extern struct workqueue_struct *cad_defer_wq;
 extern unsigned int cad_max_pinned_mb;
 extern unsigned int cad_max_pinned_total_mb;

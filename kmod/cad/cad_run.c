@@ -70,10 +70,12 @@ static int load(struct cad_file *f, struct cad_ioc_load *a, struct cad_run *r, s
 		cad_logf(log, "%s: /dev/cad was opened by another process", __func__);
 		return -EINVAL;
 	}
-	if (a->flags & ~CAD_LOAD_START) {
-		cad_logf(log, "%s: unknown flags 0x%x", __func__, a->flags & ~CAD_LOAD_START);
+	if (a->flags & ~(CAD_LOAD_START | CAD_LOAD_BOUNCE)) {
+		cad_logf(log, "%s: unknown flags 0x%x", __func__,
+			 a->flags & ~(CAD_LOAD_START | CAD_LOAD_BOUNCE));
 		return -EINVAL;
 	}
+	r->may_bounce = a->flags & CAD_LOAD_BOUNCE;
 	limits.max_image_size = min_t(u64, limits.max_image_size, (u64)cad_max_image_kb << 10);
 	limits.max_scratch = min_t(u64, limits.max_scratch,
 				   (u64)READ_ONCE(cad_max_scratch_mb) << 20);
@@ -256,6 +258,8 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 			err = -EMFILE;
 		} else {
 			r->handle = h;
+			if (r->bounced)
+				a->flags |= CAD_LOAD_BOUNCED;
 			f->runs[h] = r;
 			f->status[h] = (struct cad_status){ 0, 0 };
 			a->handle = h;
@@ -265,7 +269,9 @@ int cad_run_load(struct cad_file *f, struct cad_ioc_load *a)
 		}
 		mutex_unlock(&g->lock);
 	}
-	if (err && a->log_size && copy_to_user(u64_to_user_ptr(a->log_buf), logmem, log.len + 1))
+	/* (on success too when buffers are copied: the log says which) */
+	if ((err || (a->flags & CAD_LOAD_BOUNCED)) && a->log_size &&
+	    copy_to_user(u64_to_user_ptr(a->log_buf), logmem, log.len + 1))
 		err = -EFAULT;
 	kfree(logmem);
 	cad_run_destroy(r);
@@ -287,6 +293,11 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 	 */
 	if (cmd != CAD_IOC_TEST && current->mm != f->mm)
 		return -EPERM;
+	/* TEST in the owner copies out what ended runs wrote, so that they
+	 * show as ended (cad_bounce.c).
+	 */
+	if (cmd == CAD_IOC_TEST && READ_ONCE(f->ncopyout) && cad_bounce_flush(f))
+		return -EINTR;
 	if (mutex_lock_killable(&g->lock))
 		return -EINTR;
 	r = lookup(f, handle);
@@ -298,7 +309,8 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 		if (!r->started)
 			err = -EINVAL;
 		else
-			*result = r->running || r->publish_pending ? -EINPROGRESS : r->result;
+			*result = r->running || r->publish_pending || r->copyout ? -EINPROGRESS :
+				  r->result;
 	} else if (cmd == CAD_IOC_FREE && r->revalidating) {
 		err = -EBUSY;  /* its START, in another thread, goes on with it */
 	} else {  /* CANCEL, FREE */
@@ -307,6 +319,7 @@ int cad_run_op(struct cad_file *f, unsigned int cmd, u32 handle, u64 seq, int *r
 		if (cmd == CAD_IOC_FREE) {
 			f->runs[handle] = NULL;
 			r->publish_pending = false;  /* its status slot may be reused */
+			cad_bounce_forget(r);
 			gone = r;
 		}
 	}

@@ -4,6 +4,7 @@
  *
  *   cad_run.c    the ioctls: LOAD, START, TEST, CANCEL, FREE
  *   cad_pin.c    buffers: pinning, charging, revalidating, binding
+ *   cad_bounce.c buffers copied through the module's pages instead
  *   cad_match.c  matching keys, transfers, passes over a group's work
  *   cad_defer.c  deferred transfers: parts, work items, read()
  *   cad_fail.c   ends of runs: telling owners, tombstones, leaving
@@ -110,6 +111,15 @@ void cad_unpin_buffer(struct cad_file *f, struct cad_kbuf *b);
 int cad_revalidate(struct cad_run *r);
 int cad_bind_buffers(struct cad_file *f, struct cad_run *r, const u64 *addrs, struct cad_log *log);
 
+/* cad_bounce.c */
+int cad_bounce_buffer(struct cad_file *f, struct cad_kbuf *b, u64 addr, u64 size, bool write,
+		      u32 index, const char *name, struct cad_log *log);
+void cad_bounce_free(struct cad_kbuf *b);
+int cad_bounce_start(struct cad_group *g, struct cad_run *r);
+void cad_bounce_ended(struct cad_run *r);
+int cad_bounce_flush(struct cad_file *f);
+void cad_bounce_forget(struct cad_run *r);
+
 /* cad_match.c */
 int cad_index_keys(struct cad_run *r);
 u64 cad_transfer(struct cad_run *sr, const struct cad_node *sn, struct cad_run *rr,
@@ -131,6 +141,7 @@ bool cad_defer_match(struct cad_group *g, struct cad_run *sr, u32 snode, struct 
 /* cad_fail.c */
 void cad_publish(struct cad_run *r);
 void cad_tell(struct cad_run *r);
+void cad_ended(struct cad_run *r);
 void cad_finish(struct cad_run *r, int result);
 struct cad_run *cad_find_running(struct cad_file *f, u64 ctx, u64 seq);
 struct cad_tomb *cad_find_tomb(struct cad_group *g, u64 ctx, u64 seq);

@@ -480,6 +480,20 @@ struct cad_ioc_join {
 };
 
 #define CAD_LOAD_START 0x1u          /* start at once as collective seq */
+/* A buffer whose pages the caller's RLIMIT_MEMLOCK does not let the
+ * module pin is copied through the module's own pages instead (charged
+ * to max_user_kmem_mb and the memory cgroup, not to locked_vm): START
+ * copies the buffers in from the process, and a run that ends well
+ * copies the buffers it wrote out to the process in the owner's next
+ * read(), TEST or START, and only then shows as ended (status page,
+ * read()).  The other limits still refuse.  A caller that polls only
+ * the status page calls TEST (or read()) for such a program.
+ */
+#define CAD_LOAD_BOUNCE 0x2u
+/* Out, set in flags by a LOAD that succeeded: some buffer is copied so
+ * (the log says which).  0 in (-EINVAL), like every bit not defined.
+ */
+#define CAD_LOAD_BOUNCED 0x4u
 
 struct cad_ioc_load {
 	__u32 size;
@@ -488,11 +502,12 @@ struct cad_ioc_load {
 	__aligned_u64 buf_addrs;     /* user pointer to __u64[nbufs]; 0 for scratch */
 	__u32 nbufs;                 /* the program's buffer count */
 	__u32 log_size;
-	__aligned_u64 log_buf;       /* user pointer: why the load failed */
+	__aligned_u64 log_buf;       /* user pointer: why the load failed, or
+	                              * (CAD_LOAD_BOUNCED) which buffers are copied */
 	__aligned_u64 ranks;         /* user pointer to __u32[nranks]: the group
 	                              * rank of each program rank; 0: the same */
 	__aligned_u64 ctx;           /* communicator: runs match by (ctx, seq) */
-	__u32 flags;                 /* CAD_LOAD_* */
+	__u32 flags;                 /* CAD_LOAD_*; out: CAD_LOAD_BOUNCED added */
 	__u32 handle;                /* out */
 	__aligned_u64 seq;           /* with CAD_LOAD_START */
 	__aligned_u64 fp;            /* what the ranks must agree on (collective,
@@ -514,7 +529,10 @@ struct cad_ioc_load {
  * when the process is killed.  LOAD fails with -ENOMEM when the buffers'
  * pages would exceed the caller's RLIMIT_MEMLOCK (shared with io_uring
  * and RDMA pins; not applied with CAP_IPC_LOCK) or the module's limits
- * per user and in all (docs/kernel-limits.md); the log says which. */
+ * per user and in all (docs/kernel-limits.md); the log says which.
+ * With CAD_LOAD_BOUNCE, START fails with -EFAULT (nothing started) when
+ * a copied buffer cannot be read from the process, and a run ends with
+ * -EFAULT when its data cannot be written back. */
 struct cad_ioc_start {
 	__u32 size;
 	__u32 handle;

@@ -49,6 +49,18 @@
  *                              loads between (nothing leaks), and nothing
  *                              stays pinned once it exits; root
  *                              (CAP_IPC_LOCK) is exempt
+ *   kcad_check bounce          CAD_LOAD_BOUNCE at RLIMIT_MEMLOCK 64 KiB, uid 1000:
+ *                              two ranks whose buffers (send only, in
+ *                              place, receive only; 8 bytes to 1 MiB, not
+ *                              page aligned) go through kernel memory run
+ *                              a collective twice, right (without the flag
+ *                              the load is refused); a run ended inside
+ *                              its START shows as ended only at the
+ *                              owner's TEST, its data then in place; a
+ *                              buffer unmapped before START or before the
+ *                              copy out fails it with -EFAULT;
+ *                              max_user_kmem_mb refuses;
+ *                              nothing is left at exit
  *   kcad_check stall           rank 0's buffer is remapped onto a FUSE file
  *                              whose reads are never answered, so its START
  *                              stalls looking the pages up: rank 1's load
@@ -939,10 +951,17 @@ static int do_reserved(void)
 		close(fd);
 	}
 	{
-		struct cad_ioc_load l = { .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)good,
-					  .buf_addrs = (uintptr_t)addrs, .nbufs = 2, .flags = 2 };
+		/* (CAD_LOAD_BOUNCED is out only) */
+		static const uint32_t bad[] = { CAD_LOAD_BOUNCED, 0x8, 0x80000000u };
+		struct cad_ioc_load l = { .handle = ~0u };
 
-		err = ioctl(d.fd, CAD_IOC_LOAD, &l) ? errno : 0;
+		err = EINVAL;
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) && err == EINVAL && l.handle == ~0u; i++) {
+			l = (struct cad_ioc_load){ .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)good,
+						   .buf_addrs = (uintptr_t)addrs, .nbufs = 2,
+						   .flags = CAD_LOAD_BOUNCE | bad[i] };
+			err = ioctl(d.fd, CAD_IOC_LOAD, &l) ? errno : 0;
+		}
 		CHECK("reserved-ioc_load.flags", err == EINVAL && l.handle == ~0u, "got %d handle %u", err, l.handle);
 	}
 	/* Bytes past the struct the module knows: -E2BIG for every ioctl. */
@@ -1073,6 +1092,268 @@ static int do_memlock(void)
 	CHECK("memlock-cap-ipc-lock-exempt", WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
 	CHECK("memlock-nothing-pinned-at-the-end", get_param("pinned_pages") == 0, "%lu pages pinned",
 	      get_param("pinned_pages"));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* bounce: buffers RLIMIT_MEMLOCK does not let the module pin, copied   */
+/* through kernel memory (CAD_LOAD_BOUNCE)                              */
+
+/* Two ranks, n bytes (a multiple of 8): buffer 0 (send only) goes to the
+ * peer's buffer 2 (receive only); buffer 1 (in place) is summed as f64
+ * with the peer's buffer 1, through scratch buffer 3. */
+static void *bounce_prog(uint32_t rank, uint64_t n, uint32_t *size)
+{
+	struct builder b;
+	uint32_t s1, r1, red;
+
+	b_init(&b, rank, 2);
+	b_buf(&b, CAD_BUF_SEND, CAD_ACC_READ, n);
+	b_buf(&b, CAD_BUF_RECV, CAD_ACC_READ | CAD_ACC_WRITE, n);
+	b_buf(&b, CAD_BUF_RECV, CAD_ACC_WRITE, n);
+	b_buf(&b, CAD_BUF_SCRATCH, CAD_ACC_READ | CAD_ACC_WRITE, n);
+	b_node(&b, (struct cad_node){ .kind = CAD_NODE_SEND, .peer = 1 - rank, .src_buf = 0, .len = n });
+	b_node(&b, (struct cad_node){ .kind = CAD_NODE_RECV, .peer = 1 - rank, .dst_buf = 2, .len = n });
+	s1 = b_node(&b, (struct cad_node){ .kind = CAD_NODE_SEND, .peer = 1 - rank, .tag = 1, .src_buf = 1, .len = n });
+	r1 = b_node(&b, (struct cad_node){ .kind = CAD_NODE_RECV, .peer = 1 - rank, .tag = 1, .dst_buf = 3, .len = n });
+	red = b_node(&b, (struct cad_node){ .kind = CAD_NODE_REDUCE, .dtype = CAD_DT_DOUBLE, .op = CAD_OP_SUM,
+					     .src_buf = 3, .dst_buf = 1, .len = n });
+	b_edge(&b, s1, red);
+	b_edge(&b, r1, red);
+	return b_image(&b, size);
+}
+
+static double bounce_val(uint32_t rank, uint32_t run, uint32_t buf, uint64_t i)
+{
+	return (double)(rank * 1000003u + run * 7919u + buf * 104729u) + (double)i;
+}
+
+/* Buffer k of rank at bases[k] + 8 (not page aligned), n bytes; filled
+ * for run; the receive-only buffer with a canary. */
+static void bounce_fill(double *bufs[3], uint32_t rank, uint32_t run, uint64_t n)
+{
+	for (uint64_t i = 0; i < n / 8; i++) {
+		bufs[0][i] = bounce_val(rank, run, 0, i);
+		bufs[1][i] = bounce_val(rank, run, 1, i);
+		bufs[2][i] = -1;
+	}
+}
+
+/* Whether run's results are in place: 0, or the index + 1 of a wrong one. */
+static uint64_t bounce_wrong(double *bufs[3], uint32_t rank, uint32_t run, uint64_t n)
+{
+	for (uint64_t i = 0; i < n / 8; i++) {
+		if (bufs[0][i] != bounce_val(rank, run, 0, i) || bufs[2][i] != bounce_val(1 - rank, run, 0, i) ||
+		    bufs[1][i] != bounce_val(rank, run, 1, i) + bounce_val(1 - rank, run, 1, i))
+			return i + 1;
+	}
+	return 0;
+}
+
+/* TEST until the run ended (the owner's TEST copies out): its result,
+ * and the status page must then say so too. */
+static int bounce_test(struct dev *d, uint32_t h, uint32_t gen)
+{
+	for (int i = 0; i < 200000; i++) {
+		int res = 0, err = handle_op(d->fd, CAD_IOC_TEST, h, &res);
+
+		if (err)
+			return err;
+		if (res != -EINPROGRESS)
+			return d->st[h].gen == gen && d->st[h].result == res ? res : -EIO;
+		usleep(50);
+	}
+	return -ETIMEDOUT;
+}
+
+/* One rank of the two: RLIMIT_MEMLOCK 64 KiB, uid 1000; each size loaded
+ * without CAD_LOAD_BOUNCE (refused when over the limit), then with it,
+ * run twice (waited for through read(), then TEST), the results checked.
+ * Exit 0, or the step that failed. */
+static int bounce_rank(uint64_t key, uint32_t rank)
+{
+	static const uint64_t sizes[] = { 8, 24 * 1024 + 8, 100 * 1024 + 16, (1 << 20) + 4096 + 24 };
+	const struct rlimit lim = { 64 << 10, 64 << 10 };
+	struct dev d;
+
+	if (setrlimit(RLIMIT_MEMLOCK, &lim) || setgid(1000) || setuid(1000))
+		return 3;
+	if (dev_open(&d, key, rank, 2))
+		return 4;
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		const uint64_t n = sizes[k];
+		uint64_t a[4] = { 0 };
+		double *bufs[3];
+		char *maps[3];
+		uint32_t size;
+		void *img = bounce_prog(rank, n, &size);
+		struct load_res r;
+		struct cad_ioc_load l;
+		int err;
+
+		for (int j = 0; j < 3; j++) {
+			maps[j] = mmap(NULL, n + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			bufs[j] = (double *)(maps[j] + 8);
+			a[j] = (uintptr_t)bufs[j];
+		}
+		if (n > (64 << 10)) {
+			r = load(d.fd, img, size, a, 4, 1, 0, 0);
+			if (r.err != -ENOMEM || !strstr(r.log, "RLIMIT_MEMLOCK")) {
+				printf("KCAD bounce: rank %u, %llu bytes without the flag: %d (%s)\n", rank,
+				       (unsigned long long)n, r.err, r.log);
+				return 5;
+			}
+		}
+		bounce_fill(bufs, rank, 1, n);
+		r = (struct load_res){ 0 };
+		l = (struct cad_ioc_load){ .size = sizeof(l), .prog_size = size, .prog = (uintptr_t)img,
+					   .buf_addrs = (uintptr_t)a, .nbufs = 4, .log_size = sizeof(r.log),
+					   .log_buf = (uintptr_t)r.log, .ctx = 1 + k, .seq = 1,
+					   .flags = CAD_LOAD_START | CAD_LOAD_BOUNCE };
+		r.err = ioctl(d.fd, CAD_IOC_LOAD, &l) ? -errno : 0;
+		if (r.err || (n > (64 << 10) && (!(l.flags & CAD_LOAD_BOUNCED) ||
+						  !strstr(r.log, "copying through kernel memory")))) {
+			printf("KCAD bounce: rank %u, %llu bytes: %d flags 0x%x (%s)\n", rank, (unsigned long long)n,
+			       r.err, l.flags, r.log);
+			return 6;
+		}
+		if (l.flags & CAD_LOAD_BOUNCED)
+			printf("KCAD bounce: rank %u, %llu bytes: %s\n", rank, (unsigned long long)n, r.log);
+		err = wait_run(&d, l.handle, 1, 0);
+		if (err || bounce_wrong(bufs, rank, 1, n)) {
+			printf("KCAD bounce: rank %u, %llu bytes, run 1: %d, wrong at %llu\n", rank,
+			       (unsigned long long)n, err, (unsigned long long)bounce_wrong(bufs, rank, 1, n));
+			return 7;
+		}
+		bounce_fill(bufs, rank, 2, n);
+		err = start(d.fd, l.handle, 2);
+		if (!err)
+			err = bounce_test(&d, l.handle, 2);
+		if (err || bounce_wrong(bufs, rank, 2, n)) {
+			printf("KCAD bounce: rank %u, %llu bytes, run 2: %d, wrong at %llu\n", rank,
+			       (unsigned long long)n, err, (unsigned long long)bounce_wrong(bufs, rank, 2, n));
+			return 8;
+		}
+		handle_op(d.fd, CAD_IOC_FREE, l.handle, NULL);
+		for (int j = 0; j < 3; j++)
+			munmap(maps[j], n + 4096);
+		free(img);
+	}
+	close(d.fd);
+	return 0;
+}
+
+/* One rank alone, 256 KiB, RLIMIT_MEMLOCK 64 KiB, uid 1000: a buffer
+ * unmapped after LOAD fails START with -EFAULT; a run that ended inside
+ * its START shows as ended, its data in place, only after the owner's
+ * TEST (the status page says so only then); unmapped after the run
+ * ended and before its copy out, the run ends with -EFAULT; freed
+ * before its copy out, nothing stays; over max_user_kmem_mb (1 MiB, set
+ * by the parent) a 2 MiB bounce buffer is refused. */
+static int bounce_alone(uint64_t key)
+{
+	const struct rlimit lim = { 64 << 10, 64 << 10 };
+	const uint64_t n = 256 << 10;
+	uint32_t size;
+	void *img = reduce_one(&size, n);
+	char *src, *dst;
+	uint64_t a[3];
+	struct load_res r;
+	struct dev d;
+	int err;
+
+	if (setrlimit(RLIMIT_MEMLOCK, &lim) || setgid(1000) || setuid(1000))
+		return 3;
+	if (dev_open(&d, key, 0, 1))
+		return 4;
+	src = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	dst = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	a[0] = (uintptr_t)src, a[1] = (uintptr_t)dst, a[2] = 0;
+	r = load(d.fd, img, size, a, 3, 1, CAD_LOAD_BOUNCE, 1);
+	munmap(src, n);
+	err = r.err ? r.err : start(d.fd, r.handle, 1);
+	if (err != -EFAULT) {
+		printf("KCAD bounce: START after munmap: %d (%s)\n", err, r.log);
+		return 5;
+	}
+	src = mmap(src, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	for (uint64_t i = 0; i < n / 8; i++)
+		((double *)src)[i] = (double)i, ((double *)dst)[i] = 1;
+	/* One rank: it ends inside START, but shows as ended (and its data
+	 * arrive) only at the owner's TEST: not before.
+	 */
+	err = start(d.fd, r.handle, 2);
+	if (err || d.st[r.handle].result != -EINPROGRESS || ((double *)dst)[n / 8 - 1] != 1) {
+		printf("KCAD bounce: ended before the copy out: %d, status %d, %g\n", err, d.st[r.handle].result,
+		       ((double *)dst)[n / 8 - 1]);
+		return 9;
+	}
+	err = bounce_test(&d, r.handle, 1);
+	if (err || ((double *)dst)[n / 8 - 1] != (double)(n / 8 - 1) + 1) {
+		printf("KCAD bounce: after TEST: %d, %g\n", err, ((double *)dst)[n / 8 - 1]);
+		return 10;
+	}
+	err = start(d.fd, r.handle, 3);
+	munmap(dst, n);
+	if (!err)
+		err = wait_run(&d, r.handle, 2, 1);
+	if (err != -EFAULT) {
+		printf("KCAD bounce: copy out after munmap: %d\n", err);
+		return 6;
+	}
+	dst = mmap(dst, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	err = start(d.fd, r.handle, 4);
+	if (!err)
+		err = handle_op(d.fd, CAD_IOC_FREE, r.handle, NULL);  /* before its copy out */
+	if (err) {
+		printf("KCAD bounce: free before the copy out: %d\n", err);
+		return 7;
+	}
+	free(img);
+	img = reduce_one(&size, 2 << 20);
+	munmap(src, n);
+	munmap(dst, n);
+	src = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	dst = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	a[0] = (uintptr_t)src, a[1] = (uintptr_t)dst;
+	r = load(d.fd, img, size, a, 3, 1, CAD_LOAD_BOUNCE, 1);
+	if (r.err != -ENOMEM || !strstr(r.log, "max_user_kmem_mb")) {
+		printf("KCAD bounce: 2 MiB over max_user_kmem_mb: %d (%s)\n", r.err, r.log);
+		return 8;
+	}
+	close(d.fd);
+	return 0;
+}
+
+static int do_bounce(void)
+{
+	const uint64_t key = job_key();
+	const unsigned long bounced = get_param("bounced"), kmem_mb = get_param("max_user_kmem_mb");
+	pid_t pid[2];
+	int st[2];
+
+	for (uint32_t rank = 0; rank < 2; rank++) {
+		pid[rank] = fork();
+		if (pid[rank] == 0)
+			_exit(bounce_rank(key, rank));
+	}
+	for (int i = 0; i < 2; i++)
+		waitpid(pid[i], &st[i], 0);
+	CHECK("bounce-collective-right", WIFEXITED(st[0]) && !WEXITSTATUS(st[0]) && WIFEXITED(st[1]) &&
+	      !WEXITSTATUS(st[1]), "ranks' status 0x%x 0x%x", st[0], st[1]);
+	CHECK("bounce-counted", get_param("bounced") > bounced, "bounced %lu, %lu before", get_param("bounced"),
+	      bounced);
+	set_param("max_user_kmem_mb", "1");
+	pid[0] = fork();
+	if (pid[0] == 0)
+		_exit(bounce_alone(key + 1));
+	waitpid(pid[0], &st[0], 0);
+	restore_param("max_user_kmem_mb", kmem_mb);
+	CHECK("bounce-faults-and-kmem", WIFEXITED(st[0]) && !WEXITSTATUS(st[0]), "status 0x%x", st[0]);
+	CHECK("bounce-nothing-left", !get_param("bounce_pages") && !get_param("pinned_pages") &&
+	      !get_param("kmem_bytes") && !get_param("programs"), "bounce_pages %lu pinned_pages %lu kmem_bytes %lu "
+	      "programs %lu", get_param("bounce_pages"), get_param("pinned_pages"), get_param("kmem_bytes"),
+	      get_param("programs"));
 	return 0;
 }
 
@@ -3702,6 +3983,8 @@ int main(int argc, char **argv)
 		do_reserved();
 	else if (!strcmp(what, "memlock"))
 		do_memlock();
+	else if (!strcmp(what, "bounce"))
+		do_bounce();
 	else if (!strcmp(what, "owner"))
 		do_owner();
 	else if (!strcmp(what, "stall"))
@@ -3720,7 +4003,7 @@ int main(int argc, char **argv)
 		do_busy(!strcmp(argv[2], "read"));
 	else {
 		fprintf(stderr, "usage: kcad_check reject | pipeline P N S | kill P N S | exit P N S K | cancel | cycles K | "
-				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | stall | owner | access | userlimits | vmbudget BYTES INSNS-A-PASS | busy read|pause | "
+				"inflight cancel|free N | wide N read|spin|bystander | pins | reserved | memlock | bounce | stall | owner | access | userlimits | vmbudget BYTES INSNS-A-PASS | busy read|pause | "
 				"fuzz SECONDS SEED [OPERATOR-IMAGE | NAME.RANK.cadbc ...]\n");
 		return 2;
 	}

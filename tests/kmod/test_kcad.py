@@ -57,6 +57,10 @@ CASES = {
     "reserved": "kcad_check reserved",
     # Pins charged to RLIMIT_MEMLOCK (64 KiB) of uid 1000; root is exempt.
     "memlock": "kcad_check memlock",
+    # The same limit with CAD_LOAD_BOUNCE: buffers copied through kernel
+    # memory, a collective right, -EFAULT for unmapped buffers, the
+    # kernel-memory limit, nothing left.
+    "bounce": "kcad_check bounce",
     # A member whose START faults into a FUSE server that never answers
     # holds up no other member's start or death (the distribution's
     # fuse.ko, added by kcad_vm()).
@@ -107,7 +111,7 @@ CASES = {
 # one side or split between both -- every transfer, whatever its size.
 # "split": see DEFER_MODES.
 for _mode, (_defer, _split) in DEFER_MODES.items():
-    for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "exit-4", "cancel"):
+    for _case in ("pipeline-4", "pipeline-8", "kill-4", "kill-8", "exit-4", "cancel", "bounce"):
         CASES[f"{_case}-defer{_mode}"] = with_defer(_defer, CASES[_case], _split)
     CASES[f"cycles-defer{_mode}"] = with_defer(_defer, "kcad_check cycles 2000", _split)
     CASES[f"fuzz-defer{_mode}"] = with_defer(
@@ -352,6 +356,21 @@ def test_memlock_refusal_names_the_limit_in_the_kernel_log(vm_run):
     assert re.search(r"KCAD PASS memlock-refused-and-given-back", vm_run.cases["memlock"].output)
     assert re.search(r"cad: kcad_check\[\d+\] uid 1000: cannot pin \d+ KiB more: it exceeds the 64 KiB "
                      r"RLIMIT_MEMLOCK.*ulimit -l", vm_run.dmesg), vm_run.dmesg[-3000:]
+
+
+def test_bounce_copies_through_kernel_memory_when_memlock_refuses(vm_run):
+    """bounce: at RLIMIT_MEMLOCK 64 KiB a load without CAD_LOAD_BOUNCE is
+    refused, one with it copies the buffers through kernel memory and the
+    collective (send-only, in-place and receive-only buffers, 8 bytes to
+    1 MiB, not page aligned) is right twice, waited for by read() and by
+    TEST; unmapped buffers fail with -EFAULT; max_user_kmem_mb refuses;
+    the counters are zero after; the log and kernel log say so."""
+    out = vm_run.cases["bounce"].output
+    for check in ("collective-right", "counted", "faults-and-kmem", "nothing-left"):
+        assert re.search(rf"^KCAD PASS bounce-{check}\s*$", out, re.M), (check, out)
+    assert re.search(r"RLIMIT_MEMLOCK of the process; copying through kernel memory instead", out), out
+    assert re.search(r"cad: kcad_check\[\d+\] uid 1000: buffer \d+: RLIMIT_MEMLOCK refused \d+ KiB; "
+                     r"copying through kernel memory instead", vm_run.dmesg), vm_run.dmesg[-3000:]
 
 
 def test_each_user_limit_refuses_with_its_errno_and_gives_back(vm_run):
