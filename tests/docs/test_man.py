@@ -13,18 +13,36 @@ MDMAN = ROOT / "docs" / "man" / "mdman.py"
 
 
 def render(page):
-    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-rLL=100n", str(page)], capture_output=True, text=True,
+    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-rLL=100n", "-rHY=0", str(page)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and not r.stderr, f"{page}: {r.stderr}"
     return re.sub(r".\x08", "", r.stdout)  # no overstriking
 
 
-@pytest.mark.parametrize("name", ["cadc", "cadrun"])
-def test_page_is_valid_roff(build_dir, name):
-    page = build_dir / "share" / "man" / "man1" / f"{name}.1"
+@pytest.mark.parametrize("name,section", [("cadc", 1), ("cadrun", 1), ("cadrt", 3), ("cad", 4)])
+def test_page_is_valid_roff(build_dir, name, section):
+    page = build_dir / "share" / "man" / f"man{section}" / f"{name}.{section}"
     text = render(page)
-    for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "SEE ALSO"):
-        assert re.search(rf"^{section}$", text, re.M), (name, section)
+    for heading in ("NAME", "SYNOPSIS", "DESCRIPTION", "SEE ALSO"):
+        assert re.search(rf"^{heading}$", text, re.M), (name, heading)
+
+
+def test_cadrt_page_lists_every_function(build_dir):
+    """cadrt(3) names every function cadrt.h declares (the C API's table
+    abbreviates a family as cadrt_ibcast, _ireduce, ...)."""
+    header = (ROOT / "cadrt" / "include" / "cadrt" / "cadrt.h").read_text()
+    text = render(build_dir / "share" / "man" / "man3" / "cadrt.3")
+    missing = [f for f in sorted(set(re.findall(r"\b(cadrt_\w+)\(", header)))
+               if f not in text and "_" + f.split("_", 1)[1] not in text
+               and not any(f.startswith(g) and f[len(g):] in text for g in ("cadrt_comm", "cadrt_cad"))]
+    assert not missing, f"cadrt(3) does not name {missing}"
+
+
+def test_cad_page_has_every_ioctl(build_dir):
+    uapi = (ROOT / "kmod" / "uapi" / "cad.h").read_text()
+    text = render(build_dir / "share" / "man" / "man4" / "cad.4")
+    ioctls = set(re.findall(r"#define (CAD_IOC_[A-Z_]+)\s+_IO", uapi))
+    assert ioctls and not [i for i in ioctls if i not in text], sorted(ioctls)
 
 
 def test_cadc_page_has_every_subcommand(build_dir):

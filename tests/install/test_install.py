@@ -121,7 +121,8 @@ def test_the_tree_holds_what_the_readme_lists(prefix, build_dir):
               "include/cadrt/cadrt_net.h", "include/cad/cad.h", "lib/pkgconfig/cadrt.pc",
               "lib/pkgconfig/cadrt-mpi.pc", "share/cad/algorithms/rules.json",
               "share/cad/algorithms/bcast_binomial.cad", "share/cad/algorithms/ops/maxloc.c",
-              "share/man/man1/cadc.1", "share/man/man1/cadrun.1", "share/cad/schemas/algorithm.schema.json",
+              "share/man/man1/cadc.1", "share/man/man1/cadrun.1", "share/man/man3/cadrt.3", "share/man/man4/cad.4",
+              "share/cad/schemas/algorithm.schema.json",
               "share/cad/schemas/cadlib.schema.json", "lib/cmake/cadrt/cadrtConfig.cmake",
               "share/bash-completion/completions/cadc", "share/bash-completion/completions/cadrun"]:
         assert (prefix / f).is_file(), f
