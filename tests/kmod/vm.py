@@ -70,10 +70,22 @@ COMPANIONS = {
 _LDD_LINE = re.compile(r"^\s*(?:(\S+) => )?(\S+)(?: \(0x[0-9a-f]+\))?\s*$")
 
 # Lines of the kernel log that mean something went wrong in the kernel.
+# The sanitised kernel's reports (make test-kmod-sanitised) begin with
+# "BUG: KASAN: use-after-free in ...", "BUG: KFENCE: out-of-bounds
+# read in ...", "BUG: sleeping function called from invalid context at
+# ...", "WARNING: possible circular locking dependency detected",
+# "WARNING: inconsistent lock state", "BUG: Invalid wait context",
+# "WARNING: suspicious RCU usage", "ODEBUG: free active ... object type:
+# work_struct", "list_add corruption. ...", "kernel BUG at ...": each is
+# matched below on its own, not only through the WARNING or Call Trace
+# that may follow it.
 KERNEL_PROBLEM = re.compile(
-    r"WARNING:|BUG:|Oops|general protection fault|Call Trace|kernel panic|"
+    r"WARNING:|BUG:|kernel BUG at|Oops|general protection fault|Call Trace|kernel panic|"
     r"possible circular locking|possible recursive locking|inconsistent lock state|"
-    r"INFO: task .* blocked|stack-protector|UBSAN|KASAN|kmemleak|"
+    r"possible irq lock inversion|lock held when returning to user space|"
+    r"sleeping function called from invalid context|scheduling while atomic|Invalid wait context|"
+    r"suspicious RCU usage|DEBUG_LOCKS_WARN_ON|ODEBUG:|list_(?:add|del) corruption|"
+    r"INFO: task .* blocked|stack-protector|UBSAN|KASAN|KFENCE|kmemleak|"
     # SLUB's debugging (KERNEL_DEBUG): "BUG kmalloc-32 (...): Right Redzone
     # overwritten", "Poison overwritten", "Object padding overwritten";
     # page poisoning: "pagealloc: memory corruption".
