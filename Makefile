@@ -9,6 +9,7 @@
 #   make fuzz       both fuzzers, side by side, for FUZZ_SECONDS (default 600)
 #   make fuzz-op    the operator source fuzzer for FUZZ_OP_SECONDS (default 40; FUZZ_SEED to replay)
 #   make fuzz-kmod  cad.ko's stateful fuzzer in qemu for FUZZ_SECONDS (FUZZ_SEED to replay)
+#   make test-kmod-sanitised  the kernel tests and that fuzzer under KASAN, KFENCE and lockdep (slow)
 #   make install    build, then install into PREFIX (default /usr/local; README, "Install")
 #   make dkms-install / dkms-uninstall   cad.ko under DKMS, rebuilt for each new kernel (docs/kernel.md)
 
@@ -36,7 +37,7 @@ DEBIAN_PACKAGES := \
 	groff-base man-db graphviz dkms \
 	linux-source-6.1
 
-.PHONY: all deps build install dkms-install dkms-uninstall test test-unit test-fuzz test-py test-kmod demo bench fuzz fuzz-verifier fuzz-cadc \
+.PHONY: all deps build install dkms-install dkms-uninstall test test-unit test-fuzz test-py test-kmod test-kmod-sanitised demo bench fuzz fuzz-verifier fuzz-cadc \
 	fuzz-op fuzz-kmod clean
 
 all: build
@@ -93,6 +94,23 @@ test-py:
 
 test-kmod: build
 	$(PYTHON) -m pytest -q tests/kmod
+
+# The kernel's tests under a kernel built here with KASAN, KFENCE, lockdep
+# and DEBUG_ATOMIC_SLEEP (tests/kmod/sanitised/build-kernel.sh: once, then
+# cached in $(BUILD)/sanitised): the suites of tests/kmod and of
+# tests/ops/test_kernel_ops.py that boot qemu, then the stateful fuzzer for
+# SANITISED_FUZZ_SECONDS; any report in the kernel log fails them.  Both
+# run even if the first fails.  Not part of `make test`: far too slow for
+# CI (docs/testing.md).
+SANITISED_FUZZ_SECONDS ?= 240
+test-kmod-sanitised: build
+	mkdir -p $(BUILD)/sanitised
+	tests/kmod/sanitised/build-kernel.sh $(BUILD)/sanitised > $(BUILD)/sanitised/env
+	@env=$$(cat $(BUILD)/sanitised/env); status=0; \
+	env $$env $(PYTHON) -m pytest -q --durations=20 tests/kmod tests/ops/test_kernel_ops.py \
+		--ignore=tests/kmod/test_dkms.py --ignore=tests/kmod/test_checkpatch.py || status=1; \
+	env $$env $(PYTHON) tests/kmod/fuzz_kmod.py $(BUILD) $(SANITISED_FUZZ_SECONDS) $(FUZZ_SEED) || status=1; \
+	exit $$status
 
 # Each fuzzer for FUZZ_SECONDS: the program verifier from the verifier
 # table's programs; the front end (algorithm files, .cadlib) from the

@@ -5,7 +5,7 @@ run_cases, with its own status and output; the kernel log is the boot's."""
 
 import pytest
 
-from vm import KERNEL_DEBUG, VM, run_cases
+from vm import KERNEL_DEBUG, VM, built_module, run_cases, scaled
 
 # The core's C suites inside the kernel: the module runs them at load
 # (results in the kernel log), then unloads.
@@ -22,8 +22,8 @@ tail -n 1 /tmp/a /tmp/b
 
 # cadrt jobs under cadrun, dynamically linked (VM.add_program).
 RUNS = {
-    "all": "cadrun -n 2 --timeout 100 rt_check --coll all --sizes 0,1,1000",
-    "bcast": "cadrun -n 4 --timeout 100 rt_check --coll bcast",
+    "all": f"cadrun -n 2 --timeout {scaled(100)} rt_check --coll all --sizes 0,1,1000",
+    "bcast": f"cadrun -n 4 --timeout {scaled(100)} rt_check --coll bcast",
 }
 
 
@@ -34,9 +34,7 @@ def harness_run(build_dir):
     "coretest", "side-by-side", "loader" (what the loader in the VM
     resolves for rt_check) and "run-NAME" for each of RUNS."""
     vm = VM(append=KERNEL_DEBUG)
-    module = build_dir / "kmod" / "cad_coretest.ko"
-    assert module.exists(), f"{module} is not built: run 'make build'"
-    vm.add_file(module, "/cad_coretest.ko")
+    vm.add_file(built_module(build_dir, "kmod/cad_coretest.ko"), "/cad_coretest.ko")
     vm.add_file(build_dir / "bin" / "cad_selftest_static", "/bin/cad_selftest")
     for program in ("cadrun", "rt_check"):
         path = build_dir / "bin" / program

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from std_algorithms import ALGORITHMS, algorithm_result, every_algorithm
-from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, with_defer
+from vm import COUNT_AND_UNLOAD, DEFER_MODES, KERNEL_DEBUG, cad_vm, run_cases, scaled, with_defer
 
 ROOT = Path(__file__).resolve().parents[2]
 RANKS = [2, 3, 4, 8]
@@ -53,14 +53,14 @@ def cases():
     # own (rt_check --algorithms): a job's start would be most of the
     # matrix's time with one job per algorithm.
     for p in RANKS:
-        out[f"matrix-{p}"] = f"cadrun -n {p} --timeout 900 rt_check --algorithms {every_algorithm()}"
+        out[f"matrix-{p}"] = f"cadrun -n {p} --timeout {scaled(900)} rt_check --algorithms {every_algorithm()}"
     # The modes and the settings of defer at 2 roots (0 and P - 1): every
     # root of every algorithm is the matrix's, and all 5 roots would double
     # these cases' time.
     for name, args in MODES.items():
         for p in MODE_RANKS:
             out[f"mode-{name}-{p}"] = (
-                f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes 0,1,7,1000,70000 --roots 2 {args}")
+                f"cadrun -n {p} --timeout {scaled(120)} rt_check --coll all --sizes 0,1,7,1000,70000 --roots 2 {args}")
     # Each setting of cad.ko's defer; transfers beyond a slice of a pass
     # (SLICE_BYTES, 1 MiB; 300 000 elements are 1.2 MB of int32) on 2
     # ranks, where they cost least.
@@ -68,62 +68,65 @@ def cases():
         for p in MODE_RANKS:
             sizes = "0,1,7,1000,70000" + (",300000" if p == 2 else "")
             out[f"defer{mode}-{p}"] = with_defer(
-                defer, f"cadrun -n {p} --timeout 120 rt_check --coll all --sizes {sizes} "
+                defer, f"cadrun -n {p} --timeout {scaled(120)} rt_check --coll all --sizes {sizes} "
                        "--roots 2 --persistent --outstanding 3", split)
     for p in (2, 3, 5):
-        out[f"cad-{p}"] = f"cadrun -n {p} --timeout 60 rt_cad"
+        out[f"cad-{p}"] = f"cadrun -n {p} --timeout {scaled(60)} rt_cad"
     for coll in MISMATCH:
-        out[f"mismatch-{coll}"] = f"cadrun -n 3 --timeout 60 rt_check --mismatch --coll {coll}"
+        out[f"mismatch-{coll}"] = f"cadrun -n 3 --timeout {scaled(60)} rt_check --mismatch --coll {coll}"
     for p in (2, 3):
-        out[f"mismatch-op-{p}"] = (f"cadrun -n {p} --timeout 60 rt_check --mismatch --mismatch-op --start-late 1 "
+        out[f"mismatch-op-{p}"] = (f"cadrun -n {p} --timeout {scaled(60)} rt_check --mismatch --mismatch-op "
+                                   "--start-late 1 "
                                    "--coll allreduce")
     # The lanes' measurement at cadrt_init: not made for the kernel engine,
     # which uses no lane (and made for a user-space engine in the same VM).
     for engine in ("kernel", "poll"):
-        out[f"measure-{engine}"] = (f"CADRT_ENGINE={engine} CADRT_VERBOSE=1 cadrun -n 2 --timeout 60 rt_check "
+        out[f"measure-{engine}"] = (f"CADRT_ENGINE={engine} CADRT_VERBOSE=1 cadrun -n 2 --timeout {scaled(60)} "
+                                    "rt_check "
                                     "--coll alltoall --sizes 100000")
     # Ranks that differ: rank 1 runs the poll engine, the others the kernel
     # engine chosen by auto (they go to a user-space one) or asked for by
     # name (every rank fails, clearly); neither may hang.
     rank1_poll = 'if [ "$CADRT_RANK" = 1 ]; then export CADRT_ENGINE=poll; fi; exec rt_check --coll all --sizes 1,70000'
-    out["differ-auto"] = f"unset CADRT_ENGINE; CADRT_VERBOSE=1 cadrun -n 3 --timeout 60 sh -c '{rank1_poll}'"
-    out["differ-asked"] = f"cadrun -n 3 --timeout 60 sh -c '{rank1_poll}'"
+    out["differ-auto"] = f"unset CADRT_ENGINE; CADRT_VERBOSE=1 cadrun -n 3 --timeout {scaled(60)} sh -c '{rank1_poll}'"
+    out["differ-asked"] = f"cadrun -n 3 --timeout {scaled(60)} sh -c '{rank1_poll}'"
     # A child forked by each rank with a collective in flight: every call
     # fails in it (it shares its parent's /dev/cad file and status page);
     # its parent completes the collective.
-    out["fork"] = "cadrun -n 3 --timeout 60 rt_check --fork --coll all --sizes 1,70000"
+    out["fork"] = f"cadrun -n 3 --timeout {scaled(60)} rt_check --fork --coll all --sizes 1,70000"
     # Two jobs at once, each its own group of the module (its segment's
     # random key): neither sees the other's ranks or buffers.
-    job = "cadrun -n {} --timeout 120 rt_check --coll all --sizes 1,70000 --outstanding 3"
+    job = "cadrun -n {} --timeout " + str(scaled(120)) + " rt_check --coll all --sizes 1,70000 --outstanding 3"
     out["two-jobs"] = (f"{job.format(2)} > /tmp/job2.out 2>&1 & a=$!; {job.format(3)} > /tmp/job3.out 2>&1; b=$?; "
                        "wait $a; a=$?; cat /tmp/job2.out /tmp/job3.out; echo \"@@JOBS $a $b\"; [ $a = 0 ] && [ $b = 0 ]")
-    out["die"] = "cadrun -n 4 --timeout 60 rt_check --die 2"
-    out["die-test"] = "cadrun -n 4 --timeout 60 rt_check --die 2 --test"
-    out["leave"] = "cadrun -n 4 --timeout 60 rt_check --leave 2"
-    out["leave-hard"] = "cadrun -n 4 --timeout 60 rt_check --leave-hard 2"
-    out["leave-exec"] = "cadrun -n 4 --timeout 60 rt_check --leave-exec 2"
+    out["die"] = f"cadrun -n 4 --timeout {scaled(60)} rt_check --die 2"
+    out["die-test"] = f"cadrun -n 4 --timeout {scaled(60)} rt_check --die 2 --test"
+    out["leave"] = f"cadrun -n 4 --timeout {scaled(60)} rt_check --leave 2"
+    out["leave-hard"] = f"cadrun -n 4 --timeout {scaled(60)} rt_check --leave-hard 2"
+    out["leave-exec"] = f"cadrun -n 4 --timeout {scaled(60)} rt_check --leave-exec 2"
     # Many collectives in flight at once, drawn at random (rt_stress): on
     # every communicator shape, in every form, completed in each rank's own
     # order; under each setting of defer too.
     for i, p in enumerate(STRESS_RANKS):
-        out[f"stress-{p}"] = f"cadrun -n {p} --timeout 300 rt_stress --seed {i + 1}"
+        out[f"stress-{p}"] = f"cadrun -n {p} --timeout {scaled(300)} rt_stress --seed {i + 1}"
     for i, (mode, (defer, split)) in enumerate(DEFER_MODES.items()):
         out[f"stress-defer{mode}"] = with_defer(
-            defer, f"cadrun -n 3 --timeout 300 rt_stress --seed {11 + i} --rounds 80", split)
+            defer, f"cadrun -n 3 --timeout {scaled(300)} rt_stress --seed {11 + i} --rounds 80", split)
     # The proof gate (tests/rt/test_proof.py): a library whose rules push
     # algorithms beyond what their proofs cover; only what is proven runs.
     for p in (1, 4):
-        out[f"proof-{p}"] = f"CADRT_LIBRARY=/proof.cadlib cadrun -n {p} --timeout 120 rt_proof"
-    out["proof-strict-4"] = "CADRT_PROOF=strict CADRT_LIBRARY=/proof.cadlib cadrun -n 4 --timeout 120 rt_proof"
+        out[f"proof-{p}"] = f"CADRT_LIBRARY=/proof.cadlib cadrun -n {p} --timeout {scaled(120)} rt_proof"
+    out["proof-strict-4"] = (f"CADRT_PROOF=strict CADRT_LIBRARY=/proof.cadlib cadrun -n 4 --timeout {scaled(120)} "
+                             "rt_proof")
     # Memory the ranks may not pin (uid 1000, no CAP_IPC_LOCK, ulimit -l
     # 64): cad.ko copies their buffers through kernel memory, invisibly to
     # the peers, and the collectives come out right, waited for and tested.
-    bounce = ("export CADRT_VERBOSE=1 CADRT_STATS=json && cadrun -n 2 --timeout 120 rt_check --coll all "
-              "--sizes 1,1000,70000 --inplace --persistent --iters 2 && cadrun -n 2 --timeout 120 rt_check "
+    bounce = (f"export CADRT_VERBOSE=1 CADRT_STATS=json && cadrun -n 2 --timeout {scaled(120)} rt_check --coll all "
+              f"--sizes 1,1000,70000 --inplace --persistent --iters 2 && cadrun -n 2 --timeout {scaled(120)} rt_check "
               "--coll all --sizes 70000 --test --outstanding 3")
     out["memlock"] = f"chmod 1777 /tmp && su cad -s /bin/sh -c 'ulimit -l 64 && {bounce}'"
-    out["many-persistent"] = "cadrun -n 3 --timeout 120 rt_check --many-persistent 700"
-    out["many-limit"] = "cadrun -n 3 --timeout 60 rt_check --many 600"
+    out["many-persistent"] = f"cadrun -n 3 --timeout {scaled(120)} rt_check --many-persistent 700"
+    out["many-limit"] = f"cadrun -n 3 --timeout {scaled(60)} rt_check --many 600"
     return out
 
 

@@ -37,6 +37,14 @@ interpreter /lib64/ld-linux-x86-64.so.2 too, RUNPATH libraries such as
 exactly as ``ldd`` did on the host.  Symlinks are followed (the initramfs
 holds the real contents), a library shared by several programs is stored
 once, and debug sections are stripped (``strip_debug=False`` keeps them).
+
+The kernel is the installed Debian one unless ``CAD_TEST_KERNEL`` names
+another image, with ``CAD_TEST_KDIR`` the built tree it came from
+(``make test-kmod-sanitised``: the sanitised kernel of
+tests/kmod/sanitised/build-kernel.sh).  The modules are then built against
+that tree (``built_module()``), and every timeout, the VM's and the ones the
+tests pass to programs inside it (``scaled()``), is multiplied by
+``TIMEOUT_FACTOR``.
 """
 
 from __future__ import annotations
@@ -55,7 +63,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 BUSYBOX = Path("/bin/busybox")
+
+# Another kernel than the installed one (an image and the built tree its
+# modules are built against; both or neither), and how much slower it is.
+TEST_KERNEL = os.environ.get("CAD_TEST_KERNEL") or None
+TEST_KDIR = os.environ.get("CAD_TEST_KDIR") or None
+if bool(TEST_KERNEL) != bool(TEST_KDIR):
+    raise RuntimeError("CAD_TEST_KERNEL and CAD_TEST_KDIR go together (make test-kmod-sanitised)")
+# The sanitised kernel (KASAN, lockdep, ...) runs the tests about four
+# times slower than Debian's under TCG; CAD_TEST_TIMEOUT_FACTOR overrides.
+TIMEOUT_FACTOR = float(os.environ.get("CAD_TEST_TIMEOUT_FACTOR") or (6 if TEST_KERNEL else 1))
+
+
+def scaled(seconds: float) -> int:
+    """A timeout of the tests (the VM's or a program's inside it) for the
+    kernel they run under: seconds times TIMEOUT_FACTOR."""
+    return int(seconds * TIMEOUT_FACTOR)
 
 # Files a shared library finds beside itself at run time (not through the
 # loader): added with the library.  libcadrt.so reads its standard library
@@ -70,10 +95,22 @@ COMPANIONS = {
 _LDD_LINE = re.compile(r"^\s*(?:(\S+) => )?(\S+)(?: \(0x[0-9a-f]+\))?\s*$")
 
 # Lines of the kernel log that mean something went wrong in the kernel.
+# The sanitised kernel's reports (make test-kmod-sanitised) begin with
+# "BUG: KASAN: use-after-free in ...", "BUG: KFENCE: out-of-bounds
+# read in ...", "BUG: sleeping function called from invalid context at
+# ...", "WARNING: possible circular locking dependency detected",
+# "WARNING: inconsistent lock state", "BUG: Invalid wait context",
+# "WARNING: suspicious RCU usage", "ODEBUG: free active ... object type:
+# work_struct", "list_add corruption. ...", "kernel BUG at ...": each is
+# matched below on its own, not only through the WARNING or Call Trace
+# that may follow it.
 KERNEL_PROBLEM = re.compile(
-    r"WARNING:|BUG:|Oops|general protection fault|Call Trace|kernel panic|"
+    r"WARNING:|BUG:|kernel BUG at|Oops|general protection fault|Call Trace|kernel panic|"
     r"possible circular locking|possible recursive locking|inconsistent lock state|"
-    r"INFO: task .* blocked|stack-protector|UBSAN|KASAN|kmemleak|"
+    r"possible irq lock inversion|lock held when returning to user space|"
+    r"sleeping function called from invalid context|scheduling while atomic|Invalid wait context|"
+    r"suspicious RCU usage|DEBUG_LOCKS_WARN_ON|ODEBUG:|list_(?:add|del) corruption|"
+    r"INFO: task .* blocked|stack-protector|UBSAN|KASAN|KFENCE|kmemleak|"
     # SLUB's debugging (KERNEL_DEBUG): "BUG kmalloc-32 (...): Right Redzone
     # overwritten", "Poison overwritten", "Object padding overwritten";
     # page poisoning: "pagealloc: memory corruption".
@@ -81,7 +118,8 @@ KERNEL_PROBLEM = re.compile(
 )
 
 # The kernel's own checks the test VMs boot with (Debian's kernel has no
-# KASAN, KFENCE or lockdep; it has SLUB's debugging and page poisoning):
+# KASAN, KFENCE or lockdep, the sanitised kernel has them; both have SLUB's
+# debugging and page poisoning):
 # every slab object with red zones on both sides checked at free (F, Z: a
 # write past an allocation of the module is reported), freed objects
 # poisoned and checked when reused (P: a use after free), who allocated
@@ -112,10 +150,47 @@ poweroff -f
 
 
 def kernel_version() -> str:
-    """The newest kernel with both an image and headers installed."""
+    """The newest kernel with both an image and headers installed, or
+    CAD_TEST_KDIR's release."""
+    if TEST_KDIR:
+        return (Path(TEST_KDIR) / "include" / "config" / "kernel.release").read_text().strip()
     out = subprocess.run([str(HERE / "kernel-version.sh")], check=True,
                          capture_output=True, text=True)
     return out.stdout.strip()
+
+
+# The modules of kmod/CMakeLists.txt, by their path in the build
+# directory: (the tree kmod/kbuild.sh builds them in, its module
+# directories, make variables).  Under CAD_TEST_KDIR, built_module() builds
+# them against that tree, into BUILD/kmod-<release>/.
+MODULES = {
+    "kmod/cad.ko": ("cad", "kmod/cad:tests/kmod/coretest", ()),
+    "kmod/cad_coretest.ko": ("cad", "kmod/cad:tests/kmod/coretest", ()),
+    "kmod/ubsan/cad.ko": ("ubsan/cad", "kmod/cad", ("CAD_UBSAN=y",)),
+    # Only for the sanitised kernel (test_sanitised.py).
+    "kmod/cad_sancheck.ko": ("sancheck", "tests/kmod/sancheck", ()),
+}
+_built: set[tuple[str, str]] = set()
+
+
+def built_module(build_dir: str | os.PathLike, path: str = "kmod/cad.ko") -> Path:
+    """A kernel module of the build (path: kmod/cad.ko, kmod/ubsan/cad.ko,
+    kmod/cad_coretest.ko) for the kernel the tests boot: build_dir/path,
+    or under CAD_TEST_KDIR the same module built against that tree
+    (kbuild.sh, incremental; once per process)."""
+    build_dir = Path(build_dir)
+    if not TEST_KDIR:
+        found = build_dir / path
+        if not found.exists():
+            raise FileNotFoundError(f"{found} is not built: run 'make build'")
+        return found
+    tree, moddirs, variables = MODULES[path]
+    top = build_dir.resolve() / f"kmod-{kernel_version()}"   # make -C KDIR M= needs it absolute
+    if (str(top), tree) not in _built:
+        subprocess.run([str(ROOT / "kmod" / "kbuild.sh"), str(ROOT), str(top / tree), TEST_KDIR, moddirs,
+                        *variables], check=True)
+        _built.add((str(top), tree))
+    return top / Path(path).relative_to("kmod")
 
 
 @dataclass
@@ -151,8 +226,9 @@ class VM:
     def __init__(self, version: str | None = None, memory_mb: int = 512, cpus: int = 2, append: str = ""):
         """append: more of the kernel's command line (slub_debug=P, ...)."""
         self.version = version or kernel_version()
-        self.append = append
-        self.kernel = Path(f"/boot/vmlinuz-{self.version}")
+        # Under the sanitised kernel, every KASAN report, not only the first.
+        self.append = f"{append} kasan_multi_shot".strip() if TEST_KERNEL and not version else append
+        self.kernel = Path(TEST_KERNEL) if TEST_KERNEL and not version else Path(f"/boot/vmlinuz-{self.version}")
         self.memory_mb = memory_mb
         self.cpus = cpus
         self.files: dict[str, tuple[int, bytes]] = {}
@@ -238,6 +314,10 @@ class VM:
     def _initramfs(self, script: str) -> bytes:
         files = dict(self.files)
         files["/init"] = (0o755, INIT.encode())
+        # What runs in the VM knows how slow its kernel is (kcad_check's
+        # time limits).
+        if TIMEOUT_FACTOR != 1:
+            script = f"export CAD_TEST_TIMEOUT_FACTOR={TIMEOUT_FACTOR:g}\n{script}"
         files["/test.sh"] = (0o755, script.encode())
         files["/bin/busybox"] = (0o755, BUSYBOX.read_bytes())
         dirs = {"/bin", "/proc", "/sys", "/dev", "/tmp"}
@@ -254,7 +334,9 @@ class VM:
         return gzip.compress(_newc(entries), compresslevel=1)
 
     def run(self, script: str, timeout: float = 600) -> Result:
-        """Boot, run script, power off; the result whatever happened."""
+        """Boot, run script, power off; the result whatever happened.
+        timeout: in seconds under the installed kernel (scaled())."""
+        timeout = scaled(timeout)
         qemu = shutil.which("qemu-system-x86_64")
         if not qemu:
             raise FileNotFoundError("qemu-system-x86_64 is missing: run 'make deps'")
@@ -372,11 +454,8 @@ def cad_vm(build_dir: str | os.PathLike, module: str = "kmod/cad.ko", **kwargs) 
     """A VM with build_dir's cad.ko (module: the path in build_dir;
     kmod/ubsan/cad.ko is the sanitized build) at /cad.ko (the script
     insmods it)."""
-    module = Path(build_dir) / module
-    if not module.exists():
-        raise FileNotFoundError(f"{module} is not built: run 'make build'")
     vm = VM(**kwargs)
-    vm.add_file(module, "/cad.ko")
+    vm.add_file(built_module(build_dir, module), "/cad.ko")
     return vm
 
 

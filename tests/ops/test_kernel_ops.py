@@ -31,7 +31,7 @@ import spill_fill
 from gen_ops import generate
 from test_op_corpus import NEEDS, NEEDS_KERNEL, corpus_files, expectation, params
 from test_ops import OPS, prepare
-from vm import COUNT_AND_UNLOAD, cad_vm, run_cases
+from vm import COUNT_AND_UNLOAD, cad_vm, run_cases, scaled
 
 N_KERNEL = 1000
 
@@ -72,7 +72,7 @@ def user_op_cases(build_dir, vm, tmp: Path, builds) -> dict[str, str]:
     cases["kop_spill_fill"] = (f"kop_run /ops/spill_fill.img /ops/spill_fill.in /ops/spill_fill.io "
                                f"/ops/spill_fill.exp {spill_fill.ESZ} {spill_fill.FIELDS}")
     for n in (2, 3, 4, 8):
-        cases[f"uop_{n}"] = f"CADRT_ENGINE=kernel cadrun -n {n} --timeout 200 uop_check"
+        cases[f"uop_{n}"] = f"CADRT_ENGINE=kernel cadrun -n {n} --timeout {scaled(200)} uop_check"
     return cases
 
 
