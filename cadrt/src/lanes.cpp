@@ -80,9 +80,7 @@ void Runtime::say_lanes(uint32_t partner, uint64_t upto, const int64_t *lane, co
 // partner on this node) measures two private memcpys as before.  Called
 // between two barriers of the node's ranks (init_joined).
 uint64_t Runtime::lanes_upto(uint32_t partner) {
-  constexpr int kSizes = kLaneProbes;
-  const uint64_t *const kProbe = kLaneProbe;
-  std::vector<unsigned char> a(kProbe[kSizes - 1], 1), b(kProbe[kSizes - 1], 2);
+  std::vector<unsigned char> a(kLaneProbe[kLaneProbes - 1], 1), b(kLaneProbe[kLaneProbes - 1], 2);
   auto best = [](int n, auto fn) {
     int64_t m = INT64_MAX;
     for (int i = 0; i < n; i++) {
@@ -135,16 +133,15 @@ uint64_t Runtime::lanes_upto(uint32_t partner) {
   };
   // Every size, whatever the smaller ones said: each exchange needs both
   // partners.
-  int64_t read[kSizes], lane[kSizes];
-  for (int i = 0; i < kSizes; i++) measure(kProbe[i], &read[i], &lane[i]);
-  static_assert(kSizes == sizeof read_probe_ns / sizeof read_probe_ns[0], "copy_ns() reads these");
-  for (int i = 0; i < kSizes; i++) read_probe_ns[i] = ok && read[i] != INT64_MAX ? read[i] : 0;
+  int64_t read[kLaneProbes], lane[kLaneProbes];
+  for (int i = 0; i < kLaneProbes; i++) measure(kLaneProbe[i], &read[i], &lane[i]);
+  for (int i = 0; i < kLaneProbes; i++) read_probe_ns[i] = ok && read[i] != INT64_MAX ? read[i] : 0;
   // (Lanes that win at 1 MiB serve every size.)
   uint64_t upto = lanes_limit(lane, read, ok);
   const char *forced = forced_lanes(&upto);
   lane_probe_ = {true, partner, upto, *forced != 0, {}, {}};
-  std::copy(lane, lane + kSizes, lane_probe_.lane_ns);
-  std::copy(read, read + kSizes, lane_probe_.read_ns);
+  std::copy(lane, lane + kLaneProbes, lane_probe_.lane_ns);
+  std::copy(read, read + kLaneProbes, lane_probe_.read_ns);
   if (verbose) say_lanes(partner, upto, lane, read, forced);
   return upto;
 }

@@ -42,14 +42,14 @@ bool Runtime::offerable(const cadrt_request_s *r, uint32_t node, uint32_t ep) co
 }
 
 int64_t Runtime::copy_ns(uint64_t len) const {
-  constexpr uint64_t kProbe[4] = {16 << 10, 64 << 10, 256 << 10, 1 << 20};
   if (!read_probe_ns[0]) return static_cast<int64_t>(len / kBytesPerNs);
-  // Through the points measured; proportional below the first and
-  // beyond the last.
-  if (len <= kProbe[0]) return static_cast<int64_t>(len * read_probe_ns[0] / kProbe[0]);
-  for (int i = 1; i < 4; i++)
-    if (len <= kProbe[i] || i == 3) {
-      const double f = static_cast<double>(len - kProbe[i - 1]) / static_cast<double>(kProbe[i] - kProbe[i - 1]);
+  // Through the points lanes_upto() measured; proportional below the
+  // first and beyond the last.
+  if (len <= kLaneProbe[0]) return static_cast<int64_t>(len * read_probe_ns[0] / kLaneProbe[0]);
+  for (int i = 1; i < kLaneProbes; i++)
+    if (len <= kLaneProbe[i] || i == kLaneProbes - 1) {
+      const double f =
+          static_cast<double>(len - kLaneProbe[i - 1]) / static_cast<double>(kLaneProbe[i] - kLaneProbe[i - 1]);
       return static_cast<int64_t>(read_probe_ns[i - 1] + f * static_cast<double>(read_probe_ns[i] - read_probe_ns[i - 1]));
     }
   return 0;

@@ -439,8 +439,6 @@ class Runtime {
   // Under CADRT_PUSH=auto with CADRT_BULK=auto, the size classes in
   // which pushes measured faster for every pair of the node (bit i: from
   // kPushProbe[i] below the next; push_upto()); below the first, all.
-  static constexpr int kPushClasses = cadrt::kPushClasses;
-  static constexpr const uint64_t *kPushProbe = cadrt::kPushProbe;
   uint32_t push_classes = (1u << kPushClasses) - 1;
   // One-way sends below this are pushed for a caller that computes too
   // (push_with_cma).
@@ -474,7 +472,7 @@ class Runtime {
   bool offers = false, offers_always = false;
   // What a process_vm_readv of 16, 64, 256 and 1024 KiB took at init
   // (lanes_upto; 0: not measured), for copy_ns().
-  int64_t read_probe_ns[4] = {0, 0, 0, 0};
+  int64_t read_probe_ns[kLaneProbes] = {};
   // This rank's measurements at init, as taken (CADRT_STATS): lanes_upto()'s
   // exchanges with `with` (nep: two private memcpys) and its verdict
   // (`forced` by CADRT_FAULT_LANES), and as a pair's receiver push_upto()'s
