@@ -69,8 +69,8 @@ def counters(stderr, n, *names):
 def receives(stderr, n):
     """Large receives (through lanes, by a single copy), summed over the n
     ranks' CADRT_STATS lines."""
-    stats = rank_stats(stderr, n)
-    return sum(s["counters"]["lane"] for s in stats), sum(s["counters"]["cma"] for s in stats)
+    found = counters(stderr, n, "lane", "cma")
+    return sum(lane for lane, _ in found), sum(cma for _, cma in found)
 
 
 def run(build_dir, n, program, *args, env=None, timeout=120, wrap=()):
