@@ -35,7 +35,7 @@ DEBIAN_PACKAGES := \
 	openmpi-bin libopenmpi-dev gfortran scalapack-mpi-test mumps-test \
 	python3 python3-pytest python3-jsonschema python3-matplotlib \
 	groff-base man-db graphviz dkms \
-	linux-source-6.1
+	linux-source-6.1 flex bison bc libelf-dev libssl-dev
 
 .PHONY: all deps build install dkms-install dkms-uninstall test test-unit test-fuzz test-py test-kmod test-kmod-sanitised demo bench fuzz fuzz-verifier fuzz-cadc \
 	fuzz-op fuzz-kmod clean
